@@ -1,0 +1,577 @@
+"""Experiment presets: the pydantic schema, TOML loading, ``--set`` overrides and sweep expansion.
+
+A preset is a TOML file with the sections ``[task]``, ``[model]``, ``[train]``, ``[eval]``, ``[plateau]``,
+an optional ``[sweep]`` table mapping dotted keys to lists of values, and a top-level ``seeds`` list.
+The runs of a preset are the cartesian product of the sweep lists times the seeds (``expand``).
+
+Every field carries a description: the TUI builds its preset form from this schema, and
+``sparse-tui presets --schema`` prints it. Errors are collected as ``PresetError`` with one line per problem
+in the form ``FILE: key.path: message`` (no traceback; the CLI exits 2).
+
+This module imports neither torch nor textual, so ``sparse-tui --help`` stays light.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+# --------------------------------------------------------------------------------------------------------------
+# Schema
+# --------------------------------------------------------------------------------------------------------------
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=False)
+
+
+class LinregTask(_Section):
+    """Single-location linear regression (paper §2.1, App. A, App. B.1).
+
+    Tokens x_t ~ N(0, I/d); target y* = W* x_rel with W* ~ N(0, 1/d) drawn once per run (seeded).
+    """
+
+    kind: Literal["linreg"] = "linreg"
+    d: int = Field(32, ge=1, description="Token and target dimension d (paper §2.1).")
+    T: int = Field(64, ge=2, description="Sequence length T (number of tokens per sequence).")
+    B: int = Field(
+        1, ge=1, description="In-context repetition: the relevant token appears at B positions (paper §2.3)."
+    )
+    p: float = Field(
+        0.0,
+        ge=0.0,
+        le=1.0,
+        description="Cross-sample repetition: probability that the relevant token is the fixed token x~ (§2.3).",
+    )
+    position: Literal["last", "fixed", "random"] = Field(
+        "last",
+        description=(
+            "Where the relevant token(s) sit: 'last' = the last B positions (theory, App. A.2); "
+            "'fixed' = B positions drawn once per run; 'random' = resampled per sequence (App. B.1)."
+        ),
+    )
+    indicator: bool = Field(
+        False, description="Append a feature that is 1 on relevant tokens and 0 elsewhere (App. B.1)."
+    )
+    test_repetition: bool = Field(
+        False,
+        description=(
+            "Keep in-context repetition B in the test set (App. D.1 does so for the toy model, which cannot "
+            "generalise to B = 1). Cross-sample repetition p is never applied to the test set."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> "LinregTask":
+        if self.B > self.T:
+            raise ValueError("B: must be <= T")
+        return self
+
+
+class RecallTask(_Section):
+    """In-context associative recall (paper §3.1, App. C.1; blog 000_c966266e20f8d9ea.txt).
+
+    n_pairs key-value pairs then a query; the target is the value bound to the query's key.
+    """
+
+    kind: Literal["recall"] = "recall"
+    n_tokens: int = Field(64, ge=2, description="Vocabulary size N_tokens (keys and values share it).")
+    n_pairs: int = Field(32, ge=1, description="Number of key-value pairs in the context (T = 2 n_pairs + 1).")
+    B: float = Field(
+        1.0,
+        ge=1.0,
+        description=(
+            "In-context repetition: expected number of slots holding the query pair (App. C.1). The query always "
+            "occupies one uniformly drawn slot and each other slot with probability (B-1)/(n_pairs-1), so every "
+            "sequence is answerable and the mean count is exactly B."
+        ),
+    )
+    p: float = Field(
+        0.0, ge=0.0, le=1.0, description="Cross-sample repetition: probability the query is one of 2 fixed tokens."
+    )
+    train_size: int = Field(
+        0, ge=0, description="Fixed training set size in sequences (the blog uses 10^4); 0 = fresh online samples."
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> "RecallTask":
+        if self.n_pairs > self.n_tokens:
+            raise ValueError("n_pairs: must be <= n_tokens (keys in one context are distinct)")
+        if self.B > self.n_pairs:
+            raise ValueError("B: must be <= n_pairs")
+        return self
+
+
+class NearestTask(_Section):
+    """Similar-content extraction (blog 003_40b321c40389bd3f.txt): predict the context token numerically
+    closest to the last token."""
+
+    kind: Literal["nearest"] = "nearest"
+    vocab: int = Field(16, ge=3, description="Vocabulary size V; token k means the number k.")
+    context: int = Field(3, ge=2, description="Context length C (the last token is the one to match).")
+    tie_break: Literal["lower", "earlier"] = Field(
+        "lower",
+        description="When two context tokens are equally close: take the numerically lower one, or the earlier one.",
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> "NearestTask":
+        if self.context > self.vocab:
+            raise ValueError("context: must be <= vocab (context tokens are distinct)")
+        return self
+
+
+TaskConfig = Annotated[Union[LinregTask, RecallTask, NearestTask], Field(discriminator="kind")]
+
+
+class ToyModel(_Section):
+    """The simplified attention layer y = W sum_t softmax(a)_t x_t (paper Eq. 2)."""
+
+    kind: Literal["toy"] = "toy"
+    init: Literal["zero", "normal"] = Field(
+        "zero", description="Initial a and W: exactly zero (Asm. 2 and 4) or N(0, init_scale^2)."
+    )
+    init_scale: float = Field(0.0, ge=0.0, description="Standard deviation of the initial W and a when init='normal'.")
+
+
+class TransformerModel(_Section):
+    """A small decoder-style Transformer with readout at the last position (paper Table 1, blog 000_...)."""
+
+    kind: Literal["transformer"] = "transformer"
+    n_layers: int = Field(2, ge=1, description="Number of attention layers.")
+    n_heads: int = Field(1, ge=1, description="Attention heads per layer.")
+    d_model: int = Field(64, ge=1, description="Residual stream / embedding dimension.")
+    d_qk: int | None = Field(
+        None, ge=1, description="Query/key dimension per head (Table 1: 64); empty = d_model / n_heads."
+    )
+    mlp: bool = Field(False, description="An MLP after each attention layer.")
+    mlp_factor: int = Field(4, ge=1, description="MLP hidden width = mlp_factor * d_model.")
+    layernorm: bool = Field(False, description="Pre-LayerNorm before attention/MLP and before the readout.")
+    residual: bool = Field(True, description="Skip connections around attention and MLP.")
+    pos_enc: Literal["sinusoidal", "learned", "none"] = Field("learned", description="Positional encoding.")
+    input: Literal["auto", "embedding", "linear"] = Field(
+        "auto", description="Token embedding table (token tasks) or linear map (vector tasks); auto picks by task."
+    )
+    causal: bool = Field(True, description="Causal attention mask.")
+    init_std: float = Field(0.02, gt=0.0, description="Standard deviation of the weight initialisation.")
+
+    @model_validator(mode="after")
+    def _check(self) -> "TransformerModel":
+        if self.d_model % self.n_heads != 0:
+            raise ValueError("d_model: must be divisible by n_heads")
+        return self
+
+
+class OdeModel(_Section):
+    """The reduced gradient-flow dynamics of the toy model (paper Eqs. 12-14, 17-21), integrated instead of
+    trained: one 'step' is one unit of gradient-flow time multiplied by train.lr."""
+
+    kind: Literal["ode"] = "ode"
+    rtol: float = Field(1e-8, gt=0.0, lt=1.0, description="Relative tolerance of the adaptive integrator.")
+    atol: float = Field(1e-10, gt=0.0, description="Absolute tolerance of the adaptive integrator.")
+
+
+ModelConfig = Annotated[Union[ToyModel, TransformerModel, OdeModel], Field(discriminator="kind")]
+
+_DEVICE_RE = re.compile(r"^(auto|cpu|cuda|cuda:\d+|mps)$")
+
+
+class TrainConfig(_Section):
+    """Optimisation (paper Table 1)."""
+
+    optimizer: Literal["adam", "adamw", "sgd"] = Field("adam", description="Optimiser.")
+    lr: float = Field(1e-3, gt=0.0, description="Peak learning rate.")
+    batch_size: int = Field(32, ge=1, description="Sequences per step.")
+    steps: int = Field(1000, ge=1, description="Number of optimisation steps.")
+    warmup_steps: int = Field(0, ge=0, description="Linear warmup from 0 to lr over this many steps.")
+    schedule: Literal["constant", "linear", "cosine"] = Field(
+        "constant", description="Learning-rate schedule after warmup (decays to min_lr_ratio * lr)."
+    )
+    min_lr_ratio: float = Field(0.0, ge=0.0, le=1.0, description="Final lr / peak lr for linear and cosine.")
+    grad_clip: float = Field(0.0, ge=0.0, description="Clip the gradient norm to this value; 0 = no clipping.")
+    weight_decay: float = Field(0.0, ge=0.0, description="Weight decay (decoupled for adamw).")
+    momentum: float = Field(0.0, ge=0.0, lt=1.0, description="SGD momentum.")
+    beta1: float = Field(0.9, ge=0.0, lt=1.0, description="Adam beta1.")
+    beta2: float = Field(0.999, ge=0.0, lt=1.0, description="Adam beta2.")
+    device: str = Field("auto", description="auto | cpu | cuda | cuda:N.")
+
+    @model_validator(mode="after")
+    def _check(self) -> "TrainConfig":
+        if not _DEVICE_RE.match(self.device):
+            raise ValueError("device: must be one of auto, cpu, cuda, cuda:N")
+        return self
+
+
+class EvalConfig(_Section):
+    """When and on what the model is evaluated."""
+
+    every: int = Field(50, ge=1, description="Evaluate every this many steps (and at step 0 and the last step).")
+    test_size: int = Field(512, ge=1, description="Sequences in the fixed test set (no repetition).")
+    snapshot_every: int = Field(
+        0, ge=0, description="Store attention maps of a few test sequences every this many steps; 0 = at eval 0 and end."
+    )
+    snapshot_examples: int = Field(2, ge=1, le=16, description="Number of test sequences whose attention is stored.")
+
+
+class PlateauConfig(_Section):
+    """Plateau length (paper App. D.1): the first evaluated step at which the threshold is crossed."""
+
+    metric: str = Field("test/loss", description="Metric watched, e.g. test/loss, train/loss, test/acc.")
+    mode: Literal["fraction", "below", "above"] = Field(
+        "fraction",
+        description=(
+            "fraction: metric <= value * its initial value (App. D.1 uses 0.2); below: metric <= value; "
+            "above: metric >= value (accuracy, App. D.1 uses 0.05 for recall)."
+        ),
+    )
+    value: float = Field(0.2, description="Threshold value.")
+
+
+class _Experiment(_Section):
+    """The sections shared by a preset file and a single run."""
+
+    name: str = Field("", description="Preset name (defaults to the file name).")
+    description: str = Field("", description="One line saying what the preset shows.")
+    task: TaskConfig = Field(default_factory=RecallTask)
+    model: ModelConfig = Field(default_factory=TransformerModel)
+    train: TrainConfig = Field(default_factory=TrainConfig)
+    eval: EvalConfig = Field(default_factory=EvalConfig)
+    plateau: PlateauConfig = Field(default_factory=PlateauConfig)
+
+    @model_validator(mode="after")
+    def _cross(self) -> "_Experiment":
+        if self.model.kind in ("toy", "ode") and self.task.kind != "linreg":
+            raise ValueError(f"model.kind: '{self.model.kind}' needs task.kind = 'linreg'")
+        return self
+
+
+class RunConfig(_Experiment):
+    """Everything one run needs: a preset with one seed and its sweep resolved."""
+
+    seed: int = Field(0, ge=0, description="Seed of this run: task sampling, W*, and model init.")
+
+
+class Preset(_Experiment):
+    """A preset file: a RunConfig plus the seeds list and the sweep table."""
+
+    seeds: list[Annotated[int, Field(ge=0)]] = Field(
+        default_factory=lambda: [0], min_length=1, description="Seeds; one run per seed."
+    )
+    sweep: dict[str, list[Any]] = Field(
+        default_factory=dict, description="Dotted key -> list of values; runs = product of lists x seeds."
+    )
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Errors
+# --------------------------------------------------------------------------------------------------------------
+
+
+class PresetError(Exception):
+    """One or more problems with a preset; ``lines`` holds one ``FILE: key: message`` line per problem."""
+
+    def __init__(self, lines: list[str]):
+        super().__init__("\n".join(lines))
+        self.lines = lines
+
+
+def _fmt_num(v: Any) -> str:
+    return repr(v) if isinstance(v, str) else str(v)
+
+
+def _message(err: dict) -> str:
+    """Turn one pydantic error into a short human message."""
+    t = err["type"]
+    ctx = err.get("ctx", {}) or {}
+    table = {
+        "greater_than": "must be > {gt}",
+        "greater_than_equal": "must be >= {ge}",
+        "less_than": "must be < {lt}",
+        "less_than_equal": "must be <= {le}",
+        "extra_forbidden": "unknown key",
+        "missing": "required key is missing",
+        "int_type": "must be an integer",
+        "int_parsing": "must be an integer",
+        "int_from_float": "must be an integer",
+        "float_type": "must be a number",
+        "float_parsing": "must be a number",
+        "bool_type": "must be true or false",
+        "bool_parsing": "must be true or false",
+        "string_type": "must be a string",
+        "list_type": "must be a list",
+        "dict_type": "must be a table",
+        "model_type": "must be a table",
+        "too_short": "must have at least {min_length} item(s)",
+        "union_tag_invalid": "must be one of {expected_tags}",
+        "union_tag_not_found": "needs a 'kind' key",
+    }
+    if t == "literal_error":
+        return "must be one of " + str(ctx.get("expected", "")).replace("'", "")
+    if t in table:
+        try:
+            return table[t].format(**{k: _fmt_num(v) if k != "expected_tags" else v for k, v in ctx.items()})
+        except (KeyError, IndexError):
+            return table[t]
+    if t == "value_error":
+        msg = str(ctx.get("error", err.get("msg", "")))
+        return msg
+    return err.get("msg", t)
+
+
+def _loc(err: dict, prefix: str) -> tuple[str, str]:
+    """Key path of a pydantic error, dropping discriminator tags (task.recall.n_tokens -> task.n_tokens)."""
+    parts = [str(p) for p in err["loc"] if p not in ("linreg", "recall", "nearest", "toy", "transformer", "ode")]
+    # Model validators raising "key: message" name the field inside their section.
+    msg = _message(err)
+    if err["type"] == "value_error" and ": " in msg:
+        key, rest = msg.split(": ", 1)
+        if re.fullmatch(r"[A-Za-z_.]+", key):
+            parts = parts + [key]
+            msg = rest
+    path = ".".join(parts)
+    if prefix:
+        path = f"{prefix}.{path}" if path else prefix
+    return path, msg
+
+
+def format_validation_error(exc: ValidationError, source: str, prefix: str = "") -> list[str]:
+    lines = []
+    for err in exc.errors(include_url=False):
+        path, msg = _loc(err, prefix)
+        lines.append(f"{source}: {path}: {msg}" if path else f"{source}: {msg}")
+    # de-duplicate while keeping order
+    return list(dict.fromkeys(lines))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Loading, overrides and sweep expansion
+# --------------------------------------------------------------------------------------------------------------
+
+
+def parse_value(text: str) -> Any:
+    """Parse a ``--set`` value as a TOML value (numbers, booleans, lists, quoted strings); bare words are strings."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def _get_section_model(path: list[str], data: dict) -> bool:
+    """Whether the dotted path names an existing field of the schema for this data (used for sweep keys)."""
+    cfg: Any = RunConfig
+    node = data
+    for i, part in enumerate(path):
+        fields = cfg.model_fields if hasattr(cfg, "model_fields") else None
+        if fields is None or part not in fields:
+            return False
+        ann = fields[part].annotation
+        if i == len(path) - 1:
+            return True
+        # descend into the section; for discriminated unions pick the member named by data's kind
+        sub = node.get(part, {}) if isinstance(node, dict) else {}
+        if part == "task":
+            kind = sub.get("kind", "recall") if isinstance(sub, dict) else "recall"
+            cfg = {"linreg": LinregTask, "recall": RecallTask, "nearest": NearestTask}.get(kind, RecallTask)
+        elif part == "model":
+            kind = sub.get("kind", "transformer") if isinstance(sub, dict) else "transformer"
+            cfg = {"toy": ToyModel, "transformer": TransformerModel, "ode": OdeModel}.get(kind, TransformerModel)
+        else:
+            cfg = ann
+        node = sub
+    return False
+
+
+def set_dotted(data: dict, key: str, value: Any) -> None:
+    parts = key.split(".")
+    node = data
+    for part in parts[:-1]:
+        nxt = node.get(part)
+        if not isinstance(nxt, dict):
+            nxt = {}
+            node[part] = nxt
+        node = nxt
+    node[parts[-1]] = value
+
+
+def get_dotted(data: dict, key: str, default: Any = None) -> Any:
+    node: Any = data
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return default
+        node = node[part]
+    return node
+
+
+def flatten(data: dict, prefix: str = "") -> dict[str, Any]:
+    """Flatten nested tables to dotted keys (lists stay values)."""
+    out: dict[str, Any] = {}
+    for k, v in data.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+@dataclass
+class RunSpec:
+    """One run of a preset: its resolved config, the flattened params and which of them were swept."""
+
+    preset: str
+    preset_path: str
+    config: RunConfig
+    swept: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def seed(self) -> int:
+        return self.config.seed
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return flatten(self.config.model_dump(mode="json", exclude={"name", "description"}))
+
+    def label(self) -> str:
+        parts = [f"{k.split('.')[-1]}={v}" for k, v in self.swept.items() if k != "seed"]
+        parts.append(f"seed={self.seed}")
+        return " ".join(parts)
+
+
+@dataclass
+class LoadedPreset:
+    """A validated preset and the raw TOML data it came from (kept for sweep expansion)."""
+
+    path: Path
+    preset: Preset
+    raw: dict
+
+    @property
+    def name(self) -> str:
+        return self.preset.name or self.path.stem
+
+
+def load_preset(path: str | Path, overrides: list[str] | None = None) -> LoadedPreset:
+    """Load, override and validate a preset file, including every sweep point. Raises PresetError."""
+    path = Path(path)
+    src = path.name
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise PresetError([f"{path}: file not found"]) from None
+    except OSError as e:
+        raise PresetError([f"{path}: cannot read: {e.strerror}"]) from None
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise PresetError([f"{src}: TOML syntax error: {e}"]) from None
+    return validate_preset_data(raw, src, overrides, path=path)
+
+
+def validate_preset_data(
+    raw: dict, src: str, overrides: list[str] | None = None, path: Path | None = None
+) -> LoadedPreset:
+    """Validate preset data already parsed from TOML (the TUI's form uses this too)."""
+    errors: list[str] = []
+    raw = _deepcopy(raw)
+    for ov in overrides or []:
+        if "=" not in ov:
+            errors.append(f"--set {ov}: expected key=value")
+            continue
+        key, text = ov.split("=", 1)
+        key = key.strip()
+        if not key:
+            errors.append(f"--set {ov}: expected key=value")
+            continue
+        set_dotted(raw, key, parse_value(text.strip()))
+    if errors:
+        raise PresetError(errors)
+    try:
+        preset = Preset.model_validate(raw)
+    except ValidationError as e:
+        raise PresetError(format_validation_error(e, src)) from None
+    # Validate the sweep: every key must exist, every value list non-empty, every point valid.
+    sweep = raw.get("sweep", {}) or {}
+    base = {k: v for k, v in raw.items() if k not in ("sweep", "seeds")}
+    for key, values in sweep.items():
+        if key in ("seed", "seeds"):
+            errors.append(f"{src}: sweep.{key}: use the top-level 'seeds' list")
+            continue
+        if not _get_section_model(key.split("."), base) or key.split(".")[0] in ("name", "description"):
+            errors.append(f"{src}: sweep.{key}: no such key")
+            continue
+        if not values:
+            errors.append(f"{src}: sweep.{key}: must have at least 1 value")
+            continue
+        for i, v in enumerate(values):
+            point = _deepcopy(base)
+            set_dotted(point, key, v)
+            try:
+                RunConfig.model_validate(point)
+            except ValidationError as e:
+                for err in e.errors(include_url=False):
+                    p, msg = _loc(err, "")
+                    if p == key or p.endswith("." + key.split(".")[-1]) or p == key.split(".")[0]:
+                        errors.append(f"{src}: sweep.{key}[{i}]: {msg}")
+    if errors:
+        raise PresetError(list(dict.fromkeys(errors)))
+    # Cross-field rules can fail only for some combinations (d_model x n_heads): check every point.
+    loaded = LoadedPreset(path=path or Path(src), preset=preset, raw=raw)
+    bad = []
+    for combo in _combos(sweep):
+        point = _deepcopy(base)
+        for k, v in combo.items():
+            set_dotted(point, k, v)
+        try:
+            RunConfig.model_validate(point)
+        except ValidationError as e:
+            where = ", ".join(f"{k}={v}" for k, v in combo.items())
+            for line in format_validation_error(e, src):
+                bad.append(f"{line} (sweep point {where})")
+    if bad:
+        raise PresetError(list(dict.fromkeys(bad))[:20])
+    return loaded
+
+
+def _combos(sweep: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    keys = list(sweep)
+    return [dict(zip(keys, vals)) for vals in itertools.product(*(sweep[k] for k in keys))]
+
+
+def _deepcopy(d: Any) -> Any:
+    if isinstance(d, dict):
+        return {k: _deepcopy(v) for k, v in d.items()}
+    if isinstance(d, list):
+        return [_deepcopy(v) for v in d]
+    return d
+
+
+def expand(loaded: LoadedPreset) -> list[RunSpec]:
+    """The runs of a preset: sweep product (in file order, last key fastest) times seeds (fastest)."""
+    raw = loaded.raw
+    base = {k: v for k, v in raw.items() if k not in ("sweep", "seeds")}
+    base.setdefault("name", loaded.name)
+    if not base.get("name"):
+        base["name"] = loaded.name
+    specs = []
+    for combo in _combos(loaded.preset.sweep):
+        for seed in loaded.preset.seeds:
+            point = _deepcopy(base)
+            for k, v in combo.items():
+                set_dotted(point, k, v)
+            point["seed"] = seed
+            cfg = RunConfig.model_validate(point)
+            swept = dict(combo)
+            swept["seed"] = seed
+            specs.append(RunSpec(preset=loaded.name, preset_path=str(loaded.path), config=cfg, swept=swept))
+    return specs
+
+
+def config_from_json(data: dict) -> RunConfig:
+    """Rebuild a run's config from the JSON stored in the run store."""
+    return RunConfig.model_validate(data)
