@@ -282,7 +282,11 @@ class PresetError(Exception):
 
 
 def _fmt_num(v: Any) -> str:
-    return repr(v) if isinstance(v, str) else str(v)
+    if isinstance(v, str):
+        return repr(v)
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
 
 
 def _message(err: dict) -> str:
