@@ -1,0 +1,203 @@
+"""A small decoder-style Transformer read out at the last position.
+
+It covers the Transformers of the paper (002_cc8574166552f4e6.txt, §2.4, §3, App. D.3 Table 1: 2 or 4 layers,
+4 heads, d_model 256, d_qk 64, MLP factor 4, sinusoidal positions, skip connections; LayerNorm on for recall,
+§3.2) and the blog's 2-layer attention-only model (000_c966266e20f8d9ea.txt: mlp off, layernorm off, residual on,
+one head, learned positions).
+
+    h_0 = embed(x) + pos                       embedding table (token ids) or linear map (vectors)
+    h_l = h_{l-1} + Attn(LN(h_{l-1}))          LN optional (pre-LN), skip optional
+    h_l = h_l + MLP(LN(h_l))                   optional, GELU, hidden mlp_factor * d_model
+    out = unembed(LN(h_L[:, -1]))              only the last position is read out
+
+Attention is written out by hand (q k^T / sqrt(d_qk), mask, softmax, @ v) so that every layer's probabilities come
+out of the training forward pass itself. With ``need_attn = False`` the model uses
+``F.scaled_dot_product_attention`` instead (fused kernels) and returns ``None`` for each layer.
+
+Exact saving (``readout_only = True``, the default): only the last position is read out, so the last layer
+computes only that query (and its MLP / LayerNorm on that position); keys and values still cover every position.
+Its attention tensor is then ``[N, H, 1, L]`` (docs/ARCHITECTURE.md allows Lq = 1 in the last layer). The output
+is the same as the full computation.
+
+Initialisation: every Linear / Embedding weight and the learned positions ~ N(0, init_std^2), every bias 0,
+LayerNorm gain 1 and bias 0. All Linear layers carry a bias.
+
+The forward pass is a plain function of the parameters and the input: no state, no in-place updates, and control
+flow only on the static configuration, so it works under ``torch.func.functional_call`` and ``torch.func.vmap``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+
+def sinusoidal_positions(length: int, d_model: int) -> Tensor:
+    """Fixed positional encoding of Vaswani et al. (2017): PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos."""
+    pos = torch.arange(length, dtype=torch.float32)[:, None]
+    freq = torch.exp(-math.log(10000.0) * torch.arange(0, d_model, 2, dtype=torch.float32) / d_model)
+    pe = torch.zeros(length, d_model)
+    pe[:, 0::2] = torch.sin(pos * freq)
+    pe[:, 1::2] = torch.cos(pos * freq)[:, : d_model // 2]
+    return pe
+
+
+class Attention(nn.Module):
+    """Multi-head attention. Queries and keys have d_qk dimensions per head, values d_model / n_heads."""
+
+    def __init__(self, d_model: int, n_heads: int, d_qk: int):
+        super().__init__()
+        self.n_heads, self.d_qk, self.d_v = n_heads, d_qk, d_model // n_heads
+        self.q = nn.Linear(d_model, n_heads * d_qk)
+        self.k = nn.Linear(d_model, n_heads * d_qk)
+        self.v = nn.Linear(d_model, d_model)
+        self.o = nn.Linear(d_model, d_model)
+
+    def forward(self, xq: Tensor, xkv: Tensor, mask: Tensor | None, need_attn: bool) -> tuple[Tensor, Tensor | None]:
+        """xq [N, Lq, D] (the inputs at the last Lq positions), xkv [N, L, D], mask bool [Lq, L] (True = may attend).
+
+        Returns the output [N, Lq, D] and the probabilities [N, H, Lq, L] (None when need_attn is False).
+        """
+        q = self.q(xq).unflatten(-1, (self.n_heads, self.d_qk)).transpose(-3, -2)  # [N, H, Lq, d_qk]
+        k = self.k(xkv).unflatten(-1, (self.n_heads, self.d_qk)).transpose(-3, -2)  # [N, H, L, d_qk]
+        v = self.v(xkv).unflatten(-1, (self.n_heads, self.d_v)).transpose(-3, -2)  # [N, H, L, d_v]
+        scale = 1.0 / math.sqrt(self.d_qk)
+        if need_attn:
+            scores = (q @ k.transpose(-2, -1)) * scale  # [N, H, Lq, L]
+            if mask is not None:
+                scores = scores.masked_fill(~mask, float("-inf"))
+            attn = scores.softmax(dim=-1)
+            y = attn @ v
+        else:
+            attn = None
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)
+        y = y.transpose(-3, -2).flatten(-2)  # [N, Lq, D]
+        return self.o(y), attn
+
+
+class MLP(nn.Module):
+    def __init__(self, d_model: int, hidden: int):
+        super().__init__()
+        self.fc = nn.Linear(d_model, hidden)
+        self.proj = nn.Linear(hidden, d_model)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.proj(F.gelu(self.fc(x)))
+
+
+class Block(nn.Module):
+    """Pre-LN block: attention then (optionally) an MLP, each with an optional skip connection."""
+
+    def __init__(self, d_model: int, n_heads: int, d_qk: int, mlp: bool, mlp_factor: int, layernorm: bool,
+                 residual: bool):
+        super().__init__()
+        self.residual = residual
+        self.ln1 = nn.LayerNorm(d_model) if layernorm else nn.Identity()
+        self.attn = Attention(d_model, n_heads, d_qk)
+        self.ln2 = nn.LayerNorm(d_model) if (layernorm and mlp) else nn.Identity()
+        self.mlp = MLP(d_model, mlp_factor * d_model) if mlp else None
+
+    def forward(self, h: Tensor, n_q: int, mask: Tensor | None, need_attn: bool) -> tuple[Tensor, Tensor | None]:
+        """h [N, L, D] -> the new stream at the last n_q positions [N, n_q, D], and the attention."""
+        x = self.ln1(h)
+        a, attn = self.attn(x[:, -n_q:], x, mask, need_attn)
+        h = h[:, -n_q:] + a if self.residual else a
+        if self.mlp is not None:
+            m = self.mlp(self.ln2(h))
+            h = h + m if self.residual else m
+        return h, attn
+
+
+class Transformer(nn.Module):
+    """``forward(x) -> (out [N, out_dim], attn: list of [N, H, Lq, L], one per layer)``.
+
+    x is long [N, L] token ids (``input='embedding'``, needs vocab_size) or float [N, L, in_dim] vectors
+    (``input='linear'``, needs in_dim), with L <= seq_len. Attributes ``need_attn`` and ``readout_only`` may be
+    changed after construction.
+    """
+
+    def __init__(
+        self,
+        *,
+        seq_len: int,
+        out_dim: int,
+        input: str,
+        vocab_size: int | None = None,
+        in_dim: int | None = None,
+        n_layers: int = 2,
+        n_heads: int = 1,
+        d_model: int = 64,
+        d_qk: int | None = None,
+        mlp: bool = False,
+        mlp_factor: int = 4,
+        layernorm: bool = False,
+        residual: bool = True,
+        pos_enc: str = "learned",
+        causal: bool = True,
+        init_std: float = 0.02,
+        need_attn: bool = True,
+        readout_only: bool = True,
+        generator: torch.Generator | None = None,
+    ):
+        super().__init__()
+        if d_model % n_heads != 0:
+            raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
+        self.need_attn = need_attn
+        self.readout_only = readout_only
+        self.causal = causal
+
+        if input == "embedding":
+            if not vocab_size:
+                raise ValueError("input='embedding' needs a token task (task.vocab_size)")
+            self.embed = nn.Embedding(vocab_size, d_model)
+        elif input == "linear":
+            if not in_dim:
+                raise ValueError("input='linear' needs a vector task (task.in_dim)")
+            self.embed = nn.Linear(in_dim, d_model)
+        else:
+            raise ValueError(f"input must be 'embedding' or 'linear', got {input!r}")
+
+        if pos_enc == "learned":
+            self.pos = nn.Parameter(torch.empty(seq_len, d_model))
+        elif pos_enc == "sinusoidal":
+            self.register_buffer("pos", sinusoidal_positions(seq_len, d_model), persistent=False)
+        elif pos_enc == "none":
+            self.pos = None
+        else:
+            raise ValueError(f"pos_enc must be 'sinusoidal', 'learned' or 'none', got {pos_enc!r}")
+        self.register_buffer("mask", torch.ones(seq_len, seq_len, dtype=torch.bool).tril(), persistent=False)
+
+        d_qk = d_qk or d_model // n_heads
+        self.blocks = nn.ModuleList(
+            Block(d_model, n_heads, d_qk, mlp, mlp_factor, layernorm, residual) for _ in range(n_layers)
+        )
+        self.ln_f = nn.LayerNorm(d_model) if layernorm else nn.Identity()
+        self.unembed = nn.Linear(d_model, out_dim)
+        self._init(init_std, generator)
+
+    def _init(self, std: float, generator: torch.Generator | None) -> None:
+        for mod in self.modules():
+            if isinstance(mod, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(mod.weight, 0.0, std, generator=generator)
+            if isinstance(mod, nn.Linear):
+                nn.init.zeros_(mod.bias)
+        if isinstance(self.pos, nn.Parameter):
+            nn.init.normal_(self.pos, 0.0, std, generator=generator)
+
+    def forward(self, x: Tensor) -> tuple[Tensor, list[Tensor | None]]:
+        h = self.embed(x)  # [N, L, D]
+        L = h.shape[-2]
+        if self.pos is not None:
+            h = h + self.pos[:L]
+        attns = []
+        for i, block in enumerate(self.blocks):
+            last = i == len(self.blocks) - 1
+            n_q = 1 if (last and self.readout_only) else L  # queries at the last n_q positions
+            mask = self.mask[L - n_q : L, :L] if self.causal else None
+            h, attn = block(h, n_q, mask, self.need_attn)
+            attns.append(attn)
+        out = self.unembed(self.ln_f(h[:, -1]))  # [N, out_dim]
+        return out, attns
