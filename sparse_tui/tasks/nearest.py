@@ -1,0 +1,75 @@
+"""Similar-content extraction (blog 003_40b321c40389bd3f.txt, "Sparse attention 3 -- inefficiency of extracting
+similar content").
+
+Tokens have numerical meaning: token k is the number k, k = 0..V-1. A sequence is C distinct tokens drawn without
+replacement from the vocabulary (vectorised: top-C of uniform noise per row, in random order). The target is the
+token among the first C-1 that is numerically closest to the last token, e.g. [1][5][10][6] -> [5] (blog).
+``relevant`` marks the position of the target token (exactly one, since tokens are distinct).
+
+Decisions where the blog is silent:
+
+* **Distinct tokens.** The blog does not say whether context tokens may repeat; we draw them without replacement,
+  so the last token never appears earlier and the closest token is at distance >= 1.
+* **Ties.** With distinct tokens a tie means two context tokens at the same distance, one below and one above the
+  last token. ``tie_break = 'lower'`` takes the numerically smaller one; ``'earlier'`` takes the one at the earlier
+  position.
+* **Token ids start at 0** (the blog's examples start at 1; only distances matter).
+* No repetition exists in this task: the test set is a fixed sample of the same distribution, drawn from its own
+  seeded stream.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..presets import NearestTask as NearestConfig
+from ._common import make_generator, resolve_device
+from .base import Batch
+
+
+class NearestToken:
+    """The similar-content extraction task on one device; see the module docstring."""
+
+    kind = "nearest"
+    classification = True
+    in_dim = None
+
+    def __init__(self, cfg: NearestConfig, seed: int, device: torch.device | str = "cpu"):
+        self.cfg = cfg
+        self.seed = int(seed)
+        self.device = resolve_device(device)
+        self.V = cfg.vocab
+        self.C = cfg.context
+        self.tie_break = cfg.tie_break
+        self.seq_len = cfg.context
+        self.vocab_size = cfg.vocab
+        self.out_dim = cfg.vocab
+        self._train_gen = make_generator(self.seed, "train", self.device)
+        self._test_cache: dict[int, Batch] = {}
+
+    def _sample(self, n: int, gen: torch.Generator) -> Batch:
+        V, C, dev = self.V, self.C, self.device
+        x = torch.rand(n, V, generator=gen, device=dev).topk(C, dim=1, sorted=True).indices  # [n, C] distinct
+        last = x[:, -1:]
+        cand = x[:, :-1]
+        dist = (cand - last).abs()
+        if self.tie_break == "lower":
+            score = 2 * dist + (cand > last).long()  # equal distance: the one below the last token wins
+        else:
+            score = dist * C + torch.arange(C - 1, device=dev)  # equal distance: the earlier position wins
+        idx = score.argmin(dim=1, keepdim=True)
+        y = cand.gather(1, idx).squeeze(1)
+        relevant = torch.zeros(n, C, dtype=torch.bool, device=dev)
+        relevant.scatter_(1, idx, True)
+        return Batch(x=x, y=y, relevant=relevant)
+
+    def train_batch(self, batch_size: int) -> Batch:
+        """Fresh sequences from the training stream."""
+        return self._sample(int(batch_size), self._train_gen)
+
+    def test_batch(self, size: int) -> Batch:
+        """The fixed test set of ``size`` sequences (same distribution as training). Cached per size."""
+        size = int(size)
+        if size not in self._test_cache:
+            self._test_cache[size] = self._sample(size, make_generator(self.seed, "test", self.device))
+        return self._test_cache[size]
