@@ -20,7 +20,8 @@ Its attention tensor is then ``[N, H, 1, L]`` (docs/ARCHITECTURE.md allows Lq = 
 is the same as the full computation.
 
 Initialisation: every Linear / Embedding weight and the learned positions ~ N(0, init_std^2), every bias 0,
-LayerNorm gain 1 and bias 0. All Linear layers carry a bias.
+LayerNorm gain 1 and bias 0. Every Linear layer carries a bias except the key projection: a key bias adds the
+same q.b_k to every score of a query's row, which the softmax ignores, so it would never receive a gradient.
 
 The forward pass is a plain function of the parameters and the input: no state, no in-place updates, and control
 flow only on the static configuration, so it works under ``torch.func.functional_call`` and ``torch.func.vmap``.
@@ -52,7 +53,7 @@ class Attention(nn.Module):
         super().__init__()
         self.n_heads, self.d_qk, self.d_v = n_heads, d_qk, d_model // n_heads
         self.q = nn.Linear(d_model, n_heads * d_qk)
-        self.k = nn.Linear(d_model, n_heads * d_qk)
+        self.k = nn.Linear(d_model, n_heads * d_qk, bias=False)  # a key bias only shifts each score row: no effect
         self.v = nn.Linear(d_model, d_model)
         self.o = nn.Linear(d_model, d_model)
 
@@ -182,7 +183,7 @@ class Transformer(nn.Module):
         for mod in self.modules():
             if isinstance(mod, (nn.Linear, nn.Embedding)):
                 nn.init.normal_(mod.weight, 0.0, std, generator=generator)
-            if isinstance(mod, nn.Linear):
+            if isinstance(mod, nn.Linear) and mod.bias is not None:
                 nn.init.zeros_(mod.bias)
         if isinstance(self.pos, nn.Parameter):
             nn.init.normal_(self.pos, 0.0, std, generator=generator)
