@@ -27,6 +27,25 @@ from ._common import make_generator, resolve_device
 from .base import Batch
 
 
+def nearest_index(x: torch.Tensor, tie_break: str = "lower") -> torch.Tensor:
+    """Position (long [N]) of the token among ``x[:, :-1]`` numerically closest to the last token ``x[:, -1]``.
+
+    Distinct tokens assumed; a tie (one token below, one above at the same distance) goes to the numerically lower
+    token (``'lower'``) or to the earlier position (``'earlier'``).
+    """
+    C = x.shape[1]
+    last = x[:, -1:]
+    cand = x[:, :-1]
+    dist = (cand - last).abs()
+    if tie_break == "lower":
+        score = 2 * dist + (cand > last).long()  # equal distance: the one below the last token wins
+    elif tie_break == "earlier":
+        score = dist * C + torch.arange(C - 1, device=x.device)  # equal distance: the earlier position wins
+    else:
+        raise ValueError(f"unknown tie_break {tie_break!r}")
+    return score.argmin(dim=1)
+
+
 class NearestToken:
     """The similar-content extraction task on one device; see the module docstring."""
 
@@ -50,17 +69,10 @@ class NearestToken:
     def _sample(self, n: int, gen: torch.Generator) -> Batch:
         V, C, dev = self.V, self.C, self.device
         x = torch.rand(n, V, generator=gen, device=dev).topk(C, dim=1, sorted=True).indices  # [n, C] distinct
-        last = x[:, -1:]
-        cand = x[:, :-1]
-        dist = (cand - last).abs()
-        if self.tie_break == "lower":
-            score = 2 * dist + (cand > last).long()  # equal distance: the one below the last token wins
-        else:
-            score = dist * C + torch.arange(C - 1, device=dev)  # equal distance: the earlier position wins
-        idx = score.argmin(dim=1, keepdim=True)
-        y = cand.gather(1, idx).squeeze(1)
+        idx = nearest_index(x, self.tie_break)
+        y = x.gather(1, idx.unsqueeze(1)).squeeze(1)
         relevant = torch.zeros(n, C, dtype=torch.bool, device=dev)
-        relevant.scatter_(1, idx, True)
+        relevant.scatter_(1, idx.unsqueeze(1), True)
         return Batch(x=x, y=y, relevant=relevant)
 
     def train_batch(self, batch_size: int) -> Batch:

@@ -1,0 +1,394 @@
+"""The ``sparse-tui`` command line (Typer). Thin: every command imports its heavy modules (torch, textual) inside
+its body, so ``sparse-tui --help`` stays light. Exit codes: see ``exitcodes.ExitCode``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from sparse_tui.exitcodes import ExitCode
+
+app = typer.Typer(
+    name="sparse-tui",
+    help=(
+        "A terminal experiment console for studying how sparse attention emerges during training.\n\n"
+        "Without a command, opens the console (TUI) on ./presets and the run store."
+    ),
+    invoke_without_command=True,
+    no_args_is_help=False,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+out = Console(highlight=False, soft_wrap=True)
+
+RunsDirOpt = typer.Option(
+    None,
+    "--runs-dir",
+    help="Run store directory (default: $SPARSE_TUI_RUNS or ./runs).",
+    show_default=False,
+)
+
+
+def _runs_dir(value: Optional[Path]) -> Path:
+    from sparse_tui.store import default_runs_dir
+
+    return value if value is not None else default_runs_dir()
+
+
+def fail(message: str, code: ExitCode = ExitCode.USAGE) -> "typer.Exit":
+    """Print a one-line error to stderr and return the exit to raise."""
+    err.print(f"error: {message}", markup=False)
+    return typer.Exit(int(code))
+
+
+def _open_store(runs_dir: Optional[Path], *, create: bool = False):
+    from sparse_tui.store import RunStore, StoreError
+
+    try:
+        return RunStore(_runs_dir(runs_dir), create=create)
+    except StoreError as e:
+        raise fail(str(e)) from None
+
+
+def _load(preset: Path, overrides: list[str]):
+    from sparse_tui.presets import PresetError, load_preset
+
+    try:
+        return load_preset(preset, overrides)
+    except PresetError as e:
+        for line in e.lines:
+            err.print(line, markup=False)
+        raise typer.Exit(int(ExitCode.USAGE)) from None
+
+
+@app.callback()
+def main_callback(
+    ctx: typer.Context,
+    runs_dir: Optional[Path] = RunsDirOpt,
+    presets_dir: Path = typer.Option(Path("presets"), "--presets-dir", help="Directory of preset files."),
+    version: bool = typer.Option(False, "--version", help="Print the version and exit."),
+) -> None:
+    if version:
+        from sparse_tui import __version__
+
+        out.print(f"sparse-tui {__version__}")
+        raise typer.Exit(0)
+    if ctx.invoked_subcommand is None:
+        _open_tui(_runs_dir(runs_dir), presets_dir, None, [])
+
+
+def _open_tui(runs_dir: Path, presets_dir: Path, preset: Optional[Path], overrides: list[str]) -> None:
+    try:
+        from sparse_tui.tui.app import run_app
+    except ImportError as e:  # pragma: no cover - a broken install
+        raise fail(f"the console is not available: {e}") from None
+    code = run_app(runs_dir=runs_dir, presets_dir=presets_dir, preset=preset, overrides=overrides)
+    raise typer.Exit(int(code or 0))
+
+
+def _exit_code(statuses: list[str], interrupted: bool) -> ExitCode:
+    if interrupted:
+        return ExitCode.INTERRUPTED
+    if any(s == "failed" for s in statuses):
+        return ExitCode.RUN_FAILED
+    return ExitCode.OK
+
+
+@app.command()
+def run(
+    preset: Path = typer.Argument(..., help="Preset TOML file.", show_default=False),
+    headless: bool = typer.Option(False, "--headless", help="Train here, without the console; progress on stderr."),
+    set_: List[str] = typer.Option([], "--set", help="Override a key: --set train.lr=1e-3 (repeatable)."),
+    runs_dir: Optional[Path] = RunsDirOpt,
+    presets_dir: Path = typer.Option(Path("presets"), "--presets-dir", help="Directory of preset files (console)."),
+    device: Optional[str] = typer.Option(None, "--device", help="Override train.device: auto, cpu, cuda, cuda:N."),
+    workers: str = typer.Option(
+        "auto", "--workers", help="Worker processes: a number, or auto (the sweep scheduler decides)."
+    ),
+    detach: bool = typer.Option(False, "--detach", help="Start the runs in the background and return at once."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Validate and list the runs, train nothing."),
+) -> None:
+    """Run every run of a preset (sweep x seeds), recording them in the run store."""
+    overrides = list(set_)
+    if device is not None:
+        overrides.append(f"train.device={json.dumps(device)}")
+    loaded = _load(preset, overrides)
+    if not headless and not dry_run and not detach:
+        _open_tui(_runs_dir(runs_dir), presets_dir, preset, list(set_))
+    if workers != "auto":
+        try:
+            n_workers = int(workers)
+            if n_workers < 1:
+                raise ValueError
+        except ValueError:
+            raise fail(f"--workers: must be a positive integer or 'auto', got {workers!r}") from None
+    else:
+        n_workers = 0
+    from sparse_tui.presets import expand
+
+    specs = expand(loaded)
+    if dry_run:
+        t = Table(title=f"{loaded.name}: {len(specs)} run(s)")
+        for col in ("#", "run", "task", "model", "steps", "device"):
+            t.add_column(col)
+        for i, s in enumerate(specs):
+            c = s.config
+            t.add_row(str(i), s.label(), c.task.kind, c.model.kind, str(c.train.steps), c.train.device)
+        out.print(t)
+        raise typer.Exit(0)
+
+    from sparse_tui import runner
+    from sparse_tui.store import RunStore
+
+    store = RunStore(_runs_dir(runs_dir))
+    if n_workers == 0:
+        from sparse_tui.training.scheduler import choose_workers
+
+        n_workers = choose_workers(specs)
+    batch_id, ids = store.create_runs(specs)
+    if detach:
+        pid = runner.detach(store, batch_id, workers=n_workers, device=device)
+        out.print(f"batch {batch_id}: {len(ids)} run(s) started in the background (pid {pid})")
+        out.print(f"log: {runner.log_path(store, batch_id)}")
+        raise typer.Exit(0)
+    _train_batch(store, batch_id, n_workers, device)
+
+
+def _train_batch(store, batch_id: str, workers: int, device: Optional[str]) -> None:
+    from sparse_tui import runner
+    from sparse_tui.progress import BatchProgress
+
+    flag = runner.StopFlag()
+    runner.install_signal_handlers(flag)
+    n = len(store.runs(batch_id=batch_id, reap=False))
+    err.print(f"batch {batch_id}: {n} run(s), {workers} worker(s), store {store.path}")
+    try:
+        with BatchProgress(store, batch_id, err):
+            runner.run_batch(store, batch_id, workers=workers, device=device, flag=flag)
+    except KeyboardInterrupt:
+        flag.status = flag.status or "interrupted"
+        store.end_queued(batch_id, "interrupted", "never started")
+    runs = sorted(store.runs(batch_id=batch_id), key=lambda r: r.created_at)
+    _summary_table(runs)
+    code = _exit_code([r.status for r in runs], flag.status is not None)
+    if code == ExitCode.INTERRUPTED:
+        err.print("interrupted: running runs were recorded as interrupted; everything logged is kept")
+    raise typer.Exit(int(code))
+
+
+def _fmt(v, spec: str = ".4g") -> str:
+    import math
+
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "-"
+    return format(v, spec)
+
+
+def _summary_table(runs) -> None:
+    t = Table(title="runs")
+    for col in ("run_id", "run", "status", "plateau", "test/loss", "test/acc", "time"):
+        t.add_column(col)
+    for r in runs:
+        f = r.final
+        t.add_row(
+            r.run_id,
+            r.label,
+            r.status,
+            _fmt(r.plateau_step, "g"),
+            _fmt(f.get("test/loss")),
+            _fmt(f.get("test/acc"), ".3f"),
+            _fmt(r.duration, ".1f") + "s" if r.duration else "-",
+        )
+    out.print(t)
+
+
+@app.command(hidden=True)
+def work(
+    batch_id: str = typer.Argument(...),
+    runs_dir: Optional[Path] = RunsDirOpt,
+    workers: int = typer.Option(1, "--workers"),
+    device: Optional[str] = typer.Option(None, "--device"),
+) -> None:
+    """Coordinator of a detached batch (started by run --detach and by the console)."""
+    store = _open_store(runs_dir)
+    _train_batch(store, batch_id, workers, device)
+
+
+@app.command(hidden=True)
+def worker(
+    batch_id: str = typer.Argument(...),
+    runs_dir: Optional[Path] = RunsDirOpt,
+    device: Optional[str] = typer.Option(None, "--device"),
+    threads: Optional[int] = typer.Option(None, "--threads"),
+) -> None:
+    """A worker process: claims queued runs of a batch and trains them."""
+    import torch
+
+    from sparse_tui import runner
+
+    if threads:
+        torch.set_num_threads(threads)
+    store = _open_store(runs_dir)
+    flag = runner.StopFlag()
+    runner.install_signal_handlers(flag)
+    try:
+        runner.work(store, batch_id, device=device, should_stop=flag)
+    except KeyboardInterrupt:
+        raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
+    raise typer.Exit(int(ExitCode.INTERRUPTED) if flag.status else 0)
+
+
+@app.command()
+def runs(
+    runs_dir: Optional[Path] = RunsDirOpt,
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per run (a JSON array)."),
+    status: Optional[str] = typer.Option(None, "--status", help="Only runs with this status."),
+    preset: Optional[str] = typer.Option(None, "--preset", help="Only runs of this preset name."),
+    limit: int = typer.Option(0, "--limit", help="At most this many (newest first); 0 = all."),
+) -> None:
+    """List the runs in the store, newest first."""
+    from sparse_tui.store import STATUSES
+
+    if status is not None and status not in STATUSES:
+        raise fail(f"--status: must be one of {', '.join(STATUSES)}")
+    store = _open_store(runs_dir)
+    recs = store.runs(status=status, preset=preset)
+    if limit:
+        recs = recs[:limit]
+    if as_json:
+        from sparse_tui.export import run_row
+
+        sys.stdout.write(json.dumps([run_row(r, store) for r in recs], indent=1) + "\n")
+        return
+    t = Table(title=f"{len(recs)} run(s) in {store.path}")
+    for col in ("run_id", "preset", "run", "status", "step", "plateau", "test/loss", "test/acc", "device"):
+        t.add_column(col)
+    for r in recs:
+        f = r.final or (store.last_metrics(r.run_id) if r.status == "running" else {})
+        t.add_row(
+            r.run_id,
+            r.preset,
+            r.label,
+            r.status,
+            f"{r.step}/{r.total_steps}",
+            _fmt(r.plateau_step, "g"),
+            _fmt(f.get("test/loss")),
+            _fmt(f.get("test/acc"), ".3f"),
+            r.device or "-",
+        )
+    out.print(t)
+
+
+@app.command()
+def show(
+    run_id: str = typer.Argument(..., help="Run id (or a unique prefix)."),
+    runs_dir: Optional[Path] = RunsDirOpt,
+    plots: bool = typer.Option(True, "--plots/--no-plots", help="Draw terminal plots of the curves."),
+    width: int = typer.Option(0, "--width", help="Plot width in columns (default: terminal width)."),
+) -> None:
+    """Summary and terminal plots of one run's curves."""
+    from sparse_tui.plotting import chart
+    from sparse_tui.store import StoreError
+
+    store = _open_store(runs_dir)
+    try:
+        rec = store.get(run_id)
+    except StoreError as e:
+        raise fail(str(e)) from None
+    t = Table(title=f"run {rec.run_id}", show_header=False)
+    t.add_column("key")
+    t.add_column("value")
+    rows = [
+        ("preset", f"{rec.preset} ({rec.preset_path})"),
+        ("run", rec.label),
+        ("status", rec.status + (f" ({rec.reason})" if rec.reason else "")),
+        ("step", f"{rec.step}/{rec.total_steps}"),
+        ("plateau step", _fmt(rec.plateau_step, "g")),
+        ("device", rec.device or "-"),
+        ("duration", _fmt(rec.duration, ".1f") + " s" if rec.duration else "-"),
+        ("versions", ", ".join(f"{k} {v}" for k, v in rec.versions.items() if k != "platform")),
+    ]
+    swept = {k: v for k, v in rec.swept.items()}
+    rows.append(("swept", ", ".join(f"{k}={v}" for k, v in swept.items())))
+    final = rec.final or store.last_metrics(rec.run_id)
+    for k in sorted(final):
+        if "/H" not in k:
+            rows.append((f"final {k}", _fmt(final[k])))
+    for k, v in rows:
+        t.add_row(k, v)
+    out.print(t)
+    if not plots:
+        return
+    w = width or max(40, min(out.width, 160))
+    series = store.metrics(rec.run_id)
+    vline = rec.plateau_step
+    loss = {k: series[k] for k in ("train/loss", "test/loss") if k in series}
+    if loss:
+        out.print(chart(loss, title="loss (log scale)", log_y=True, width=w, vline=vline), markup=False)
+    if "test/acc" in series:
+        out.print(chart({"test/acc": series["test/acc"]}, title="test accuracy", width=w, vline=vline), markup=False)
+    attn = {k: v for k, v in series.items() if k.startswith("attn/L") and "/H" not in k}
+    if attn:
+        out.print(chart(attn, title="attention to relevant tokens", width=w, vline=vline), markup=False)
+    toy = {k: v for k, v in series.items() if k.startswith("toy/")}
+    if toy:
+        out.print(chart(toy, title="toy model: w and alpha", width=w, vline=vline), markup=False)
+
+
+@app.command("export")
+def export_cmd(
+    run_ids: List[str] = typer.Argument(None, help="Runs to export (default: all, filtered by the options)."),
+    runs_dir: Optional[Path] = RunsDirOpt,
+    fmt: str = typer.Option("csv", "--format", help="csv, jsonl or parquet."),
+    metrics: bool = typer.Option(False, "--metrics", help="The long per-step table (run_id, step, name, value)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file (default: stdout)."),
+    preset: Optional[str] = typer.Option(None, "--preset", help="Only runs of this preset name."),
+    status: Optional[str] = typer.Option(None, "--status", help="Only runs with this status."),
+) -> None:
+    """Export the run table (or the per-step metrics) as CSV, JSON lines or Parquet."""
+    from sparse_tui.export import FORMATS, export
+    from sparse_tui.store import StoreError
+
+    if fmt not in FORMATS:
+        raise fail(f"--format: must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    store = _open_store(runs_dir)
+    try:
+        recs = [store.get(r) for r in run_ids] if run_ids else store.runs(status=status, preset=preset)
+    except StoreError as e:
+        raise fail(str(e)) from None
+    recs = sorted(recs, key=lambda r: (r.created_at, r.run_id))
+    if fmt == "parquet" and output is None and sys.stdout.isatty():
+        raise fail("--format parquet: binary output; pass --output FILE or redirect stdout")
+    try:
+        if output is not None:
+            tmp = output.with_name(output.name + ".part")
+            with open(tmp, "wb" if fmt == "parquet" else "w", newline="" if fmt != "parquet" else None) as fh:
+                n = export(store, recs, fmt, fh, metrics=metrics)
+            os.replace(tmp, output)
+            err.print(f"wrote {n} row(s) to {output}")
+        elif fmt == "parquet":
+            n = export(store, recs, fmt, sys.stdout.buffer, metrics=metrics)
+        else:
+            n = export(store, recs, fmt, sys.stdout, metrics=metrics)
+    except RuntimeError as e:
+        raise fail(str(e)) from None
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

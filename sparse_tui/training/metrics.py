@@ -1,0 +1,117 @@
+"""Evaluation metrics: loss, accuracy, perplexity, attention probes and entropy, toy-model projections.
+
+Names follow docs/ARCHITECTURE.md. Attention probes read the attention probabilities that the evaluation forward
+pass returns (no extra pass):
+
+* ``attn/L{l}/H{h}/relevant`` — mass from the readout (last) position onto the relevant position(s) (linreg: the
+  relevant token(s), paper Fig. 1b α; nearest: the closest token).
+* recall (paper Fig. 17): ``select`` — query (last position) → the relevant value token(s); ``copy`` — the relevant
+  value token → its key (the previous position), the first layer of an induction head.
+* ``attn/entropy/L{l}`` — entropy in nats of the readout position's attention, averaged over heads and sequences
+  (log L at uniform attention, 0 when fully sparse).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from sparse_tui.tasks.base import Batch
+
+# Upper bound on attention-probability elements materialised per evaluation chunk (about 256 MB in float32).
+_ATTN_BUDGET = 64 * 1024 * 1024
+
+
+def loss_fn(out: Tensor, y: Tensor, classification: bool) -> Tensor:
+    """Cross-entropy for classification; 0.5 * ||y - y*||^2 averaged over the batch otherwise (paper App. A.2)."""
+    if classification:
+        return F.cross_entropy(out, y)
+    return 0.5 * ((out - y) ** 2).sum(-1).mean()
+
+
+def eval_chunk_size(model: torch.nn.Module, n: int, seq_len: int) -> int:
+    """Sequences per evaluation chunk so that the attention maps of all layers fit the budget."""
+    layers = getattr(model, "n_layers", 1)
+    heads = getattr(model, "n_heads", 1)
+    per_seq = max(1, layers * heads * seq_len * seq_len)
+    return max(1, min(n, _ATTN_BUDGET // per_seq))
+
+
+def _slice(batch: Batch, i: int, j: int) -> Batch:
+    s = lambda t: None if t is None else t[i:j]  # noqa: E731
+    return Batch(batch.x[i:j], batch.y[i:j], batch.relevant[i:j], s(batch.copy_q), s(batch.copy_k))
+
+
+@torch.no_grad()
+def evaluate(model: torch.nn.Module, batch: Batch, task_kind: str, classification: bool) -> dict[str, float]:
+    """All evaluation metrics of ``model`` on ``batch`` (the fixed test set), computed in memory-bounded chunks."""
+    n = len(batch)
+    L = batch.x.shape[1]
+    chunk = eval_chunk_size(model, n, L)
+    sums: dict[str, Tensor] = {}
+
+    def add(name: str, value: Tensor) -> None:
+        sums[name] = sums[name] + value if name in sums else value
+
+    probe = "select" if task_kind == "recall" else "relevant"
+    for i in range(0, n, chunk):
+        b = _slice(batch, i, i + chunk)
+        m = len(b)
+        out, attn = model(b.x)
+        if classification:
+            add("test/loss", F.cross_entropy(out, b.y, reduction="sum"))
+            add("test/acc", (out.argmax(-1) == b.y).float().sum())
+        else:
+            add("test/loss", 0.5 * ((out - b.y) ** 2).sum())
+        rel = b.relevant.to(torch.float32)  # [m, L]
+        for li, a in enumerate(attn, start=1):
+            if a is None:
+                continue
+            row = a[:, :, -1, :].float()  # readout position: [m, H, L]
+            add(f"attn/L{li}/{probe}", (row * rel[:, None, :]).sum(-1).sum(0))  # per head, summed over seqs
+            ent = -(row * torch.log(row.clamp_min(1e-30))).sum(-1)  # [m, H]
+            add(f"attn/entropy/L{li}", ent.mean(1).sum())
+            if b.copy_q is not None and b.copy_k is not None:
+                lq = a.shape[2]
+                qi = b.copy_q - (L - lq)  # index among the computed query rows
+                ok = (qi >= 0) & (b.copy_q >= 0)
+                if bool(ok.any()):
+                    idx = torch.arange(m, device=a.device)[ok]
+                    vals = a[idx, :, qi[ok], b.copy_k[ok]].float()  # [k, H]
+                    add(f"attn/L{li}/copy", vals.sum(0))
+                    add(f"attn/L{li}/copy_n", torch.tensor(float(idx.numel()), device=a.device))
+    metrics: dict[str, float] = {}
+    for name, total in sums.items():
+        if name.endswith("copy_n"):
+            continue
+        if name.endswith("/copy"):
+            cnt = float(sums[name + "_n"])
+            per_head = (total / cnt).tolist()
+        else:
+            per_head = (total / n).tolist() if total.ndim else float(total) / n
+        if isinstance(per_head, list):
+            base, kind = name.rsplit("/", 1)
+            for h, v in enumerate(per_head):
+                metrics[f"{base}/H{h}/{kind}"] = v
+            metrics[name] = sum(per_head) / len(per_head)
+        else:
+            metrics[name] = per_head
+    if classification:
+        metrics["test/ppl"] = math.exp(min(metrics["test/loss"], 700.0))
+    return metrics
+
+
+@torch.no_grad()
+def toy_metrics(model: torch.nn.Module, task) -> dict[str, float]:
+    """Toy model (paper Eq. 2): w = <W*, W>_F / ||W*||_F (§2.2 footnote 1) and α, the attention on one relevant
+    token (Eq. 9), averaged over the relevant positions of the test set."""
+    w_star = task.w_star.to(model.W.device, torch.float32)
+    W = model.W[:, : w_star.shape[1]].float()
+    w = float((W * w_star).sum() / w_star.norm())
+    att = torch.softmax(model.a.float(), 0)
+    rel = task.test_batch(1).relevant[0].to(att.device)
+    alpha = float(att[rel].mean()) if bool(rel.any()) else float("nan")
+    return {"toy/w": w, "toy/alpha": alpha}
