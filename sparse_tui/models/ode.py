@@ -1,0 +1,196 @@
+"""The 'ode' model: the reduced gradient-flow dynamics of the toy model, recorded like a trained run.
+
+The dynamics are those of ``sparse_tui.theory`` (paper Eqs. 12-14 for p = 0, Eqs. 17-21 for p > 0, both with
+in-context repetition B); nothing here imports torch.
+
+Time and steps
+--------------
+Gradient descent with step size lr follows the gradient flow with time t = lr x (number of steps), so step k is
+flow time ``t_k = k * train.lr`` (constant schedule, no warmup). With a warmup or a decaying schedule the time is the
+cumulative learning rate, t_k = lr * sum_{j<=k} lr_factor(j) (the trainer's ``lr_factor``). The optimiser setting is
+ignored: the flow is the small-step limit of plain gradient descent (Asm. 1), not of Adam. ``batch_size`` is ignored
+too (the flow uses the expected loss).
+
+Metrics (docs/ARCHITECTURE.md names) at steps 0, every, 2 every, ..., and train.steps:
+
+* ``train/loss``: the training loss (Eq. 17 with B) *at* that step (the trainer's trained runs report the mean over
+  the steps since the previous evaluation; for a smooth flow sampled finely the two agree);
+* ``test/loss``: without cross-sample repetition; with in-context repetition B if ``task.test_repetition``, else with
+  the relevant token at one of the B trained positions and noise at the other B - 1 (the linreg task's test set);
+  see ``theory`` for the formula;
+* ``toy/w``: the projection <W*, W>_F / ||W*||_F. For p = 0 this is the w of Eqs. 3 and 12; for p > 0 the state
+  holds w~ (column 1, the repeated direction) and w (the other d-1 columns, each scaled by 1/sqrt(d-1)), and
+  toy/w = (w~ + sqrt(d-1) w) / sqrt(d), which is what ``models/toy.py`` measures on a trained toy model;
+* ``toy/w_tilde`` (extra, p > 0 only): w~;
+* ``toy/alpha``: attention alpha on one relevant token (Eq. 9);
+* ``attn/L1/H0/relevant`` and ``attn/L1/relevant``: the attention mass on the relevant tokens, B alpha;
+* ``attn/entropy/L1``: entropy (nats) of the attention, -B a log a - (T-B) b log b with a = alpha,
+  b = (1 - B alpha) / (T - B).
+
+Plateau: ``plateau_step`` is the exact crossing of ``[plateau]`` (metric, mode, value) located on the integrator's
+dense output, in (fractional) steps: t_cross / lr (inverted through the cumulative schedule when it is not
+constant), or None when the threshold is not crossed by train.steps. Metrics the flow can watch exactly:
+test/loss, train/loss, toy/w, toy/alpha, attn/L1/H0/relevant, attn/L1/relevant, attn/entropy/L1. For any other
+metric ``plateau_exact`` is False and ``plateau_step`` None (the trainer should then use the eval-grid crossing).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import theory
+
+__all__ = ["OdeRun", "simulate_run", "ode_curve", "step_times", "PLATEAU_OBSERVABLES"]
+
+# run metric name -> theory observable
+PLATEAU_OBSERVABLES = {
+    "test/loss": "test_loss",
+    "train/loss": "train_loss",
+    "toy/w": "w",
+    "toy/alpha": "alpha",
+    "attn/L1/H0/relevant": "relevant",
+    "attn/L1/relevant": "relevant",
+    "attn/entropy/L1": "entropy",
+}
+
+
+@dataclass
+class OdeRun:
+    """An integrated 'ode' run: evaluation steps, metric arrays (same length as ``steps``) and the exact plateau."""
+
+    steps: np.ndarray
+    metrics: dict[str, np.ndarray]
+    plateau_step: float | None
+    plateau_time: float | None = None  # the same crossing in flow time
+    plateau_exact: bool = True  # False when the watched metric is not one the flow can compute
+    integrator_steps: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def _linreg(cfg: Any):
+    task = cfg.task
+    if getattr(task, "kind", None) != "linreg":
+        raise ValueError("the ode model needs task.kind = 'linreg'")
+    return task
+
+
+def _eval_steps(cfg: Any) -> list[int]:
+    every, steps = cfg.eval.every, cfg.train.steps
+    out = list(range(0, steps + 1, every))
+    if out[-1] != steps:
+        out.append(steps)
+    return out
+
+
+def _schedule_is_constant(cfg: Any) -> bool:
+    return cfg.train.warmup_steps == 0 and cfg.train.schedule == "constant"
+
+
+def _cum_lr(cfg: Any, upto: int) -> np.ndarray:
+    """Cumulative flow time after each step 0..upto for a non-constant schedule (trainer's ``lr_factor``)."""
+    from ..training.trainer import lr_factor  # imported lazily: only needed for warmup / decaying schedules
+
+    f = np.array([0.0] + [lr_factor(k, cfg) for k in range(1, upto + 1)])
+    return cfg.train.lr * np.cumsum(f)
+
+
+def step_times(cfg: Any, steps: Sequence[float]) -> np.ndarray:
+    """Flow time of each step: steps * lr for a constant schedule, the cumulative learning rate otherwise
+    (steps past train.steps continue at the last rate)."""
+    s = np.asarray(steps, dtype=float)
+    if _schedule_is_constant(cfg):
+        return s * cfg.train.lr
+    n = cfg.train.steps
+    cum = _cum_lr(cfg, n)
+    grid = np.arange(n + 1, dtype=float)
+    last_rate = cum[-1] - cum[-2] if n >= 1 else cfg.train.lr
+    return np.where(s <= n, np.interp(s, grid, cum), cum[-1] + (s - n) * last_rate)
+
+
+def _time_to_step(cfg: Any, t: float) -> float:
+    if _schedule_is_constant(cfg):
+        return t / cfg.train.lr
+    cum = _cum_lr(cfg, cfg.train.steps)
+    return float(np.interp(t, cum, np.arange(cum.size, dtype=float)))
+
+
+def _plateau_level(cfg: Any, obs: str, d: float, T: float, B: float, p: float, test_B: float) -> tuple[float, int]:
+    mode, value = cfg.plateau.mode, float(cfg.plateau.value)
+    if mode == "fraction":
+        y0 = np.zeros(3)
+        P = theory._Params(d, T, B, p, test_B)
+        init = float(theory.OBSERVABLES[obs](y0[None], P)[0])
+        return value * init, -1
+    if mode == "below":
+        return value, -1
+    return value, +1
+
+
+def simulate_run(cfg: Any) -> OdeRun:
+    """Integrate the reduced dynamics for ``cfg`` (a ``presets.RunConfig`` with a linreg task) and return its
+    metrics at the evaluation steps and the exact plateau step. Tolerances come from ``cfg.model`` (kind 'ode')
+    when it has ``rtol``/``atol``, else 1e-8 / 1e-10."""
+    task = _linreg(cfg)
+    d, T, B, p = float(task.d), float(task.T), float(task.B), float(task.p)
+    test_B = B if task.test_repetition else 1.0
+    rtol = float(getattr(cfg.model, "rtol", 1e-8))
+    atol = float(getattr(cfg.model, "atol", 1e-10))
+    steps = np.array(_eval_steps(cfg), dtype=np.int64)
+    times = step_times(cfg, steps)
+    notes: list[str] = []
+    if cfg.train.optimizer != "sgd" or cfg.train.momentum or cfg.train.weight_decay:
+        notes.append("the flow is plain gradient descent in the small-step limit; optimizer settings are ignored")
+
+    metric = cfg.plateau.metric
+    obs = PLATEAU_OBSERVABLES.get(metric)
+    exact = obs is not None
+    if exact:
+        level, direction = _plateau_level(cfg, obs, d, T, B, p, test_B)
+    else:
+        obs, level, direction = "test_loss", -np.inf, -1  # never fires
+        notes.append(f"plateau metric {metric!r} is not computed by the flow; no exact plateau")
+
+    tr = theory.trajectory(times, d, T, B, p, test_B=test_B, rtol=rtol, atol=atol, event=obs, level=level,
+                           direction=direction)
+    relevant = tr.relevant
+    metrics: dict[str, np.ndarray] = {
+        "train/loss": tr.train_loss,
+        "test/loss": tr.test_loss,
+        "toy/w": tr.w,
+        "toy/alpha": tr.alpha,
+        "attn/L1/H0/relevant": relevant,
+        "attn/L1/relevant": relevant.copy(),
+        "attn/entropy/L1": tr.entropy,
+    }
+    if p > 0:
+        metrics["toy/w_tilde"] = tr.w_tilde
+    pt = tr.plateau if exact else None
+    ps = None if pt is None else _time_to_step(cfg, pt)
+    if ps is not None and ps > cfg.train.steps:  # numerical safety: crossing must lie within the run
+        ps, pt = None, None
+    return OdeRun(steps=steps, metrics=metrics, plateau_step=ps, plateau_time=pt, plateau_exact=exact,
+                  integrator_steps=tr.steps, notes=notes)
+
+
+def ode_curve(cfg: Any, steps: Sequence[float], metric: str = "test/loss") -> np.ndarray:
+    """The theory curve of ``metric`` (default the test loss) at ``steps`` for the linreg task of ``cfg``, with flow
+    time from ``step_times`` (for overlaying on toy / linreg runs; ``cfg.model`` may be any kind)."""
+    task = _linreg(cfg)
+    steps = np.asarray(steps, dtype=float)
+    if steps.size == 0:
+        return np.zeros(0)
+    test_B = float(task.B) if task.test_repetition else 1.0
+    rtol = float(getattr(cfg.model, "rtol", 1e-8))
+    atol = float(getattr(cfg.model, "atol", 1e-10))
+    tr = theory.trajectory(step_times(cfg, steps), float(task.d), float(task.T), float(task.B), float(task.p),
+                           test_B=test_B, rtol=rtol, atol=atol)
+    table = {
+        "test/loss": tr.test_loss, "train/loss": tr.train_loss, "toy/w": tr.w, "toy/alpha": tr.alpha,
+        "attn/L1/H0/relevant": tr.relevant, "attn/L1/relevant": tr.relevant, "attn/entropy/L1": tr.entropy,
+    }
+    if metric not in table:
+        raise ValueError(f"ode_curve: unknown metric {metric!r}; one of {', '.join(table)}")
+    return table[metric]
