@@ -1,0 +1,311 @@
+"""Reduced gradient-flow dynamics, closed forms and the 'ode' model (paper App. A, D.1; theory.py, models/ode.py)."""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+
+import numpy as np
+import pytest
+from scipy.integrate import solve_ivp
+
+from sparse_tui import theory as th
+from sparse_tui.fitting import fit_power_law
+from sparse_tui.models.ode import ode_curve, simulate_run
+from sparse_tui.presets import RunConfig
+
+GRID = {"d": [16, 32, 64, 128, 256], "T": [64, 256, 1024, 4096]}
+
+
+def reference_plateau(d, T, B=1, p=0.0, test_B=None, level=0.1):
+    """scipy DOP853 at rtol 1e-10 / atol 1e-12 with a terminal event on the test loss."""
+    P = th._Params(d, T, B, p, B if test_B is None else test_B)
+
+    def fun(t, y):
+        return th._rhs(y[None], P)[0]
+
+    def ev(t, y):
+        return th._losses(y[None], P)["test"][0] - level
+
+    ev.terminal = True
+    ev.direction = -1
+    sol = solve_ivp(fun, (0, 1e9), np.zeros(3), method="DOP853", rtol=1e-10, atol=1e-12, events=ev)
+    return sol.t_events[0][0]
+
+
+def reference_plateau_eq12(d, T, B=1, level=0.1):
+    """The same from Eqs. 13-14 written literally (2-D state), to check the 3-D reduction end to end."""
+
+    def fun(t, y):
+        return np.array(th.rhs_eq12(y[0], y[1], d, T, B))
+
+    def ev(t, y):
+        alpha = 1.0 / ((T - B) * math.exp(-y[1]) + B)
+        ba = B * alpha
+        return 0.5 * ((1 - ba) ** 2 * y[0] ** 2 / (d * (T - B)) + (ba * y[0] - math.sqrt(d)) ** 2 / d) - level
+
+    ev.terminal = True
+    sol = solve_ivp(fun, (0, 1e9), np.zeros(2), method="DOP853", rtol=1e-10, atol=1e-12, events=ev)
+    return sol.t_events[0][0]
+
+
+# ------------------------------------------------------------------------------------------------ vector field
+
+
+def test_eq3_4_agree_with_eq12_13_14():
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        d, T = rng.integers(2, 300), rng.integers(2, 5000)
+        w, da = rng.normal() * 3, rng.normal() * 4
+        alpha = 1.0 / (1 + (T - 1) * math.exp(-da))
+        eq3 = alpha * (math.sqrt(d) - alpha * w) / d - (1 - alpha) ** 2 * w / (d * (T - 1))
+        eq4 = alpha * (1 - alpha) * (w * (math.sqrt(d) - alpha * w) / d + (1 - alpha) * w**2 / (d * (T - 1)))
+        dw, dda = th.rhs_eq12(w, da, d, T, 1)
+        assert dw == pytest.approx(eq3, rel=1e-10, abs=1e-14)
+        assert dda == pytest.approx(eq4, rel=1e-10, abs=1e-14)
+
+
+def test_3d_flow_reduces_to_eq12_when_p_is_zero():
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        d, T = int(rng.integers(2, 300)), int(rng.integers(8, 5000))
+        B = int(rng.integers(1, 5))
+        wp, da = rng.normal() * 3, rng.normal() * 4
+        y = np.array([wp / math.sqrt(d), wp * math.sqrt(d - 1) / math.sqrt(d), da])
+        f = th.rhs(y, d, T, B, 0.0)
+        dw, dda = th.rhs_eq12(wp, da, d, T, B)
+        proj = (f[0] + math.sqrt(d - 1) * f[1]) / math.sqrt(d)
+        assert proj == pytest.approx(float(dw), rel=1e-9, abs=1e-14)
+        assert f[2] == pytest.approx(float(dda), rel=1e-9, abs=1e-14)
+        # the symmetric subspace is invariant: w~ / w stays 1 / sqrt(d-1)
+        assert f[0] * math.sqrt(d - 1) == pytest.approx(f[1], rel=1e-9, abs=1e-14)
+        # and the training loss equals Eq. 12
+        alpha = 1.0 / ((T - B) * math.exp(-da) + B)
+        eq12 = 0.5 * ((1 - B * alpha) ** 2 * wp**2 / (d * (T - B)) + (B * alpha * wp - math.sqrt(d)) ** 2 / d)
+        assert th.losses(y, d, T, B, 0.0)["train"] == pytest.approx(eq12, rel=1e-10)
+
+
+@pytest.mark.parametrize("d,T,B,p", [(16, 64, 1, 0.3), (64, 512, 4, 0.1), (5, 9, 2, 0.9)])
+def test_flow_is_minus_gradient_of_eq17(d, T, B, p):
+    rng = np.random.default_rng(2)
+    for _ in range(5):
+        y = rng.normal(size=3) * np.array([1.0, 2.0, 3.0])
+        g = np.zeros(3)
+        for i in range(3):
+            e = np.zeros(3)
+            e[i] = 1e-6
+            g[i] = (th.losses(y + e, d, T, B, p)["train"] - th.losses(y - e, d, T, B, p)["train"]) / 2e-6
+        np.testing.assert_allclose(th.rhs(y, d, T, B, p), -g, rtol=1e-6, atol=1e-9)
+
+
+def test_initial_values_and_test_loss():
+    for d, T, B, p in [(16, 64, 1, 0.0), (64, 256, 4, 0.3), (1, 2, 1, 0.5)]:
+        L = th.losses(np.zeros(3), d, T, B, p)
+        assert L["train"] == pytest.approx(0.5) and L["test"] == pytest.approx(0.5)
+        assert L["alpha"] == pytest.approx(1.0 / T)
+    # p = 0, keep B: test == train
+    y = np.array([0.3, 2.0, 1.5])
+    L = th.losses(y, 64, 256, 2, 0.0)
+    assert L["test"] == pytest.approx(L["train"])
+    # p > 0: the test loss is the p = 0 loss of the same W
+    assert th.losses(y, 64, 256, 2, 0.4)["test"] == pytest.approx(L["train"])
+    # B_test = 1 with perfect attention and w = sqrt(d): 1/2 (1 - 1/B) (only one copy of B carries the signal)
+    d, B = 64, 4
+    y = np.array([1.0, math.sqrt(d - 1), 60.0])
+    assert th.losses(y, d, 256, B, 0.0, test_B=1)["test"] == pytest.approx(0.5 * (1 - 1 / B), rel=1e-6)
+    assert th.losses(y, d, 256, B, 0.0, test_B=1)["test"] == pytest.approx(
+        0.5 * ((B - 1) / B**2 + (1 / B - 1) ** 2), rel=1e-6)
+
+
+def test_no_overflow_and_degenerate_cases():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        f = th.rhs(np.array([1.0, 5.0, 800.0]), 64, 4096, 1, 0.0)  # exp(-da) would underflow, exp(da) overflow
+        assert np.all(np.isfinite(f))
+        f = th.rhs(np.array([1.0, 5.0, -800.0]), 64, 4096, 1, 0.0)
+        assert np.all(np.isfinite(f))
+        # T = B: every token is relevant, attention never moves, W learns plain regression
+        assert th.rhs(np.array([0.1, 0.2, 0.0]), 16, 8, 8, 0.0)[2] == 0.0
+        assert np.isfinite(th.plateau_times(16, 8, 8))
+        assert np.isfinite(th.plateau_times(1, 4, 1, 0.5))  # d = 1
+    with pytest.raises(ValueError):
+        th.plateau_times(16, 4, 8)
+
+
+# ------------------------------------------------------------------------------------------------ integrator
+
+
+def test_plateau_matches_solve_ivp_without_repetition():
+    g = th.expand_grid(GRID)
+    pl = th.plateau_times(g["d"], g["T"])
+    for i in [0, 6, 13, 19]:
+        ref = reference_plateau(g["d"][i], g["T"][i])
+        assert pl[i] == pytest.approx(ref, rel=1e-3)
+    # and against the literal 2-D Eqs. 13-14
+    assert pl[5] == pytest.approx(reference_plateau_eq12(g["d"][5], g["T"][5]), rel=1e-3)
+
+
+def test_plateau_matches_solve_ivp_with_repetition():
+    pts = [(64, 1024, 4, 0.0), (32, 4096, 16, 0.0), (64, 512, 1, 0.1), (128, 1024, 1, 0.5), (16, 64, 1, 0.9),
+           (64, 512, 2, 0.3)]
+    d, T, B, p = (np.array(v, float) for v in zip(*pts))
+    pl = th.plateau_times(d, T, B, p)
+    for i, pt in enumerate(pts):
+        assert pl[i] == pytest.approx(reference_plateau(*pt), rel=1e-3), pt
+    # B = 2 trained, B_test = 2 vs the literal 2-D equations
+    assert pl[1] == pytest.approx(reference_plateau_eq12(32, 4096, 16), rel=1e-3)
+
+
+def test_plateau_never_reached_is_nan():
+    # trained with B = 2 but tested with B = 1: the toy model cannot generalise (App. D.1); loss -> 0.25 > 0.1
+    assert np.isnan(th.plateau_times(16, 64, 2, test_B=1))
+    assert np.isnan(th.plateau_times(64, 1024, t_max=100.0))
+
+
+def test_grid_is_fast_and_fits_the_paper_exponents():
+    g = th.expand_grid(GRID)
+    t0 = time.perf_counter()
+    pl = th.plateau_times(g["d"], g["T"])
+    elapsed = time.perf_counter() - t0
+    assert elapsed < 5.0, elapsed
+    rows = [{"task.d": d, "task.T": T, "plateau_step": x} for d, T, x in zip(g["d"], g["T"], pl)]
+    fit = fit_power_law(rows, ["d", "T"])
+    # paper Fig. 2 left: 1.51 T^0.99 B^-0.99 d^0.49
+    assert fit.exponents["d"] == pytest.approx(0.49, abs=0.05)
+    assert fit.exponents["T"] == pytest.approx(0.99, abs=0.05)
+    assert fit.r2 > 0.999
+
+
+def test_B_exponent_is_minus_one():
+    rows = th.plateau_grid({"d": [16, 64, 256], "T": [4096], "B": [1, 2, 4, 8, 16]})
+    fit = fit_power_law(rows, ["d", "B"], target="plateau")
+    assert fit.exponents["B"] == pytest.approx(-1.0, abs=0.05)
+    assert fit.exponents["d"] == pytest.approx(0.5, abs=0.05)
+
+
+def test_cross_sample_repetition_shortens_plateau_as_f_predicts():
+    for d in (64, 256):
+        p = np.array([0.0, 0.1, 0.3, 0.5])
+        pl = th.plateau_times(d, 4096, 1, p)
+        assert np.all(np.diff(pl) < 0)  # more repetition, shorter plateau
+        ratio = pl * th.f_rep(p, d) / pl[0]  # 1 if T_plateau ~ 1 / f
+        np.testing.assert_allclose(ratio, 1.0, atol=0.1)
+    rows = th.plateau_grid({"d": [16, 32, 64, 128, 256], "T": [4096], "p": [0, 0.03, 0.1, 0.3]})
+    fit = fit_power_law(rows, ["d", "T", "f"], target="plateau", tie=[("d", 0.5), ("T", 1.0), ("f", -1.0)])
+    # paper Fig. 2 right: 2.15 (sqrt(d) T / f)^1.02
+    assert fit.tie_scale == pytest.approx(1.0, abs=0.05)
+
+
+# ------------------------------------------------------------------------------------------------ closed forms
+
+
+def test_closed_forms_hand_computed():
+    # d = 64, T = 512, B = 1: lambda = 1 / (8 * 512) = 1/4096; eps = 0.8
+    assert th.escape_time_linear(64, 512) == pytest.approx(2048 * math.asinh(3276.8))
+    assert th.escape_time_linear(64, 512) == pytest.approx(17997.3526, rel=1e-8)
+    assert th.escape_time_linear_log(64, 512) == pytest.approx(2048 * math.log(6553.6))
+    # B = 4: lambda = 1/1024, 1 / (2 lambda) = 512
+    assert th.escape_time_linear(64, 512, 4) == pytest.approx(512 * math.asinh(819.2))
+    assert th.escape_time_linear(64, 512, 4) == pytest.approx(3789.5556, rel=1e-7)
+    # p = 0.5, d = 64: f = sqrt(16.25); train loss k = lambda, test loss k = lambda / f^2
+    f = math.sqrt(16.25)
+    lam = f / 4096
+    assert th.escape_time_linear(64, 512, 1, 0.5, loss="train") == pytest.approx(math.asinh(0.8 / lam) / (2 * lam))
+    assert th.escape_time_linear(64, 512, 1, 0.5) == pytest.approx(math.asinh(0.8 * f * f / lam) / (2 * lam))
+    assert th.f_rep(0.0, 100) == 1.0 and th.f_rep(1.0, 100) == pytest.approx(10.0)
+    assert th.forecast_exponents() == {"d": 0.5, "T": 1.0, "B": -1.0, "f": -1.0}
+    assert th.PAPER_FITS["fig2_left"].exponents == {"T": 0.99, "B": -0.99, "d": 0.49}
+    assert th.PAPER_FITS["fig2_right"].C == 2.15 and th.PAPER_FITS["fig4"].exponents["n_pairs"] == 2.25
+
+
+def test_linearisation_matches_early_dynamics():
+    for d, T in [(256, 1024), (1024, 4096)]:
+        lam = 1 / (math.sqrt(d) * T)
+        ts = np.array([0.05, 0.1, 0.25]) / lam
+        tr = th.trajectory(ts, d, T)
+        w, da = th.linear_solution(ts, d, T)
+        np.testing.assert_allclose(tr.w, w, rtol=0.02)
+        np.testing.assert_allclose(tr.delta_a, da, rtol=0.02)
+        # the w error comes from the neglected curvature ~ 1 / (d T): shrinks with d
+    e1 = abs(th.trajectory([0.25 * 16 * 1024], 256, 1024).w[0] / math.sinh(0.25) - 1)
+    e2 = abs(th.trajectory([0.25 * 64 * 1024], 4096, 1024).w[0] / math.sinh(0.25) - 1)
+    assert e2 < e1
+
+
+def test_compare_closed_form_reports_ratio_range():
+    out = th.compare_closed_form({"d": [16, 256], "T": [64, 4096]})
+    lo, hi = out["ratio_arcsinh"]
+    assert 1.5 < lo <= hi < 6  # the linearisation over-estimates the plateau 2-4.5 fold (see theory docstring)
+    slo, shi = out["ratio_scale"]
+    assert 1.0 < slo <= shi < 2.0
+    assert len(out["rows"]) == 4
+
+
+def test_grid_helpers():
+    assert th.parse_grid("d=16,32 T=64") == {"d": [16, 32], "T": [64]}
+    assert th.parse_grid(["p=0,0.5"]) == {"p": [0.0, 0.5]}
+    with pytest.raises(ValueError):
+        th.parse_grid(["x=1"])
+    g = th.expand_grid({"d": [16, 32], "T": [64, 128]})
+    assert list(g["d"]) == [16, 16, 32, 32] and list(g["T"]) == [64, 128, 64, 128]
+    assert list(g["B"]) == [1] * 4 and list(g["p"]) == [0] * 4
+
+
+def test_trajectory_values():
+    tr = th.trajectory([0.0, 100.0, 50.0], 64, 256, 1, 0.2)
+    assert tr.test_loss[0] == 0.5 and tr.w[0] == 0.0 and tr.alpha[0] == pytest.approx(1 / 256)
+    assert tr.entropy[0] == pytest.approx(math.log(256))
+    assert tr.w_tilde[2] < tr.w_tilde[1]  # unsorted times are returned in the order asked
+    assert tr.plateau is None  # not reached by t = 100
+
+
+# ------------------------------------------------------------------------------------------------ ode model
+
+
+def _cfg(**kw):
+    data = {"task": {"kind": "linreg", "d": 64, "T": 512}, "model": {"kind": "ode"},
+            "train": {"lr": 1.0, "steps": 20000}, "eval": {"every": 500}}
+    for k, v in kw.items():
+        sec, key = k.split("__")
+        data.setdefault(sec, {})[key] = v
+    return RunConfig.model_validate(data)
+
+
+def test_simulate_run_metrics_and_plateau():
+    cfg = _cfg(train__steps=20010)
+    run = simulate_run(cfg)
+    assert list(run.steps[:3]) == [0, 500, 1000] and run.steps[-1] == 20010
+    names = {"train/loss", "test/loss", "toy/w", "toy/alpha", "attn/L1/H0/relevant", "attn/L1/relevant",
+             "attn/entropy/L1"}
+    assert names <= set(run.metrics)
+    assert all(len(v) == len(run.steps) for v in run.metrics.values())
+    assert run.metrics["test/loss"][0] == 0.5
+    ref = float(th.plateau_times(64, 512))
+    assert run.plateau_step == pytest.approx(ref, rel=1e-6)
+    # the eval-grid crossing brackets the exact one
+    i = int(np.argmax(run.metrics["test/loss"] <= 0.1))
+    assert run.steps[i - 1] < run.plateau_step <= run.steps[i]
+    # lr halves -> twice the steps
+    assert simulate_run(_cfg(train__lr=0.5)).plateau_step == pytest.approx(2 * ref, rel=1e-6)
+    # not reached within the run
+    assert simulate_run(_cfg(train__steps=1000)).plateau_step is None
+    # ode_curve agrees with the recorded run
+    np.testing.assert_allclose(ode_curve(cfg, run.steps), run.metrics["test/loss"], rtol=1e-9, atol=1e-12)
+
+
+def test_simulate_run_repetition_and_plateau_config():
+    # cross-sample repetition: combined projection and w~ are recorded
+    run = simulate_run(_cfg(task__p=0.3))
+    assert "toy/w_tilde" in run.metrics
+    assert run.plateau_step == pytest.approx(float(th.plateau_times(64, 512, 1, 0.3)), rel=1e-6)
+    # in-context repetition: the test set keeps B only with test_repetition (the linreg task's test set)
+    assert simulate_run(_cfg(task__B=4)).plateau_step is None
+    r = simulate_run(_cfg(task__B=4, task__test_repetition=True))
+    assert r.plateau_step == pytest.approx(float(th.plateau_times(64, 512, 4)), rel=1e-6)
+    # other plateau metrics / modes
+    r = simulate_run(_cfg(plateau__metric="toy/alpha", plateau__mode="above", plateau__value=0.5))
+    i = int(np.argmax(r.metrics["toy/alpha"] >= 0.5))
+    assert r.steps[i - 1] < r.plateau_step <= r.steps[i]
+    r = simulate_run(_cfg(plateau__metric="test/acc"))
+    assert r.plateau_step is None and not r.plateau_exact
