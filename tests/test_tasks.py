@@ -50,10 +50,12 @@ def test_make_task_dispatches_on_kind_and_sets_shapes():
     assert linreg(d=8, T=20).in_dim == 8
     r = recall(n_tokens=16, n_pairs=5)
     assert isinstance(r, AssociativeRecall)
-    assert (r.kind, r.classification, r.seq_len, r.vocab_size, r.out_dim, r.in_dim) == ("recall", True, 11, 16, 16, None)
+    assert (r.kind, r.classification, r.seq_len) == ("recall", True, 11)
+    assert (r.vocab_size, r.out_dim, r.in_dim) == (16, 16, None)
     n = nearest(vocab=12, context=4)
     assert isinstance(n, NearestToken)
-    assert (n.kind, n.classification, n.seq_len, n.vocab_size, n.out_dim, n.in_dim) == ("nearest", True, 4, 12, 12, None)
+    assert (n.kind, n.classification, n.seq_len) == ("nearest", True, 4)
+    assert (n.vocab_size, n.out_dim, n.in_dim) == (12, 12, None)
 
 
 # ------------------------------------------------------------------------------------------------------------------
