@@ -115,7 +115,7 @@ class BatchProgress:
             else:
                 if rec.status in TERMINAL and rec.run_id not in self._printed_end:
                     self._printed_end.add(rec.run_id)
-                    self.console.print(run_line(rec, last), highlight=False, soft_wrap=True)
+                    self.console.print(run_line(rec, last), highlight=False, soft_wrap=True, markup=False)
                 elif rec.status == "running" and now - self._last_print.get(rec.run_id, 0) >= self.interval:
                     self._last_print[rec.run_id] = now
-                    self.console.print(run_line(rec, last), highlight=False, soft_wrap=True)
+                    self.console.print(run_line(rec, last), highlight=False, soft_wrap=True, markup=False)

@@ -1,0 +1,55 @@
+"""Shared fixtures: a tiny recall preset and a temporary run store."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+# Tiny models train far faster on one thread, and CI has two cores shared with xdist workers.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+TINY_PRESET = """\
+# tiny.toml: a test preset (comments must survive a TUI save)
+name = "tiny"
+seeds = [0]
+
+[task]
+kind = "recall"
+n_tokens = 8
+n_pairs = 3
+
+[model]
+kind = "transformer"
+n_layers = 2
+n_heads = 1
+d_model = 16
+
+[train]
+lr = 1e-2
+batch_size = 16
+steps = 20
+device = "cpu"
+
+[eval]
+every = 5
+test_size = 32
+
+[plateau]
+metric = "test/acc"
+mode = "above"
+value = 0.5
+"""
+
+
+@pytest.fixture
+def tiny_preset(tmp_path: Path) -> Path:
+    p = tmp_path / "tiny.toml"
+    p.write_text(TINY_PRESET)
+    return p
+
+
+@pytest.fixture
+def runs_dir(tmp_path: Path) -> Path:
+    return tmp_path / "runs"

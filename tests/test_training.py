@@ -1,0 +1,151 @@
+"""Plateau detection, learning-rate schedules, and the trainer on tiny configs (loss must fall)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from sparse_tui.presets import expand, load_preset, validate_preset_data
+from sparse_tui.store import RunStore
+from sparse_tui.training.plateau import PlateauDetector, plateau_step
+from sparse_tui.training.trainer import RunLogger, eval_steps, lr_factor, train_run
+
+
+def cfg_of(raw: dict, overrides=None):
+    return expand(validate_preset_data(raw, "t.toml", overrides))[0].config
+
+
+def test_plateau_fraction_of_initial():
+    # App. D.1: first evaluated step where the loss is <= 0.2 x its initial value
+    steps = [0, 10, 20, 30, 40]
+    assert plateau_step(steps, [0.5, 0.45, 0.2, 0.09, 0.01], "fraction", 0.2) == 30
+    assert plateau_step(steps, [0.5, 0.45, 0.2, 0.11, 0.101], "fraction", 0.2) is None
+    assert plateau_step(steps, [0.5, 0.45, 0.1, 0.2, 0.3], "fraction", 0.2) == 20  # first crossing is kept
+
+
+def test_plateau_absolute_and_accuracy():
+    assert plateau_step([0, 1, 2], [3.0, 1.0, 0.5], "below", 1.0) == 1
+    assert plateau_step([0, 5, 10], [0.01, 0.04, 0.06], "above", 0.05) == 10
+    assert plateau_step([0, 5], [0.0, 0.01], "above", 0.05) is None
+    d = PlateauDetector("above", 0.05)
+    assert d.update(0, float("nan")) is None and d.update(5, 0.9) == 5
+
+
+def test_lr_schedules():
+    base = {"task": {"kind": "recall"}, "train": {"steps": 100, "warmup_steps": 10}}
+    c = cfg_of(base)
+    assert lr_factor(5, c) == 0.5 and lr_factor(10, c) == 1.0 and lr_factor(100, c) == 1.0
+    c = cfg_of(base, ["train.schedule=linear"])
+    assert lr_factor(10, c) == 1.0 and lr_factor(100, c) == pytest.approx(0.0)
+    assert lr_factor(55, c) == pytest.approx(0.5)
+    c = cfg_of(base, ["train.schedule=cosine", "train.min_lr_ratio=0.1"])
+    assert lr_factor(55, c) == pytest.approx(0.55) and lr_factor(100, c) == pytest.approx(0.1)
+
+
+def test_eval_steps_include_first_and_last():
+    c = cfg_of({"task": {"kind": "recall"}, "train": {"steps": 23}, "eval": {"every": 10}})
+    assert eval_steps(c) == [0, 10, 20, 23]
+
+
+LINREG_TOY = {
+    "task": {"kind": "linreg", "d": 8, "T": 8},
+    "model": {"kind": "toy"},
+    "train": {"optimizer": "sgd", "lr": 1.0, "batch_size": 64, "steps": 400, "device": "cpu"},
+    "eval": {"every": 50, "test_size": 256},
+}
+
+
+def test_toy_model_loss_falls_and_plateau_detected():
+    """Toy model (Eq. 2) by SGD: starts at loss 0.5 with uniform attention, escapes the plateau, attends."""
+    logs = []
+    res = train_run(cfg_of(LINREG_TOY), logger=RunLogger(on_eval=lambda s, v: logs.append((s, v))))
+    first, last = logs[0][1], logs[-1][1]
+    assert first["test/loss"] == pytest.approx(0.5, rel=0.15)
+    assert first["toy/alpha"] == pytest.approx(1 / 8) and first["toy/w"] == 0.0
+    assert last["test/loss"] < 0.2 * first["test/loss"]
+    assert last["toy/alpha"] > 0.5 and last["toy/w"] > 1.0
+    assert last["attn/L1/relevant"] == pytest.approx(last["toy/alpha"], rel=1e-5)
+    assert res.status == "finished" and res.plateau_step is not None and 0 < res.plateau_step <= 400
+    assert last["attn/entropy/L1"] < first["attn/entropy/L1"] == pytest.approx(math.log(8), rel=1e-4)
+
+
+def test_transformer_recall_loss_falls(tiny_preset):
+    """The smoke configuration: an induction head forms and recall emerges after a plateau (paper §3, Fig. 17)."""
+    over = ["task.n_tokens=16", "task.n_pairs=4", "model.d_model=32", "train.batch_size=64", "train.steps=600"]
+    cfg = expand(load_preset(tiny_preset, over + ["eval.every=50", "eval.test_size=256"]))[0].config
+    logs = []
+    res = train_run(cfg, logger=RunLogger(on_eval=lambda s, v: logs.append(v)))
+    assert res.status == "finished"
+    assert logs[0]["test/loss"] == pytest.approx(math.log(16), rel=0.1)  # near-uniform logits at init
+    assert logs[-1]["test/loss"] < 0.5 * logs[0]["test/loss"]
+    assert logs[-1]["test/acc"] > 0.8 and res.plateau_step is not None
+    # the induction head: query -> relevant value (select) and value -> its key (copy) become sparse
+    assert logs[-1]["attn/L2/select"] > 0.5 and logs[-1]["attn/L1/copy"] > 0.5
+    for key in ("test/acc", "test/ppl", "attn/L1/select", "attn/L2/select", "attn/L1/H0/copy", "attn/entropy/L2", "lr"):
+        assert key in logs[-1], key
+    assert 0.0 <= logs[-1]["attn/L2/select"] <= 1.0
+
+
+def test_divergence_is_recorded(tiny_preset, runs_dir):
+    cfg = expand(load_preset(tiny_preset, ["train.lr=1e30", "train.optimizer=sgd", "train.steps=50"]))[0].config
+    store = RunStore(runs_dir)
+    batch, (rid,) = store.create_runs(expand(load_preset(tiny_preset)))
+    store.claim_next(batch, device="cpu", versions={})
+    res = train_run(cfg, logger=RunLogger(store, rid))
+    assert res.status == "diverged" and "non-finite" in res.reason
+    assert store.metrics(rid)["test/loss"][0][0] == 0  # what was logged before divergence is kept
+
+
+def test_stop_request_ends_run_with_status(tiny_preset):
+    cfg = expand(load_preset(tiny_preset, ["train.steps=1000"]))[0].config
+    calls = {"n": 0}
+
+    def should_stop():
+        calls["n"] += 1
+        return "interrupted" if calls["n"] >= 7 else None
+
+    res = train_run(cfg, should_stop=should_stop)
+    assert res.status == "interrupted" and res.step == 7
+
+
+def test_same_seed_same_curve(tiny_preset):
+    cfg = expand(load_preset(tiny_preset))[0].config
+    a, b = [], []
+    train_run(cfg, logger=RunLogger(on_eval=lambda s, v: a.append(v["test/loss"])))
+    train_run(cfg, logger=RunLogger(on_eval=lambda s, v: b.append(v["test/loss"])))
+    assert a == b
+    cfg2 = expand(load_preset(tiny_preset, ["seeds=[1]"]))[0].config
+    c = []
+    train_run(cfg2, logger=RunLogger(on_eval=lambda s, v: c.append(v["test/loss"])))
+    assert c != a
+
+
+def test_linreg_transformer_and_nearest_run():
+    lin = cfg_of(
+        {
+            "task": {"kind": "linreg", "d": 4, "T": 6, "position": "random", "indicator": True},
+            "model": {"kind": "transformer", "d_model": 16, "n_heads": 2, "pos_enc": "sinusoidal", "mlp": True},
+            "train": {"steps": 30, "batch_size": 16, "device": "cpu"},
+            "eval": {"every": 10, "test_size": 16},
+        }
+    )
+    out = []
+    assert train_run(lin, logger=RunLogger(on_eval=lambda s, v: out.append(v))).status == "finished"
+    assert "attn/L2/H1/relevant" in out[-1] and "test/acc" not in out[-1]
+    near = cfg_of(
+        {
+            "task": {"kind": "nearest", "vocab": 10, "context": 3},
+            "model": {"kind": "transformer", "n_layers": 1, "d_model": 8, "pos_enc": "none"},
+            "train": {"steps": 20, "batch_size": 16, "device": "cpu"},
+            "eval": {"every": 10, "test_size": 16},
+        }
+    )
+    assert train_run(near).status == "finished"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_same_code_on_cuda(tiny_preset):
+    cfg = expand(load_preset(tiny_preset, ["train.device=cuda"]))[0].config
+    assert train_run(cfg, device="cuda").status == "finished"
