@@ -668,12 +668,17 @@ def trajectory(
     event: str = "test_loss",
     level: float | None = None,
     direction: int = -1,
+    stiff_switch: bool = True,
 ) -> Trajectory:
     """loss(t), w(t), alpha(t), w~(t), ... of one (d, T, B, p) at the requested times (any order, >= 0).
 
     Also returns the first time the observable ``event`` (a key of ``OBSERVABLES``) crosses ``level`` (default
     0.1 = App. D.1's threshold on the test loss) in ``direction`` (-1: falls to <= level, +1: rises to >= level),
     if that happens before max(times).
+
+    Integration: the vectorised DOPRI5 up to 3x the escape time of the training loss, then (``stiff_switch``)
+    scipy's LSODA, because after the transition the explicit step is stability-limited (h < ~3 / max(p, 1/d))
+    while the state hardly moves; ``steps`` counts DOPRI5 steps plus LSODA right-hand-side evaluations.
     """
     times = np.asarray(times, dtype=float).ravel()
     if times.size and np.any(times < 0):
@@ -683,15 +688,50 @@ def trajectory(
     tb = B if test_B is None else test_B
     P = _Params(d, T, B, p, tb)
     lv = np.array([0.1 if level is None else float(level)])
-    t_end = np.array([ts[-1] if ts.size else 0.0])
-    cross, out, nst = _integrate(P, t_end, rtol=rtol, atol=atol, event=event, level=lv, direction=direction,
-                                 stop_at_event=False, t_eval=ts)
+    t_last = float(ts[-1]) if ts.size else 0.0
+    # Phase 1 (explicit DOPRI5) through the plateau and the transition; phase 2 (LSODA, stiff-capable) afterwards,
+    # where the explicit step is limited by stability (h < ~3 / max(p, 1/d)) while the state barely moves.
+    t_switch = t_last
+    if stiff_switch and t_last > 0:
+        t_esc = float(plateau_times(d, T, B, p, threshold=0.2, loss="train", rtol=rtol, atol=atol)[()])
+        if np.isfinite(t_esc) and 3.0 * t_esc < t_last:
+            t_switch = 3.0 * t_esc
+    k1 = int(np.searchsorted(ts, t_switch, side="right"))
+    ts1 = np.append(ts[:k1], t_switch)
+    cross, out, nst = _integrate(P, np.array([t_switch]), rtol=rtol, atol=atol, event=event, level=lv,
+                                 direction=direction, stop_at_event=False, t_eval=ts1)
+    Ys = np.empty((ts.size, 3))
+    Ys[:k1] = out[0, :k1]
+    c = float(cross[0])
+    if k1 < ts.size:
+        from scipy.integrate import solve_ivp
+
+        y_sw = out[0, -1]
+        g_fn = OBSERVABLES[event]
+
+        def fun(t, y):
+            return _rhs(y[None], P)[0]
+
+        events = None
+        if np.isnan(c) and np.isfinite(lv[0]):
+            def ev(t, y):
+                return float(g_fn(y[None], P)[0] - lv[0])
+
+            ev.direction = float(direction)
+            events = ev
+        sol = solve_ivp(fun, (t_switch, t_last), y_sw, method="LSODA", t_eval=ts[k1:], rtol=rtol, atol=atol,
+                        events=events)
+        if not sol.success:
+            raise IntegrationError(f"LSODA failed: {sol.message}")
+        Ys[k1:] = sol.y.T
+        nst += int(sol.t.size if sol.nfev is None else sol.nfev)
+        if events is not None and sol.t_events[0].size:
+            c = float(sol.t_events[0][0])
     Y = np.empty((times.size, 3))
     if times.size:
-        Y[order] = out[0]
+        Y[order] = Ys
     Pn = P.take(np.zeros(times.size, dtype=int))
     L = _losses(Y, Pn)
-    c = float(cross[0])
     return Trajectory(
         t=times, w_tilde=Y[:, 0], w_rest=Y[:, 1], w=OBSERVABLES["w"](Y, Pn), delta_a=Y[:, 2], alpha=L["alpha"],
         relevant=L["s"], entropy=_entropy(L["s"], L["r"], Pn), train_loss=L["train"], test_loss=L["test"],

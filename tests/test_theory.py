@@ -309,3 +309,19 @@ def test_simulate_run_repetition_and_plateau_config():
     assert r.steps[i - 1] < r.plateau_step <= r.steps[i]
     r = simulate_run(_cfg(plateau__metric="test/acc"))
     assert r.plateau_step is None and not r.plateau_exact
+
+
+def test_stiff_phase_hands_over_to_lsoda():
+    # after the transition the explicit step is stability-limited; the LSODA tail must agree with pure DOPRI5
+    ts = np.linspace(0, 5000, 101)
+    a = th.trajectory(ts, 16, 64, 1, 0.5, event="alpha", level=0.9, direction=1)
+    b = th.trajectory(ts, 16, 64, 1, 0.5, event="alpha", level=0.9, direction=1, stiff_switch=False)
+    np.testing.assert_allclose(a.test_loss, b.test_loss, rtol=1e-5, atol=1e-12)
+    np.testing.assert_allclose(a.w, b.w, rtol=1e-6)
+    np.testing.assert_allclose(a.alpha, b.alpha, rtol=1e-6)
+    assert a.plateau == pytest.approx(b.plateau, rel=1e-6)  # located in the LSODA phase (t_esc ~ 222)
+    assert a.plateau > 3 * th.plateau_times(16, 64, 1, 0.5, loss="train")
+    # a long run stays cheap
+    t0 = time.perf_counter()
+    th.trajectory(np.linspace(0, 1e6, 1001), 16, 64, 1, 0.5)
+    assert time.perf_counter() - t0 < 5.0
