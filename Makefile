@@ -1,0 +1,32 @@
+# Two commands (see README):  make run   |   make test
+# Both create ./.venv on first use. TORCH pins the PyTorch build pip installs first; on a machine whose pip
+# index serves a CPU wheel (as here) this is a small CPU build. Override: make run TORCH="torch==2.13.0+cu126" or
+# PIP_EXTRA_INDEX_URL=... for your site's wheels.
+PYTHON ?= python3
+VENV   ?= .venv
+TORCH  ?= torch==2.13.0
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+PRESET ?= presets/blog_n80.toml
+
+.PHONY: setup run test bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet "$(TORCH)"
+	$(BIN)/python -m pip install --quiet -e ".[dev,parquet]"
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/sparse-tui run $(PRESET) --headless
+
+test: $(STAMP)
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 --durations=15 -q
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/sweep_bench.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache
