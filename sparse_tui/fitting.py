@@ -248,7 +248,8 @@ class FitResult:
             if self.boot_ci and v in self.boot_ci:
                 b = self.boot_ci[v]
                 extra = f"   bootstrap [{b[0]:.3f}, {b[1]:.3f}]"
-            lines.append(f"  {v:>12}: {self.exponents[v]:+.3f} ± {self.stderr[v]:.3f}   95% [{lo:.3f}, {hi:.3f}]{extra}")
+            lines.append(f"  {v:>12}: {self.exponents[v]:+.3f} ± {self.stderr[v]:.3f}   "
+                         f"95% [{lo:.3f}, {hi:.3f}]{extra}")
         lines.append(f"  {'C':>12}: {self.C:.4g}   95% [{self.C_ci[0]:.4g}, {self.C_ci[1]:.4g}]")
         if self.tie:
             lines.append(f"  tied scale s = {self.tie_scale:.3f} ± {self.tie_scale_stderr:.3f} over "
@@ -537,7 +538,8 @@ def format_comparison(rows: Iterable[Mapping[str, Any]]) -> str:
     def f(x, fmt="+.3f"):
         return "—" if x is None else format(x, fmt)
 
-    lines = [f"{'variable':>12}  {'fitted':>8}  {'95% CI':>18}  {'theory':>7}  {'diff':>7}  {'paper':>7}  {'diff':>7}  fig"]
+    lines = [f"{'variable':>12}  {'fitted':>8}  {'95% CI':>18}  {'theory':>7}  {'diff':>7}  {'paper':>7}  "
+             f"{'diff':>7}  fig"]
     for r in rows:
         ci = f"[{r['ci'][0]:.3f}, {r['ci'][1]:.3f}]"
         lines.append(f"{r['variable']:>12}  {r['fitted']:>+8.3f}  {ci:>18}  {f(r['forecast']):>7}  "

@@ -325,3 +325,10 @@ def test_stiff_phase_hands_over_to_lsoda():
     t0 = time.perf_counter()
     th.trajectory(np.linspace(0, 1e6, 1001), 16, 64, 1, 0.5)
     assert time.perf_counter() - t0 < 5.0
+
+
+def test_warmup_shifts_plateau_by_half_the_warmup():
+    # flow time = cumulative lr: a linear warmup of W steps loses ~W/2 steps of time
+    base = simulate_run(_cfg()).plateau_step
+    warm = simulate_run(_cfg(train__warmup_steps=1000)).plateau_step
+    assert warm == pytest.approx(base + 500, abs=1.0)
