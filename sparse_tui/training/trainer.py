@@ -295,9 +295,26 @@ def _integrate_ode_run(cfg: RunConfig, logger: RunLogger) -> RunResult:
     steps = [int(s) for s in sim.steps]
     logger.series(steps, {k: [float(x) for x in v] for k, v in sim.metrics.items()})
     last = {k: float(v[-1]) for k, v in sim.metrics.items()}
+    plateau = sim.plateau_step
+    if not sim.plateau_exact:  # a metric the flow cannot watch exactly: use the evaluation-grid crossing
+        from sparse_tui.training.plateau import plateau_step
+
+        series = sim.metrics.get(cfg.plateau.metric)
+        plateau = None if series is None else plateau_step(steps, list(series), cfg.plateau.mode, cfg.plateau.value)
+    best = {}
+    for k, v in sim.metrics.items():
+        if k.endswith("loss"):
+            best[k] = float(min(v))
     elapsed = time.perf_counter() - t0
-    summary = {"final": last, "best": {}, "steps_done": steps[-1] if steps else 0, "wall_seconds": elapsed}
-    return RunResult("finished", None, sim.plateau_step, summary, steps[-1] if steps else 0)
+    summary = {
+        "final": last,
+        "best": best,
+        "steps_done": steps[-1] if steps else 0,
+        "wall_seconds": elapsed,
+        "integrator_steps": sim.integrator_steps,
+        "notes": sim.notes,
+    }
+    return RunResult("finished", None, plateau, summary, steps[-1] if steps else 0)
 
 
 def python_info() -> str:
