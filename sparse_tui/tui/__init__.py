@@ -1,0 +1,1 @@
+"""The Textual console (``sparse-tui`` with no command). The only package of sparse-tui that imports Textual."""

@@ -1,0 +1,562 @@
+"""The sparse-tui console: a Textual app over the run store and the preset files.
+
+``make_app`` builds the app (the CLI and the tests share it); ``run_app`` runs it and returns an exit code.
+
+Threading model (after harlequin / toolong): one thread worker polls the store a few times per second
+(``PRAGMA data_version`` is cheap) and posts ``RunsUpdated`` / ``CurvesData`` messages; launching, cancelling,
+deleting, exporting, fitting, attention loading and the GPU probe run in thread workers too. Workers only
+``post_message``; widgets are touched on the UI thread only. Worker loops check ``is_cancelled``.
+
+Training runs in detached processes (``runner.detach``), so quitting the app or losing the terminal stops nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.widgets import Footer, Header, TabbedContent, TabPane
+from textual.worker import Worker, WorkerState, get_current_worker
+
+from sparse_tui.exitcodes import ExitCode
+from sparse_tui.store import RunRecord, RunStore
+from sparse_tui.tui.messages import AttentionData, CurvesData, Done, FitDone, GpuInfo, Problem, RunsUpdated
+from sparse_tui.tui.widgets.attention_map import AttentionPanel
+from sparse_tui.tui.widgets.curves import CurvesPanel
+from sparse_tui.tui.widgets.fit_panel import FitPanel
+from sparse_tui.tui.widgets.phase_diagram import PhasePanel
+from sparse_tui.tui.widgets.presets_panel import PresetsPanel
+from sparse_tui.tui.widgets.run_table import RunsPanel
+
+PANELS = (
+    ("presets", "Presets", PresetsPanel),
+    ("runs", "Runs", RunsPanel),
+    ("curves", "Curves", CurvesPanel),
+    ("attention", "Attention", AttentionPanel),
+    ("fit", "Fit", FitPanel),
+    ("phase", "Phase", PhasePanel),
+)
+CURVE_POINTS = 1500  # points per series kept by the poller (the plot downsamples further to its width)
+
+
+def guarded(fn: Callable) -> Callable:
+    """Run a UI-thread action; an exception becomes an error notification instead of a crash."""
+
+    @functools.wraps(fn)
+    def wrapper(self: "SparseTuiApp", *a: Any, **kw: Any) -> Any:
+        try:
+            return fn(self, *a, **kw)
+        except Exception as e:  # noqa: BLE001 - the catch-all that keeps the console alive
+            self.report(e)
+            return None
+
+    return wrapper
+
+
+class SparseTuiApp(App[int]):
+    """The console. ``clock`` gives 'now' for run ages (tests inject a fixed one)."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "sparse-tui"
+    ENABLE_COMMAND_PALETTE = False
+    BINDINGS = [
+        Binding("1", "panel('presets')", "Presets", show=False),
+        Binding("2", "panel('runs')", "Runs", show=False),
+        Binding("3", "panel('curves')", "Curves", show=False),
+        Binding("4", "panel('attention')", "Attention", show=False),
+        Binding("5", "panel('fit')", "Fit", show=False),
+        Binding("6", "panel('phase')", "Phase", show=False),
+        Binding("f1,question_mark", "help", "Help"),
+        Binding("q", "quit", "Quit"),
+        Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
+    ]
+
+    def __init__(
+        self,
+        runs_dir: Path,
+        presets_dir: Path,
+        preset: Path | None = None,
+        overrides: list[str] | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+        poll_interval: float = 0.3,
+        gpu: bool = True,
+        workers: int | None = None,
+    ) -> None:
+        super().__init__()
+        self.runs_dir = Path(runs_dir)
+        self.presets_dir = Path(presets_dir)
+        self.preset = Path(preset) if preset else None
+        self.overrides = list(overrides or [])
+        self.clock = clock
+        self.poll_interval = poll_interval
+        self.gpu = gpu
+        self.n_workers = workers
+        self.store: RunStore | None = None
+        self.records: list[RunRecord] = []
+        self.last: dict[str, dict] = {}
+        self.marked: list[str] = []
+        self.current: str | None = None
+        self.errors: list[str] = []  # every problem reported (tests assert on it)
+        self.updates = 0  # RunsUpdated messages applied
+        self.curve_updates = 0
+        self._watch: tuple[str, ...] = ()
+        self._wake = threading.Event()
+        self._gpu_text = ""
+        self._theory_cache: dict[str, tuple[list[float], list[float]]] = {}
+
+    # -- layout --------------------------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield Header(icon="◆")
+        initial = "tab-presets"
+        with TabbedContent(initial=initial, id="panels"):
+            for pid, title, cls in PANELS:
+                with TabPane(f"{PANELS.index((pid, title, cls)) + 1} {title}", id=f"tab-{pid}"):
+                    if cls is PresetsPanel:
+                        yield PresetsPanel(self.presets_dir, self.preset, self.overrides, id=pid)
+                    else:
+                        yield cls(id=pid, classes="panel")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        try:
+            self.store = RunStore(self.runs_dir)
+        except Exception as e:  # noqa: BLE001
+            self.report(f"cannot open the run store in {self.runs_dir}: {e}")
+            return
+        self.sub_title = f"store {self.runs_dir}"
+        self.poll_store()
+        if self.gpu:
+            self.probe_gpu()
+        self.set_interval(5.0, self._tick_ages)
+
+    # -- reporting -----------------------------------------------------------------------------------------------
+    def report(self, error: Exception | str, severity: str = "error") -> None:
+        text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+        self.errors.append(text)
+        if not isinstance(error, str):
+            self.log.error(traceback.format_exception(error))
+        self.notify(text, severity=severity, timeout=8)
+
+    def on_problem(self, msg: Problem) -> None:
+        self.report(msg.text, msg.severity)
+
+    def on_done(self, msg: Done) -> None:
+        self.notify(msg.text)
+        if msg.switch_to:
+            self.show_panel(msg.switch_to)
+        self.wake()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.ERROR:
+            self.report(event.worker.error or RuntimeError(f"worker {event.worker.name} failed"))
+
+    # -- panels --------------------------------------------------------------------------------------------------
+    @guarded
+    def action_panel(self, pid: str) -> None:
+        self.show_panel(pid)
+
+    def show_panel(self, pid: str) -> None:
+        tabs = self.query_one("#panels", TabbedContent)
+        tabs.active = f"tab-{pid}"
+        self._focus_panel(pid)
+
+    def _focus_panel(self, pid: str) -> None:
+        panel = self.query_one(f"#{pid}")
+        if pid == "runs":
+            self.query_one(RunsPanel).table.focus()
+        elif pid == "presets":
+            self.query_one(PresetsPanel).focus_form()
+        else:
+            panel.focus()
+        self._panel_shown(pid)
+
+    @on(TabbedContent.TabActivated)
+    def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        pid = (event.pane.id or "").removeprefix("tab-")
+        if pid and not (self.focused and self.query_one(f"#{pid}") in [self.focused, *self.focused.ancestors]):
+            self.call_after_refresh(self._focus_panel, pid)
+
+    def _panel_shown(self, pid: str) -> None:
+        if pid == "attention":
+            self.query_one(AttentionPanel).set_run(self.current)
+        elif pid == "phase":
+            self.query_one(PhasePanel).update_data(self.records, self.last)
+        elif pid == "fit":
+            fp = self.query_one(FitPanel)
+            from textual.widgets import Input
+
+            if not fp.query_one("#fit-vars", Input).value:
+                fp.action_guess()
+
+    def action_help(self) -> None:
+        from sparse_tui.tui.screens.help import HelpScreen
+
+        groups = [("everywhere", [b for b in self.BINDINGS if isinstance(b, Binding)])]
+        for pid, title, cls in PANELS:
+            groups.append((title, list(cls.BINDINGS)))
+        from sparse_tui.tui.widgets.preset_form import PresetForm  # noqa: F401
+
+        groups.append(("Presets form", [Binding("tab, shift+tab", "", "next / previous field"),
+                                        Binding("enter", "", "open a choice list / add a sweep key")]))
+        self.push_screen(HelpScreen(groups))
+
+    # -- selection -----------------------------------------------------------------------------------------------
+    def set_current_run(self, run_id: str | None) -> None:
+        self.current = run_id
+        self._update_watch()
+
+    def set_marked(self, ids: list[str]) -> None:
+        self.marked = list(ids)
+        self._update_watch()
+
+    def view_ids(self) -> list[str]:
+        return list(self.marked) if self.marked else ([self.current] if self.current else [])
+
+    def _update_watch(self) -> None:
+        new = tuple(self.view_ids())
+        if new != self._watch:
+            self._watch = new
+            self.wake()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    # -- the store poller ------------------------------------------------------------------------------------------
+    @work(thread=True, exclusive=True, group="poll", exit_on_error=False)
+    def poll_store(self) -> None:
+        worker = get_current_worker()
+        store = self.store
+        last_version = None
+        last_reap = 0.0
+        sent_watch: tuple[str, ...] | None = None
+        failures = 0
+        while not worker.is_cancelled:
+            woken = self._wake.is_set()
+            self._wake.clear()
+            try:
+                reaped: list[str] = []
+                now = time.monotonic()
+                if now - last_reap >= 1.0:
+                    reaped = store.reap()
+                    last_reap = now
+                version = store.data_version()
+                watch = self._watch
+                changed = version != last_version or bool(reaped) or woken
+                if changed:
+                    records = store.runs(reap=False)
+                    last = {r.run_id: store.last_metrics(r.run_id) for r in records if r.status == "running"}
+                    if worker.is_cancelled:
+                        break
+                    self.post_message(RunsUpdated(records, last))
+                    last_version = version
+                if changed or watch != sent_watch:
+                    self.post_message(self._curves(store, watch))
+                    sent_watch = watch
+                failures = 0
+            except Exception as e:  # noqa: BLE001 - reported, then retried with back-off
+                failures += 1
+                if failures in (1, 10) or failures % 100 == 0:
+                    self.post_message(Problem(f"reading the run store failed: {e}"))
+                self._wake.wait(min(5.0, self.poll_interval * failures))
+                continue
+            self._wake.wait(self.poll_interval)
+
+    def _curves(self, store: RunStore, watch: tuple[str, ...]) -> CurvesData:
+        from sparse_tui.plotting import downsample
+
+        series: dict[str, dict] = {}
+        theory: dict[str, tuple[list[float], list[float]]] = {}
+        plateau: dict[str, float | None] = {}
+        labels: dict[str, str] = {}
+        for rid in watch:
+            try:
+                rec = store.get(rid)
+            except Exception:  # noqa: BLE001 - deleted meanwhile
+                continue
+            raw = store.metrics(rid)
+            series[rid] = {
+                k: tuple(map(list, downsample(v[0], v[1], CURVE_POINTS))) for k, v in raw.items() if "/H" not in k
+            }
+            plateau[rid] = rec.plateau_step
+            labels[rid] = f"{rid} {rec.label} [{rec.status}]"
+            th = self._theory(rec)
+            if th is not None:
+                theory[rid] = th
+        return CurvesData(list(watch), series, theory, plateau, labels)
+
+    def _theory(self, rec: RunRecord) -> tuple[list[float], list[float]] | None:
+        """The reduced dynamics' test loss for linreg runs (toy, ode, transformer), cached per run."""
+        if rec.config.get("task", {}).get("kind") != "linreg":
+            return None
+        if rec.run_id in self._theory_cache:
+            return self._theory_cache[rec.run_id]
+        try:
+            from sparse_tui.models.ode import ode_curve
+            from sparse_tui.presets import config_from_json
+
+            cfg = config_from_json(rec.config)
+            total = int(rec.total_steps or cfg.train.steps)
+            steps = [round(i * total / 300) for i in range(301)]
+            vals = [float(v) for v in ode_curve(cfg, steps)]
+            out = ([float(s) for s in steps], vals)
+        except Exception:  # noqa: BLE001 - no theory curve for this run; the plot says nothing then
+            out = None
+        self._theory_cache[rec.run_id] = out
+        return out
+
+    @guarded
+    def on_runs_updated(self, msg: RunsUpdated) -> None:
+        self.records, self.last = msg.records, msg.last
+        self.updates += 1
+        self.query_one(RunsPanel).show(msg.records, msg.last, self.clock())
+        active = self.query_one("#panels", TabbedContent).active
+        if active == "tab-phase":
+            self.query_one(PhasePanel).update_data(msg.records, msg.last)
+        if active == "tab-attention":
+            ap = self.query_one(AttentionPanel)
+            if ap.run_id is not None and ap.step is not None and ap.steps and ap.step == ap.steps[-1]:
+                rec = next((r for r in msg.records if r.run_id == ap.run_id), None)
+                if rec is not None and rec.status == "running":
+                    ap.step = None  # follow the newest snapshot of a running run
+                    ap.request()
+        self._set_header()
+
+    def _tick_ages(self) -> None:
+        if self.records:
+            self.query_one(RunsPanel).show(self.records, self.last, self.clock())
+
+    def _set_header(self) -> None:
+        n_running = sum(1 for r in self.records if r.status == "running")
+        n_queued = sum(1 for r in self.records if r.status == "queued")
+        parts = [f"{len(self.records)} runs", f"{n_running} running"]
+        if n_queued:
+            parts.append(f"{n_queued} queued")
+        if self._gpu_text:
+            parts.append(self._gpu_text)
+        self.sub_title = " · ".join(parts)
+
+    @guarded
+    def on_curves_data(self, msg: CurvesData) -> None:
+        self.curve_updates += 1
+        self.query_one(CurvesPanel).update_data(msg)
+
+    # -- GPU -----------------------------------------------------------------------------------------------------
+    @work(thread=True, exclusive=True, group="gpu", exit_on_error=False)
+    def probe_gpu(self) -> None:
+        from sparse_tui.tui.sysinfo import gpu_summary
+
+        worker = get_current_worker()
+        while not worker.is_cancelled:
+            text = gpu_summary()
+            self.post_message(GpuInfo(text))
+            if text is None:
+                return  # no GPU here: stop probing
+            for _ in range(20):
+                if worker.is_cancelled:
+                    return
+                time.sleep(0.1)
+
+    def on_gpu_info(self, msg: GpuInfo) -> None:
+        self._gpu_text = msg.text or "no GPU"
+        self._set_header()
+
+    # -- launching -----------------------------------------------------------------------------------------------
+    @work(thread=True, group="launch", exit_on_error=False)
+    def launch(self, loaded: Any) -> None:
+        from sparse_tui import runner
+        from sparse_tui.presets import expand
+        from sparse_tui.training.scheduler import choose_workers
+
+        specs = expand(loaded)
+        workers = self.n_workers or choose_workers(specs)
+        batch_id, ids = self.store.create_runs(specs)
+        pid = runner.detach(self.store, batch_id, workers=workers)
+        self.post_message(
+            Done(f"launched {loaded.name}: batch {batch_id}, {len(ids)} run(s), pid {pid} "
+                 f"(log {runner.log_path(self.store, batch_id)})", switch_to="runs")
+        )
+
+    # -- run actions ---------------------------------------------------------------------------------------------
+    def cancel_runs(self, ids: list[str]) -> None:
+        live = [r.run_id for r in self.records if r.run_id in ids and r.status in ("queued", "running")]
+        if not live:
+            self.notify("nothing to cancel (only queued or running runs can be)", severity="warning")
+            return
+        self._cancel(live)
+
+    @work(thread=True, group="actions", exit_on_error=False)
+    def _cancel(self, ids: list[str]) -> None:
+        running = self.store.request_cancel(ids)
+        self.post_message(Done(f"cancel requested for {len(ids)} run(s)"
+                               + (f"; {len(running)} running will stop within ~1 s" if running else "")))
+
+    def delete_runs(self, ids: list[str]) -> None:
+        if not ids:
+            return
+        live = [r.run_id for r in self.records if r.run_id in ids and r.status in ("queued", "running")]
+        if live:
+            self.notify(f"{len(live)} run(s) still queued or running: cancel them first (c)", severity="warning")
+            return
+        from sparse_tui.tui.screens.confirm import ConfirmScreen
+
+        def done(yes: bool | None) -> None:
+            if yes:
+                self._delete(ids)
+
+        self.push_screen(ConfirmScreen(f"Delete {len(ids)} run(s) with their metrics and attention maps?"), done)
+
+    @work(thread=True, group="actions", exit_on_error=False)
+    def _delete(self, ids: list[str]) -> None:
+        n = self.store.delete(ids)
+        self.post_message(Done(f"deleted {n} run(s)"))
+
+    def export_runs(self, ids: list[str]) -> None:
+        if not ids:
+            self.notify("no runs to export", severity="warning")
+            return
+        from sparse_tui.tui.screens.export import ExportScreen
+
+        stem = "runs-" + time.strftime("%Y%m%d-%H%M%S", time.localtime(self.clock()))
+
+        def done(req) -> None:
+            if req is not None and req.path:
+                self._export(ids, req)
+
+        self.push_screen(ExportScreen(len(ids), stem), done)
+
+    @work(thread=True, group="actions", exit_on_error=False)
+    def _export(self, ids: list[str], req: Any) -> None:
+        import os
+
+        from sparse_tui.export import export
+
+        store = self.store
+        recs = sorted((store.get(r) for r in ids), key=lambda r: (r.created_at, r.run_id))
+        out = Path(req.path).expanduser()
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_name(out.name + ".part")
+        try:
+            if req.fmt == "parquet":
+                with open(tmp, "wb") as fh:
+                    n = export(store, recs, "parquet", fh, metrics=req.metrics)
+            else:
+                with open(tmp, "w", newline="") as fh:
+                    n = export(store, recs, req.fmt, fh, metrics=req.metrics)
+            os.replace(tmp, out)
+        except RuntimeError as e:
+            tmp.unlink(missing_ok=True)
+            self.post_message(Problem(str(e)))
+            return
+        self.post_message(Done(f"exported {n} row(s) to {out}"))
+
+    # -- attention -----------------------------------------------------------------------------------------------
+    def load_attention(self, run_id: str, step: int | None, layer: str | None, head: int, example: int,
+                       width: int) -> None:
+        self._attention(run_id, step, layer, head, example, width)
+
+    @work(thread=True, exclusive=True, group="attention", exit_on_error=False)
+    def _attention(self, run_id: str, step: int | None, layer: str | None, head: int, example: int,
+                   width: int) -> None:
+        from sparse_tui.tui.render import render_attention
+
+        store = self.store
+        steps = store.attention_steps(run_id)
+        if not steps:
+            self.post_message(AttentionData(run_id, [], -1, [], 1, 1, "", f"run {run_id}: no attention snapshots yet"))
+            return
+        if step not in steps:
+            step = steps[-1]
+        maps, meta = store.attention(run_id, step)
+        layers = sorted(maps, key=lambda k: int(k[1:]) if k[1:].isdigit() else 0)
+        if layer not in maps:
+            layer = layers[0]
+        H, E = maps[layer].shape[:2]
+        task = store.get(run_id).config.get("task", {}).get("kind")
+        body, info = render_attention(maps, meta, layer, head, example, width, task)
+        if get_current_worker().is_cancelled:
+            return
+        self.post_message(AttentionData(run_id, steps, step, layers, H, E, body, info))
+
+    @guarded
+    def on_attention_data(self, msg: AttentionData) -> None:
+        ap = self.query_one(AttentionPanel)
+        if not msg.steps:
+            ap.show_message(msg.info)
+        else:
+            ap.update_data(msg)
+
+    # -- fitting -------------------------------------------------------------------------------------------------
+    def _fit_records(self, query: str) -> list[RunRecord]:
+        from sparse_tui.tui.render import matches, run_row
+
+        if not query and self.marked:
+            ids = set(self.marked)
+            return [r for r in self.records if r.run_id in ids]
+        if not query:
+            return list(self.records)
+        return [r for r in self.records if matches(run_row(r, None, 0.0), query)]
+
+    def guess_fit_variables(self, query: str) -> list[str]:
+        from sparse_tui.fitting import short_name
+        from sparse_tui.tui.render import swept_keys
+
+        keys = swept_keys(self._fit_records(query))
+        shorts = [short_name(k) for k in keys]
+        return [s if shorts.count(s) == 1 else k for s, k in zip(shorts, keys)]
+
+    def fit_runs(self, query: str, variables: list[str]) -> None:
+        recs = self._fit_records(query)
+        if not recs:
+            self.query_one(FitPanel).show_error("no runs match")
+            return
+        self._fit(recs, variables)
+
+    @work(thread=True, exclusive=True, group="fit", exit_on_error=False)
+    def _fit(self, recs: list[RunRecord], variables: list[str]) -> None:
+        from sparse_tui.fitting import FitError
+        from sparse_tui.tui import render
+
+        try:
+            res, comp, plot = render.fit_runs(self.store, recs, variables)
+        except FitError as e:
+            self.post_message(FitDone(None, {}, f"fit failed: {e}"))
+            return
+        info = f"{res.formula()}  R²={res.r2:.3f}"
+        self.post_message(FitDone(render.fit_table(res, comp), plot, info))
+
+    @guarded
+    def on_fit_done(self, msg: FitDone) -> None:
+        fp = self.query_one(FitPanel)
+        if msg.body is None:
+            fp.show_error(msg.info)
+        else:
+            fp.show_result(msg)
+
+
+def make_app(
+    runs_dir: Path | str = "runs",
+    presets_dir: Path | str = "presets",
+    preset: Path | str | None = None,
+    overrides: list[str] | None = None,
+    **kw: Any,
+) -> SparseTuiApp:
+    """The app factory shared by the CLI and the tests."""
+    return SparseTuiApp(Path(runs_dir), Path(presets_dir), Path(preset) if preset else None, overrides, **kw)
+
+
+def run_app(runs_dir: Path, presets_dir: Path, preset: Path | None = None, overrides: list[str] | None = None) -> int:
+    """Run the console until the user quits. Returns the process exit code."""
+    app = make_app(runs_dir, presets_dir, preset, overrides)
+    result = app.run()
+    if app.return_code not in (None, 0):
+        return int(ExitCode.RUN_FAILED)
+    return int(result or 0)

@@ -1,0 +1,339 @@
+"""The preset form's model: fields from the pydantic schema, a draft of edits, validation, TOML save and diff.
+
+No Textual here, so it is unit-testable. Every value is edited as TOML text (``1e-3``, ``"auto"``, ``[0, 1]``; a bare
+word counts as a string, like ``--set``). An empty text means "not in the file" (the schema default applies).
+Validation goes through ``presets.validate_preset_data``, so the messages are exactly the CLI's. Saving edits the file
+with tomlkit and touches only the keys whose value changed: comments, order and number formatting survive.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import tomllib
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+
+from sparse_tui import presets as P
+
+SECTIONS = ("task", "model", "train", "eval", "plateau")
+KIND_CLASSES = {
+    "task": {"linreg": P.LinregTask, "recall": P.RecallTask, "nearest": P.NearestTask},
+    "model": {"toy": P.ToyModel, "transformer": P.TransformerModel, "ode": P.OdeModel},
+}
+PLAIN_CLASSES = {"train": P.TrainConfig, "eval": P.EvalConfig, "plateau": P.PlateauConfig}
+DEFAULT_KIND = {"task": "recall", "model": "transformer"}
+
+
+@dataclass
+class FieldSpec:
+    """One editable key of a preset."""
+
+    key: str  # dotted: train.lr, seeds, sweep.model.d_model
+    type: str  # int, float, bool, str, list, choice
+    default: Any
+    help: str
+    choices: list[str] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return self.key.split(".", 1)[1] if self.key.startswith("sweep.") else self.key.split(".")[-1]
+
+    @property
+    def default_text(self) -> str:
+        if self.default is None:
+            return ""
+        return to_text(self.default)
+
+
+def _type_of(ann: Any) -> tuple[str, list[str]]:
+    origin = typing.get_origin(ann)
+    if origin is typing.Literal:
+        return "choice", [str(a) for a in typing.get_args(ann)]
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        args = [a for a in typing.get_args(ann) if a is not type(None)]
+        if len(args) == 1:
+            t, c = _type_of(args[0])
+            return t + "?", c
+    if ann is bool:
+        return "bool", ["true", "false"]
+    if ann in (int, float, str):
+        return ann.__name__, []
+    if origin in (list, tuple):
+        return "list", []
+    return "value", []
+
+
+def section_fields(section: str, kind: str | None = None) -> list[FieldSpec]:
+    """The fields of a section (for task/model: of the given kind), in schema order."""
+    if section in KIND_CLASSES:
+        cls = KIND_CLASSES[section].get(kind or DEFAULT_KIND[section], KIND_CLASSES[section][DEFAULT_KIND[section]])
+    else:
+        cls = PLAIN_CLASSES[section]
+    out = []
+    for name, f in cls.model_fields.items():
+        t, choices = _type_of(f.annotation)
+        if name == "kind":
+            t, choices = "choice", list(KIND_CLASSES[section])
+        desc = f.description or (cls.__doc__ or "").strip().split("\n")[0]
+        default = f.default if f.default_factory is None else f.default_factory()
+        out.append(FieldSpec(f"{section}.{name}", t, default, desc, choices))
+    return out
+
+
+def top_fields() -> list[FieldSpec]:
+    fs = P.Preset.model_fields
+    return [
+        FieldSpec("name", "str", "", fs["name"].description or ""),
+        FieldSpec("description", "str", "", fs["description"].description or ""),
+        FieldSpec("seeds", "list", [0], fs["seeds"].description or ""),
+    ]
+
+
+def to_text(value: Any) -> str:
+    """A Python value as TOML value text."""
+    doc = tomlkit.document()
+    doc["v"] = value
+    return tomlkit.dumps(doc).split("=", 1)[1].strip()
+
+
+def parse_text(text: str) -> Any:
+    return P.parse_value(text.strip())
+
+
+def _toml_item(text: str) -> Any:
+    """A tomlkit item that keeps how the user wrote the number (1e-3 stays 1e-3)."""
+    try:
+        return tomlkit.parse(f"v = {text.strip()}")["v"]
+    except Exception:
+        return tomlkit.item(parse_text(text))
+
+
+_LINE = re.compile(r"^(?P<src>[^:]+): (?P<path>[A-Za-z_][\w.]*(?:\[\d+\])?): (?P<msg>.*)$")
+
+
+@dataclass
+class Validation:
+    field_errors: dict[str, str]
+    general: list[str]
+    loaded: Any = None  # LoadedPreset when valid
+
+    @property
+    def ok(self) -> bool:
+        return self.loaded is not None
+
+
+class PresetDraft:
+    """A preset file being edited."""
+
+    def __init__(self, path: Path, overrides: list[str] | None = None):
+        self.path = Path(path)
+        self.text = self.path.read_text(encoding="utf-8")
+        self.parse_error: str | None = None
+        try:
+            self.raw = tomllib.loads(self.text)
+        except tomllib.TOMLDecodeError as e:
+            self.raw = {}
+            self.parse_error = f"{self.path.name}: TOML syntax error: {e}"
+        self.doc = None
+        self.original: dict[str, str] = self._texts_from_file()
+        self.values: dict[str, str] = dict(self.original)
+        for ov in overrides or []:
+            if "=" in ov:
+                k, v = ov.split("=", 1)
+                k = k.strip()
+                self.values[k if (k in self.values or self._known(k)) else k] = v.strip()
+
+    # -- reading the file ---------------------------------------------------------------------------------------
+    def _known(self, key: str) -> bool:
+        return any(f.key == key for f in self.fields())
+
+    def _texts_from_file(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        try:
+            doc = tomlkit.parse(self.text)
+        except Exception:
+            return out
+        for k in ("name", "description", "seeds"):
+            if k in doc:
+                out[k] = doc[k].as_string().strip()
+        for sec in SECTIONS:
+            tbl = doc.get(sec)
+            if isinstance(tbl, dict):
+                for k, v in tbl.items():
+                    if isinstance(v, dict):
+                        continue
+                    out[f"{sec}.{k}"] = v.as_string().strip() if hasattr(v, "as_string") else to_text(v)
+        sweep = doc.get("sweep")
+        if isinstance(sweep, dict):
+            for k, v in P.flatten(dict(sweep.unwrap())).items():
+                out[f"sweep.{k}"] = to_text(v)
+        return out
+
+    # -- the form's fields --------------------------------------------------------------------------------------
+    def kind(self, section: str) -> str:
+        t = self.values.get(f"{section}.kind", "").strip().strip("\"'")
+        return t or DEFAULT_KIND[section]
+
+    def fields(self) -> list[FieldSpec]:
+        out = top_fields()
+        for sec in SECTIONS:
+            out += section_fields(sec, self.kind(sec) if sec in KIND_CLASSES else None)
+        for k in self.sweep_keys():
+            out.append(FieldSpec(f"sweep.{k}", "list", None, f"Sweep values of {k} (runs = product of lists x seeds)."))
+        return out
+
+    def sweep_keys(self) -> list[str]:
+        return [k[len("sweep."):] for k in self.values if k.startswith("sweep.")]
+
+    def set(self, key: str, text: str) -> None:
+        self.values[key] = text
+
+    @property
+    def dirty(self) -> bool:
+        return {k: v for k, v in self.values.items() if v.strip()} != {
+            k: v for k, v in self.original.items() if v.strip()
+        }
+
+    # -- building the data --------------------------------------------------------------------------------------
+    def to_raw(self) -> dict:
+        raw = P._deepcopy(self.raw)
+        raw.pop("sweep", None)
+        for key, text in self.values.items():
+            if key.startswith("sweep."):
+                continue
+            if not text.strip():
+                _del_dotted(raw, key)
+            else:
+                P.set_dotted(raw, key, parse_text(text))
+        sweep = {k[len("sweep."):]: parse_text(t) for k, t in self.values.items() if k.startswith("sweep.") and t.strip()}
+        if sweep:
+            raw["sweep"] = sweep
+        for sec in KIND_CLASSES:  # keys of another kind go when the kind changed
+            orig_kind = (self.raw.get(sec) or {}).get("kind", DEFAULT_KIND[sec])
+            if self.kind(sec) != orig_kind and isinstance(raw.get(sec), dict):
+                allowed = {f.key.split(".")[1] for f in section_fields(sec, self.kind(sec))}
+                raw[sec] = {k: v for k, v in raw[sec].items() if k in allowed}
+        return raw
+
+    def validate(self) -> Validation:
+        if self.parse_error:
+            return Validation({}, [self.parse_error])
+        keys = [f.key for f in self.fields()]
+        try:
+            loaded = P.validate_preset_data(self.to_raw(), self.path.name, path=self.path)
+        except P.PresetError as e:
+            fe: dict[str, str] = {}
+            general: list[str] = []
+            for line in e.lines:
+                m = _LINE.match(line)
+                if not m:
+                    general.append(line)
+                    continue
+                path = re.sub(r"\[\d+\]$", "", m["path"])
+                key = _match_key(path, keys)
+                if key is None:
+                    general.append(line)
+                else:
+                    msg = m["msg"]
+                    if path != key and not key.startswith("sweep."):
+                        msg = f"{path[len(key) + 1:]}: {msg}" if path.startswith(key + ".") else msg
+                    fe.setdefault(key, msg)
+            return Validation(fe, general)
+        return Validation({}, [], loaded)
+
+    def render(self) -> str:
+        """The file text after applying the edits (only changed keys are touched)."""
+        doc = tomlkit.parse(self.text) if not self.parse_error else tomlkit.document()
+        for key in list(dict.fromkeys([*self.original, *self.values])):
+            new = self.values.get(key, "").strip()
+            old = self.original.get(key, "").strip()
+            if new == old:
+                continue
+            if key.startswith("sweep."):
+                sk = key[len("sweep."):]
+                tbl = doc.get("sweep")
+                if not new:
+                    if tbl is not None and sk in tbl:
+                        del tbl[sk]
+                    continue
+                if tbl is None:
+                    doc["sweep"] = tomlkit.table()
+                    tbl = doc["sweep"]
+                tbl[sk] = _toml_item(new)
+                continue
+            parts = key.split(".")
+            if len(parts) == 1:
+                container = doc
+            else:
+                if parts[0] not in doc:
+                    doc[parts[0]] = tomlkit.table()
+                container = doc[parts[0]]
+            if not new:
+                if parts[-1] in container:
+                    del container[parts[-1]]
+            else:
+                container[parts[-1]] = _toml_item(new)
+        for sec in KIND_CLASSES:
+            orig_kind = (self.raw.get(sec) or {}).get("kind", DEFAULT_KIND[sec])
+            if self.kind(sec) != orig_kind and sec in doc:
+                allowed = {f.key.split(".")[1] for f in section_fields(sec, self.kind(sec))}
+                for k in [k for k in doc[sec] if k not in allowed]:
+                    del doc[sec][k]
+        return tomlkit.dumps(doc)
+
+    def diff(self) -> str:
+        new = self.render()
+        lines = difflib.unified_diff(
+            self.text.splitlines(keepends=True), new.splitlines(keepends=True), str(self.path.name), "(edited)"
+        )
+        return "".join(lines)
+
+    def save(self, path: Path | None = None) -> Path:
+        """Write the edited file (atomically) to ``path`` or the original path; the draft then tracks that file."""
+        target = Path(path) if path is not None else self.path
+        text = self.render()
+        tmp = target.with_name(target.name + ".part")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(target)
+        self.__init__(target)
+        return target
+
+
+def _del_dotted(data: dict, key: str) -> None:
+    parts = key.split(".")
+    node: Any = data
+    for p in parts[:-1]:
+        if not isinstance(node, dict) or p not in node:
+            return
+        node = node[p]
+    if isinstance(node, dict):
+        node.pop(parts[-1], None)
+
+
+def _match_key(path: str, keys: list[str]) -> str | None:
+    if path in keys:
+        return path
+    best = None
+    for k in keys:
+        if path.startswith(k + ".") and (best is None or len(k) > len(best)):
+            best = k
+    if best is None and "." in path:  # a section-level error (e.g. task: n_pairs ...) -> the section's kind
+        sec = path.split(".")[0]
+        if f"{sec}.kind" in keys and path == sec:
+            return f"{sec}.kind"
+    return best
+
+
+def list_presets(presets_dir: Path, extra: Path | None = None) -> list[Path]:
+    """Preset files in a directory (sorted), plus ``extra`` when it lives elsewhere."""
+    files = sorted(Path(presets_dir).glob("*.toml")) if Path(presets_dir).is_dir() else []
+    if extra is not None:
+        extra = Path(extra)
+        if not any(f.resolve() == extra.resolve() for f in files):
+            files.insert(0, extra)
+    return files

@@ -1,0 +1,1 @@
+"""Modal screens of the console: help, confirmation, export, save-as prompt, diff."""

@@ -1,0 +1,48 @@
+"""The help screen: every key binding of every panel, and what happens on quit / disconnect."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Label, Static
+
+NOTE = (
+    "Runs are separate processes: quitting the console or losing the SSH connection does not stop them. "
+    "Reopen sparse-tui and they show up live again. A run whose process died is shown failed at its last step."
+)
+
+
+def binding_table(groups: list[tuple[str, list[Binding]]]) -> Table:
+    t = Table(show_header=True, header_style="bold", box=None, expand=True, padding=(0, 1))
+    t.add_column("where", style="cyan", no_wrap=True)
+    t.add_column("key", style="bold", no_wrap=True)
+    t.add_column("does")
+    for where, bindings in groups:
+        first = True
+        for b in bindings:
+            keys = ", ".join(k.strip() for k in b.key.split(","))
+            t.add_row(where if first else "", keys, b.description or b.action)
+            first = False
+    return t
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,q,question_mark,f1", "close", "Close")]
+
+    def __init__(self, groups: list[tuple[str, list[Binding]]]) -> None:
+        super().__init__()
+        self.groups = groups
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog wide", id="help"):
+            yield Label("sparse-tui — key bindings", classes="dialog-title")
+            with VerticalScroll():
+                yield Static(binding_table(self.groups))
+                yield Static("\n" + NOTE)
+            yield Label("Esc: close", classes="dialog-hint")
+
+    def action_close(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,111 @@
+"""The Fitting panel: power-law fit of plateau length over chosen runs, beside the theory forecast and the paper's fits.
+
+Runs: the marked runs of the Runs panel, else those matching the filter (same syntax as the run table). The fit runs in
+a thread worker through ``sparse_tui.fitting`` (the numbers of ``sparse-tui fit``).
+"""
+
+from __future__ import annotations
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Input, Label, Static
+from textual_plotext import PlotextPlot
+
+from sparse_tui.plotting import positive
+from sparse_tui.tui.messages import FitDone
+
+
+class FitPanel(Vertical, can_focus=True):
+    BINDINGS = [
+        Binding("ctrl+f", "fit", "Fit", priority=True),
+        Binding("g", "guess", "Guess variables"),
+        Binding("slash", "focus_filter", "Runs filter"),
+        Binding("v", "focus_vars", "Variables"),
+    ]
+    HELP = "Fit"
+
+    DEFAULT_CSS = """
+    FitPanel Horizontal.fit-inputs { height: 1; }
+    FitPanel Horizontal.fit-inputs Label { width: 6; color: $text-muted; }
+    FitPanel #fit-runs { width: 1fr; }
+    FitPanel #fit-vars { width: 1fr; }
+    FitPanel #fit-table { height: auto; max-height: 9; }
+    FitPanel #fit-plot { height: 1fr; min-height: 6; }
+    """
+
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
+        self.result: FitDone | None = None
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(classes="fit-inputs"):
+            yield Label("runs")
+            yield Input(placeholder="marked runs, or filter: preset name / words", id="fit-runs", compact=True)
+            yield Label(" vars")
+            yield Input(placeholder="e.g. d T B (g guesses)", id="fit-vars", compact=True)
+        yield Static("Choose runs and variables, then Enter (ctrl+f).", id="fit-table")
+        yield PlotextPlot(id="fit-plot")
+
+    def on_mount(self) -> None:
+        self.border_title = "Fit: plateau length ~ C·Πxᵢ^βᵢ"
+        self.border_subtitle = "enter/ctrl+f fit · g guess vars"
+        self._draw()
+
+    @on(Input.Submitted)
+    def _submitted(self, event: Input.Submitted) -> None:
+        self.action_fit()
+
+    def action_fit(self) -> None:
+        runs = self.query_one("#fit-runs", Input).value.strip()
+        vars_ = self.query_one("#fit-vars", Input).value.replace(",", " ").split()
+        if not vars_:
+            self.action_guess()
+            vars_ = self.query_one("#fit-vars", Input).value.replace(",", " ").split()
+        if not vars_:
+            self.app.notify("no variables: type some (e.g. d T) or sweep a parameter", severity="warning")
+            return
+        self.query_one("#fit-table", Static).update("fitting …")
+        self.app.fit_runs(runs, vars_)
+
+    def action_guess(self) -> None:
+        runs = self.query_one("#fit-runs", Input).value.strip()
+        self.query_one("#fit-vars", Input).value = " ".join(self.app.guess_fit_variables(runs))
+
+    def action_focus_filter(self) -> None:
+        self.query_one("#fit-runs", Input).focus()
+
+    def action_focus_vars(self) -> None:
+        self.query_one("#fit-vars", Input).focus()
+
+    def show_result(self, done: FitDone) -> None:
+        self.result = done
+        self.query_one("#fit-table", Static).update(done.body)
+        self._draw()
+
+    def show_error(self, text: str) -> None:
+        self.result = None
+        self.query_one("#fit-table", Static).update(f"[red]{text}[/]")
+        self._draw()
+
+    def _draw(self) -> None:
+        plot = self.query_one(PlotextPlot)
+        plt = plot.plt
+        plt.clear_figure()
+        d = self.result.plot if self.result else None
+        if not d or not d.get("x"):
+            plt.title("plateau vs theory forecast (log-log): no fit yet")
+            plot.refresh()
+            return
+        xs, ys = positive(d["x"], d["y"])
+        plt.scatter(xs, ys, label="runs", marker="dot", color="cyan")
+        fx, fy = positive(d["x"], d["fit"])
+        plt.plot(fx, fy, label="fitted law", marker="braille", color="orange")
+        if d.get("cx"):
+            plt.scatter(d["cx"], d["cy"], label="censored (≥)", marker="x", color="red")
+        plt.xscale("log")
+        plt.yscale("log")
+        plt.xlabel("theory forecast Πxᵢ^forecastᵢ")
+        plt.title(self.result.info)
+        plot.refresh()

@@ -1,0 +1,138 @@
+"""The Phase-diagram panel: a heatmap of plateau step (or final accuracy / loss / emergence) over a two-parameter
+sweep, e.g. model.d_model × train.lr or task.train_size × train.lr (blog 000 asks for such phase diagrams)."""
+
+from __future__ import annotations
+
+import math
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import Input, Label, Select, Static
+
+from sparse_tui.store import RunRecord
+from sparse_tui.tui.render import PHASE_VALUES, fmt_num, heatmap, matches, phase_grid, run_row, scale_bar, swept_keys
+
+VALUES = list(PHASE_VALUES)
+
+
+class PhasePanel(Vertical, can_focus=True):
+    BINDINGS = [
+        Binding("x", "cycle('x')", "X param"),
+        Binding("y", "cycle('y')", "Y param"),
+        Binding("w", "swap", "Swap"),
+        Binding("m", "value", "Value"),
+        Binding("slash", "focus_filter", "Filter"),
+    ]
+    HELP = "Phase"
+
+    DEFAULT_CSS = """
+    PhasePanel Horizontal.phase-inputs { height: 1; }
+    PhasePanel Horizontal.phase-inputs Label { width: auto; color: $text-muted; padding: 0 1; }
+    PhasePanel #phase-filter { width: 1fr; }
+    PhasePanel #phase-info { height: auto; color: $text-muted; }
+    """
+
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
+        self.records: list[RunRecord] = []
+        self.last: dict = {}
+        self.keys: list[str] = []
+        self.x: str | None = None
+        self.y: str | None = None
+        self.value = "plateau"
+        self.filter = ""
+        self._sig = None
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(classes="phase-inputs"):
+            yield Label("runs")
+            yield Input(placeholder="filter: preset name / words (default: all)", id="phase-filter", compact=True)
+        yield Static("", id="phase-info")
+        with VerticalScroll():
+            yield Static("", id="phase-map")
+
+    def on_mount(self) -> None:
+        self.border_title = "Phase diagram"
+        self.border_subtitle = "x / y params · w swap · m value"
+
+    @on(Input.Changed, "#phase-filter")
+    def _filter(self, event: Input.Changed) -> None:
+        self.filter = event.value.strip()
+        self.redraw(force=True)
+
+    @on(Input.Submitted, "#phase-filter")
+    def _filter_done(self, event: Input.Submitted) -> None:
+        self.focus()
+
+    def update_data(self, records: list[RunRecord], last: dict) -> None:
+        self.records, self.last = records, last
+        sig = tuple((r.run_id, r.status, r.plateau_step, r.step) for r in records)
+        if sig != self._sig:
+            self._sig = sig
+            self.redraw()
+
+    def _selected(self) -> list[RunRecord]:
+        if not self.filter:
+            return self.records
+        return [r for r in self.records if matches(run_row(r, None, 0.0), self.filter)]
+
+    def action_cycle(self, axis: str) -> None:
+        if not self.keys:
+            return
+        cur = self.x if axis == "x" else self.y
+        i = (self.keys.index(cur) + 1) % len(self.keys) if cur in self.keys else 0
+        if axis == "x":
+            self.x = self.keys[i]
+        else:
+            self.y = self.keys[i]
+        self.redraw(force=True)
+
+    def action_swap(self) -> None:
+        self.x, self.y = self.y, self.x
+        self.redraw(force=True)
+
+    def action_value(self) -> None:
+        self.value = VALUES[(VALUES.index(self.value) + 1) % len(VALUES)]
+        self.redraw(force=True)
+
+    def action_focus_filter(self) -> None:
+        self.query_one("#phase-filter", Input).focus()
+
+    def redraw(self, force: bool = False) -> None:
+        recs = self._selected()
+        self.keys = swept_keys(recs)
+        info = self.query_one("#phase-info", Static)
+        body = self.query_one("#phase-map", Static)
+        if len(self.keys) < 2:
+            info.update(
+                f"{len(recs)} run(s); a phase diagram needs runs that differ in two parameters "
+                f"(found: {', '.join(self.keys) or 'none'}). Sweep two keys in a preset, e.g. model.d_model × train.lr."
+            )
+            body.update("")
+            return
+        if self.x not in self.keys:
+            self.x = self.keys[0]
+        if self.y not in self.keys or self.y == self.x:
+            self.y = next(k for k in self.keys if k != self.x)
+        xs, ys, grid, counts = phase_grid(recs, self.x, self.y, self.value, self.last)
+        width = max(40, (self.size.width or 78) - 2)
+        ylabels = [fmt_num(v, "g") if isinstance(v, (int, float)) else str(v) for v in ys]
+        lw = max((len(s) for s in ylabels), default=1)
+        cell = max(4, min(9, (width - lw - 2) // max(1, len(xs))))
+        xlabels = [fmt_num(v, "g") if isinstance(v, (int, float)) else str(v) for v in xs]
+        log = self.value == "plateau"
+        vmin, vmax = (0.0, 1.0) if self.value in ("acc", "emerged") else (None, None)
+        text = heatmap(grid, ylabels, xlabels, cell=cell, values=True, log=log, vmin=vmin, vmax=vmax)
+        flat = [v for row in grid for v in row if math.isfinite(v)]
+        if flat:
+            lo, hi = (vmin, vmax) if vmin is not None else (min(flat), max(flat))
+            text.append("\n")
+            text.append_text(scale_bar(lo, hi, width=16, label=self.value, log=log))
+        n_missing = sum(1 for row in grid for v in row if not math.isfinite(v))
+        info.update(
+            f"[b]{self.y}[/] (rows) × [b]{self.x}[/] (columns) · {PHASE_VALUES[self.value]}"
+            f" · {len(recs)} run(s)" + (f" · {n_missing} empty cell(s) ·" if n_missing else "")
+        )
+        body.update(text)

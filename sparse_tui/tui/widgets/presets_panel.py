@@ -1,0 +1,232 @@
+"""The Presets panel: the preset files, the form of the selected one, its validation, save / save as / diff / launch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Input, Label, ListItem, ListView, Select, Static
+
+from sparse_tui.tui.form_model import PresetDraft, list_presets
+from sparse_tui.tui.widgets.field_row import FieldRow
+from sparse_tui.tui.widgets.preset_form import PresetForm
+
+
+class PresetsPanel(Horizontal):
+    BINDINGS = [
+        Binding("ctrl+s", "save", "Save", priority=True),
+        Binding("ctrl+n", "save_as", "Save as", priority=True),
+        Binding("ctrl+d", "diff", "Diff", priority=True),
+        Binding("ctrl+l", "launch", "Launch", priority=True),
+        Binding("ctrl+r", "revert", "Revert", priority=True),
+    ]
+    HELP = "Presets"
+
+    DEFAULT_CSS = """
+    PresetsPanel #preset-list { width: 22; }
+    PresetsPanel #form-box { width: 1fr; }
+    PresetsPanel #field-help { height: 2; color: $text-muted; padding: 0 1; }
+    PresetsPanel #form-status { height: auto; max-height: 4; padding: 0 1; }
+    """
+
+    def __init__(self, presets_dir: Path, preset: Path | None = None, overrides: list[str] | None = None, **kw):
+        super().__init__(**kw)
+        self.presets_dir = Path(presets_dir)
+        self.initial = Path(preset) if preset else None
+        self.overrides = list(overrides or [])
+        self.files: list[Path] = []
+        self.draft: PresetDraft | None = None
+        self._validate_timer = None
+        self.errors: dict[str, str] = {}
+
+    def compose(self) -> ComposeResult:
+        lv = ListView(id="preset-list", classes="panel")
+        lv.border_title = "Presets"
+        yield lv
+        with Vertical(id="form-box", classes="panel"):
+            yield PresetForm(id="preset-form")
+            yield Static("", id="form-status")
+            yield Static("", id="field-help")
+
+    async def on_mount(self) -> None:
+        await self.refresh_files(select=self.initial)
+        if self.initial is not None:
+            self.focus_form()  # sparse-tui run PRESET: the preset is selected, ready to launch (ctrl+l)
+        else:
+            self.query_one("#preset-list", ListView).focus()
+
+    # -- files ---------------------------------------------------------------------------------------------------
+    async def refresh_files(self, select: Path | None = None) -> None:
+        self.files = list_presets(self.presets_dir, select)
+        lv = self.query_one("#preset-list", ListView)
+        await lv.clear()
+        await lv.extend([ListItem(Label(p.name)) for p in self.files])
+        if not self.files:
+            self.query_one("#form-status", Static).update(
+                f"No preset files in {self.presets_dir}/. Copy one there or pass --presets-dir."
+            )
+            return
+        idx = 0
+        if select is not None:
+            for i, p in enumerate(self.files):
+                if p.resolve() == Path(select).resolve():
+                    idx = i
+        lv.index = idx
+        await self.open(self.files[idx], self.overrides if select is not None and select == self.initial else None)
+
+    @on(ListView.Selected, "#preset-list")
+    async def _picked(self, event: ListView.Selected) -> None:
+        idx = event.list_view.index
+        if idx is None or idx >= len(self.files):
+            return
+        path = self.files[idx]
+        if self.draft is not None and self.draft.path == path:
+            self.focus_form()
+            return
+        if self.draft is not None and self.draft.dirty:
+            self.app.notify(f"{self.draft.path.name}: unsaved changes dropped", severity="warning")
+        await self.open(path)
+        self.focus_form()
+
+    async def open(self, path: Path, overrides: list[str] | None = None) -> None:
+        try:
+            self.draft = PresetDraft(path, overrides)
+        except OSError as e:
+            self.app.notify(f"{path}: {e.strerror or e}", severity="error")
+            return
+        await self.query_one(PresetForm).load(self.draft)
+        self.validate_now()
+
+    def focus_form(self) -> None:
+        rows = self.query_one(PresetForm).rows()
+        if rows:
+            rows[0].editor.focus()
+
+    # -- editing and validation ------------------------------------------------------------------------------------
+    @on(PresetForm.Edited)
+    async def _edited(self, event: PresetForm.Edited) -> None:
+        if event.kind_changed:
+            await self.query_one(PresetForm).rebuild()
+            self.validate_now()
+            return
+        if self._validate_timer is not None:
+            self._validate_timer.stop()
+        self._validate_timer = self.set_timer(0.15, self.validate_now)
+
+    def validate_now(self):
+        """Validate the draft with the CLI's validator and flag each invalid field. Returns the Validation."""
+        d = self.draft
+        if d is None:
+            return None
+        v = d.validate()
+        self.errors = dict(v.field_errors)
+        form = self.query_one(PresetForm)
+        for row in form.rows():
+            row.set_error(v.field_errors.get(row.spec.key))
+            row.set_changed(d.values.get(row.spec.key, "").strip() != d.original.get(row.spec.key, "").strip())
+        box = self.query_one("#form-box")
+        box.border_title = f"{d.path.name}{' *' if d.dirty else ''}"
+        status = self.query_one("#form-status", Static)
+        if v.ok:
+            from sparse_tui.presets import expand
+
+            try:
+                n = len(expand(v.loaded))
+            except Exception:  # noqa: BLE001 - shown, never raised
+                n = 0
+            status.update(f"[green]✓ valid[/] · {n} run(s){' · unsaved changes (ctrl+s)' if d.dirty else ''}")
+        else:
+            n = len(v.field_errors) + len(v.general)
+            lines = [f"[red]✗ {n} problem(s)[/]"] + [f"[red]{g}[/]" for g in v.general[:2]]
+            if v.field_errors and not v.general:
+                k, m = next(iter(v.field_errors.items()))
+                lines[0] += f": {k}: {m}"
+            status.update("\n".join(lines))
+        box.border_subtitle = "ctrl+s save · ctrl+l launch"
+        return v
+
+    def on_descendant_focus(self, event) -> None:
+        w = event.widget if hasattr(event, "widget") else None
+        row = next((a for a in getattr(w, "ancestors", []) if isinstance(a, FieldRow)), None)
+        helpw = self.query_one("#field-help", Static)
+        if row is not None:
+            err = self.errors.get(row.spec.key)
+            helpw.update(f"[b]{row.spec.key}[/] ({row.spec.type}): {row.spec.help}" + (f"\n[red]{err}[/]" if err else ""))
+        elif isinstance(w, Input) and w.id == "add-sweep":
+            helpw.update("Add a sweep: KEY = [values], Enter. Runs = product of all sweep lists × seeds.")
+
+    # -- actions ---------------------------------------------------------------------------------------------------
+    def _checked(self):
+        if self.draft is None:
+            self.app.notify("no preset selected", severity="warning")
+            return None
+        v = self.validate_now()
+        if not v.ok:
+            first = next(iter(v.field_errors.items()), None)
+            where = f" (first: {first[0]}: {first[1]})" if first else (f" ({v.general[0]})" if v.general else "")
+            self.app.notify(f"{self.draft.path.name}: fix the invalid values first{where}", severity="error")
+            return None
+        return v
+
+    async def action_save(self) -> None:
+        if self._checked() is None:
+            return
+        if not self.draft.dirty:
+            self.app.notify("nothing to save")
+            return
+        try:
+            path = self.draft.save()
+        except OSError as e:
+            self.app.notify(f"not saved: {e}", severity="error")
+            return
+        self.app.notify(f"saved {path}")
+        await self.query_one(PresetForm).load(self.draft)
+        self.validate_now()
+
+    def action_save_as(self) -> None:
+        if self._checked() is None:
+            return
+        from sparse_tui.tui.screens.prompt import PromptScreen
+
+        suggestion = str(self.draft.path.with_name(self.draft.path.stem + "-copy.toml"))
+
+        async def done(value: str | None) -> None:
+            if not value:
+                return
+            target = Path(value)
+            if target.suffix != ".toml":
+                target = target.with_suffix(".toml")
+            if target.exists() and target.resolve() != self.draft.path.resolve():
+                self.app.notify(f"{target} exists; choose another name", severity="error")
+                return
+            try:
+                self.draft.save(target)
+            except OSError as e:
+                self.app.notify(f"not saved: {e}", severity="error")
+                return
+            self.app.notify(f"saved {target}")
+            await self.refresh_files(select=target)
+
+        self.app.push_screen(PromptScreen("Save preset as", suggestion), done)
+
+    def action_diff(self) -> None:
+        if self.draft is None:
+            return
+        from sparse_tui.tui.screens.diff import DiffScreen
+
+        self.app.push_screen(DiffScreen(self.draft.path.name, self.draft.diff()))
+
+    async def action_revert(self) -> None:
+        if self.draft is None:
+            return
+        await self.open(self.draft.path)
+        self.app.notify("edits dropped")
+
+    def action_launch(self) -> None:
+        v = self._checked()
+        if v is None:
+            return
+        self.app.launch(v.loaded)
