@@ -330,20 +330,22 @@ def show(
     out.print(t)
     if not plots:
         return
+    from rich.text import Text
+
     w = width or max(40, min(out.width, 160))
     series = store.metrics(rec.run_id)
     vline = rec.plateau_step
     loss = {k: series[k] for k in ("train/loss", "test/loss") if k in series}
     if loss:
-        out.print(chart(loss, title="loss (log scale)", log_y=True, width=w, vline=vline), markup=False)
+        out.print(Text.from_ansi(chart(loss, title="loss (log scale)", log_y=True, width=w, vline=vline)))
     if "test/acc" in series:
-        out.print(chart({"test/acc": series["test/acc"]}, title="test accuracy", width=w, vline=vline), markup=False)
+        out.print(Text.from_ansi(chart({"test/acc": series["test/acc"]}, title="test accuracy", width=w, vline=vline)))
     attn = {k: v for k, v in series.items() if k.startswith("attn/L") and "/H" not in k}
     if attn:
-        out.print(chart(attn, title="attention to relevant tokens", width=w, vline=vline), markup=False)
+        out.print(Text.from_ansi(chart(attn, title="attention to relevant tokens", width=w, vline=vline)))
     toy = {k: v for k, v in series.items() if k.startswith("toy/")}
     if toy:
-        out.print(chart(toy, title="toy model: w and alpha", width=w, vline=vline), markup=False)
+        out.print(Text.from_ansi(chart(toy, title="toy model: w and alpha", width=w, vline=vline)))
 
 
 @app.command("export")

@@ -9,6 +9,9 @@ import math
 from typing import Sequence
 
 
+PALETTE = ["cyan", "orange", "green", "magenta", "blue", "red", "yellow", "gray"]
+
+
 def positive(xs: Sequence[float], ys: Sequence[float]) -> tuple[list[float], list[float]]:
     """Drop points that a log axis cannot show (non-finite or <= 0)."""
     pts = [(x, y) for x, y in zip(xs, ys) if y is not None and math.isfinite(y) and y > 0]
@@ -45,19 +48,19 @@ def chart(
     plt.plotsize(width, height)
     plt.theme("clear")
     any_data = False
-    for name, (xs, ys) in series.items():
+    for i, (name, (xs, ys)) in enumerate(series.items()):
         xs, ys = positive(xs, ys) if log_y else finite(xs, ys)
         xs, ys = downsample(xs, ys, 2 * width)
         if not xs:
             continue
         any_data = True
-        plt.plot(xs, ys, label=name, marker="braille")
+        plt.plot(xs, ys, label=name, marker="braille", color=PALETTE[i % len(PALETTE)])
     if not any_data:
         return f"{title}: no data yet"
     if log_y:
         plt.yscale("log")
     if vline is not None:
-        plt.vline(vline, "red")
+        plt.vline(vline, "red")  # the plateau step
     plt.title(title)
     plt.xlabel(xlabel)
     return plt.build()
