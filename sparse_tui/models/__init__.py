@@ -8,13 +8,35 @@
 
 from __future__ import annotations
 
-import torch
-from torch import nn
+from typing import TYPE_CHECKING, Any
 
-from .toy import ToyAttention
-from .transformer import Transformer
+# torch is imported lazily (PEP 562 ``__getattr__`` below and inside the functions), so that importing
+# ``sparse_tui.models.ode`` (numpy / scipy only) does not load torch: ``sparse-tui theory`` and ``sparse-tui fit``
+# stay light.
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
+
+    from .toy import ToyAttention
+    from .transformer import Transformer
 
 __all__ = ["ToyAttention", "Transformer", "build_model", "init_generator"]
+
+_LAZY = {"ToyAttention": ".toy", "Transformer": ".transformer"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
 
 # Salt mixed into the run seed for the model's initialisation, so that the init stream never coincides with the
 # task's stream (a task seeded with the same integer would otherwise draw W* and the initial W identically).
@@ -23,6 +45,8 @@ _INIT_SALT = 0x5EED_0DE1
 
 def init_generator(seed: int) -> torch.Generator:
     """The CPU generator that draws a run's initial parameters: seeded from the run seed, salted."""
+    import torch
+
     return torch.Generator().manual_seed((seed * 1_000_003 + _INIT_SALT) % (2**63))
 
 
@@ -33,12 +57,15 @@ def build_model(cfg, task) -> nn.Module:
     The Transformer input is an embedding table when ``model.input = 'embedding'``, a linear map for ``'linear'``,
     and for ``'auto'`` an embedding when the task has a vocabulary (``task.vocab_size``), else a linear map.
     """
+    from .toy import ToyAttention
+    from .transformer import Transformer
+
     m = cfg.model
     g = init_generator(cfg.seed)
     if m.kind == "toy":
         if not getattr(task, "in_dim", None):
             raise ValueError("model.kind 'toy' needs a vector task (linreg) with in_dim")
-        model: nn.Module = ToyAttention(task.seq_len, task.in_dim, task.out_dim, m.init, m.init_scale, generator=g)
+        model = ToyAttention(task.seq_len, task.in_dim, task.out_dim, m.init, m.init_scale, generator=g)
     elif m.kind == "transformer":
         kind = m.input
         if kind == "auto":
