@@ -1,0 +1,603 @@
+"""Select runs, fit a power law, compare it with the theory; and the theory reports (one point, a grid).
+
+Shared by ``sparse-tui fit`` / ``sparse-tui theory`` (cli.py) and the console's fitting panel, so that both show the
+same numbers. Pure numpy / scipy plus the run store: no torch, no textual.
+
+Runs (``select_runs``)
+----------------------
+Runs come from the run store as rows of the run table (``export.run_row``: ``run_id``, ``status``,
+``plateau_step``, ``step``, ``params.task.d``, ``params.train.steps``, ...). They are selected by preset name,
+batch id, run ids (or unique prefixes) and ``--where`` filters, then split by status:
+
+* ``finished`` runs are fitted; a finished run without a plateau never emerged within its budget and is
+  **censored** (counted and listed by ``fitting.fit_power_law``, never dropped silently);
+* every other status (running, queued, failed, diverged, interrupted, cancelled) is skipped and counted.
+
+Filters (``parse_where``): ``KEY=V``, ``KEY!=V``, ``KEY<V``, ``KEY<=V``, ``KEY>V``, ``KEY>=V``; ``KEY=V1,V2`` means any
+of the values. KEY is a run-table column (``seed``, ``status``, ``params.task.B``), a dotted config key
+(``task.B``, ``model.kind``) or a bare name looked up in the sections (``B``). Values are compared as numbers when
+both sides are numbers, else as strings (``true``/``false`` match booleans).
+
+Targets: ``plateau_step`` (default) or ``plateau_time`` = plateau_step x train.lr (gradient-flow time for the toy
+model and ode runs with a constant schedule: time = step x lr, models/ode.py).
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from .fitting import FitError, FitResult, compare_to_theory, fit_power_law, format_comparison, short_name
+from .theory import (
+    PAPER_FITS,
+    compare_closed_form,
+    escape_time_linear,
+    escape_time_linear_log,
+    expand_grid,
+    f_rep,
+    forecast_exponents,
+    parse_grid,
+    plateau_times,
+)
+
+__all__ = [
+    "FitError",
+    "Selection",
+    "FitReport",
+    "parse_vars",
+    "parse_tie",
+    "parse_where",
+    "select_runs",
+    "select_rows",
+    "fit_runs",
+    "format_fit_report",
+    "theory_point",
+    "format_theory_point",
+    "theory_grid",
+    "format_theory_grid",
+    "json_safe",
+]
+
+_SECTIONS = ("task", "model", "train", "eval", "plateau")
+TARGETS = ("plateau_step", "plateau_time")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Parsing command-line style arguments
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def parse_vars(text: str | Sequence[str]) -> list[str]:
+    """``'d,T,B'`` (or a list of such strings) -> ``['d', 'T', 'B']``."""
+    items = [text] if isinstance(text, str) else list(text)
+    out = [v.strip() for it in items for v in str(it).split(",") if v.strip()]
+    if not out:
+        raise FitError("--vars: name at least one variable, e.g. --vars d,T")
+    return out
+
+
+def parse_tie(text: str | None) -> list[tuple[str, float]] | None:
+    """``'d:0.5,T:1,f:-1'`` -> ``[('d', 0.5), ('T', 1.0), ('f', -1.0)]`` (None for None / empty)."""
+    if text is None or not str(text).strip():
+        return None
+    out = []
+    for item in str(text).split(","):
+        item = item.strip()
+        if not item:
+            continue
+        name, sep, k = item.rpartition(":")
+        if not sep or not name.strip():
+            raise FitError(f"--tie: {item!r} is not VAR:RATIO (e.g. --tie d:0.5,T:1,f:-1)")
+        try:
+            out.append((name.strip(), float(k)))
+        except ValueError:
+            raise FitError(f"--tie: ratio {k!r} of {name.strip()!r} is not a number") from None
+    return out
+
+
+_OPS: dict[str, Callable[[Any, Any], bool]] = {
+    "!=": operator.ne, "<=": operator.le, ">=": operator.ge, "=": operator.eq, "<": operator.lt, ">": operator.gt,
+}
+_WHERE_RE = re.compile(r"^\s*([A-Za-z_][\w./]*)\s*(!=|<=|>=|==|=|<|>)\s*(.*?)\s*$")
+
+
+@dataclass(frozen=True)
+class Where:
+    key: str
+    op: str
+    values: tuple[Any, ...]
+
+    def __str__(self) -> str:
+        return f"{self.key}{self.op}{','.join(_fmt_value(v) for v in self.values)}"
+
+
+def _fmt_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def _parse_scalar(text: str) -> Any:
+    t = text.strip()
+    if len(t) >= 2 and t[0] == t[-1] and t[0] in "'\"":
+        return t[1:-1]
+    if t.lower() in ("true", "false"):
+        return t.lower() == "true"
+    try:
+        return int(t)
+    except ValueError:
+        pass
+    try:
+        return float(t)
+    except ValueError:
+        return t
+
+
+def parse_where(items: Iterable[str] | None) -> list[Where]:
+    """``['task.B=2', 'seed<3', 'model.kind=toy,ode']`` -> filters (see the module doc)."""
+    out = []
+    for it in items or []:
+        m = _WHERE_RE.match(str(it))
+        if not m or not m.group(3):
+            raise FitError(f"--where {it!r}: expected KEY=VALUE (also !=, <, <=, >, >=), e.g. --where task.B=2")
+        key, op, val = m.groups()
+        op = "=" if op == "==" else op
+        vals = tuple(_parse_scalar(v) for v in val.split(",")) if op in ("=", "!=") else (_parse_scalar(val),)
+        if op in ("<", "<=", ">", ">=") and not _is_num(vals[0]):
+            raise FitError(f"--where {it!r}: {op} needs a number")
+        out.append(Where(key, op, vals))
+    return out
+
+
+def _is_num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _lookup(row: Mapping[str, Any], key: str) -> tuple[bool, Any]:
+    """A filter key in a run-table row: exact column, then params.KEY, then a bare name in the config sections."""
+    for k in (key, "params." + key):
+        if k in row:
+            return True, row[k]
+    if "." not in key:
+        hits = [f"params.{s}.{key}" for s in _SECTIONS if f"params.{s}.{key}" in row]
+        if len(hits) == 1:
+            return True, row[hits[0]]
+        if len(hits) > 1:
+            raise FitError(f"--where {key}: ambiguous ({', '.join(h[7:] for h in hits)}); name its section")
+    return False, None
+
+
+def _match(v: Any, w: Where) -> bool:
+    if w.op in ("=", "!="):
+        hit = any(_equal(v, x) for x in w.values)
+        return hit if w.op == "=" else not hit
+    if v is None or isinstance(v, bool):
+        return False
+    try:
+        fv = float(v)
+    except (TypeError, ValueError):
+        return False
+    return _OPS[w.op](fv, float(w.values[0]))
+
+
+def _equal(v: Any, x: Any) -> bool:
+    if isinstance(x, bool) or isinstance(v, bool):
+        if isinstance(v, str):
+            return v.lower() == str(x).lower()
+        return v is not None and bool(v) == x and isinstance(v, bool) == isinstance(x, bool)
+    if _is_num(x):
+        try:
+            return v is not None and not isinstance(v, bool) and math.isclose(float(v), float(x), rel_tol=1e-12)
+        except (TypeError, ValueError):
+            return False
+    return v is not None and str(v) == str(x)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Selecting runs
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Selection:
+    """Runs picked from the store: ``rows`` (finished, fitted or censored) and the skipped runs by status."""
+
+    rows: list[dict[str, Any]]
+    skipped: dict[str, int] = field(default_factory=dict)  # status -> count (not finished)
+    matched: int = 0  # runs matching the criteria, whatever their status
+    criteria: list[str] = field(default_factory=list)
+    presets: list[str] = field(default_factory=list)
+
+    @property
+    def n_skipped(self) -> int:
+        return sum(self.skipped.values())
+
+    def describe(self) -> str:
+        crit = ", ".join(self.criteria) if self.criteria else "all runs"
+        s = f"runs: {self.matched} matching ({crit}); {len(self.rows)} finished"
+        if self.skipped:
+            s += "; skipped " + ", ".join(f"{n} {st}" for st, n in sorted(self.skipped.items()))
+        return s
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"matched": self.matched, "finished": len(self.rows), "skipped": dict(self.skipped),
+                "criteria": list(self.criteria), "presets": list(self.presets),
+                "run_ids": [r.get("run_id") for r in self.rows]}
+
+
+def select_rows(rows: Iterable[Mapping[str, Any]], *, where: Sequence[Where] | Sequence[str] = (),
+                criteria: Sequence[str] = ()) -> Selection:
+    """Filter run-table rows by ``where`` and split them by status (finished -> ``rows``, others counted)."""
+    ws = [w if isinstance(w, Where) else parse_where([w])[0] for w in where]
+    kept: list[dict[str, Any]] = []
+    skipped: dict[str, int] = {}
+    matched = 0
+    known = {w.key: False for w in ws}
+    rows = list(rows)
+    for r in rows:
+        ok = True
+        for w in ws:
+            found, v = _lookup(r, w.key)
+            known[w.key] |= found
+            if not (found and _match(v, w)) and not (not found and w.op == "!="):
+                ok = False
+                break
+        if not ok:
+            continue
+        matched += 1
+        st = r.get("status") or "finished"
+        if st == "finished":
+            kept.append(dict(r))
+        else:
+            skipped[st] = skipped.get(st, 0) + 1
+    if rows:
+        for w in ws:
+            if not known[w.key] and not any(_lookup(r, w.key)[0] for r in rows):
+                raise FitError(f"--where {w}: no column {w.key!r} in the run table (e.g. task.d, model.kind, seed)")
+    presets = sorted({str(r.get("preset")) for r in kept if r.get("preset") is not None})
+    crit = list(criteria) + [f"where {w}" for w in ws]
+    return Selection(rows=kept, skipped=skipped, matched=matched, criteria=crit, presets=presets)
+
+
+def select_runs(store: Any, *, preset: str | None = None, batch: str | None = None,
+                run_ids: Sequence[str] = (), where: Sequence[Where] | Sequence[str] = ()) -> Selection:
+    """Runs of a ``store.RunStore`` picked by preset name, batch id (or unique prefix), run ids (or unique
+    prefixes) and ``where`` filters; see ``select_rows``. Raises ``FitError`` when a run id is unknown."""
+    from .export import run_row
+    from .store import StoreError
+
+    criteria = []
+    if run_ids:
+        recs = []
+        for rid in run_ids:
+            try:
+                recs.append(store.get(rid))
+            except StoreError as e:
+                raise FitError(str(e)) from None
+        criteria.append(f"{len(run_ids)} run id(s)")
+        if preset:
+            recs = [r for r in recs if r.preset == preset]
+        if batch:
+            recs = [r for r in recs if r.batch_id.startswith(batch)]
+        store.reap()
+    else:
+        recs = store.runs(preset=preset)
+        if batch:
+            exact = [r for r in recs if r.batch_id == batch]
+            recs = exact or [r for r in recs if r.batch_id.startswith(batch)]
+            ids = {r.batch_id for r in recs}
+            if len(ids) > 1:
+                raise FitError(f"--batch {batch}: prefix matches several batches ({', '.join(sorted(ids))})")
+    if preset:
+        criteria.insert(0, f"preset {preset}")
+    if batch:
+        criteria.append(f"batch {batch}")
+    seen: set[str] = set()
+    rows = []
+    for r in recs:
+        if r.run_id in seen:
+            continue
+        seen.add(r.run_id)
+        rows.append(run_row(r, store))
+    return select_rows(rows, where=where, criteria=criteria)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Fitting a selection
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class FitReport:
+    """A fit over selected runs with its theory comparison."""
+
+    selection: Selection
+    result: FitResult
+    comparison: list[dict[str, Any]]
+    paper: str | None  # key of theory.PAPER_FITS compared with, or None
+
+    def text(self) -> str:
+        return format_fit_report(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        res = self.result.to_dict()
+        pf = PAPER_FITS.get(self.paper) if self.paper else None
+        return json_safe({
+            "selection": self.selection.to_dict(),
+            "fit": res,
+            "formula": self.result.formula(),
+            "comparison": self.comparison,
+            "paper": None if pf is None else {"key": pf.key, "figure": pf.figure, "setting": pf.setting, "C": pf.C,
+                                              "exponents": pf.exponents, "r2": pf.r2},
+            "forecast": forecast_exponents(),
+        })
+
+
+def _with_time_target(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for r in rows:
+        r = dict(r)
+        ps, lr = r.get("plateau_step"), r.get("params.train.lr")
+        if ps is None or lr is None or (isinstance(ps, float) and math.isnan(ps)):
+            r["plateau_time"] = None
+        else:
+            r["plateau_time"] = float(ps) * float(lr)
+        out.append(r)
+    return out
+
+
+def _varying_params(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    vals: dict[str, set] = {}
+    for r in rows:
+        for k, v in r.items():
+            if k.startswith("params.") and not k.endswith(".seed"):
+                vals.setdefault(k[len("params."):], set()).add(repr(v))
+    return sorted(k for k, s in vals.items() if len(s) > 1)
+
+
+def fit_runs(selection: Selection | Sequence[Mapping[str, Any]], variables: Sequence[str], *,
+             target: str = "plateau_step", tie: Sequence[tuple[str, float]] | None = None, bootstrap: int = 0,
+             seed: int = 0, paper: str | None = "auto") -> FitReport:
+    """Fit ``target = C prod x^beta`` over the finished runs of ``selection`` (a ``Selection`` or run-table rows,
+    which are then filtered to finished runs) and compare with the forecast and the paper (``paper``: a key of
+    ``theory.PAPER_FITS``, 'auto', or None). Raises ``FitError`` with a one-line message."""
+    if not isinstance(selection, Selection):
+        selection = select_rows(selection)
+    if selection.matched == 0:
+        raise FitError("no runs match the selection" + (f" ({', '.join(selection.criteria)})"
+                                                         if selection.criteria else ""))
+    if not selection.rows:
+        raise FitError(f"no finished runs to fit: {selection.describe()}")
+    if target not in TARGETS and not any(target in r for r in selection.rows):
+        raise FitError(f"unknown target {target!r}: use {' or '.join(TARGETS)}")
+    if paper not in (None, "auto") and paper not in PAPER_FITS:
+        raise FitError(f"unknown paper fit {paper!r}; one of {', '.join(PAPER_FITS)} (or none)")
+    rows = _with_time_target(selection.rows) if target == "plateau_time" else selection.rows
+    try:
+        res = fit_power_law(rows, list(variables), target=target, tie=tie, bootstrap=bootstrap, seed=seed)
+    except FitError as e:
+        msg = str(e)
+        if msg.startswith("unknown variable"):
+            vary = _varying_params(rows)
+            if vary:
+                msg += "; varying over these runs: " + ", ".join(vary[:12]) + (" ..." if len(vary) > 12 else "")
+        raise FitError(msg) from None
+    for c in res.censored:  # name the censored runs (fit_power_law knows them by row index)
+        r = rows[c["row"]]
+        c["run_id"] = r.get("run_id")
+        c["label"] = r.get("label")
+    cmp_rows = compare_to_theory(res, paper=paper)
+    from .fitting import _auto_paper  # the key compare_to_theory picked
+
+    key = _auto_paper(res) if paper == "auto" else paper
+    return FitReport(selection=selection, result=res, comparison=cmp_rows, paper=key)
+
+
+def _fmt(x: Any, spec: str = ".4g") -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "—"
+    return format(x, spec)
+
+
+def format_fit_report(rep: FitReport) -> str:
+    """The text ``sparse-tui fit`` prints: selection, fit summary, censored runs, theory/paper comparison."""
+    res = rep.result
+    lines = [rep.selection.describe()]
+    lines.append(f"fitted: {res.n} run(s) with a plateau; censored (never reached the threshold): {res.n_censored}")
+    cols = ", ".join(f"{v} <- {c}" for v, c in res.columns.items() if c != v)
+    if cols:
+        lines.append(f"columns: {cols}")
+    lines.append("")
+    lines.append(res.summary())
+    if res.bootstrap and res.boot_skipped:
+        lines.append(f"  bootstrap: {res.bootstrap} resamples, {res.boot_skipped} skipped (singular design)")
+    if res.censored:
+        lines.append("")
+        lines.append("censored runs (plateau >= their last step; excluded from the least squares):")
+        for c in res.censored:
+            lb = _fmt(c.get("lower_bound"), "g")
+            pred = _fmt(c.get("predicted"), ".4g")
+            flag = "   <- the fitted law predicts an earlier plateau" if c.get("inconsistent") else ""
+            lines.append(f"  {c.get('run_id') or '#' + str(c['row'])}  {c.get('label') or ''}  "
+                         f"plateau > {lb}  law predicts {pred}{flag}")
+    lines.append("")
+    pf = PAPER_FITS.get(rep.paper) if rep.paper else None
+    head = "comparison with the forecast sqrt(d)·T/(B·f) (App. A.3.2 / A.4.2; log factor dropped)"
+    if pf is not None:
+        expo = " · ".join(f"{k}^{v:g}" for k, v in pf.exponents.items())
+        head += f" and the paper's {pf.figure} fit ({pf.C:g} · {expo}, R² = {pf.r2:g}; {pf.setting})"
+    lines.append(head + ":")
+    lines.append(format_comparison(rep.comparison))
+    notes = [r["variable"] + ": " + r["forecast_note"] for r in rep.comparison if r.get("forecast_note")]
+    for n in notes:
+        lines.append(f"  note: {n}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Theory reports
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def theory_point(d: float, T: float, B: float = 1, p: float = 0.0, *, threshold: float = 0.2) -> dict[str, Any]:
+    """Integrated plateau of one (d, T, B, p) (test loss to ``threshold`` x 0.5, App. D.1) beside the closed forms of
+    the linearised dynamics (App. A.3.2: arcsinh and log forms) and the time scale sqrt(d)·T/(B·f)."""
+    _check_threshold(threshold)
+    pl = float(plateau_times(d, T, B, p, threshold=threshold)[()])
+    eps = 1.0 - threshold
+    a = float(escape_time_linear(d, T, B, p, eps=eps)[()])
+    lg = float(escape_time_linear_log(d, T, B, p, eps=eps)[()])
+    f = float(f_rep(p, d))
+    scale = math.sqrt(d) * T / (B * f)
+    return json_safe({
+        "d": d, "T": T, "B": B, "p": p, "f": f, "threshold": threshold, "eps": eps,
+        "plateau": pl, "closed_arcsinh": a, "closed_log": lg, "scale": scale,
+        "ratio_arcsinh": a / pl if pl == pl else None, "ratio_log": lg / pl if pl == pl else None,
+        "ratio_scale": pl / scale if pl == pl else None,
+    })
+
+
+def _check_threshold(threshold: float) -> None:
+    if not (0.0 < threshold < 1.0):
+        raise FitError(f"--threshold: must be in (0, 1), got {threshold:g}")
+
+
+def format_theory_point(pt: Mapping[str, Any]) -> str:
+    q = f"p = {pt['p']:g} (f = {pt['f']:.4g})" if pt["p"] else "p = 0"
+    lines = [
+        f"d = {pt['d']:g}, T = {pt['T']:g}, B = {pt['B']:g}, {q}; plateau = first time the test loss reaches "
+        f"{pt['threshold']:g} x its initial value 0.5 (App. D.1)",
+        f"  integrated plateau (Eqs. 12-14 / 17-21)      {_fmt(pt['plateau'], '.6g'):>12}",
+        f"  closed form, arcsinh (App. A.3.2)            {_fmt(pt['closed_arcsinh'], '.6g'):>12}"
+        f"   closed / integrated = {_fmt(pt['ratio_arcsinh'], '.3f')}",
+        f"  closed form, log (App. A.3.2, large argument){_fmt(pt['closed_log'], '.6g'):>12}"
+        f"   closed / integrated = {_fmt(pt['ratio_log'], '.3f')}",
+        f"  time scale sqrt(d)·T/(B·f)                   {_fmt(pt['scale'], '.6g'):>12}"
+        f"   integrated / scale  = {_fmt(pt['ratio_scale'], '.3f')}",
+    ]
+    return "\n".join(lines)
+
+
+def theory_grid(grid: Mapping[str, Sequence[float]] | Sequence[str] | str, *, threshold: float = 0.2,
+                paper: str | None = "auto") -> dict[str, Any]:
+    """Integrated plateaus over a grid (``theory.parse_grid`` strings or a dict), the closed forms, and the power-law
+    fit of the integrated plateaus over the variables that vary (p enters as f(p, d)), with its comparison.
+
+    Returns {"rows": [...], "ranges": {...}, "fit": FitResult | None, "fit_error": str | None,
+    "comparison": [...], "paper": key}."""
+    _check_threshold(threshold)
+    if isinstance(grid, (str, list, tuple)):
+        try:
+            grid = parse_grid(grid)
+        except ValueError as e:
+            raise FitError(f"--grid: {e}") from None
+    for k, vals in grid.items():
+        for v in vals:
+            if k in ("d", "T", "B") and (v < 1 or float(v) != int(v)):
+                raise FitError(f"--grid: {k} must be a positive integer, got {v:g}")
+            if k == "p" and not 0.0 <= v <= 1.0:
+                raise FitError(f"--grid: p must be in [0, 1], got {v:g}")
+    g = expand_grid(grid)
+    if np.any(g["B"] > g["T"]):
+        raise FitError("--grid: B must be <= T at every point")
+    cmp = compare_closed_form(grid, threshold=threshold)
+    rows = cmp["rows"]
+    for r in rows:
+        r["f"] = float(f_rep(r["p"], r["d"]))
+        r["scale"] = math.sqrt(r["d"]) * r["T"] / (r["B"] * r["f"])
+    variables = [k for k in ("d", "T", "B") if len({r[k] for r in rows}) > 1]
+    if len({r["p"] for r in rows}) > 1:
+        variables.append("f")
+    fit = None
+    fit_error = None
+    comparison: list[dict[str, Any]] = []
+    key = None
+    if variables:
+        try:
+            fit = fit_power_law(rows, variables, target="plateau")
+            comparison = compare_to_theory(fit, paper=paper)
+            from .fitting import _auto_paper
+
+            key = _auto_paper(fit) if paper == "auto" else paper
+        except FitError as e:
+            fit_error = str(e)
+    else:
+        fit_error = "a single point: nothing to fit"
+    return {"rows": rows, "threshold": threshold,
+            "ranges": {k: cmp[k] for k in ("ratio_arcsinh", "ratio_log", "ratio_scale")},
+            "variables": variables, "fit": fit, "fit_error": fit_error, "comparison": comparison, "paper": key}
+
+
+def format_theory_grid(out: Mapping[str, Any]) -> str:
+    rows = out["rows"]
+    show_p = any(r["p"] for r in rows)
+    head = f"{'d':>6} {'T':>6} {'B':>4} " + (f"{'p':>6} " if show_p else "")
+    head += (f"{'plateau':>11} {'sqrt(d)T/Bf':>11} {'pl/scale':>8} {'arcsinh':>11} {'arcsinh/pl':>10} "
+             f"{'log':>11} {'log/pl':>7}")
+    lines = [f"integrated plateau (test loss to {out['threshold']:g} x 0.5) vs the linearised closed forms "
+             "(App. A.3.2) and the time scale sqrt(d)·T/(B·f)", head]
+    for r in rows:
+        s = f"{r['d']:>6g} {r['T']:>6g} {r['B']:>4g} " + (f"{r['p']:>6g} " if show_p else "")
+        s += (f"{_fmt(r['plateau'], '.5g'):>11} {_fmt(r['scale'], '.5g'):>11} {_fmt(r['ratio_scale'], '.3f'):>8} "
+              f"{_fmt(r['arcsinh'], '.5g'):>11} {_fmt(r['ratio_arcsinh'], '.3f'):>10} {_fmt(r['log'], '.5g'):>11} "
+              f"{_fmt(r['ratio_log'], '.3f'):>7}")
+        lines.append(s)
+    rg = out["ranges"]
+    lines.append(f"closed form / integrated: arcsinh {rg['ratio_arcsinh'][0]:.2f} .. {rg['ratio_arcsinh'][1]:.2f}, "
+                 f"log {rg['ratio_log'][0]:.2f} .. {rg['ratio_log'][1]:.2f}; integrated / time scale "
+                 f"{rg['ratio_scale'][0]:.2f} .. {rg['ratio_scale'][1]:.2f}")
+    lines.append("")
+    fit: FitResult | None = out["fit"]
+    if fit is None:
+        lines.append(f"power-law fit: not done ({out['fit_error']})")
+        return "\n".join(lines)
+    lines.append("power-law fit of the integrated plateaus (App. D.2, least squares on logs):")
+    lines.append(fit.summary())
+    pf = PAPER_FITS.get(out["paper"]) if out.get("paper") else None
+    head = "exponents vs the forecast sqrt(d)·T/(B·f) (d +0.5, T +1, B -1, f -1)"
+    if pf is not None:
+        expo = " · ".join(f"{k}^{v:g}" for k, v in pf.exponents.items())
+        head += f" and the paper's {pf.figure} fit ({pf.C:g} · {expo})"
+    lines.append(head + ":")
+    lines.append(format_comparison(out["comparison"]))
+    return "\n".join(lines)
+
+
+def theory_grid_dict(out: Mapping[str, Any]) -> dict[str, Any]:
+    """``theory_grid`` output as JSON-ready data."""
+    fit = out["fit"]
+    pf = PAPER_FITS.get(out["paper"]) if out.get("paper") else None
+    return json_safe({
+        "threshold": out["threshold"], "rows": out["rows"], "ranges": out["ranges"], "variables": out["variables"],
+        "fit": None if fit is None else fit.to_dict(), "formula": None if fit is None else fit.formula(),
+        "fit_error": out["fit_error"], "comparison": out["comparison"], "forecast": forecast_exponents(),
+        "paper": None if pf is None else {"key": pf.key, "figure": pf.figure, "C": pf.C, "exponents": pf.exponents,
+                                          "r2": pf.r2},
+    })
+
+
+def json_safe(obj: Any) -> Any:
+    """NaN / inf -> None, tuples -> lists, numpy scalars -> Python numbers (strict JSON)."""
+    if isinstance(obj, Mapping):
+        return {str(k): json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return json_safe(obj.tolist())
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def short(v: str) -> str:
+    """Re-export of ``fitting.short_name`` for the console."""
+    return short_name(v)
