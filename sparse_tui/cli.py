@@ -387,6 +387,115 @@ def export_cmd(
         raise fail(str(e)) from None
 
 
+# ==============================================================================================================
+# theory and fit (issue 3): thin wrappers over sparse_tui.fitreport, which the console's fitting panel shares.
+# Neither command imports torch (tests/test_theory_cli.py checks it).
+# ==============================================================================================================
+
+
+def _fit_error(e: Exception) -> "typer.Exit":
+    return fail(str(e).splitlines()[0] if str(e) else type(e).__name__)
+
+
+@app.command()
+def theory(
+    d: Optional[float] = typer.Option(None, "--d", help="Token / target dimension d (one point)."),
+    T: Optional[float] = typer.Option(None, "--T", help="Sequence length T (one point)."),
+    B: float = typer.Option(1, "--B", help="In-context repetition B (one point)."),
+    p: float = typer.Option(0.0, "--p", help="Cross-sample repetition probability p (one point)."),
+    grid: List[str] = typer.Option(
+        [], "--grid", help="A grid instead of one point: --grid d=16,32,64 T=64,256 B=1,2 (keys d, T, B, p)."
+    ),
+    threshold: float = typer.Option(0.2, "--threshold", help="Plateau ends when the test loss reaches this x 0.5."),
+    paper: str = typer.Option("auto", "--paper", help="Paper fit to compare the grid fit with: auto, none or a key."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
+    extra: List[str] = typer.Argument(None, hidden=True),
+) -> None:
+    """Plateau length of the reduced gradient flow (paper Eqs. 12-14, 17-21) vs the closed-form forecast.
+
+    One point (--d 64 --T 512 [--B 1 --p 0]) or a grid (--grid d=16,32,64 T=64,256,1024 B=1,2,4) with a power-law
+    fit of the grid beside the forecast exponents (d +0.5, T +1, B -1, f -1) and the paper's fit. Read sqrt(dT) in
+    the paper as sqrt(d)*T (docs/THEORY.md).
+    """
+    from sparse_tui import fitreport
+
+    items = list(grid) + list(extra or [])  # --grid d=.. T=.. : later items arrive as extra arguments
+    if extra and not grid:
+        raise fail(f"unexpected argument(s): {' '.join(extra)}")
+    try:
+        if items:
+            if d is not None or T is not None:
+                raise fitreport.FitError("give either --grid or --d/--T, not both")
+            res = fitreport.theory_grid(items, threshold=threshold, paper=None if paper == "none" else paper)
+            if as_json:
+                sys.stdout.write(json.dumps(fitreport.theory_grid_dict(res), indent=1) + "\n")
+            else:
+                out.print(fitreport.format_theory_grid(res), markup=False)
+            return
+        if d is None or T is None:
+            raise fitreport.FitError("give --d and --T (and optionally --B, --p), or --grid d=... T=...")
+        for name, v in (("--d", d), ("--T", T), ("--B", B)):
+            if v < 1 or float(v) != int(v):
+                raise fitreport.FitError(f"{name}: must be a positive integer, got {v:g}")
+        if B > T:
+            raise fitreport.FitError("--B: must be <= --T")
+        if not 0.0 <= p <= 1.0:
+            raise fitreport.FitError(f"--p: must be in [0, 1], got {p:g}")
+        pt = fitreport.theory_point(int(d), int(T), int(B), p, threshold=threshold)
+    except (fitreport.FitError, ValueError) as e:
+        raise _fit_error(e) from None
+    if as_json:
+        sys.stdout.write(json.dumps(pt, indent=1) + "\n")
+    else:
+        out.print(fitreport.format_theory_point(pt), markup=False)
+
+
+@app.command()
+def fit(
+    run_ids: List[str] = typer.Argument(None, help="Runs to fit (ids or unique prefixes; default: all selected)."),
+    runs_dir: Optional[Path] = RunsDirOpt,
+    preset: Optional[str] = typer.Option(None, "--preset", help="Only runs of this preset name."),
+    batch: Optional[str] = typer.Option(None, "--batch", help="Only runs of this batch id (or unique prefix)."),
+    where: List[str] = typer.Option(
+        [], "--where", help="Filter: KEY=VALUE (also !=, <, <=, >, >=; V1,V2 = any of), e.g. --where task.B=2."
+    ),
+    vars_: str = typer.Option(
+        "d,T", "--vars", help="Variables: d, T, B, f (=f(p,d)), T/B, n_tokens, n_pairs, model.d_model, train.lr, ..."
+    ),
+    tie: Optional[str] = typer.Option(None, "--tie", help="Tie exponents to one scale: --tie d:0.5,T:1,f:-1."),
+    bootstrap: int = typer.Option(0, "--bootstrap", help="Add bootstrap intervals from N resamples of the runs."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap resampling."),
+    target: str = typer.Option("plateau_step", "--target", help="plateau_step, or plateau_time (= step x lr)."),
+    paper: str = typer.Option("auto", "--paper", help="Paper fit to compare with: auto, none or a key."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
+) -> None:
+    """Fit a power law (App. D.2) to the plateau lengths of finished runs in the store and compare it with the
+    theory's forecast and the paper's fit. Runs that never emerged are reported as censored."""
+    from sparse_tui import fitreport
+
+    if bootstrap < 0:
+        raise fail("--bootstrap: must be >= 0")
+    store = _open_store(runs_dir)
+    try:
+        variables = fitreport.parse_vars(vars_)
+        ties = fitreport.parse_tie(tie)
+        filters = fitreport.parse_where(where)
+        sel = fitreport.select_runs(store, preset=preset, batch=batch, run_ids=list(run_ids or []), where=filters)
+        rep = fitreport.fit_runs(sel, variables, target=target, tie=ties, bootstrap=bootstrap, seed=seed,
+                                 paper=None if paper == "none" else paper)
+    except (fitreport.FitError, ValueError) as e:
+        raise _fit_error(e) from None
+    if as_json:
+        sys.stdout.write(json.dumps(rep.to_dict(), indent=1) + "\n")
+    else:
+        out.print(rep.text(), markup=False)
+
+
+# ==============================================================================================================
+# end of the theory / fit block
+# ==============================================================================================================
+
+
 def main() -> None:
     """Console-script entry point."""
     app()
