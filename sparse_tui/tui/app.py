@@ -167,9 +167,11 @@ class SparseTuiApp(App[int]):
     def show_panel(self, pid: str) -> None:
         tabs = self.query_one("#panels", TabbedContent)
         tabs.active = f"tab-{pid}"
-        self._focus_panel(pid)
+        self.call_later(self._focus_panel, pid)
 
     def _focus_panel(self, pid: str) -> None:
+        if self.query_one("#panels", TabbedContent).active != f"tab-{pid}":
+            return  # a later switch won
         panel = self.query_one(f"#{pid}")
         if pid == "runs":
             self.query_one(RunsPanel).table.focus()
@@ -183,7 +185,7 @@ class SparseTuiApp(App[int]):
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
         pid = (event.pane.id or "").removeprefix("tab-")
         if pid and not (self.focused and self.query_one(f"#{pid}") in [self.focused, *self.focused.ancestors]):
-            self.call_after_refresh(self._focus_panel, pid)
+            self.call_later(self._focus_panel, pid)
 
     def _panel_shown(self, pid: str) -> None:
         if pid == "attention":
@@ -250,7 +252,7 @@ class SparseTuiApp(App[int]):
                     last_reap = now
                 version = store.data_version()
                 watch = self._watch
-                changed = version != last_version or bool(reaped) or woken
+                changed = version != last_version or bool(reaped)
                 if changed:
                     records = store.runs(reap=False)
                     last = {r.run_id: store.last_metrics(r.run_id) for r in records if r.status == "running"}
@@ -258,7 +260,7 @@ class SparseTuiApp(App[int]):
                         break
                     self.post_message(RunsUpdated(records, last))
                     last_version = version
-                if changed or watch != sent_watch:
+                if changed or woken or watch != sent_watch:
                     self.post_message(self._curves(store, watch))
                     sent_watch = watch
                 failures = 0
@@ -501,15 +503,21 @@ class SparseTuiApp(App[int]):
         if not query and self.marked:
             ids = set(self.marked)
             return [r for r in self.records if r.run_id in ids]
-        if not query:
-            return list(self.records)
+        if not query:  # the runs of the current run's preset
+            cur = next((r for r in self.records if r.run_id == self.current), None)
+            if cur is None:
+                return list(self.records)
+            return [r for r in self.records if r.preset == cur.preset]
         return [r for r in self.records if matches(run_row(r, None, 0.0), query)]
 
     def guess_fit_variables(self, query: str) -> list[str]:
         from sparse_tui.fitting import short_name
         from sparse_tui.tui.render import swept_keys
 
-        keys = swept_keys(self._fit_records(query))
+        recs = self._fit_records(query)
+        keys = [k for k in swept_keys(recs)
+                if all(isinstance(r.params.get(k), (int, float)) and not isinstance(r.params.get(k), bool)
+                       for r in recs if k in r.params)]
         shorts = [short_name(k) for k in keys]
         return [s if shorts.count(s) == 1 else k for s, k in zip(shorts, keys)]
 

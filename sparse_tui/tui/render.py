@@ -89,7 +89,7 @@ def run_row(rec: RunRecord, last: dict | None, now: float) -> Row:
         rec.preset,
         params_text(rec),
         f"{rec.step}/{total}",
-        fmt_num(rec.plateau_step, "g"),
+        fmt_num(rec.plateau_step, ".4g"),
         fmt_num(loss, ".3g"),
         fmt_num(acc, ".3f"),
         rec.device or "-",

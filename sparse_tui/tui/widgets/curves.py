@@ -150,7 +150,7 @@ class CurvesPanel(Vertical, can_focus=True):
             last = {k: v[1][-1] for k, v in s.items() if v[1]}
             ps = d.plateau.get(rid)
             parts.append(
-                f"{d.labels.get(rid, rid)}  plateau {fmt_num(ps, 'g') if ps is not None else '-'}"
+                f"{d.labels.get(rid, rid)}  plateau {fmt_num(ps, '.4g') if ps is not None else '-'}"
                 f"  loss {fmt_num(last.get('test/loss', last.get('train/loss')))}"
                 + (f"  acc {fmt_num(last['test/acc'], '.3f')}" if "test/acc" in last and not math.isnan(last['test/acc']) else "")
             )

@@ -20,6 +20,7 @@ from sparse_tui.tui.messages import FitDone
 class FitPanel(Vertical, can_focus=True):
     BINDINGS = [
         Binding("ctrl+f", "fit", "Fit", priority=True),
+        Binding("enter", "fit", "Fit", show=False),
         Binding("g", "guess", "Guess variables"),
         Binding("slash", "focus_filter", "Runs filter"),
         Binding("v", "focus_vars", "Variables"),
@@ -42,7 +43,7 @@ class FitPanel(Vertical, can_focus=True):
     def compose(self) -> ComposeResult:
         with Horizontal(classes="fit-inputs"):
             yield Label("runs")
-            yield Input(placeholder="marked runs, or filter: preset name / words", id="fit-runs", compact=True)
+            yield Input(placeholder="marked, else current preset; or filter words", id="fit-runs", compact=True)
             yield Label(" vars")
             yield Input(placeholder="e.g. d T B (g guesses)", id="fit-vars", compact=True)
         yield Static("Choose runs and variables, then Enter (ctrl+f).", id="fit-table")

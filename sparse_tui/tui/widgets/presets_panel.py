@@ -148,8 +148,14 @@ class PresetsPanel(Horizontal):
         box.border_subtitle = "ctrl+s save · ctrl+l launch"
         return v
 
+    def on_descendant_blur(self, event) -> None:
+        self.query_one("#form-box").set_class(False, "-active")
+
     def on_descendant_focus(self, event) -> None:
         w = event.widget if hasattr(event, "widget") else None
+        box = self.query_one("#form-box")
+        # a class, not :focus-within: moving between fields must not restyle the whole form
+        box.set_class(w is not None and box in w.ancestors, "-active")
         row = next((a for a in getattr(w, "ancestors", []) if isinstance(a, FieldRow)), None)
         helpw = self.query_one("#field-help", Static)
         if row is not None:

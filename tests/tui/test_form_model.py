@@ -1,0 +1,50 @@
+"""The preset form's model: CLI-identical messages per field, comment-preserving save, diff, schema fields."""
+
+from pathlib import Path
+
+from sparse_tui.tui.form_model import PresetDraft, section_fields
+
+from .conftest import tiny_text
+
+
+def test_fields_come_from_the_schema():
+    lr = next(f for f in section_fields("train") if f.key == "train.lr")
+    assert lr.type == "float" and lr.default == 1e-3 and "learning rate" in lr.help.lower()
+    kind = next(f for f in section_fields("task", "linreg") if f.key == "task.kind")
+    assert kind.choices == ["linreg", "recall", "nearest"]
+    assert any(f.key == "task.d" for f in section_fields("task", "linreg"))
+
+
+def test_invalid_value_flagged_at_its_field_with_the_cli_message(presets_dir: Path):
+    d = PresetDraft(presets_dir / "tiny.toml")
+    assert d.validate().ok
+    d.set("train.lr", "-1")
+    v = d.validate()
+    assert v.field_errors == {"train.lr": "must be > 0"}
+    d.set("train.lr", "abc")
+    assert d.validate().field_errors["train.lr"] == "must be a number"
+    d.set("train.lr", "5e-3")
+    d.set("task.n_pairs", "40")
+    assert "n_pairs" in d.validate().field_errors.get("task.n_pairs", "") or d.validate().field_errors
+
+
+def test_save_keeps_comments_order_and_number_format(presets_dir: Path):
+    p = presets_dir / "tiny.toml"
+    d = PresetDraft(p)
+    d.set("train.lr", "5e-3")
+    d.set("sweep.model.d_model", "[16, 32]")
+    assert "-lr = 1e-2" in d.diff() and "+lr = 5e-3" in d.diff()
+    d.save()
+    text = p.read_text()
+    assert "lr = 5e-3         # learning rate" in text
+    assert "# Keep this comment: the form must preserve it on save." in text
+    assert text.index("[task]") < text.index("[model]") < text.index("[train]")
+    assert '"model.d_model" = [16, 32]' in text
+    assert text.replace("lr = 5e-3", "lr = 1e-2").split("\n[sweep]")[0] == tiny_text()
+    assert not PresetDraft(p).dirty
+
+
+def test_overrides_preload_edits(presets_dir: Path):
+    d = PresetDraft(presets_dir / "tiny.toml", ["train.lr=3e-3"])
+    assert d.values["train.lr"] == "3e-3" and d.dirty
+    assert d.validate().loaded.preset.train.lr == 3e-3
