@@ -287,6 +287,24 @@ class RunStore:
             )
         return self.get(row["run_id"])
 
+    def claim_runs(
+        self, run_ids: Iterable[str], *, device: str, versions: dict, pid: int | None = None
+    ) -> list[RunRecord]:
+        """Atomically mark those of ``run_ids`` that are still queued as running; returns them (a stacked group)."""
+        pid = pid or os.getpid()
+        now = time.time()
+        got = []
+        with self._tx() as con:
+            for run_id in run_ids:
+                cur = con.execute(
+                    "UPDATE runs SET status='running', pid=?, host=?, device=?, versions=?, started_at=?,"
+                    " heartbeat_at=? WHERE run_id=? AND status='queued' AND cancel_requested=0",
+                    (pid, self._host, device, _json(versions), now, now, run_id),
+                )
+                if cur.rowcount:
+                    got.append(run_id)
+        return [self.get(r) for r in got]
+
     def mark_running(self, run_id: str, *, device: str, versions: dict, pid: int | None = None) -> None:
         now = time.time()
         with self._tx() as con:
