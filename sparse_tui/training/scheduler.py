@@ -1,13 +1,205 @@
-"""How a sweep's runs are spread over processes and devices.
+"""The sweep scheduler: how a batch's runs are spread over processes, threads and stacks on a device.
 
-``choose_workers`` picks the number of worker processes for ``sparse-tui run --workers auto``.
+A sweep is many small runs. Trained one at a time they are dominated by per-step overhead, so ``plan`` picks one
+of three schedules (``sparse-tui run --schedule auto|sequential|processes|stacked``):
+
+* ``sequential``: one process trains the runs one after another (torch's default thread count).
+* ``processes``: one worker process per core, one torch thread each; every worker claims runs from the store
+  and trains them alone. On CPUs this is what pays (docs/PERFORMANCE.md): small models do not use two threads
+  well, and two threads per process on a shared machine oversubscribe the cores.
+* ``stacked``: runs that share a ``stacked.group_key`` (same shapes, optimiser and step count; any seed, lr,
+  schedule, clipping, weight decay, data) are trained together as one stacked model (``stacked.train_stacked``).
+  On GPUs this is the default: one process, groups as large as fit the device memory (``group_size``),
+  split further if a trial step runs out of memory. On CPUs stacking is slower (stacked attention tensors fall
+  out of the caches; measured in docs/PERFORMANCE.md), so ``auto`` never stacks on a CPU.
+
+Every run still gets its own record, metrics, plateau step and attention snapshots, as if trained alone.
 """
 
 from __future__ import annotations
 
-from sparse_tui.presets import RunSpec
+import os
+from dataclasses import dataclass
+
+from sparse_tui.presets import RunConfig, RunSpec
+
+SCHEDULES = ("auto", "sequential", "processes", "stacked")
+
+# Fraction of the free device memory a stacked group may plan to use (the rest: evaluation, fragmentation).
+MEMORY_FRACTION = 0.7
+# Upper bound on models per stack: past this, a step is already large enough to fill a GPU.
+MAX_GROUP = 256
+
+
+@dataclass
+class Plan:
+    """How to train a batch: ``workers`` processes with ``threads`` torch threads each (None = torch default),
+    each training stacks of at most ``group`` runs (1 = every run alone)."""
+
+    schedule: str
+    workers: int
+    threads: int | None
+    group: int
+    reason: str
+
+    def describe(self) -> str:
+        th = "default" if self.threads is None else str(self.threads)
+        return (
+            f"schedule {self.schedule}: {self.workers} worker(s) x {th} thread(s), up to {self.group} run(s) per "
+            f"stack ({self.reason})"
+        )
+
+
+def cpu_cores() -> int:
+    """Cores this process may run on (the affinity mask, which containers restrict, else the CPU count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _device_type(specs: list[RunSpec], device: str | None) -> str:
+    want = device or (specs[0].config.train.device if specs else "auto")
+    if want == "auto":
+        try:
+            import torch
+
+            return "cuda" if torch.cuda.is_available() else "cpu"
+        except ImportError:  # pragma: no cover
+            return "cpu"
+    return "cuda" if want.startswith("cuda") else want
+
+
+def plan(specs: list[RunSpec], schedule: str = "auto", device: str | None = None, cores: int | None = None) -> Plan:
+    """The schedule for a batch of runs (see the module docstring)."""
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
+    from sparse_tui.training.stacked import group_key
+
+    n = len(specs)
+    cores = cores or cpu_cores()
+    dev = _device_type(specs, device)
+    keys = [group_key(s.config) for s in specs]
+    biggest = max((keys.count(k) for k in set(keys) if k is not None), default=0)
+    if schedule == "auto":
+        if n <= 1:
+            return Plan("sequential", 1, None, 1, "one run")
+        if dev == "cuda":
+            if biggest >= 2:
+                return Plan("stacked", 1, None, MAX_GROUP, f"GPU, up to {biggest} runs share shapes")
+            return Plan("sequential", 1, None, 1, "GPU, no two runs share shapes")
+        if cores >= 2:
+            w = min(cores, n)
+            return Plan("processes", w, 1, 1, f"CPU with {cores} cores: one single-thread process per core")
+        return Plan("sequential", 1, 1, 1, "CPU with one core")
+    if schedule == "sequential":
+        return Plan("sequential", 1, None, 1, "requested")
+    if schedule == "processes":
+        w = max(1, min(cores, n))
+        return Plan("processes", w, max(1, cores // w), 1, "requested")
+    return Plan("stacked", 1, None, MAX_GROUP, "requested")
 
 
 def choose_workers(specs: list[RunSpec]) -> int:
-    """Worker processes for a batch. One process trains the runs one after another."""
-    return 1
+    """Worker processes for ``sparse-tui run --workers auto`` (the ``auto`` plan's workers)."""
+    return plan(specs).workers
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Grouping: by shape, then by memory
+# --------------------------------------------------------------------------------------------------------------
+
+
+def n_params(cfg: RunConfig) -> int:
+    """Parameter count of a run's model, from its config (matches ``models.build_model``)."""
+    from sparse_tui.training.stacked import task_dims
+
+    m = cfg.model
+    td = task_dims(cfg)
+    L, out = td["seq_len"], td["out_dim"]
+    if m.kind == "toy":
+        return L + out * td["in_dim"]
+    if m.kind != "transformer":
+        return 0
+    d, H = m.d_model, m.n_heads
+    dqk = m.d_qk or d // H
+    kind = m.input if m.input != "auto" else ("embedding" if td["vocab"] else "linear")
+    p = td["vocab"] * d if kind == "embedding" else td["in_dim"] * d + d
+    if m.pos_enc == "learned":
+        p += L * d
+    per_layer = (d * H * dqk + H * dqk) + d * H * dqk + (d * d + d) * 2
+    if m.mlp:
+        hid = m.mlp_factor * d
+        per_layer += d * hid + hid + hid * d + d
+    if m.layernorm:
+        per_layer += 2 * d * (2 if m.mlp else 1)
+    p += m.n_layers * per_layer
+    if m.layernorm:
+        p += 2 * d
+    return p + d * out + out
+
+
+def estimate_bytes(cfg: RunConfig) -> int:
+    """A generous estimate of the device memory one model takes in a stacked training step (float32).
+
+    Parameters, gradients and two optimiser states (4 x params), plus the activations autograd keeps for one batch:
+    per layer the stream, LayerNorm, q/k/v/out and MLP activations, and the attention scores and probabilities
+    (counted as materialised even when fused kernels are used), times 2 for temporaries.
+    """
+    p = n_params(cfg)
+    td = task_dims(cfg)
+    bs, L = cfg.train.batch_size, td["seq_len"]
+    m = cfg.model
+    if m.kind != "transformer":
+        acts = bs * L * (td["in_dim"] or 1) * 4
+    else:
+        d, H = m.d_model, m.n_heads
+        dqk = m.d_qk or d // H
+        tokens = bs * L
+        per_layer = tokens * (4 * d + 2 * H * dqk + (2 * m.mlp_factor * d if m.mlp else 0)) + 3 * bs * H * L * L
+        acts = m.n_layers * per_layer + tokens * d
+    return int(4 * (4 * p + 2 * acts) + bs * L * 8)
+
+
+def task_dims(cfg: RunConfig) -> dict:
+    from sparse_tui.training.stacked import task_dims as _td
+
+    return _td(cfg)
+
+
+def group_size(cfg: RunConfig, budget_bytes: int | None, limit: int = MAX_GROUP) -> int:
+    """Models of this shape per stack that fit ``budget_bytes`` (None = no memory limit, CPU), at least 1."""
+    if budget_bytes is None:
+        return limit
+    return max(1, min(limit, int(budget_bytes // max(1, estimate_bytes(cfg)))))
+
+
+def group_runs(
+    cfgs: list[RunConfig], *, max_group: int = MAX_GROUP, budget_bytes: int | None = None
+) -> list[list[int]]:
+    """Indices of ``cfgs`` split into stacks: equal ``group_key`` (first-appearance order), each stack at most
+    ``max_group`` runs and small enough for ``budget_bytes``. Runs that never stack (ODE) are groups of one."""
+    from sparse_tui.training.stacked import group_key
+
+    by_key: dict = {}
+    groups: list[list[int]] = []
+    for i, c in enumerate(cfgs):
+        k = group_key(c)
+        if k is None:
+            groups.append([i])
+            continue
+        by_key.setdefault(k, []).append(i)
+    for idx in by_key.values():
+        size = min(max_group, group_size(cfgs[idx[0]], budget_bytes, max_group))
+        groups.extend(idx[j : j + size] for j in range(0, len(idx), size))
+    return sorted(groups, key=lambda g: g[0])
+
+
+def device_budget(device) -> int | None:
+    """Bytes a stack may plan to use on ``device``: a fraction of the free memory on CUDA; None on CPU."""
+    import torch
+
+    if getattr(device, "type", str(device)) != "cuda" or not torch.cuda.is_available():
+        return None
+    free, _total = torch.cuda.mem_get_info(device)
+    return int(free * MEMORY_FRACTION)
