@@ -117,6 +117,12 @@ def run(
         "auto", "--workers", help="Worker processes: a number, or auto (the sweep scheduler decides)."
     ),
     detach: bool = typer.Option(False, "--detach", help="Start the runs in the background and return at once."),
+    schedule: str = typer.Option(
+        "auto",
+        "--schedule",
+        help="How a sweep is trained: auto, sequential, processes (one per core) or stacked (same-shape runs as one "
+        "stacked model; the GPU default). See docs/PERFORMANCE.md.",
+    ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Validate and list the runs, train nothing."),
 ) -> None:
     """Run every run of a preset (sweep x seeds), recording them in the run store."""
@@ -135,6 +141,10 @@ def run(
             raise fail(f"--workers: must be a positive integer or 'auto', got {workers!r}") from None
     else:
         n_workers = 0
+    from sparse_tui.training.scheduler import SCHEDULES
+
+    if schedule not in SCHEDULES:
+        raise fail(f"--schedule: must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
     from sparse_tui.presets import expand
 
     specs = expand(loaded)
@@ -152,30 +162,33 @@ def run(
     from sparse_tui.store import RunStore
 
     store = RunStore(_runs_dir(runs_dir))
-    if n_workers == 0:
-        from sparse_tui.training.scheduler import choose_workers
+    from sparse_tui.training.scheduler import plan
 
-        n_workers = choose_workers(specs)
+    the_plan = plan(specs, schedule, device)
+    if n_workers == 0:
+        n_workers = the_plan.workers
+    group = the_plan.group
     batch_id, ids = store.create_runs(specs)
     if detach:
-        pid = runner.detach(store, batch_id, workers=n_workers, device=device)
+        pid = runner.detach(store, batch_id, workers=n_workers, device=device, group=group)
         out.print(f"batch {batch_id}: {len(ids)} run(s) started in the background (pid {pid})")
         out.print(f"log: {runner.log_path(store, batch_id)}")
         raise typer.Exit(0)
-    _train_batch(store, batch_id, n_workers, device)
+    _train_batch(store, batch_id, n_workers, device, group)
 
 
-def _train_batch(store, batch_id: str, workers: int, device: Optional[str]) -> None:
+def _train_batch(store, batch_id: str, workers: int, device: Optional[str], group: int = 1) -> None:
     from sparse_tui import runner
     from sparse_tui.progress import BatchProgress
 
     flag = runner.StopFlag()
     runner.install_signal_handlers(flag)
     n = len(store.runs(batch_id=batch_id, reap=False))
-    err.print(f"batch {batch_id}: {n} run(s), {workers} worker(s), store {store.path}")
+    stacks = f", stacks of up to {group} run(s)" if group > 1 else ""
+    err.print(f"batch {batch_id}: {n} run(s), {workers} worker(s){stacks}, store {store.path}")
     try:
         with BatchProgress(store, batch_id, err):
-            runner.run_batch(store, batch_id, workers=workers, device=device, flag=flag)
+            runner.run_batch(store, batch_id, workers=workers, device=device, flag=flag, group=group)
     except KeyboardInterrupt:
         flag.status = flag.status or "interrupted"
         store.end_queued(batch_id, "interrupted", "never started")
@@ -219,10 +232,11 @@ def work(
     runs_dir: Optional[Path] = RunsDirOpt,
     workers: int = typer.Option(1, "--workers"),
     device: Optional[str] = typer.Option(None, "--device"),
+    group: int = typer.Option(1, "--group", help="Train up to this many same-shape runs stacked."),
 ) -> None:
     """Coordinator of a detached batch (started by run --detach and by the console)."""
     store = _open_store(runs_dir)
-    _train_batch(store, batch_id, workers, device)
+    _train_batch(store, batch_id, workers, device, group)
 
 
 @app.command(hidden=True)
@@ -231,6 +245,7 @@ def worker(
     runs_dir: Optional[Path] = RunsDirOpt,
     device: Optional[str] = typer.Option(None, "--device"),
     threads: Optional[int] = typer.Option(None, "--threads"),
+    group: int = typer.Option(1, "--group", help="Train up to this many same-shape runs stacked."),
 ) -> None:
     """A worker process: claims queued runs of a batch and trains them."""
     import torch
@@ -243,7 +258,7 @@ def worker(
     flag = runner.StopFlag()
     runner.install_signal_handlers(flag)
     try:
-        runner.work(store, batch_id, device=device, should_stop=flag)
+        runner.work(store, batch_id, device=device, should_stop=flag, group=group)
     except KeyboardInterrupt:
         raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
     raise typer.Exit(int(ExitCode.INTERRUPTED) if flag.status else 0)

@@ -64,9 +64,17 @@ def work(
     *,
     device: str | None = None,
     should_stop: Callable[[], str | None] | None = None,
+    group: int = 1,
 ) -> int:
-    """Claim and train queued runs of ``batch_id`` until none is left. Returns the number of runs trained."""
+    """Claim and train queued runs of ``batch_id`` until none is left. Returns the number of runs trained.
+
+    ``group > 1``: claim up to ``group`` runs of one shape at a time and train them stacked (training/stacked.py)."""
     import torch
+
+    if group > 1:
+        from sparse_tui.training.stacked import work_stacked
+
+        return work_stacked(store, batch_id, device=device, should_stop=should_stop, max_group=group)
 
     from sparse_tui.presets import config_from_json
     from sparse_tui.training.trainer import RunLogger, library_versions, resolve_device, train_run
@@ -113,12 +121,16 @@ def work(
         n += 1
 
 
-def worker_command(store: RunStore, batch_id: str, *, device: str | None, threads: int | None) -> list[str]:
+def worker_command(
+    store: RunStore, batch_id: str, *, device: str | None, threads: int | None, group: int = 1
+) -> list[str]:
     cmd = [sys.executable, "-m", "sparse_tui", "worker", batch_id, "--runs-dir", str(store.runs_dir)]
     if device:
         cmd += ["--device", device]
     if threads:
         cmd += ["--threads", str(threads)]
+    if group > 1:
+        cmd += ["--group", str(group)]
     return cmd
 
 
@@ -130,14 +142,16 @@ def run_batch(
     device: str | None = None,
     flag: StopFlag | None = None,
     poll: Callable[[], None] | None = None,
+    group: int = 1,
 ) -> None:
-    """Train every queued run of a batch, in-process or with ``workers`` worker processes."""
+    """Train every queued run of a batch, in-process or with ``workers`` worker processes (stacks of up to
+    ``group`` same-shape runs each)."""
     flag = flag or StopFlag()
     try:
         if workers <= 1:
-            work(store, batch_id, device=device, should_stop=flag)
+            work(store, batch_id, device=device, should_stop=flag, group=group)
         else:
-            _run_with_workers(store, batch_id, workers=workers, device=device, flag=flag, poll=poll)
+            _run_with_workers(store, batch_id, workers=workers, device=device, flag=flag, poll=poll, group=group)
     finally:
         if flag.status:
             store.end_queued(batch_id, flag.status, "never started")
@@ -151,6 +165,7 @@ def _run_with_workers(
     device: str | None,
     flag: StopFlag,
     poll: Callable[[], None] | None,
+    group: int = 1,
 ) -> None:
     cores = os.cpu_count() or 1
     threads = max(1, cores // workers)
@@ -158,7 +173,7 @@ def _run_with_workers(
     restarts = 0
 
     def spawn() -> None:
-        procs.append(subprocess.Popen(worker_command(store, batch_id, device=device, threads=threads)))
+        procs.append(subprocess.Popen(worker_command(store, batch_id, device=device, threads=threads, group=group)))
 
     n_queued = len(store.runs(batch_id=batch_id, status="queued", reap=False))
     for _ in range(min(workers, max(1, n_queued))):
@@ -191,7 +206,7 @@ def _run_with_workers(
         procs = [p for p in procs if p.poll() is None]
 
 
-def detach(store: RunStore, batch_id: str, *, workers: int = 1, device: str | None = None) -> int:
+def detach(store: RunStore, batch_id: str, *, workers: int = 1, device: str | None = None, group: int = 1) -> int:
     """Start ``python -m sparse_tui work BATCH`` in its own session, logging to RUNS_DIR/logs/BATCH.log.
 
     Returns the coordinator's pid. The process survives the caller (TUI quit, SSH hangup)."""
@@ -201,6 +216,8 @@ def detach(store: RunStore, batch_id: str, *, workers: int = 1, device: str | No
     cmd += ["--workers", str(workers)]
     if device:
         cmd += ["--device", device]
+    if group > 1:
+        cmd += ["--group", str(group)]
     log = open(logs / f"{batch_id}.log", "ab")
     proc = subprocess.Popen(
         cmd,
