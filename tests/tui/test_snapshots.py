@@ -1,0 +1,87 @@
+"""Snapshot tests of every panel at 80x24 and 120x40 on a deterministic store (fixed ids, times and clock)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from .conftest import fill_store, make, tiny_text
+
+SIZES = [(80, 24), (120, 40)]
+
+
+@pytest.fixture(scope="module")
+def snap_dirs(tmp_path_factory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("snap")
+    fill_store(root / "runs").close()
+    (root / "presets").mkdir()
+    (root / "presets" / "tiny.toml").write_text(tiny_text(), encoding="utf-8")
+    return root / "runs", root / "presets"
+
+
+async def _ready(pilot) -> None:
+    app = pilot.app
+    for _ in range(300):
+        if app.updates >= 1 and app.query("FieldRow"):
+            break
+        await pilot.pause(0.05)
+
+
+def _until(cond):
+    async def wait(pilot):
+        for _ in range(300):
+            if cond(pilot.app):
+                return
+            await pilot.pause(0.05)
+        raise AssertionError("snapshot data never arrived")
+
+    return wait
+
+
+def _steps(*actions):
+    async def run_before(pilot):
+        await _ready(pilot)
+        for a in actions:
+            if callable(a):
+                await a(pilot)
+            else:
+                await pilot.press(a)
+                await pilot.pause(0.1)
+        await pilot.pause(0.3)
+
+    return run_before
+
+
+def _curves_ready(app):
+    d = app.query_one("CurvesPanel").data
+    return d is not None and d.run_ids and all(r in d.series for r in d.run_ids)
+
+
+PANELS = {
+    "presets": _steps(),
+    "presets_invalid": _steps(lambda p: _type(p, "f-train--lr", "-1"), _until(lambda a: a.query_one("PresetsPanel").errors)),
+    "runs": _steps("2"),
+    "curves": _steps("2", "down", "enter", _until(_curves_ready)),
+    "curves_overlay": _steps("2", "down", "down", "space", "space", "space", "v", _until(_curves_ready)),
+    "attention": _steps("2", "down", "t", _until(lambda a: a.query_one("AttentionPanel").steps)),
+    "fit": _steps("2", "down", "down", "5", "enter", _until(lambda a: a.query_one("FitPanel").result is not None)),
+    "phase": _steps("6", "slash", *"toy", "enter"),
+}
+
+
+async def _type(pilot, wid: str, text: str) -> None:
+    w = pilot.app.query_one(f"#{wid}")
+    w.focus()
+    await pilot.pause()
+    await pilot.press("end", *["backspace"] * 8, *text)
+    await pilot.pause(0.3)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("panel", list(PANELS))
+def test_panel_snapshot(snap_compare, snap_dirs, panel, size):
+    runs, presets = snap_dirs
+    app = make(runs, presets)
+    assert snap_compare(app, terminal_size=size, run_before=PANELS[panel])
