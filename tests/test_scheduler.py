@@ -1,0 +1,124 @@
+"""The sweep scheduler: plans per device, grouping by shape, splitting by a (fake) memory budget."""
+
+from __future__ import annotations
+
+import pytest
+
+from sparse_tui.presets import RunConfig, RunSpec
+from sparse_tui.training import scheduler as sch
+
+BASE = {
+    "task": {"kind": "recall", "n_tokens": 64, "n_pairs": 32},
+    "model": {"kind": "transformer", "n_layers": 2, "n_heads": 1, "d_model": 32},
+    "train": {"lr": 1e-2, "batch_size": 128, "steps": 100, "device": "cpu"},
+}
+
+
+def cfg(seed=0, d_model=32, **train) -> RunConfig:
+    raw = {**BASE, "seed": seed, "model": {**BASE["model"], "d_model": d_model}, "train": {**BASE["train"], **train}}
+    return RunConfig.model_validate(raw)
+
+
+def specs(cfgs):
+    return [RunSpec("p", "p.toml", c, {"seed": c.seed}) for c in cfgs]
+
+
+def test_plan_cpu_uses_one_single_thread_process_per_core():
+    sw = specs([cfg(s, d) for d in (8, 16) for s in (0, 1)])
+    p = sch.plan(sw, "auto", device="cpu", cores=2)
+    assert (p.schedule, p.workers, p.threads, p.group) == ("processes", 2, 1, 1)
+    assert sch.plan(sw, "auto", device="cpu", cores=8).workers == 4  # never more workers than runs
+    assert sch.plan(sw[:1], "auto", device="cpu", cores=2).schedule == "sequential"
+    assert sch.plan(sw, "auto", device="cpu", cores=1).workers == 1
+    assert sch.choose_workers(sw) >= 1
+
+
+def test_plan_gpu_stacks_same_shape_runs():
+    sw = specs([cfg(s) for s in range(4)])
+    p = sch.plan(sw, "auto", device="cuda")
+    assert p.schedule == "stacked" and p.workers == 1 and p.group > 1
+    distinct = specs([cfg(0, d) for d in (8, 16)])
+    assert sch.plan(distinct, "auto", device="cuda").schedule == "sequential"
+
+
+def test_plan_explicit_schedules_and_bad_name():
+    sw = specs([cfg(s) for s in range(3)])
+    assert sch.plan(sw, "sequential", device="cpu").workers == 1
+    assert sch.plan(sw, "processes", device="cpu", cores=2).workers == 2
+    assert sch.plan(sw, "stacked", device="cpu").group > 1
+    with pytest.raises(ValueError):
+        sch.plan(sw, "warp")
+
+
+def test_grouping_by_shape_keeps_order_and_separates_shapes():
+    cfgs = [cfg(s, d, lr=lr) for d in (8, 16) for s in (0, 1) for lr in (1e-2, 1e-3)]
+    cfgs.append(cfg(0, 8, batch_size=64))  # other batch size: other shapes
+    groups = sch.group_runs(cfgs)
+    assert groups == [[0, 1, 2, 3], [4, 5, 6, 7], [8]]
+    assert sch.group_runs(cfgs, max_group=3) == [[0, 1, 2], [3], [4, 5, 6], [7], [8]]
+
+
+def test_ode_runs_never_stack():
+    ode = RunConfig.model_validate({"task": {"kind": "linreg"}, "model": {"kind": "ode"}})
+    assert sch.group_runs([ode, ode]) == [[0], [1]]
+
+
+def test_grouping_by_memory_budget_splits_instead_of_overflowing():
+    small, big = cfg(0, 8), cfg(0, 64)
+    per_small, per_big = sch.estimate_bytes(small), sch.estimate_bytes(big)
+    assert per_big > per_small > 0
+    cfgs = [cfg(s, 8) for s in range(5)] + [cfg(s, 64) for s in range(3)]
+    budget = int(2.5 * per_big)  # two big models fit, ten small ones do
+    groups = sch.group_runs(cfgs, budget_bytes=budget)
+    assert groups == [[0, 1, 2, 3, 4], [5, 6], [7]]
+    for g in groups:
+        assert sum(sch.estimate_bytes(cfgs[i]) for i in g) <= budget
+    # a budget smaller than one model still trains it (alone): a sweep that fits one at a time always runs
+    assert sch.group_runs(cfgs[5:], budget_bytes=per_big // 2) == [[0], [1], [2]]
+    assert sch.group_size(big, None) == sch.MAX_GROUP
+
+
+def test_memory_estimate_grows_with_batch_and_sequence():
+    a = sch.estimate_bytes(cfg(0, 32))
+    assert sch.estimate_bytes(cfg(0, 32, batch_size=256)) > 1.8 * a
+    longer = RunConfig.model_validate({**BASE, "task": {"kind": "recall", "n_tokens": 64, "n_pairs": 64}})
+    assert sch.estimate_bytes(longer) > 2 * a
+
+
+def test_param_count_matches_built_models():
+    from sparse_tui.models import build_model
+    from sparse_tui.tasks import make_task
+
+    paper = RunConfig.model_validate(
+        {
+            "task": {"kind": "recall", "n_tokens": 64, "n_pairs": 8},
+            "model": {"kind": "transformer", "n_layers": 4, "n_heads": 4, "d_model": 64, "d_qk": 16, "mlp": True,
+                      "layernorm": True, "pos_enc": "sinusoidal"},
+        }
+    )
+    toy = RunConfig.model_validate({"task": {"kind": "linreg", "d": 8, "T": 16}, "model": {"kind": "toy"}})
+    lin = RunConfig.model_validate(
+        {"task": {"kind": "linreg", "d": 8, "T": 16, "indicator": True}, "model": {"kind": "transformer"}}
+    )
+    for c in (cfg(), paper, toy, lin):
+        model = build_model(c, make_task(c, "cpu"))
+        assert sch.n_params(c) == sum(p.numel() for p in model.parameters())
+
+
+def test_cli_schedule_flag(tmp_path):
+    from typer.testing import CliRunner
+
+    from sparse_tui.cli import app
+
+    preset = tmp_path / "s.toml"
+    preset.write_text(
+        'name = "s"\nseeds = [0, 1]\n[task]\nkind = "recall"\nn_tokens = 8\nn_pairs = 3\n'
+        '[model]\nkind = "transformer"\nd_model = 8\n[train]\nsteps = 4\nbatch_size = 8\ndevice = "cpu"\n'
+        "[eval]\nevery = 2\ntest_size = 8\n"
+    )
+    r = CliRunner().invoke(app, ["run", str(preset), "--headless", "--runs-dir", str(tmp_path / "r"),
+                                 "--schedule", "stacked"])
+    assert r.exit_code == 0, r.output
+    assert "stacks of up to" in r.output
+    r = CliRunner().invoke(app, ["run", str(preset), "--headless", "--schedule", "warp"])
+    assert r.exit_code == 2 and "--schedule" in r.output
