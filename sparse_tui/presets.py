@@ -160,6 +160,9 @@ class TransformerModel(_Section):
     )
     causal: bool = Field(True, description="Causal attention mask.")
     init_std: float = Field(0.02, gt=0.0, description="Standard deviation of the weight initialisation.")
+    tie_embeddings: bool = Field(
+        False, description="Read out with the transposed token embedding (nanoGPT-style weight tying; token tasks)."
+    )
 
     @model_validator(mode="after")
     def _check(self) -> "TransformerModel":
@@ -248,6 +251,8 @@ class _Experiment(_Section):
     def _cross(self) -> "_Experiment":
         if self.model.kind in ("toy", "ode") and self.task.kind != "linreg":
             raise ValueError(f"model.kind: '{self.model.kind}' needs task.kind = 'linreg'")
+        if self.model.kind == "transformer" and self.model.tie_embeddings and self.task.kind == "linreg":
+            raise ValueError("model.tie_embeddings: needs a token task (recall, nearest)")
         return self
 
 

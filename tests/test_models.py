@@ -386,3 +386,23 @@ def test_stacked_models_under_vmap_match_each_model():
     xt = torch.randn(4, 5, 3)
     ys, _ = torch.func.vmap(lambda p, b: torch.func.functional_call(toys[0], (p, b), (xt,)))(tp, tb)
     torch.testing.assert_close(ys[1], toys[1](xt)[0])
+
+
+def test_tied_embeddings_read_out_with_the_embedding_table():
+    """tie_embeddings: logits are the last hidden state dotted with every token embedding (nanoGPT-style)."""
+    from sparse_tui.models.transformer import Transformer
+
+    torch.manual_seed(0)
+    m = Transformer(seq_len=5, out_dim=11, input="embedding", vocab_size=11, d_model=8, tie_embeddings=True)
+    assert m.unembed is None
+    x = torch.randint(0, 11, (3, 5))
+    out, _ = m(x)
+    m.readout_only = False
+    h = m.embed(x) + m.pos
+    for block in m.blocks:
+        h, _ = block(h, 5, m.mask, False)
+    torch.testing.assert_close(out, h[:, -1] @ m.embed.weight.T)
+    out.sum().backward()
+    assert m.embed.weight.grad is not None
+    with pytest.raises(ValueError):
+        Transformer(seq_len=5, out_dim=3, input="embedding", vocab_size=11, d_model=8, tie_embeddings=True)

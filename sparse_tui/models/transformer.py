@@ -139,6 +139,7 @@ class Transformer(nn.Module):
         pos_enc: str = "learned",
         causal: bool = True,
         init_std: float = 0.02,
+        tie_embeddings: bool = False,
         need_attn: bool = True,
         readout_only: bool = True,
         generator: torch.Generator | None = None,
@@ -176,7 +177,13 @@ class Transformer(nn.Module):
             Block(d_model, n_heads, d_qk, mlp, mlp_factor, layernorm, residual) for _ in range(n_layers)
         )
         self.ln_f = nn.LayerNorm(d_model) if layernorm else nn.Identity()
-        self.unembed = nn.Linear(d_model, out_dim)
+        if tie_embeddings:
+            # nanoGPT-style weight tying: logits = h . E^T, so reading a copied token embedding is immediate.
+            if input != "embedding" or vocab_size != out_dim:
+                raise ValueError("tie_embeddings needs a token task whose outputs are its tokens")
+            self.unembed = None
+        else:
+            self.unembed = nn.Linear(d_model, out_dim)
         self._init(init_std, generator)
 
     def _init(self, std: float, generator: torch.Generator | None) -> None:
@@ -200,5 +207,6 @@ class Transformer(nn.Module):
             mask = self.mask[L - n_q : L, :L] if self.causal else None
             h, attn = block(h, n_q, mask, self.need_attn)
             attns.append(attn)
-        out = self.unembed(self.ln_f(h[:, -1]))  # [N, out_dim]
+        z = self.ln_f(h[:, -1])
+        out = self.unembed(z) if self.unembed is not None else z @ self.embed.weight.T  # [N, out_dim]
         return out, attns
