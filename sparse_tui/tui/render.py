@@ -210,7 +210,7 @@ def heatmap(
             ok = v is not None and math.isfinite(v) and (not log or v > 0)
             rgb = ramp((tr(v) - lo) / span) if ok else (40, 40, 40)
             if values and ok:
-                txt = fmt_num(v, ".2g")[:cell].rjust(cell)
+                txt = fmt_num(v, ".3g")[:cell].rjust(cell)
             else:
                 txt = marks.get((i, j), "").center(cell)[:cell] if (i, j) in marks else " " * cell
                 if not ok and (i, j) not in marks:

@@ -48,7 +48,7 @@ class PhasePanel(Vertical, can_focus=True):
     def compose(self) -> ComposeResult:
         with Horizontal(classes="phase-inputs"):
             yield Label("runs")
-            yield Input(placeholder="filter: preset name / words (default: all)", id="phase-filter", compact=True)
+            yield Input(placeholder="filter: preset name / words (default: current run's preset)", id="phase-filter", compact=True)
         yield Static("", id="phase-info")
         with VerticalScroll():
             yield Static("", id="phase-map")
@@ -74,8 +74,11 @@ class PhasePanel(Vertical, can_focus=True):
             self.redraw()
 
     def _selected(self) -> list[RunRecord]:
-        if not self.filter:
-            return self.records
+        if not self.filter:  # default: the runs of the current run's preset (else all runs)
+            cur = next((r for r in self.records if r.run_id == getattr(self.app, "current", None)), None)
+            if cur is None:
+                return self.records
+            return [r for r in self.records if r.preset == cur.preset]
         return [r for r in self.records if matches(run_row(r, None, 0.0), self.filter)]
 
     def action_cycle(self, axis: str) -> None:

@@ -80,7 +80,7 @@ class RunsPanel(Vertical):
             for r in rows:
                 for h, ci in zip(HEADERS, ORDER):
                     if t.get_cell(r.run_id, h) != r.cells[ci]:
-                        t.update_cell(r.run_id, h, r.cells[ci])
+                        t.update_cell(r.run_id, h, r.cells[ci], update_width=True)
                 t.update_cell(r.run_id, "mark", "●" if r.run_id in self.marked else " ")
         else:
             t.clear()
