@@ -1,0 +1,337 @@
+"""Sweep benchmark: the plain one-model-at-a-time loop against the sweep scheduler, side by side in one run.
+
+    python benchmarks/sweep_bench.py            # full (a few minutes on a 2-core CPU)
+    python benchmarks/sweep_bench.py --quick    # fewer steps (about a minute or two)
+    python benchmarks/sweep_bench.py --device cuda --schedules auto,stacked
+
+Suites (the shipped presets with shorter step counts):
+
+* ``blog``: the blog's n_embd sweep (presets/blog_nembd.toml: 2-layer attention-only, vocab 64, 32 pairs,
+  batch 128, 8 n_embd values x 2 seeds = 16 runs);
+* ``paper``: the paper's recall configuration (presets/paper_fig4_recall.toml, Table 1: 4 layers, 4 heads,
+  d_model 256, d_qk 64, MLP, LayerNorm; n_pairs {8, 16, 32} x 3 seeds = 9 runs).
+
+For each suite and device it times, each in a fresh child process (so peak memory is the phase's own):
+
+* ``plain``: ``train_run`` for every run, one after another, torch's default thread count, no store;
+* ``scheduler``: what ``sparse-tui run --headless`` does: the runs go into a temporary run store and
+  ``runner.run_batch`` trains them with the plan of ``training.scheduler.plan`` (``--schedules`` lists which
+  schedules to time; ``auto`` is the default one).
+
+It reports wall time, model-steps/s, the ratio to the plain loop, peak memory, and the fraction of the machine's
+measured matmul throughput (a large float32 matmul timed in the same run) that the training steps reach:
+training FLOPs (matmuls, counted with torch.utils.flop_counter on one step of every run) divided by wall time.
+It also times a single N = 64 blog model alone (one thread, and default threads) against the matmul throughput
+with the same thread count. The load average is printed: other processes on the machine disturb the timings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+SUITES = {
+    "blog": {
+        "preset": "presets/blog_nembd.toml",
+        "full": ["train.steps=300", "eval.every=100", "eval.snapshot_every=0"],
+        "quick": ["train.steps=60", "eval.every=30", "eval.snapshot_every=0"],
+    },
+    "paper": {
+        "preset": "presets/paper_fig4_recall.toml",
+        "full": ["train.steps=20", "eval.every=10", "eval.test_size=128", "eval.snapshot_every=0"],
+        "quick": ["train.steps=6", "eval.every=3", "eval.test_size=64", "eval.snapshot_every=0"],
+    },
+}
+
+
+# ------------------------------------------------------------------------------------------------------------
+# helpers
+# ------------------------------------------------------------------------------------------------------------
+
+
+def load_specs(suite: str, quick: bool, device: str, extra: list[str] | None = None):
+    from sparse_tui.presets import expand, load_preset
+
+    s = SUITES[suite]
+    overrides = s["quick" if quick else "full"] + [f'train.device="{device}"'] + list(extra or [])
+    return expand(load_preset(ROOT / s["preset"], overrides))
+
+
+def matmul_gflops(threads: int, device: str = "cpu", n: int = 2048) -> float:
+    """Best-of-5 float32 matmul throughput (GFLOP/s) with ``threads`` torch threads."""
+    import torch
+
+    old = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        a = torch.randn(n, n, device=device)
+        b = torch.randn(n, n, device=device)
+        best = float("inf")
+        reps = 20 if device != "cpu" else 3
+        for _ in range(6):
+            if device != "cpu":
+                torch.cuda.synchronize()
+            t = time.perf_counter()
+            for _ in range(reps):
+                c = a @ b
+            if device != "cpu":
+                torch.cuda.synchronize()
+            best = min(best, (time.perf_counter() - t) / reps)
+        del c
+        return 2 * n**3 / best / 1e9
+    finally:
+        torch.set_num_threads(old)
+
+
+def step_flops(cfg, device: str = "cpu") -> float:
+    """Matmul FLOPs of one training step of this run (forward + backward), counted by torch's FlopCounterMode."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from sparse_tui.models import build_model
+    from sparse_tui.tasks import make_task
+    from sparse_tui.training.trainer import make_optimizer, train_step
+
+    task = make_task(cfg, device)
+    model = build_model(cfg, task).to(device)
+    opt = make_optimizer(model.parameters(), cfg)
+    batch = task.train_batch(cfg.train.batch_size)
+    with FlopCounterMode(display=False) as fc:
+        train_step(model, opt, batch, task.classification, cfg.train.grad_clip)
+    del model, opt
+    if device != "cpu":
+        torch.cuda.empty_cache()
+    return float(fc.get_total_flops())
+
+
+def peak_rss_mb() -> tuple[float, float]:
+    """(this process, largest child) peak resident memory in MiB."""
+    me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return me, kids
+
+
+def load_avg() -> str:
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:  # pragma: no cover
+        return "?"
+
+
+# ------------------------------------------------------------------------------------------------------------
+# phases (each in its own child process)
+# ------------------------------------------------------------------------------------------------------------
+
+
+def phase_plain(args) -> dict:
+    import torch
+
+    from sparse_tui.training.trainer import RunLogger, train_run
+
+    specs = load_specs(args.suite, args.quick, args.device)
+    if args.device.startswith("cuda"):
+        torch.cuda.reset_peak_memory_stats()
+    t = time.perf_counter()
+    statuses = []
+    for s in specs:
+        statuses.append(train_run(s.config, device=args.device, logger=RunLogger()).status)
+    if args.device.startswith("cuda"):
+        torch.cuda.synchronize()
+    wall = time.perf_counter() - t
+    out = {"wall": wall, "statuses": statuses, "threads": torch.get_num_threads()}
+    out["rss_mb"], out["child_rss_mb"] = peak_rss_mb()
+    if args.device.startswith("cuda"):
+        out["cuda_peak_mb"] = torch.cuda.max_memory_allocated() / 2**20
+    return out
+
+
+def phase_scheduler(args) -> dict:
+    import torch
+
+    from sparse_tui import runner
+    from sparse_tui.store import RunStore
+    from sparse_tui.training.scheduler import plan
+
+    specs = load_specs(args.suite, args.quick, args.device)
+    p = plan(specs, args.schedule, args.device)
+    with tempfile.TemporaryDirectory() as tmp:
+        store = RunStore(Path(tmp) / "runs")
+        batch, ids = store.create_runs(specs)
+        if p.threads and p.workers == 1:
+            torch.set_num_threads(p.threads)
+        if args.device.startswith("cuda"):
+            torch.cuda.reset_peak_memory_stats()
+        t = time.perf_counter()
+        runner.run_batch(store, batch, workers=p.workers, group=p.group, device=args.device)
+        if args.device.startswith("cuda"):
+            torch.cuda.synchronize()
+        wall = time.perf_counter() - t
+        statuses = [store.get(i).status for i in ids]
+        n_metrics = [len(store.metrics(i).get("test/loss", ([], []))[0]) for i in ids]
+        store.close()
+    out = {"wall": wall, "statuses": statuses, "plan": p.describe(), "evals_per_run": sorted(set(n_metrics))}
+    out["rss_mb"], out["child_rss_mb"] = peak_rss_mb()
+    out["workers"] = p.workers
+    if args.device.startswith("cuda"):
+        out["cuda_peak_mb"] = torch.cuda.max_memory_allocated() / 2**20
+    return out
+
+
+def phase_single(args) -> dict:
+    """One blog model with d_model 64 trained alone; steps/s over the training steps only (no evaluation)."""
+    import torch
+
+    from sparse_tui.training.trainer import RunLogger, train_run
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    steps = 60 if args.quick else 200
+    specs = load_specs(
+        "blog", args.quick, args.device, [f"train.steps={steps}", f"eval.every={steps}", 'sweep={}', "seeds=[0]",
+                                          "model.d_model=64"]
+    )
+    cfg = specs[0].config
+    marks = {}
+
+    def on_step(step: int) -> None:
+        if step in (10, steps - 1):
+            if args.device.startswith("cuda"):
+                torch.cuda.synchronize()
+            marks[step] = time.perf_counter()
+
+    train_run(cfg, device=args.device, logger=RunLogger(), on_step=on_step)
+    per_step = (marks[steps - 1] - marks[10]) / (steps - 1 - 10)
+    return {"s_per_step": per_step, "threads": torch.get_num_threads(), "flops": step_flops(cfg, args.device)}
+
+
+def child(phase: str, **kw) -> dict:
+    cmd = [sys.executable, __file__, "--phase", phase]
+    for k, v in kw.items():
+        if v is None or v is False:
+            continue
+        cmd += [f"--{k.replace('_', '-')}"] + ([] if v is True else [str(v)])
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{r.stderr[-3000:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+# ------------------------------------------------------------------------------------------------------------
+# driver
+# ------------------------------------------------------------------------------------------------------------
+
+
+def cpu_name() -> str:
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "?"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="fewer steps")
+    ap.add_argument("--suites", default="blog,paper", help="comma list: blog, paper")
+    ap.add_argument("--device", default="auto", help="cpu, cuda or auto (= cpu, plus cuda when available)")
+    ap.add_argument("--schedules", default="auto", help="scheduler schedules to time, e.g. auto,stacked,processes")
+    ap.add_argument("--json", default=None, help="also write the results here")
+    # internal: one phase in a child process
+    ap.add_argument("--phase", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--suite", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--schedule", default="auto", help=argparse.SUPPRESS)
+    ap.add_argument("--threads", type=int, default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+
+    if args.phase:
+        fn = {"plain": phase_plain, "scheduler": phase_scheduler, "single": phase_single}[args.phase]
+        print(json.dumps(fn(args)))
+        return
+
+    import torch
+
+    from sparse_tui.training.scheduler import cpu_cores
+
+    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else []) if args.device == "auto" else [args.device]
+    cores = cpu_cores()
+    when = time.strftime("%Y-%m-%d %H:%M")
+    print(f"sweep_bench {when}  torch {torch.__version__}  python {platform.python_version()}")
+    print(f"cpu: {cpu_name()}, {cores} core(s) usable; load average at start: {load_avg()}")
+    results: dict = {"date": when, "torch": torch.__version__, "cpu": cpu_name(), "cores": cores, "runs": []}
+    mm = {"cpu_1": matmul_gflops(1), f"cpu_{cores}": matmul_gflops(cores)}
+    for d in devices:
+        if d.startswith("cuda"):
+            mm[d] = matmul_gflops(1, d, n=8192)
+            print(f"gpu: {torch.cuda.get_device_name(d)}")
+    results["matmul_gflops"] = mm
+    print("matmul throughput (float32, 2048^2; GPU 8192^2): " + ", ".join(f"{k} {v:.1f} GFLOP/s" for k, v in mm.items()))
+
+    # a single N = 64 model
+    for th in (1, None):
+        if "cpu" not in devices:
+            break
+        r = child("single", device="cpu", threads=th, quick=args.quick)
+        ref = mm["cpu_1"] if r["threads"] == 1 else mm.get(f"cpu_{r['threads']}", mm[f"cpu_{cores}"])
+        frac = r["flops"] / r["s_per_step"] / 1e9 / ref
+        line = (
+            f"single blog model N=64 on cpu, {r['threads']} thread(s): {1 / r['s_per_step']:.1f} steps/s, "
+            f"{r['flops'] / r['s_per_step'] / 1e9:.1f} GFLOP/s = {frac:.2f} of the {r['threads']}-thread matmul"
+        )
+        print(line)
+        results["runs"].append({"suite": "single_n64", "device": "cpu", **r, "matmul_fraction": frac})
+
+    for device in devices:
+        for suite in args.suites.split(","):
+            specs = load_specs(suite, args.quick, device)
+            steps = sum(s.config.train.steps for s in specs)
+            flops = sum(step_flops(s.config, "cpu") * s.config.train.steps for s in specs)
+            print(f"\n[{suite} on {device}] {len(specs)} runs, {steps} model-steps, "
+                  f"{flops / 1e12:.3f} TFLOP of training matmuls; load {load_avg()}")
+            # the machine's matmul throughput: the best measured (on a busy machine N threads can lose to one)
+            ref = mm[device] if device.startswith("cuda") else max(mm[f"cpu_{cores}"], mm["cpu_1"])
+            plain = child("plain", suite=suite, device=device, quick=args.quick)
+            rows = [("plain loop", plain)]
+            for sched in args.schedules.split(","):
+                rows.append((f"scheduler ({sched})", child("scheduler", suite=suite, device=device, quick=args.quick,
+                                                          schedule=sched)))
+            for name, r in rows:
+                bad = [s for s in r["statuses"] if s not in ("finished", "diverged")]
+                mem = f"peak RSS {r['rss_mb']:.0f} MiB" + (
+                    f" + {r.get('workers', 1)} x {r['child_rss_mb']:.0f} MiB workers" if r.get("workers", 1) > 1 else ""
+                )
+                if "cuda_peak_mb" in r:
+                    mem += f", GPU peak {r['cuda_peak_mb']:.0f} MiB"
+                ratio = r["wall"] / plain["wall"]
+                frac = flops / r["wall"] / 1e9 / ref
+                print(
+                    f"  {name:24s} {r['wall']:8.1f} s  {steps / r['wall']:8.1f} model-steps/s  "
+                    f"x{ratio:.2f} of plain wall  {frac:.3f} of matmul peak  {mem}"
+                    + (f"  PROBLEM: {bad}" if bad else "")
+                )
+                if "plan" in r:
+                    print(f"  {'':24s} {r['plan']}")
+                results["runs"].append(
+                    {"suite": suite, "device": device, "phase": name, "model_steps": steps, "tflop": flops / 1e12,
+                     "ratio_to_plain": ratio, "matmul_fraction": frac, **r}
+                )
+    print(f"\nload average at end: {load_avg()}")
+    results["load_end"] = load_avg()
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
