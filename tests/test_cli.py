@@ -109,7 +109,8 @@ def _wait_for(pred, timeout=60.0, every=0.2):
 def test_ctrl_c_marks_interrupted_and_keeps_logs(tiny_preset, runs_dir):
     p = subprocess.Popen(
         [sys.executable, "-m", "sparse_tui", "run", str(tiny_preset), "--headless", "--runs-dir", str(runs_dir),
-         "--set", "train.steps=100000", "--set", "seeds=[0,1]"],
+         "--set", "train.steps=100000", "--set", "seeds=[0,1]",
+         "--schedule", "sequential"],  # one run at a time: the second is still queued at Ctrl-C
         env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
