@@ -159,7 +159,14 @@ class TransformerModel(_Section):
         "auto", description="Token embedding table (token tasks) or linear map (vector tasks); auto picks by task."
     )
     causal: bool = Field(True, description="Causal attention mask.")
-    init_std: float = Field(0.02, gt=0.0, description="Standard deviation of the weight initialisation.")
+    init: Literal["normal", "torch"] = Field(
+        "normal",
+        description=(
+            "normal: every weight ~ N(0, init_std^2), biases 0 (nanoGPT-style); torch: PyTorch's default module "
+            "initialisation (Linear U(+-1/sqrt(fan_in)), Embedding and learned positions N(0, 1))."
+        ),
+    )
+    init_std: float = Field(0.02, gt=0.0, description="Standard deviation of the weight initialisation (init='normal').")
     tie_embeddings: bool = Field(
         False, description="Read out with the transposed token embedding (nanoGPT-style weight tying; token tasks)."
     )

@@ -406,3 +406,18 @@ def test_tied_embeddings_read_out_with_the_embedding_table():
     assert m.embed.weight.grad is not None
     with pytest.raises(ValueError):
         Transformer(seq_len=5, out_dim=3, input="embedding", vocab_size=11, d_model=8, tie_embeddings=True)
+
+
+def test_torch_default_init_scales():
+    """init='torch': Linear U(+-1/sqrt(fan_in)) (std 1/sqrt(3 fan_in)), embeddings and learned positions N(0, 1)."""
+    from sparse_tui.models.transformer import Transformer
+
+    g = torch.Generator().manual_seed(0)
+    m = Transformer(seq_len=33, out_dim=64, input="embedding", vocab_size=64, d_model=96, init="torch", generator=g)
+    assert m.embed.weight.std().item() == pytest.approx(1.0, rel=0.05)
+    assert m.pos.std().item() == pytest.approx(1.0, rel=0.05)
+    w = m.blocks[0].attn.q.weight
+    assert w.abs().max().item() <= 1 / 96**0.5 and w.std().item() == pytest.approx((3 * 96) ** -0.5, rel=0.05)
+    g2 = torch.Generator().manual_seed(0)
+    m2 = Transformer(seq_len=33, out_dim=64, input="embedding", vocab_size=64, d_model=96, init="torch", generator=g2)
+    torch.testing.assert_close(m.embed.weight, m2.embed.weight)  # seeded by the generator, not the global RNG

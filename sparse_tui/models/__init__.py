@@ -87,6 +87,7 @@ def build_model(cfg, task) -> nn.Module:
             pos_enc=m.pos_enc,
             causal=m.causal,
             init_std=m.init_std,
+            init=m.init,
             tie_embeddings=m.tie_embeddings,
             generator=g,
         )

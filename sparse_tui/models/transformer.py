@@ -139,6 +139,7 @@ class Transformer(nn.Module):
         pos_enc: str = "learned",
         causal: bool = True,
         init_std: float = 0.02,
+        init: str = "normal",
         tie_embeddings: bool = False,
         need_attn: bool = True,
         readout_only: bool = True,
@@ -184,7 +185,26 @@ class Transformer(nn.Module):
             self.unembed = None
         else:
             self.unembed = nn.Linear(d_model, out_dim)
-        self._init(init_std, generator)
+        if init == "normal":
+            self._init(init_std, generator)
+        elif init == "torch":
+            self._init_torch_defaults(generator)
+        else:
+            raise ValueError(f"init must be 'normal' or 'torch', got {init!r}")
+
+    def _init_torch_defaults(self, generator: torch.Generator | None) -> None:
+        """PyTorch's default module initialisation, as a from-scratch PyTorch script gets it: Linear weights and biases
+        U(-1/sqrt(fan_in), 1/sqrt(fan_in)), Embedding rows and learned positions N(0, 1). Drawn from ``generator``."""
+        for mod in self.modules():
+            if isinstance(mod, nn.Linear):
+                bound = 1.0 / math.sqrt(mod.in_features)
+                nn.init.uniform_(mod.weight, -bound, bound, generator=generator)
+                if mod.bias is not None:
+                    nn.init.uniform_(mod.bias, -bound, bound, generator=generator)
+            elif isinstance(mod, nn.Embedding):
+                nn.init.normal_(mod.weight, 0.0, 1.0, generator=generator)
+        if isinstance(self.pos, nn.Parameter):
+            nn.init.normal_(self.pos, 0.0, 1.0, generator=generator)
 
     def _init(self, std: float, generator: torch.Generator | None) -> None:
         for mod in self.modules():
