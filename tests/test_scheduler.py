@@ -25,11 +25,14 @@ def specs(cfgs):
 
 def test_plan_cpu_uses_one_single_thread_process_per_core():
     sw = specs([cfg(s, d) for d in (8, 16) for s in (0, 1)])
-    p = sch.plan(sw, "auto", device="cpu", cores=2)
+    p = sch.plan(sw, "auto", device="cpu", cores=2, idle=2)
     assert (p.schedule, p.workers, p.threads, p.group) == ("processes", 2, 1, 1)
-    assert sch.plan(sw, "auto", device="cpu", cores=8).workers == 4  # never more workers than runs
-    assert sch.plan(sw[:1], "auto", device="cpu", cores=2).schedule == "sequential"
-    assert sch.plan(sw, "auto", device="cpu", cores=1).workers == 1
+    assert sch.plan(sw, "auto", device="cpu", cores=8, idle=8).workers == 4  # never more workers than runs
+    assert sch.plan(sw[:1], "auto", device="cpu", cores=2, idle=2).schedule == "sequential"
+    assert sch.plan(sw, "auto", device="cpu", cores=1, idle=1).workers == 1
+    busy = sch.plan(sw, "auto", device="cpu", cores=2, idle=0)  # other processes keep the cores busy
+    assert (busy.schedule, busy.workers, busy.threads) == ("sequential", 1, 1)
+    assert 0 <= sch.idle_cores(2) <= 2
     assert sch.choose_workers(sw) >= 1
 
 
@@ -44,7 +47,7 @@ def test_plan_gpu_stacks_same_shape_runs():
 def test_plan_explicit_schedules_and_bad_name():
     sw = specs([cfg(s) for s in range(3)])
     assert sch.plan(sw, "sequential", device="cpu").workers == 1
-    assert sch.plan(sw, "processes", device="cpu", cores=2).workers == 2
+    assert sch.plan(sw, "processes", device="cpu", cores=2, idle=0).workers == 2
     assert sch.plan(sw, "stacked", device="cpu").group > 1
     with pytest.raises(ValueError):
         sch.plan(sw, "warp")

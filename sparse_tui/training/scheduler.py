@@ -4,9 +4,10 @@ A sweep is many small runs. Trained one at a time they are dominated by per-step
 of three schedules (``sparse-tui run --schedule auto|sequential|processes|stacked``):
 
 * ``sequential``: one process trains the runs one after another (torch's default thread count).
-* ``processes``: one worker process per core, one torch thread each; every worker claims runs from the store
-  and trains them alone. On CPUs this is what pays (docs/PERFORMANCE.md): small models do not use two threads
-  well, and two threads per process on a shared machine oversubscribe the cores.
+* ``processes``: one worker process per idle core, one torch thread each; every worker claims runs from the
+  store and trains them alone. On CPUs this is what pays (docs/PERFORMANCE.md): small models do not use two
+  threads well, and two threads (or two processes) on cores other processes keep busy oversubscribe them, so a
+  busy machine (load average >= cores - 1) gets a single single-thread process instead.
 * ``stacked``: runs that share a ``stacked.group_key`` (same shapes, optimiser and step count; any seed, lr,
   schedule, clipping, weight decay, data) are trained together as one stacked model (``stacked.train_stacked``).
   On GPUs this is the default: one process, groups as large as fit the device memory (``group_size``),
@@ -70,8 +71,29 @@ def _device_type(specs: list[RunSpec], device: str | None) -> str:
     return "cuda" if want.startswith("cuda") else want
 
 
-def plan(specs: list[RunSpec], schedule: str = "auto", device: str | None = None, cores: int | None = None) -> Plan:
-    """The schedule for a batch of runs (see the module docstring)."""
+def idle_cores(cores: int | None = None) -> int:
+    """Cores not busy with other processes: usable cores minus the 1-minute load average (rounded), at least 0.
+
+    Measured on a shared 2-core machine (docs/PERFORMANCE.md): with the cores already busy, a second worker or a
+    second thread slows everything down (threads wait for each other at every op), so a busy machine gets one
+    single-thread process."""
+    cores = cores or cpu_cores()
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # pragma: no cover - not Unix
+        return cores
+    return max(0, min(cores, cores - int(round(load))))
+
+
+def plan(
+    specs: list[RunSpec],
+    schedule: str = "auto",
+    device: str | None = None,
+    cores: int | None = None,
+    idle: int | None = None,
+) -> Plan:
+    """The schedule for a batch of runs (see the module docstring). ``cores`` / ``idle`` override the measured
+    core count and idle cores (tests)."""
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
     from sparse_tui.training.stacked import group_key
@@ -88,10 +110,11 @@ def plan(specs: list[RunSpec], schedule: str = "auto", device: str | None = None
             if biggest >= 2:
                 return Plan("stacked", 1, None, MAX_GROUP, f"GPU, up to {biggest} runs share shapes")
             return Plan("sequential", 1, None, 1, "GPU, no two runs share shapes")
-        if cores >= 2:
-            w = min(cores, n)
-            return Plan("processes", w, 1, 1, f"CPU with {cores} cores: one single-thread process per core")
-        return Plan("sequential", 1, 1, 1, "CPU with one core")
+        free = idle_cores(cores) if idle is None else idle
+        if free >= 2:
+            w = min(free, n)
+            return Plan("processes", w, 1, 1, f"CPU, {free} of {cores} cores idle: one single-thread process each")
+        return Plan("sequential", 1, 1, 1, f"CPU, {free} of {cores} cores idle: one single-thread process")
     if schedule == "sequential":
         return Plan("sequential", 1, None, 1, "requested")
     if schedule == "processes":
