@@ -60,7 +60,10 @@ __all__ = [
     "format_theory_point",
     "theory_grid",
     "format_theory_grid",
+    "theory_grid_dict",
     "json_safe",
+    "Where",
+    "TARGETS",
 ]
 
 _SECTIONS = ("task", "model", "train", "eval", "plateau")
