@@ -174,6 +174,7 @@ def run(
         out.print(f"batch {batch_id}: {len(ids)} run(s) started in the background (pid {pid})")
         out.print(f"log: {runner.log_path(store, batch_id)}")
         raise typer.Exit(0)
+    err.print(the_plan.describe(), markup=False)
     if n_workers == 1 and the_plan.threads:  # in-process training: the plan's thread count (1 on a busy CPU)
         import torch
 
