@@ -23,6 +23,7 @@ from typing import Any, Callable
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
+from textual.css.query import NoMatches
 from textual.widgets import Footer, Header, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState, get_current_worker
 
@@ -54,6 +55,14 @@ def guarded(fn: Callable) -> Callable:
     def wrapper(self: "SparseTuiApp", *a: Any, **kw: Any) -> Any:
         try:
             return fn(self, *a, **kw)
+        except NoMatches as e:
+            # A worker's message can arrive while the app is still composing or already tearing down its panels
+            # (quit with a poll in flight): nothing to update then. With the panels mounted it is a real bug.
+            if self._exit or not self.query("#panels"):
+                self.log.warning(f"{fn.__name__}: {e} (panels not mounted; ignored)")
+                return None
+            self.report(e)
+            return None
         except Exception as e:  # noqa: BLE001 - the catch-all that keeps the console alive
             self.report(e)
             return None
