@@ -241,6 +241,14 @@ def work(
 ) -> None:
     """Coordinator of a detached batch (started by run --detach and by the console)."""
     store = _open_store(runs_dir)
+    if workers <= 1 and group <= 1:  # trains in this process: one thread if the CPU's cores are busy (scheduler)
+        from sparse_tui.training.scheduler import single_process_threads
+
+        threads = single_process_threads(device)
+        if threads:
+            import torch
+
+            torch.set_num_threads(threads)
     _train_batch(store, batch_id, workers, device, group)
 
 

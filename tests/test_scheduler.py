@@ -125,3 +125,11 @@ def test_cli_schedule_flag(tmp_path):
     assert "stacks of up to" in r.output
     r = CliRunner().invoke(app, ["run", str(preset), "--headless", "--schedule", "warp"])
     assert r.exit_code == 2 and "--schedule" in r.output
+
+
+def test_single_process_threads_follow_idle_cores(monkeypatch):
+    monkeypatch.setattr(sch, "idle_cores", lambda cores=None: 0)
+    assert sch.single_process_threads("cpu") == 1
+    monkeypatch.setattr(sch, "idle_cores", lambda cores=None: 2)
+    assert sch.single_process_threads("cpu") is None
+    assert sch.single_process_threads("cuda") is None

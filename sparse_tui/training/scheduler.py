@@ -7,7 +7,8 @@ of three schedules (``sparse-tui run --schedule auto|sequential|processes|stacke
 * ``processes``: one worker process per idle core, one torch thread each; every worker claims runs from the
   store and trains them alone. On CPUs this is what pays (docs/PERFORMANCE.md): small models do not use two
   threads well, and two threads (or two processes) on cores other processes keep busy oversubscribe them, so a
-  busy machine (load average >= cores - 1) gets a single single-thread process instead.
+  busy machine (fewer than 2 idle cores, measured over 0.3 s from /proc/stat) gets a single single-thread
+  process instead.
 * ``stacked``: runs that share a ``stacked.group_key`` (same shapes, optimiser and step count; any seed, lr,
   schedule, clipping, weight decay, data) are trained together as one stacked model (``stacked.train_stacked``).
   On GPUs this is the default: one process, groups as large as fit the device memory (``group_size``),
@@ -71,18 +72,49 @@ def _device_type(specs: list[RunSpec], device: str | None) -> str:
     return "cuda" if want.startswith("cuda") else want
 
 
-def idle_cores(cores: int | None = None) -> int:
-    """Cores not busy with other processes: usable cores minus the 1-minute load average (rounded), at least 0.
+def _cpu_times() -> tuple[float, float] | None:
+    """(idle, total) jiffies summed over all CPUs, from /proc/stat; None where unavailable."""
+    try:
+        with open("/proc/stat") as fh:
+            vals = [float(v) for v in fh.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = vals[3] + (vals[4] if len(vals) > 4 else 0.0)  # idle + iowait
+    return idle, sum(vals[:8])
+
+
+def idle_cores(cores: int | None = None, window: float = 0.3) -> int:
+    """Cores other processes leave idle, measured now: the idle share of all CPUs over ``window`` seconds
+    (/proc/stat) times the usable cores, rounded; the 1-minute load average where /proc/stat is missing.
 
     Measured on a shared 2-core machine (docs/PERFORMANCE.md): with the cores already busy, a second worker or a
     second thread slows everything down (threads wait for each other at every op), so a busy machine gets one
-    single-thread process."""
+    single-thread process. (The load average is a poor guide: it lags by a minute and counts our own runs that
+    just ended.)"""
+    import time
+
     cores = cores or cpu_cores()
+    a = _cpu_times()
+    if a is not None:
+        time.sleep(window)
+        b = _cpu_times()
+        if b is not None and b[1] > a[1]:
+            share = (b[0] - a[0]) / (b[1] - a[1])  # idle share of all the machine's CPUs
+            total = os.cpu_count() or cores
+            return max(0, min(cores, int(round(share * total))))
     try:
         load = os.getloadavg()[0]
     except (AttributeError, OSError):  # pragma: no cover - not Unix
         return cores
     return max(0, min(cores, cores - int(round(load))))
+
+
+def single_process_threads(device: str | None = None) -> int | None:
+    """Torch threads for one process training alone on this machine: 1 on a CPU with fewer than 2 idle cores
+    (a second thread on a busy core stalls every op), else None (torch's default). None on GPUs."""
+    if _device_type([], device) != "cpu":
+        return None
+    return 1 if idle_cores() < 2 else None
 
 
 def plan(
