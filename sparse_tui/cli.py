@@ -31,6 +31,8 @@ app = typer.Typer(
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
+if not out.is_terminal:  # tables into a file or a pipe: don't squeeze them into 80 columns
+    out.width = max(out.width, 160)
 
 RunsDirOpt = typer.Option(
     None,
