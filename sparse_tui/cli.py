@@ -399,7 +399,7 @@ def export_cmd(
         recs = [store.get(r) for r in run_ids] if run_ids else store.runs(status=status, preset=preset)
     except StoreError as e:
         raise fail(str(e)) from None
-    recs = sorted(recs, key=lambda r: (r.created_at, r.run_id))
+    recs = sorted(recs, key=lambda r: (r.created_at, r.batch_id, r.position))
     if fmt == "parquet" and output is None and sys.stdout.isatty():
         raise fail("--format parquet: binary output; pass --output FILE or redirect stdout")
     try:

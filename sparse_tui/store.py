@@ -137,6 +137,7 @@ class RunRecord:
     plateau_step: float | None
     summary: dict = field(default_factory=dict)
     cancel_requested: bool = False
+    position: int = 0  # index of the run in its batch (sweep order)
 
     @property
     def duration(self) -> float | None:
@@ -155,7 +156,6 @@ class RunRecord:
 
 def _row_to_record(row: sqlite3.Row) -> RunRecord:
     d = dict(row)
-    d.pop("position", None)
     for key in ("config", "params", "swept", "versions", "summary"):
         d[key] = json.loads(d[key]) if d.get(key) else {}
     d["cancel_requested"] = bool(d["cancel_requested"])
