@@ -13,7 +13,8 @@ Suites (the shipped presets with shorter step counts):
 
 For each suite and device it times, each in a fresh child process (so peak memory is the phase's own):
 
-* ``plain``: ``train_run`` for every run, one after another, torch's default thread count, no store;
+* ``plain``: ``train_run`` for every run, one after another, torch's default thread count, no store (on CPU
+  also with one thread: the better of the two is the baseline to beat);
 * ``scheduler``: what ``sparse-tui run --headless`` does: the runs go into a temporary run store and
   ``runner.run_batch`` trains them with the plan of ``training.scheduler.plan`` (``--schedules`` lists which
   schedules to time; ``auto`` is the default one).
@@ -139,6 +140,8 @@ def phase_plain(args) -> dict:
 
     from sparse_tui.training.trainer import RunLogger, train_run
 
+    if args.threads:
+        torch.set_num_threads(args.threads)
     specs = load_specs(args.suite, args.quick, args.device)
     if args.device.startswith("cuda"):
         torch.cuda.reset_peak_memory_stats()
@@ -304,6 +307,9 @@ def main() -> None:
             ref = mm[device] if device.startswith("cuda") else max(mm[f"cpu_{cores}"], mm["cpu_1"])
             plain = child("plain", suite=suite, device=device, quick=args.quick)
             rows = [("plain loop", plain)]
+            if device == "cpu" and plain["threads"] != 1:  # the plain loop as it would run best on one thread
+                rows.append(("plain loop, 1 thread", child("plain", suite=suite, device=device, quick=args.quick,
+                                                           threads=1)))
             for sched in args.schedules.split(","):
                 rows.append((f"scheduler ({sched})", child("scheduler", suite=suite, device=device, quick=args.quick,
                                                           schedule=sched)))
