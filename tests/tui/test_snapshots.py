@@ -73,6 +73,8 @@ PANELS = {
 
 async def _type(pilot, wid: str, text: str) -> None:
     w = pilot.app.query_one(f"#{wid}")
+    if hasattr(w, "cursor_blink"):
+        w.cursor_blink = False  # a blinking cursor makes the snapshot depend on timing
     w.focus()
     await pilot.pause()
     await pilot.press("end", *["backspace"] * 8, *text)
