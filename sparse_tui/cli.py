@@ -166,16 +166,19 @@ def run(
     store = RunStore(_runs_dir(runs_dir))
     from sparse_tui.training.scheduler import plan
 
+    if detach:
+        batch_id, ids, pid, the_plan = runner.start_detached(
+            store, specs, schedule=schedule, workers=n_workers or None, device=device
+        )
+        out.print(the_plan.describe(), markup=False)
+        out.print(f"batch {batch_id}: {len(ids)} run(s) started in the background (pid {pid})")
+        out.print(f"log: {runner.log_path(store, batch_id)}")
+        raise typer.Exit(0)
     the_plan = plan(specs, schedule, device)
     if n_workers == 0:
         n_workers = the_plan.workers
     group = the_plan.group
     batch_id, ids = store.create_runs(specs)
-    if detach:
-        pid = runner.detach(store, batch_id, workers=n_workers, device=device, group=group)
-        out.print(f"batch {batch_id}: {len(ids)} run(s) started in the background (pid {pid})")
-        out.print(f"log: {runner.log_path(store, batch_id)}")
-        raise typer.Exit(0)
     err.print(the_plan.describe(), markup=False)
     if n_workers == 1 and the_plan.threads:  # in-process training: the plan's thread count (1 on a busy CPU)
         import torch

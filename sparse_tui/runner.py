@@ -232,6 +232,25 @@ def detach(store: RunStore, batch_id: str, *, workers: int = 1, device: str | No
     return proc.pid
 
 
+def start_detached(
+    store: RunStore,
+    specs: list,
+    *,
+    schedule: str = "auto",
+    workers: int | None = None,
+    device: str | None = None,
+):
+    """Record ``specs`` as a new batch and start it in the background with the sweep scheduler's plan.
+
+    The one launch path of ``sparse-tui run --detach`` and of the console. Returns (batch_id, run_ids, pid, plan)."""
+    from sparse_tui.training.scheduler import plan
+
+    the_plan = plan(specs, schedule, device)
+    batch_id, ids = store.create_runs(specs)
+    pid = detach(store, batch_id, workers=workers or the_plan.workers, device=device, group=the_plan.group)
+    return batch_id, ids, pid, the_plan
+
+
 def batch_done(store: RunStore, batch_id: str) -> bool:
     return all(r.status in TERMINAL for r in store.runs(batch_id=batch_id))
 

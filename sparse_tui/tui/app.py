@@ -385,12 +385,9 @@ class SparseTuiApp(App[int]):
     def launch(self, loaded: Any) -> None:
         from sparse_tui import runner
         from sparse_tui.presets import expand
-        from sparse_tui.training.scheduler import choose_workers
 
-        specs = expand(loaded)
-        workers = self.n_workers or choose_workers(specs)
-        batch_id, ids = self.store.create_runs(specs)
-        pid = runner.detach(self.store, batch_id, workers=workers)
+        # the same launch path as `sparse-tui run --detach`: the scheduler's plan, detached processes
+        batch_id, ids, pid, _ = runner.start_detached(self.store, expand(loaded), workers=self.n_workers or None)
         self.post_message(
             Done(f"launched {loaded.name}: batch {batch_id}, {len(ids)} run(s), pid {pid} "
                  f"(log {runner.log_path(self.store, batch_id)})", switch_to="runs")
