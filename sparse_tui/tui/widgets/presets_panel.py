@@ -159,6 +159,7 @@ class PresetsPanel(Horizontal):
         row = next((a for a in getattr(w, "ancestors", []) if isinstance(a, FieldRow)), None)
         helpw = self.query_one("#field-help", Static)
         if row is not None:
+            row.scroll_visible(animate=False)  # keep the focused field on screen (80x24 shows a third of the form)
             err = self.errors.get(row.spec.key)
             helpw.update(f"[b]{row.spec.key}[/] ({row.spec.type}): {row.spec.help}" + (f"\n[red]{err}[/]" if err else ""))
         elif isinstance(w, Input) and w.id == "add-sweep":
