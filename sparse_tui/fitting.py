@@ -77,14 +77,9 @@ class FitError(ValueError):
 
 
 def _flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, Mapping):
-            out.update(_flatten(v, key + "."))
-        else:
-            out[key] = v
-    return out
+    from sparse_tui.presets import flatten
+
+    return flatten(d, prefix)
 
 
 def _rows(rows: Any) -> list[dict[str, Any]]:

@@ -18,7 +18,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Mapping, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -424,15 +424,24 @@ def get_dotted(data: dict, key: str, default: Any = None) -> Any:
     return node
 
 
-def flatten(data: dict, prefix: str = "") -> dict[str, Any]:
+def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     """Flatten nested tables to dotted keys (lists stay values)."""
     out: dict[str, Any] = {}
     for k, v in data.items():
         key = f"{prefix}{k}"
-        if isinstance(v, dict):
+        if isinstance(v, Mapping):
             out.update(flatten(v, key + "."))
         else:
             out[key] = v
+    return out
+
+
+def eval_steps(cfg: "RunConfig") -> list[int]:
+    """Evaluation steps of a run: 0, every, 2 every, ... and always the last step."""
+    every, steps = cfg.eval.every, cfg.train.steps
+    out = list(range(0, steps + 1, every))
+    if out[-1] != steps:
+        out.append(steps)
     return out
 
 

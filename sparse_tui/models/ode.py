@@ -78,11 +78,9 @@ def _linreg(cfg: Any):
 
 
 def _eval_steps(cfg: Any) -> list[int]:
-    every, steps = cfg.eval.every, cfg.train.steps
-    out = list(range(0, steps + 1, every))
-    if out[-1] != steps:
-        out.append(steps)
-    return out
+    from ..presets import eval_steps
+
+    return eval_steps(cfg)
 
 
 def _schedule_is_constant(cfg: Any) -> bool:

@@ -20,7 +20,7 @@ from typing import Callable
 
 import torch
 
-from sparse_tui.presets import RunConfig
+from sparse_tui.presets import RunConfig, eval_steps
 from sparse_tui.training.metrics import evaluate, loss_fn, toy_metrics
 from sparse_tui.training.plateau import PlateauDetector
 
@@ -130,14 +130,6 @@ def train_step(model, opt, batch, classification: bool, grad_clip: float) -> tor
         torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
     opt.step()
     return loss.detach()
-
-
-def eval_steps(cfg: RunConfig) -> list[int]:
-    every, steps = cfg.eval.every, cfg.train.steps
-    out = list(range(0, steps + 1, every))
-    if out[-1] != steps:
-        out.append(steps)
-    return out
 
 
 def snapshot_steps(cfg: RunConfig) -> set[int]:
