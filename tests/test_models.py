@@ -139,12 +139,63 @@ def test_transformer_shapes_rows_and_paths(pos_enc, input, mlp, layernorm, resid
     torch.testing.assert_close(attn[1], attn_full[1][:, :, -1:], rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(attn[0], attn_full[0])
 
-    # fused scaled_dot_product_attention path: same output, no probabilities
-    for readout_only in (True, False):
-        model.readout_only, model.need_attn = readout_only, False
-        out_sdpa, attn_sdpa = model(x)
-        assert attn_sdpa == [None, None]
-        torch.testing.assert_close(out_sdpa, out, rtol=1e-5, atol=1e-5)
+    # the training kernels (fused scaled_dot_product_attention, _AttentionCore): same output, no probabilities
+    for kernel in ("sdpa", "core", "auto"):
+        for readout_only in (True, False):
+            model.readout_only, model.need_attn, model.attn_kernel = readout_only, False, kernel
+            out_fast, attn_fast = model(x)
+            assert attn_fast == [None, None]
+            torch.testing.assert_close(out_fast, out, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("n_heads,d_qk", [(1, 8), (2, 3)])
+def test_training_kernels_give_the_same_gradients(causal, n_heads, d_qk):
+    """Every attention kernel computes the same function: the same loss and the same gradient for every parameter
+    as the hand-written probabilities path (float64, so that only the order of operations differs)."""
+    torch.manual_seed(3)
+    model = tiny(causal=causal, n_heads=n_heads, d_qk=d_qk).double()
+    x = tiny_input("embedding", n=4)
+
+    def loss_and_grads():
+        model.zero_grad()
+        out, _ = model(x)
+        loss = out.pow(2).sum()
+        loss.backward()
+        return loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters()}
+
+    model.need_attn = True
+    ref_loss, ref_grads = loss_and_grads()
+    model.need_attn = False
+    for kernel in ("sdpa", "core"):
+        model.attn_kernel = kernel
+        loss, grads = loss_and_grads()
+        torch.testing.assert_close(loss, ref_loss, rtol=1e-12, atol=1e-12)
+        for n in ref_grads:
+            torch.testing.assert_close(grads[n], ref_grads[n], rtol=1e-10, atol=1e-12, msg=f"{kernel}: {n}")
+
+
+def test_attention_core_gradcheck_and_kernel_choice():
+    """_AttentionCore's hand-written backward against finite differences (with and without the causal bias), and
+    the automatic choice: the core for short sequences on CPUs, scaled_dot_product_attention otherwise."""
+    from sparse_tui.models.transformer import CORE_MAX_LEN, attention_core
+
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(3, 5, 4, generator=g, dtype=torch.float64, requires_grad=True) for _ in range(3))
+    bias = torch.zeros(5, 5, dtype=torch.float64).masked_fill(~torch.ones(5, 5, dtype=torch.bool).tril(),
+                                                              float("-inf"))
+    assert torch.autograd.gradcheck(lambda a, b, c: attention_core(a, b, c, bias), (q, k, v))
+    assert torch.autograd.gradcheck(lambda a, b, c: attention_core(a, b, c, None), (q, k, v))
+    y = attention_core(q, k, v, bias)
+    assert torch.allclose(y[:, 0], v[:, 0])  # the first query sees only the first key
+
+    model = tiny()
+    assert model.attn_kernel == "auto"
+    assert model.kernel_for(torch.device("cpu"), 65) == "core"
+    assert model.kernel_for(torch.device("cpu"), CORE_MAX_LEN + 1) == "sdpa"
+    assert model.kernel_for(torch.device("cuda"), 65) == "sdpa"
+    model.attn_kernel = "sdpa"
+    assert model.kernel_for(torch.device("cpu"), 65) == "sdpa"
 
 
 @pytest.mark.parametrize("need_attn", [True, False])

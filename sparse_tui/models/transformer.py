@@ -11,8 +11,11 @@ one head, learned positions).
     out = unembed(LN(h_L[:, -1]))              only the last position is read out
 
 Attention is written out by hand (q k^T / sqrt(d_qk), mask, softmax, @ v) so that every layer's probabilities come
-out of the training forward pass itself. With ``need_attn = False`` the model uses
-``F.scaled_dot_product_attention`` instead (fused kernels) and returns ``None`` for each layer.
+out of the training forward pass itself. With ``need_attn = False`` (training steps) it returns ``None`` for each
+layer and computes the same attention with a faster kernel (``attn_kernel``): ``F.scaled_dot_product_attention``
+(fused kernels: CUDA, and long sequences on CPUs) or ``_AttentionCore`` (short sequences on CPUs: one batched
+matmul with an additive mask, a softmax, a hand-written backward). Both are exact: the same function,
+different rounding.
 
 Exact saving (``readout_only = True``, the default): only the last position is read out, so the last layer
 computes only that query (and its MLP / LayerNorm on that position); keys and values still cover every position.
@@ -46,6 +49,53 @@ def sinusoidal_positions(length: int, d_model: int) -> Tensor:
     return pe
 
 
+# Longest sequence for which the CPU training forward uses ``_AttentionCore`` rather than
+# ``scaled_dot_product_attention``. Measured on a 2-core Xeon, one thread, forward + backward, causal (docs/PERFORMANCE.md):
+# at L = 65 the core takes 0.73x (d = 16) / 0.76x (d = 64) of SDPA's time, at L = 129 about the same or 0.7x, at
+# L = 257 and beyond the fused kernel wins (it never materialises the L x L scores).
+CORE_MAX_LEN = 160
+
+
+class _AttentionCore(torch.autograd.Function):
+    """softmax(q k^T + bias) v for [B, Lq, d] inputs (q already scaled by 1/sqrt(d_qk)), with a hand-written backward.
+
+    Exactly the attention of the hand-written path (§2.4), computed with the fewest passes over memory that plain
+    torch ops allow on a CPU: one ``baddbmm`` (the mask is an additive 0 / -inf bias), a softmax, one
+    ``bmm``; the backward is four ``bmm`` and one softmax backward, with no copies or scalings of the L x L tensors.
+    For short sequences it beats the CPU flash kernel, which works in blocks meant for long ones. ``forward`` also
+    returns the probabilities (not differentiable) so that ``setup_context`` can keep them for the backward.
+    """
+
+    generate_vmap_rule = True  # so that it also runs under torch.func.vmap (stacked training)
+
+    @staticmethod
+    def forward(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None) -> tuple[Tensor, Tensor]:
+        s = torch.baddbmm(bias, q, k.transpose(1, 2)) if bias is not None else torch.bmm(q, k.transpose(1, 2))
+        p = s.softmax(dim=-1)
+        return torch.bmm(p, v), p
+
+    @staticmethod
+    def setup_context(ctx, inputs, output) -> None:
+        q, k, v, _ = inputs
+        p = output[1]
+        ctx.mark_non_differentiable(p)
+        ctx.save_for_backward(q, k, v, p)
+
+    @staticmethod
+    def backward(ctx, dy: Tensor, _dp: Tensor):
+        q, k, v, p = ctx.saved_tensors
+        dy = dy.contiguous()
+        dv = torch.bmm(p.transpose(1, 2), dy)
+        dp = torch.bmm(dy, v.transpose(1, 2))
+        ds = torch.ops.aten._softmax_backward_data(dp, p, -1, p.dtype)
+        return torch.bmm(ds, k), torch.bmm(ds.transpose(1, 2), q), dv, None
+
+
+def attention_core(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None) -> Tensor:
+    """``_AttentionCore``: softmax(q k^T + bias) v for [B, Lq, d] inputs, q pre-scaled."""
+    return _AttentionCore.apply(q, k, v, bias)[0]
+
+
 class Attention(nn.Module):
     """Multi-head attention. Queries and keys have d_qk dimensions per head, values d_model / n_heads."""
 
@@ -57,15 +107,32 @@ class Attention(nn.Module):
         self.v = nn.Linear(d_model, d_model)
         self.o = nn.Linear(d_model, d_model)
 
-    def forward(self, xq: Tensor, xkv: Tensor, mask: Tensor | None, need_attn: bool) -> tuple[Tensor, Tensor | None]:
-        """xq [N, Lq, D] (the inputs at the last Lq positions), xkv [N, L, D], mask bool [Lq, L] (True = may attend).
+    def forward(
+        self, xq: Tensor, xkv: Tensor, mask: Tensor | None, need_attn: bool, kernel: str = "sdpa",
+        bias: Tensor | None = None,
+    ) -> tuple[Tensor, Tensor | None]:
+        """xq [N, Lq, D] (the inputs at the last Lq positions), xkv [N, L, D], mask bool [Lq, L] (True = may attend;
+        None = attend everywhere). ``kernel`` (when ``need_attn`` is False): ``"sdpa"`` or ``"core"``
+        (``_AttentionCore``, which takes the mask as the additive ``bias`` [Lq, L]).
 
         Returns the output [N, Lq, D] and the probabilities [N, H, Lq, L] (None when need_attn is False).
         """
-        q = self.q(xq).unflatten(-1, (self.n_heads, self.d_qk)).transpose(-3, -2)  # [N, H, Lq, d_qk]
-        k = self.k(xkv).unflatten(-1, (self.n_heads, self.d_qk)).transpose(-3, -2)  # [N, H, L, d_qk]
-        v = self.v(xkv).unflatten(-1, (self.n_heads, self.d_v)).transpose(-3, -2)  # [N, H, L, d_v]
-        scale = 1.0 / math.sqrt(self.d_qk)
+        H, scale = self.n_heads, 1.0 / math.sqrt(self.d_qk)
+        if not need_attn and kernel == "core":
+            # Fold 1/sqrt(d_qk) into the query projection (a [D, D] scaling instead of one over the scores).
+            q = F.linear(xq, self.q.weight * scale, self.q.bias * scale)
+            k, v = self.k(xkv), self.v(xkv)
+            if H == 1:
+                y = attention_core(q, k, v, bias)  # [N, Lq, D]
+            else:
+                N, Lq, L = xq.shape[0], xq.shape[1], xkv.shape[1]
+                heads = lambda t, n, d: t.unflatten(-1, (H, d)).transpose(1, 2).reshape(N * H, n, d)  # noqa: E731
+                y = attention_core(heads(q, Lq, self.d_qk), heads(k, L, self.d_qk), heads(v, L, self.d_v), bias)
+                y = y.unflatten(0, (N, H)).transpose(1, 2).flatten(-2)
+            return self.o(y), None
+        q = self.q(xq).unflatten(-1, (H, self.d_qk)).transpose(-3, -2)  # [N, H, Lq, d_qk]
+        k = self.k(xkv).unflatten(-1, (H, self.d_qk)).transpose(-3, -2)  # [N, H, L, d_qk]
+        v = self.v(xkv).unflatten(-1, (H, self.d_v)).transpose(-3, -2)  # [N, H, L, d_v]
         if need_attn:
             scores = (q @ k.transpose(-2, -1)) * scale  # [N, H, Lq, L]
             if mask is not None:
@@ -74,7 +141,9 @@ class Attention(nn.Module):
             y = attn @ v
         else:
             attn = None
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)
+            causal = mask is not None and mask.shape[0] == mask.shape[1]  # a full causal mask: use the flag
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=None if causal else mask, is_causal=causal,
+                                               scale=scale)
         y = y.transpose(-3, -2).flatten(-2)  # [N, Lq, D]
         return self.o(y), attn
 
@@ -101,11 +170,21 @@ class Block(nn.Module):
         self.ln2 = nn.LayerNorm(d_model) if (layernorm and mlp) else nn.Identity()
         self.mlp = MLP(d_model, mlp_factor * d_model) if mlp else None
 
-    def forward(self, h: Tensor, n_q: int, mask: Tensor | None, need_attn: bool) -> tuple[Tensor, Tensor | None]:
+    def forward(
+        self, h: Tensor, n_q: int, mask: Tensor | None, need_attn: bool, kernel: str = "sdpa",
+        bias: Tensor | None = None,
+    ) -> tuple[Tensor, Tensor | None]:
         """h [N, L, D] -> the new stream at the last n_q positions [N, n_q, D], and the attention."""
         x = self.ln1(h)
-        a, attn = self.attn(x[:, -n_q:], x, mask, need_attn)
-        h = h[:, -n_q:] + a if self.residual else a
+        if n_q == h.shape[1]:
+            hq, xq = h, x
+        else:
+            # One slice of the stream feeds both the queries and the skip connection (LayerNorm acts per position,
+            # so ln1(h[:, -n_q:]) = ln1(h)[:, -n_q:]): autograd then scatters one gradient back, not two.
+            hq = h[:, -n_q:]
+            xq = hq if isinstance(self.ln1, nn.Identity) else self.ln1(hq)
+        a, attn = self.attn(xq, x, mask, need_attn, kernel, bias)
+        h = hq + a if self.residual else a
         if self.mlp is not None:
             m = self.mlp(self.ln2(h))
             h = h + m if self.residual else m
@@ -116,7 +195,7 @@ class Transformer(nn.Module):
     """``forward(x) -> (out [N, out_dim], attn: list of [N, H, Lq, L], one per layer)``.
 
     x is long [N, L] token ids (``input='embedding'``, needs vocab_size) or float [N, L, in_dim] vectors
-    (``input='linear'``, needs in_dim), with L <= seq_len. Attributes ``need_attn`` and ``readout_only`` may be
+    (``input='linear'``, needs in_dim), with L <= seq_len. Attributes ``need_attn``, ``readout_only`` and ``attn_kernel`` may be
     changed after construction.
     """
 
@@ -143,6 +222,7 @@ class Transformer(nn.Module):
         tie_embeddings: bool = False,
         need_attn: bool = True,
         readout_only: bool = True,
+        attn_kernel: str = "auto",
         generator: torch.Generator | None = None,
     ):
         super().__init__()
@@ -150,6 +230,7 @@ class Transformer(nn.Module):
             raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
         self.need_attn = need_attn
         self.readout_only = readout_only
+        self.attn_kernel = attn_kernel
         self.causal = causal
 
         if input == "embedding":
@@ -172,6 +253,9 @@ class Transformer(nn.Module):
         else:
             raise ValueError(f"pos_enc must be 'sinusoidal', 'learned' or 'none', got {pos_enc!r}")
         self.register_buffer("mask", torch.ones(seq_len, seq_len, dtype=torch.bool).tril(), persistent=False)
+        # The same mask as an additive bias (0 where attending, -inf elsewhere), for ``_AttentionCore``.
+        self.register_buffer("mask_bias", torch.zeros(seq_len, seq_len).masked_fill(~self.mask, float("-inf")),
+                             persistent=False)
 
         d_qk = d_qk or d_model // n_heads
         self.blocks = nn.ModuleList(
@@ -215,17 +299,28 @@ class Transformer(nn.Module):
         if isinstance(self.pos, nn.Parameter):
             nn.init.normal_(self.pos, 0.0, std, generator=generator)
 
+    def kernel_for(self, device: torch.device, L: int) -> str:
+        """The attention kernel a training forward (``need_attn = False``) uses: ``attn_kernel``, or for ``"auto"``
+        ``"core"`` on CPUs up to ``CORE_MAX_LEN`` positions and ``"sdpa"`` otherwise (CUDA, long sequences)."""
+        if self.attn_kernel != "auto":
+            return self.attn_kernel
+        return "core" if device.type == "cpu" and L <= CORE_MAX_LEN else "sdpa"
+
     def forward(self, x: Tensor) -> tuple[Tensor, list[Tensor | None]]:
         h = self.embed(x)  # [N, L, D]
         L = h.shape[-2]
         if self.pos is not None:
             h = h + self.pos[:L]
+        kernel = "sdpa" if self.need_attn else self.kernel_for(h.device, L)
         attns = []
         for i, block in enumerate(self.blocks):
             last = i == len(self.blocks) - 1
             n_q = 1 if (last and self.readout_only) else L  # queries at the last n_q positions
-            mask = self.mask[L - n_q : L, :L] if self.causal else None
-            h, attn = block(h, n_q, mask, self.need_attn)
+            # The last query position sees every position: no mask needed when only it is computed.
+            causal = self.causal and n_q > 1
+            mask = self.mask[L - n_q : L, :L] if causal else None
+            bias = self.mask_bias[L - n_q : L, :L] if causal and kernel == "core" else None
+            h, attn = block(h, n_q, mask, self.need_attn, kernel, bias)
             attns.append(attn)
         z = self.ln_f(h[:, -1])
         out = self.unembed(z) if self.unembed is not None else z @ self.embed.weight.T  # [N, out_dim]

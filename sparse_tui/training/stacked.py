@@ -248,6 +248,7 @@ def train_stacked(
     template = copy.deepcopy(members[0].model)  # its parameters are never used: functional_call swaps them in
     if hasattr(template, "need_attn"):
         template.need_attn = not (device.type == "cuda" if fused_attention is None else fused_attention)
+        template.attn_kernel = "sdpa"  # _AttentionCore has no vmap rule; the CPU stack keeps the probabilities path
     names = [n for n, _ in template.named_parameters()]
     stacked = {
         n: torch.stack([dict(mb.model.named_parameters())[n].detach() for mb in members]).requires_grad_(True)
