@@ -22,8 +22,10 @@ For each suite and device it times, each in a fresh child process (so peak memor
 It reports wall time, model-steps/s, the ratio to the plain loop, peak memory, and the fraction of the machine's
 measured matmul throughput (a large float32 matmul timed in the same run) that the training steps reach:
 training FLOPs (matmuls, counted with torch.utils.flop_counter on one step of every run) divided by wall time.
-It also times a single N = 64 blog model alone (one thread, and default threads) against the matmul throughput
-with the same thread count. The load average is printed: other processes on the machine disturb the timings.
+It also times a single N = 64 blog model alone (one thread, and default threads) against a matmul timed in the
+same child process with the same thread count. On CPU it prints the best ratio that one single-thread process per
+core could reach (the one-thread plain loop divided by the core count, over the plain loop). The load average is
+printed: other processes on the machine disturb the timings.
 """
 
 from __future__ import annotations
@@ -213,9 +215,14 @@ def phase_single(args) -> dict:
                 torch.cuda.synchronize()
             marks[step] = time.perf_counter()
 
+    # The matmul reference is timed in this child, just before and after the model, with the same thread count:
+    # the machine's speed drifts by 10-20% over minutes on a shared host, and a ratio needs both sides together.
+    threads = torch.get_num_threads()
+    mm_before = matmul_gflops(threads, args.device)
     train_run(cfg, device=args.device, logger=RunLogger(), on_step=on_step)
     per_step = (marks[steps - 1] - marks[10]) / (steps - 1 - 10)
-    return {"s_per_step": per_step, "threads": torch.get_num_threads(), "flops": step_flops(cfg, args.device)}
+    mm = max(mm_before, matmul_gflops(threads, args.device))
+    return {"s_per_step": per_step, "threads": threads, "flops": step_flops(cfg, args.device), "matmul_gflops": mm}
 
 
 def child(phase: str, **kw) -> dict:
@@ -287,11 +294,12 @@ def main() -> None:
         if "cpu" not in devices:
             break
         r = child("single", device="cpu", threads=th, quick=args.quick)
-        ref = mm["cpu_1"] if r["threads"] == 1 else mm.get(f"cpu_{r['threads']}", mm[f"cpu_{cores}"])
+        ref = r["matmul_gflops"]
         frac = r["flops"] / r["s_per_step"] / 1e9 / ref
         line = (
             f"single blog model N=64 on cpu, {r['threads']} thread(s): {1 / r['s_per_step']:.1f} steps/s, "
-            f"{r['flops'] / r['s_per_step'] / 1e9:.1f} GFLOP/s = {frac:.2f} of the {r['threads']}-thread matmul"
+            f"{r['flops'] / r['s_per_step'] / 1e9:.1f} GFLOP/s = {frac:.2f} of the {r['threads']}-thread matmul "
+            f"({ref:.0f} GFLOP/s, timed in the same process)"
         )
         print(line)
         results["runs"].append({"suite": "single_n64", "device": "cpu", **r, "matmul_fraction": frac})
@@ -333,6 +341,12 @@ def main() -> None:
                     {"suite": suite, "device": device, "phase": name, "model_steps": steps, "tflop": flops / 1e12,
                      "ratio_to_plain": ratio, "matmul_fraction": frac, **r}
                 )
+            if len(rows) > 1 and rows[1][0] == "plain loop, 1 thread":
+                # One single-thread process per core can at best divide the one-thread time by the core count.
+                bound = rows[1][1]["wall"] / cores / plain["wall"]
+                print(f"  {'':24s} bound for {cores} single-thread processes scaling perfectly: "
+                      f"x{bound:.2f} of plain wall (plain 1 thread / {cores} / plain)")
+                results.setdefault("process_bound", {})[f"{suite}/{device}"] = bound
     print(f"\nload average at end: {load_avg()}")
     results["load_end"] = load_avg()
     if args.json:
