@@ -509,13 +509,9 @@ def fit(
     if bootstrap < 0:
         raise fail("--bootstrap: must be >= 0")
     store = _open_store(runs_dir)
-    try:
-        variables = fitreport.parse_vars(vars_)
-        ties = fitreport.parse_tie(tie)
-        filters = fitreport.parse_where(where)
-        sel = fitreport.select_runs(store, preset=preset, batch=batch, run_ids=list(run_ids or []), where=filters)
-        rep = fitreport.fit_runs(sel, variables, target=target, tie=ties, bootstrap=bootstrap, seed=seed,
-                                 paper=None if paper == "none" else paper)
+    try:  # the console's Fit panel calls the same function with the same arguments
+        rep = fitreport.fit_store(store, vars_, run_ids=list(run_ids or []), preset=preset, batch=batch, where=where,
+                                  tie=tie, bootstrap=bootstrap, seed=seed, target=target, paper=paper)
     except (fitreport.FitError, ValueError) as e:
         raise _fit_error(e) from None
     if as_json:

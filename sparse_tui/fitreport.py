@@ -55,6 +55,7 @@ __all__ = [
     "select_runs",
     "select_rows",
     "fit_runs",
+    "fit_store",
     "format_fit_report",
     "theory_point",
     "format_theory_point",
@@ -401,6 +402,21 @@ def fit_runs(selection: Selection | Sequence[Mapping[str, Any]], variables: Sequ
 
     key = _auto_paper(res) if paper == "auto" else paper
     return FitReport(selection=selection, result=res, comparison=cmp_rows, paper=key)
+
+
+def fit_store(store: Any, variables: str | Sequence[str] = "d,T", *, run_ids: Sequence[str] = (),
+              preset: str | None = None, batch: str | None = None, where: Iterable[str] = (),
+              tie: str | None = None, bootstrap: int = 0, seed: int = 0, target: str = "plateau_step",
+              paper: str | None = "auto") -> FitReport:
+    """``sparse-tui fit`` from its arguments as typed (``variables`` 'd,T', ``tie`` 'd:0.5,T:1', ``where``
+    ['task.B=2'], ``paper`` 'auto' / 'none' / a key): parse them, select the runs of ``store`` and fit. The one way to
+    fit runs of a store: the CLI command and the console's Fit panel both call this, so they show the same numbers.
+    Raises ``FitError`` with a one-line message."""
+    if bootstrap < 0:
+        raise FitError("--bootstrap: must be >= 0")
+    sel = select_runs(store, preset=preset, batch=batch, run_ids=list(run_ids or []), where=parse_where(where))
+    return fit_runs(sel, parse_vars(variables), target=target, tie=parse_tie(tie), bootstrap=bootstrap, seed=seed,
+                    paper=None if paper in (None, "none") else paper)
 
 
 def _fmt(x: Any, spec: str = ".4g") -> str:

@@ -24,7 +24,7 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.css.query import NoMatches
-from textual.widgets import Footer, Header, TabbedContent, TabPane
+from textual.widgets import Header, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from sparse_tui.exitcodes import ExitCode
@@ -33,6 +33,7 @@ from sparse_tui.tui.messages import AttentionData, CurvesData, Done, FitDone, Gp
 from sparse_tui.tui.widgets.attention_map import AttentionPanel
 from sparse_tui.tui.widgets.curves import CurvesPanel
 from sparse_tui.tui.widgets.fit_panel import FitPanel
+from sparse_tui.tui.widgets.keys_footer import KeysFooter
 from sparse_tui.tui.widgets.phase_diagram import PhasePanel
 from sparse_tui.tui.widgets.presets_panel import PresetsPanel
 from sparse_tui.tui.widgets.run_table import RunsPanel
@@ -121,6 +122,7 @@ class SparseTuiApp(App[int]):
         self._wake = threading.Event()
         self._gpu_text = ""
         self._theory_cache: dict[str, tuple[list[float], list[float]]] = {}
+        self._active_panel = None  # the .panel shown with focus (see _sync_active_panel)
 
     # -- layout --------------------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -133,7 +135,7 @@ class SparseTuiApp(App[int]):
                         yield PresetsPanel(self.presets_dir, self.preset, self.overrides, id=pid)
                     else:
                         yield cls(id=pid, classes="panel")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         try:
@@ -190,6 +192,32 @@ class SparseTuiApp(App[int]):
             panel.focus()
         self._panel_shown(pid)
 
+    # -- focus highlight ---------------------------------------------------------------------------------------------
+    def on_descendant_focus(self, event) -> None:
+        self._sync_active_panel()
+
+    def on_descendant_blur(self, event) -> None:
+        self.call_later(self._sync_active_panel)  # focus may have left every panel (the next focus event fixes it)
+
+    def _sync_active_panel(self) -> None:
+        """Put ``-active`` (the highlighted round border, app.tcss) on the innermost ``.panel`` holding the focus of
+        the main screen, touching classes only when that panel changes: a class change restyles the panel's subtree,
+        which for the preset form is ~340 widgets (that, and :focus-within, made each Tab take ~1 s)."""
+        if not self.screen_stack:
+            return
+        focused = self.screen_stack[0].focused  # the main screen's focus, kept while a dialog is open
+        panel = None
+        if focused is not None and focused.is_attached:
+            panel = next((w for w in focused.ancestors_with_self if w.has_class("panel")), None)
+        old = self._active_panel
+        if panel is old:
+            return
+        if old is not None:
+            old.remove_class("-active")
+        if panel is not None:
+            panel.add_class("-active")
+        self._active_panel = panel
+
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
         pid = (event.pane.id or "").removeprefix("tab-")
@@ -217,7 +245,9 @@ class SparseTuiApp(App[int]):
         from sparse_tui.tui.widgets.preset_form import PresetForm  # noqa: F401
 
         groups.append(("Presets form", [Binding("tab, shift+tab", "", "next / previous field"),
-                                        Binding("enter", "", "open a choice list / add a sweep key")]))
+                                        Binding("down, up", "", "next / previous field (also on a closed list)"),
+                                        Binding("enter, space", "", "open a choice list"),
+                                        Binding("enter", "", "add a sweep key (on its line)")]))
         self.push_screen(HelpScreen(groups))
 
     # -- selection -----------------------------------------------------------------------------------------------
@@ -527,25 +557,56 @@ class SparseTuiApp(App[int]):
         shorts = [short_name(k) for k in keys]
         return [s if shorts.count(s) == 1 else k for s, k in zip(shorts, keys)]
 
-    def fit_runs(self, query: str, variables: list[str]) -> None:
-        recs = self._fit_records(query)
-        if not recs:
+    def fit_request(self, query: str, variables: list[str], options: str = "") -> Any:
+        """The ``sparse-tui fit`` arguments for the panel's fields: the marked runs (their ids), else the runs of
+        the current run's preset (--preset), else the runs matching the filter words (their ids); ``options`` adds
+        --tie / --bootstrap / --seed / --target / --paper / --where / --preset / --batch. None when nothing matches.
+        Raises ``FitError`` for a bad options line."""
+        from sparse_tui.tui.render import FitRequest, parse_fit_options
+
+        opts = parse_fit_options(options)
+        req = FitRequest(list(variables), **opts)
+        if not query and self.marked:
+            req.run_ids = list(self.marked)
+        elif not query:
+            cur = next((r for r in self.records if r.run_id == self.current), None)
+            if cur is not None and "preset" not in opts and cur.preset:
+                req.preset = cur.preset
+            elif cur is not None and not cur.preset:
+                req.run_ids = [r.run_id for r in self._fit_records(query)]
+        else:
+            req.run_ids = [r.run_id for r in self._fit_records(query)]
+            if not req.run_ids:
+                return None
+        return req
+
+    def fit_runs(self, query: str, variables: list[str], options: str = "") -> None:
+        from sparse_tui.fitreport import FitError
+
+        try:
+            req = self.fit_request(query, variables, options)
+        except FitError as e:
+            self.query_one(FitPanel).show_error(str(e))
+            return
+        if req is None:
             self.query_one(FitPanel).show_error("no runs match")
             return
-        self._fit(recs, variables)
+        self._fit(req)
 
     @work(thread=True, exclusive=True, group="fit", exit_on_error=False)
-    def _fit(self, recs: list[RunRecord], variables: list[str]) -> None:
-        from sparse_tui.fitting import FitError
+    def _fit(self, req: Any) -> None:
+        """``fitreport.fit_store`` with the request's arguments: the code path (and numbers) of ``sparse-tui fit``."""
+        from sparse_tui.fitreport import FitError
         from sparse_tui.tui import render
 
         try:
-            res, comp, plot = render.fit_runs(self.store, recs, variables)
-        except FitError as e:
-            self.post_message(FitDone(None, {}, f"fit failed: {e}"))
+            rep = render.run_fit(self.store, req)
+        except (FitError, ValueError) as e:
+            self.post_message(FitDone(None, {}, f"fit failed: {str(e).splitlines()[0] if str(e) else e!r}",
+                                      request=req))
             return
-        info = f"{res.formula()}  R²={res.r2:.3f}"
-        self.post_message(FitDone(render.fit_table(res, comp), plot, info))
+        info = f"{rep.result.formula()}  R²={rep.result.r2:.3f}"
+        self.post_message(FitDone(render.fit_table(rep, req), render.fit_plot(rep), info, report=rep, request=req))
 
     @guarded
     def on_fit_done(self, msg: FitDone) -> None:

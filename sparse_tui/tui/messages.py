@@ -45,9 +45,11 @@ class AttentionData(Message):
 
 @dataclass
 class FitDone(Message):
-    body: Any  # rich renderable with the table
-    plot: dict  # {"x": forecast, "y": plateau, "line": (xs, ys), "title": ...}
+    body: Any  # rich renderable with the table (None: the fit failed, ``info`` says why)
+    plot: dict  # {"x": forecast, "y": plateau, "fit": law at x, "cx"/"cy": censored}
     info: str
+    report: Any = None  # the fitreport.FitReport (what `sparse-tui fit --json` prints, as an object)
+    request: Any = None  # the render.FitRequest: `sparse-tui fit ` + request.argv() gives the same numbers
 
 
 @dataclass

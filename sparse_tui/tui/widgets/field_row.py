@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, Label, Select, Static
 
@@ -11,6 +12,16 @@ from sparse_tui.tui.form_model import FieldSpec, to_text
 
 def field_id(key: str) -> str:
     return "f-" + key.replace(".", "--")
+
+
+class FieldSelect(Select):
+    """A form drop-down: ↑/↓ move between fields like on an Input (Textual's Select opens on them); Enter or space
+    opens the list, where ↑/↓ pick a choice."""
+
+    BINDINGS = [
+        Binding("down", "app.focus_next", "Next field", show=False),
+        Binding("up", "app.focus_previous", "Previous field", show=False),
+    ]
 
 
 class FieldRow(Vertical):
@@ -42,7 +53,7 @@ class FieldRow(Vertical):
                 opts = [(c, c) for c in s.choices]
                 if value is not Select.NULL and value not in s.choices:
                     opts.append((value, value))
-                yield Select(
+                yield FieldSelect(
                     opts,
                     value=value,
                     allow_blank=True,

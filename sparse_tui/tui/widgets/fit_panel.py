@@ -1,11 +1,14 @@
 """The Fitting panel: power-law fit of plateau length over chosen runs, beside the theory forecast and the paper's fits.
 
-Runs: the marked runs of the Runs panel, else those matching the filter (same syntax as the run table). The fit runs in
-a thread worker through ``sparse_tui.fitting`` (the numbers of ``sparse-tui fit``).
+Runs: the marked runs of the Runs panel, else the runs of the current run's preset, or those matching the filter
+(same syntax as the run table). Options: ``sparse-tui fit``'s (``--tie d:0.5,T:1 --bootstrap 200 --seed 0 --target
+plateau_time --paper none --where task.B=2``). The fit runs in a thread worker through ``fitreport.fit_store``, the
+function behind ``sparse-tui fit``; the panel shows the equivalent command line, which prints the same numbers.
 """
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -21,9 +24,10 @@ class FitPanel(Vertical, can_focus=True):
     BINDINGS = [
         Binding("ctrl+f", "fit", "Fit", priority=True),
         Binding("enter", "fit", "Fit", show=False),
-        Binding("g", "guess", "Guess variables"),
-        Binding("slash", "focus_filter", "Runs filter"),
-        Binding("v", "focus_vars", "Variables"),
+        Binding("g", "guess", "Guess vars"),
+        Binding("slash", "focus_filter", "Runs"),
+        Binding("v", "focus_vars", "Vars"),
+        Binding("o", "focus_options", "Options"),
     ]
     HELP = "Fit"
 
@@ -32,26 +36,37 @@ class FitPanel(Vertical, can_focus=True):
     FitPanel Horizontal.fit-inputs Label { width: 6; color: $text-muted; }
     FitPanel #fit-runs { width: 1fr; }
     FitPanel #fit-vars { width: 1fr; }
-    FitPanel #fit-table { height: auto; max-height: 9; }
+    FitPanel #fit-opts { width: 1fr; }
+    FitPanel #fit-table { height: auto; max-height: 9; text-wrap: nowrap; text-overflow: ellipsis; }
     FitPanel #fit-plot { height: 1fr; min-height: 6; }
     """
 
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
         self.result: FitDone | None = None
+        self.shown = 0  # results and errors shown (tests wait on it)
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="fit-inputs"):
             yield Label("runs")
             yield Input(placeholder="marked, else current preset; or filter words", id="fit-runs", compact=True)
             yield Label(" vars")
-            yield Input(placeholder="e.g. d T B (g guesses)", id="fit-vars", compact=True)
+            yield Input(placeholder="e.g. d T B, d T/B (g guesses)", id="fit-vars", compact=True)
+        with Horizontal(classes="fit-inputs"):
+            yield Label("opts")
+            yield Input(
+                placeholder="--tie d:0.5,T:1 --bootstrap 200 --target plateau_time --where task.B=2",
+                id="fit-opts",
+                compact=True,
+                tooltip="sparse-tui fit options: --tie, --bootstrap, --seed, --target, --paper, --where, --preset, "
+                "--batch",
+            )
         yield Static("Choose runs and variables, then Enter (ctrl+f).", id="fit-table")
         yield PlotextPlot(id="fit-plot")
 
     def on_mount(self) -> None:
         self.border_title = "Fit: plateau length ~ C·Πxᵢ^βᵢ"
-        self.border_subtitle = "enter/ctrl+f fit · g guess vars"
+        self.border_subtitle = "enter/ctrl+f fit · g guess vars · o options"
         self._draw()
 
     @on(Input.Submitted)
@@ -68,7 +83,7 @@ class FitPanel(Vertical, can_focus=True):
             self.app.notify("no variables: type some (e.g. d T) or sweep a parameter", severity="warning")
             return
         self.query_one("#fit-table", Static).update("fitting …")
-        self.app.fit_runs(runs, vars_)
+        self.app.fit_runs(runs, vars_, self.query_one("#fit-opts", Input).value)
 
     def action_guess(self) -> None:
         runs = self.query_one("#fit-runs", Input).value.strip()
@@ -80,14 +95,19 @@ class FitPanel(Vertical, can_focus=True):
     def action_focus_vars(self) -> None:
         self.query_one("#fit-vars", Input).focus()
 
+    def action_focus_options(self) -> None:
+        self.query_one("#fit-opts", Input).focus()
+
     def show_result(self, done: FitDone) -> None:
         self.result = done
+        self.shown += 1
         self.query_one("#fit-table", Static).update(done.body)
         self._draw()
 
     def show_error(self, text: str) -> None:
         self.result = None
-        self.query_one("#fit-table", Static).update(f"[red]{text}[/]")
+        self.shown += 1
+        self.query_one("#fit-table", Static).update(Text(text, style="red"))  # no markup: messages hold [..]
         self._draw()
 
     def _draw(self) -> None:

@@ -148,22 +148,19 @@ class PresetsPanel(Horizontal):
         box.border_subtitle = "ctrl+s save · ctrl+l launch"
         return v
 
-    def on_descendant_blur(self, event) -> None:
-        self.query_one("#form-box").set_class(False, "-active")
-
     def on_descendant_focus(self, event) -> None:
+        # The panel highlight is the app's (-active, set only when focus crosses panels): nothing here may restyle
+        # or re-layout the whole form, this runs on every Tab.
         w = event.widget if hasattr(event, "widget") else None
-        box = self.query_one("#form-box")
-        # a class, not :focus-within: moving between fields must not restyle the whole form
-        box.set_class(w is not None and box in w.ancestors, "-active")
         row = next((a for a in getattr(w, "ancestors", []) if isinstance(a, FieldRow)), None)
         helpw = self.query_one("#field-help", Static)
         if row is not None:
             row.scroll_visible(animate=False)  # keep the focused field on screen (80x24 shows a third of the form)
             err = self.errors.get(row.spec.key)
-            helpw.update(f"[b]{row.spec.key}[/] ({row.spec.type}): {row.spec.help}" + (f"\n[red]{err}[/]" if err else ""))
+            text = f"[b]{row.spec.key}[/] ({row.spec.type}): {row.spec.help}" + (f"\n[red]{err}[/]" if err else "")
+            helpw.update(text, layout=False)  # fixed height 2: no layout pass of the screen
         elif isinstance(w, Input) and w.id == "add-sweep":
-            helpw.update("Add a sweep: KEY = [values], Enter. Runs = product of all sweep lists × seeds.")
+            helpw.update("Add a sweep: KEY = [values], Enter. Runs = product of all sweep lists × seeds.", layout=False)
 
     # -- actions ---------------------------------------------------------------------------------------------------
     def _checked(self):

@@ -1,0 +1,95 @@
+"""The Fit panel fits through ``fitreport.fit_store``, like ``sparse-tui fit``: same runs, same options, same numbers."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from sparse_tui.store import RunStore
+from sparse_tui.tui.widgets.fit_panel import FitPanel
+
+from .conftest import make, run_async, wait_for
+
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "COLUMNS": "200"}
+
+
+def cli_fit_json(runs_dir: Path, argv: list[str]) -> dict:
+    r = subprocess.run([sys.executable, "-m", "sparse_tui", "fit", "--runs-dir", str(runs_dir), *argv, "--json"],
+                       capture_output=True, text=True, timeout=120, env=ENV)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+async def _fit(pilot, fit: FitPanel, runs: str, vars_: str, opts: str) -> None:
+    fit.query_one("#fit-runs").value = runs
+    fit.query_one("#fit-vars").value = vars_
+    fit.query_one("#fit-opts").value = opts
+    shown = fit.shown
+    fit.focus()
+    await pilot.press("enter")
+    await wait_for(pilot, lambda: fit.shown > shown, 60)
+    await pilot.pause(0.1)
+
+
+@run_async
+async def test_fit_panel_numbers_equal_the_cli(synthetic: Path, presets_dir: Path):
+    store = RunStore(synthetic)
+    # one censored run (finished without a plateau) and one failed run with a plateau: the CLI excludes the failed
+    # one and counts the censored one; the panel must do the same
+    toy = [r for r in store.runs(preset="toy-sweep")]
+    slow = max(toy, key=lambda r: r.params["task.d"] * r.params["task.T"])
+    store.con.execute("UPDATE runs SET plateau_step=NULL WHERE run_id=?", (slow.run_id,))
+    other = next(r for r in toy if r.run_id != slow.run_id and r.params["task.d"] != 4)
+    store.con.execute("UPDATE runs SET status='failed' WHERE run_id=?", (other.run_id,))
+    store.con.commit()
+    app = make(synthetic, presets_dir)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.updates >= 1)
+        await pilot.press("2")
+        await pilot.pause(0.2)
+        await pilot.press("down", "down")  # a toy-sweep run: the panel fits its preset (--preset toy-sweep)
+        await pilot.press("5")
+        fit = app.query_one(FitPanel)
+        await wait_for(pilot, lambda: fit.query_one("#fit-vars").value == "d T", 5)
+
+        cases = [
+            ("", "d T", "--tie d:0.5,T:1 --bootstrap 40 --seed 3"),
+            ("", "d T", ""),
+            ("toy", "d, T", "boot=30 --where task.d!=4 --target plateau_time --paper none"),
+        ]
+        for runs, vars_, opts in cases:
+            await _fit(pilot, fit, runs, vars_, opts)
+            done = fit.result
+            assert done is not None and done.report is not None, str(fit.query_one("#fit-table").render())
+            argv = done.request.argv()
+            if not runs:
+                assert argv[:2] == ["--preset", "toy-sweep"]
+            else:  # filter words: the matching runs by id
+                assert set(argv[: len(done.request.run_ids)]) == {r.run_id for r in toy}
+            cli = cli_fit_json(synthetic, argv)
+            panel = json.loads(json.dumps(done.report.to_dict()))
+            assert panel == cli, (opts, argv)
+            assert cli["selection"]["skipped"] == {"failed": 1}
+            assert cli["fit"]["n_censored"] == 1 and "censored = 1" in str(fit.query_one("#fit-table").render())
+            table = str(fit.query_one("#fit-table").render())
+            for v in cli["fit"]["variables"]:
+                assert f"{cli['fit']['exponents'][v]:+.2f}" in table
+            assert f"R² = {cli['fit']['r2']:.3f}" in table
+            assert "skipped 1 failed" in table and "sparse-tui fit" in table
+            if "--bootstrap" in opts or "boot=" in opts:
+                assert cli["fit"]["boot_ci"] and "bootstrap" in table
+            if "--tie" in opts:
+                assert cli["fit"]["tie_scale"] is not None and f"tied s = {cli['fit']['tie_scale']:.3f}" in table
+        # the same arguments, different seeds: different bootstrap intervals (the seed reaches the fit)
+        b1 = done.report.result.boot_ci
+        await _fit(pilot, fit, "toy", "d T", "boot=30 --seed 7 --where task.d!=4 --target plateau_time --paper none")
+        assert fit.result.report.result.boot_ci != b1
+        # a bad option line is one red line in the panel, not a crash
+        await _fit(pilot, fit, "", "d T", "--tie d")
+        assert fit.result is None and "VAR:RATIO" in str(fit.query_one("#fit-table").render())
+        await _fit(pilot, fit, "", "d T", "--frobnicate 3")
+        assert "unknown '--frobnicate'" in str(fit.query_one("#fit-table").render())
+    assert app.errors == []
