@@ -245,6 +245,7 @@ class SparseTuiApp(App[int]):
         from sparse_tui.tui.widgets.preset_form import PresetForm  # noqa: F401
 
         groups.append(("Presets form", [Binding("tab, shift+tab", "", "next / previous field"),
+                                        Binding("escape", "", "back to the preset list (then 1-6 switch panels)"),
                                         Binding("down, up", "", "next / previous field (also on a closed list)"),
                                         Binding("enter, space", "", "open a choice list"),
                                         Binding("enter", "", "add a sweep key (on its line)")]))

@@ -22,6 +22,8 @@ class PresetsPanel(Horizontal):
         Binding("ctrl+d", "diff", "Diff", priority=True),
         Binding("ctrl+l", "launch", "Launch", priority=True),
         Binding("ctrl+r", "revert", "Revert", priority=True),
+        # Digits are typed into a text field, so 1-6 cannot switch panels from the form: Esc leaves it for the list.
+        Binding("escape", "leave_form", "To the list", show=False),
     ]
     HELP = "Presets"
 
@@ -222,6 +224,14 @@ class PresetsPanel(Horizontal):
         from sparse_tui.tui.screens.diff import DiffScreen
 
         self.app.push_screen(DiffScreen(self.draft.path.name, self.draft.diff()))
+
+    def action_leave_form(self) -> None:
+        """Esc in the form: focus the preset list (from there 1-6 switch panels). An open drop-down closes itself
+        first: its overlay handles Esc before this panel sees it."""
+        form_box = self.query_one("#form-box")
+        focused = self.app.focused
+        if focused is not None and form_box in focused.ancestors:
+            self.query_one("#preset-list", ListView).focus()
 
     async def action_revert(self) -> None:
         if self.draft is None:
