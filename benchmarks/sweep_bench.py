@@ -169,15 +169,15 @@ def phase_scheduler(args) -> dict:
     from sparse_tui.training.scheduler import plan
 
     specs = load_specs(args.suite, args.quick, args.device)
+    if args.device.startswith("cuda"):
+        torch.cuda.reset_peak_memory_stats()
+    t = time.perf_counter()  # planning counts: `auto` may time a few training steps before it chooses
     p = plan(specs, args.schedule, args.device)
     with tempfile.TemporaryDirectory() as tmp:
         store = RunStore(Path(tmp) / "runs")
         batch, ids = store.create_runs(specs)
         if p.threads and p.workers == 1:
             torch.set_num_threads(p.threads)
-        if args.device.startswith("cuda"):
-            torch.cuda.reset_peak_memory_stats()
-        t = time.perf_counter()
         runner.run_batch(store, batch, workers=p.workers, group=p.group, device=args.device)
         if args.device.startswith("cuda"):
             torch.cuda.synchronize()

@@ -164,27 +164,32 @@ def run(
     from sparse_tui.store import RunStore
 
     store = RunStore(_runs_dir(runs_dir))
-    from sparse_tui.training.scheduler import plan
-
     if detach:
-        batch_id, ids, pid, the_plan = runner.start_detached(
+        batch_id, ids, pid = runner.start_detached(
             store, specs, schedule=schedule, workers=n_workers or None, device=device
         )
-        out.print(the_plan.describe(), markup=False)
         out.print(f"batch {batch_id}: {len(ids)} run(s) started in the background (pid {pid})")
-        out.print(f"log: {runner.log_path(store, batch_id)}")
+        out.print(f"log: {runner.log_path(store, batch_id)} (its first line is the schedule the coordinator chose)")
         raise typer.Exit(0)
-    the_plan = plan(specs, schedule, device)
-    if n_workers == 0:
-        n_workers = the_plan.workers
-    group = the_plan.group
+    workers, group = _apply_plan(specs, schedule, n_workers, device)
     batch_id, ids = store.create_runs(specs)
+    _train_batch(store, batch_id, workers, device, group)
+
+
+def _apply_plan(specs, schedule: str, n_workers: int, device: Optional[str]) -> tuple[int, int]:
+    """Ask the sweep scheduler for the plan (``--workers N`` overrides its worker count), print it, and set this
+    process's torch threads when it trains in-process. Returns (workers, group). Used by ``run --headless`` and by
+    the coordinator of detached batches (``work``), so both make the same choice the same way."""
+    from sparse_tui.training.scheduler import plan
+
+    the_plan = plan(specs, schedule, device)
+    workers = n_workers or the_plan.workers
     err.print(the_plan.describe(), markup=False)
-    if n_workers == 1 and the_plan.threads:  # in-process training: the plan's thread count (1 on a busy CPU)
+    if workers == 1 and the_plan.threads:  # in-process training: the plan's thread count
         import torch
 
         torch.set_num_threads(the_plan.threads)
-    _train_batch(store, batch_id, n_workers, device, group)
+    return workers, the_plan.group
 
 
 def _train_batch(store, batch_id: str, workers: int, device: Optional[str], group: int = 1) -> None:
@@ -240,21 +245,21 @@ def _summary_table(runs) -> None:
 def work(
     batch_id: str = typer.Argument(...),
     runs_dir: Optional[Path] = RunsDirOpt,
-    workers: int = typer.Option(1, "--workers"),
+    workers: int = typer.Option(0, "--workers", help="0: as the sweep scheduler plans."),
     device: Optional[str] = typer.Option(None, "--device"),
-    group: int = typer.Option(1, "--group", help="Train up to this many same-shape runs stacked."),
+    group: int = typer.Option(0, "--group", help="Stacks of up to this many same-shape runs (0: as planned)."),
+    schedule: str = typer.Option("auto", "--schedule"),
 ) -> None:
-    """Coordinator of a detached batch (started by run --detach and by the console)."""
+    """Coordinator of a detached batch (started by run --detach and by the console): plans when the runs start."""
+    from sparse_tui import runner
+
     store = _open_store(runs_dir)
-    if workers <= 1 and group <= 1:  # trains in this process: one thread if the CPU's cores are busy (scheduler)
-        from sparse_tui.training.scheduler import single_process_threads
-
-        threads = single_process_threads(device)
-        if threads:
-            import torch
-
-            torch.set_num_threads(threads)
-    _train_batch(store, batch_id, workers, device, group)
+    if workers == 0 or group == 0:
+        specs = runner.batch_specs(store, batch_id)
+        if specs:
+            planned_workers, planned_group = _apply_plan(specs, schedule, workers, device)
+            workers, group = planned_workers, group or planned_group
+    _train_batch(store, batch_id, max(1, workers), device, max(1, group))
 
 
 @app.command(hidden=True)

@@ -206,18 +206,20 @@ def _run_with_workers(
         procs = [p for p in procs if p.poll() is None]
 
 
-def detach(store: RunStore, batch_id: str, *, workers: int = 1, device: str | None = None, group: int = 1) -> int:
+def detach(
+    store: RunStore, batch_id: str, *, workers: int = 0, device: str | None = None, group: int = 0,
+    schedule: str = "auto",
+) -> int:
     """Start ``python -m sparse_tui work BATCH`` in its own session, logging to RUNS_DIR/logs/BATCH.log.
 
+    ``workers`` / ``group`` 0: the coordinator asks the sweep scheduler (``schedule``) when the runs start.
     Returns the coordinator's pid. The process survives the caller (TUI quit, SSH hangup)."""
     logs = store.runs_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "sparse_tui", "work", batch_id, "--runs-dir", str(store.runs_dir)]
-    cmd += ["--workers", str(workers)]
+    cmd += ["--workers", str(workers), "--group", str(group), "--schedule", schedule]
     if device:
         cmd += ["--device", device]
-    if group > 1:
-        cmd += ["--group", str(group)]
     log = open(logs / f"{batch_id}.log", "ab")
     proc = subprocess.Popen(
         cmd,
@@ -239,16 +241,29 @@ def start_detached(
     schedule: str = "auto",
     workers: int | None = None,
     device: str | None = None,
-):
-    """Record ``specs`` as a new batch and start it in the background with the sweep scheduler's plan.
+) -> tuple[str, list[str], int]:
+    """Record ``specs`` as a new batch and start it in the background; the coordinator asks the sweep scheduler
+    for the plan when the runs start (it may time a few training steps: ``scheduler.plan``), and writes it as
+    the first line of the batch's log.
 
-    The one launch path of ``sparse-tui run --detach`` and of the console. Returns (batch_id, run_ids, pid, plan)."""
-    from sparse_tui.training.scheduler import plan
+    The one launch path of ``sparse-tui run --detach`` and of the console. Returns (batch_id, run_ids, pid)."""
+    from sparse_tui.training.scheduler import SCHEDULES
 
-    the_plan = plan(specs, schedule, device)
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
     batch_id, ids = store.create_runs(specs)
-    pid = detach(store, batch_id, workers=workers or the_plan.workers, device=device, group=the_plan.group)
-    return batch_id, ids, pid, the_plan
+    pid = detach(store, batch_id, workers=workers or 0, device=device, schedule=schedule)
+    return batch_id, ids, pid
+
+
+def batch_specs(store: RunStore, batch_id: str) -> list:
+    """The queued runs of a batch as objects with a ``.config`` (what ``scheduler.plan`` reads)."""
+    from types import SimpleNamespace
+
+    from sparse_tui.presets import config_from_json
+
+    return [SimpleNamespace(config=config_from_json(r.config))
+            for r in store.runs(batch_id=batch_id, status="queued", reap=False)]
 
 
 def batch_done(store: RunStore, batch_id: str) -> bool:

@@ -5,10 +5,13 @@ of three schedules (``sparse-tui run --schedule auto|sequential|processes|stacke
 
 * ``sequential``: one process trains the runs one after another (torch's default thread count).
 * ``processes``: one worker process per idle core, one torch thread each; every worker claims runs from the
-  store and trains them alone. On CPUs this is what pays (docs/PERFORMANCE.md): small models do not use two
-  threads well, and two threads (or two processes) on cores other processes keep busy oversubscribe them, so a
-  busy machine (fewer than 2 idle cores, measured over 0.3 s from /proc/stat) gets a single single-thread
-  process instead.
+  store and trains them alone. On CPUs this pays for small models (docs/PERFORMANCE.md), which do not use
+  several threads well. Whether it pays is measured, not assumed: ``auto`` times a few training steps of a
+  typical run of the batch with one thread and with one thread per idle core (``measure_thread_speedup``) and
+  keeps one process with all those threads when that is predicted to finish first (large models, e.g. the
+  paper's 4-layer d_model 256 Transformer, use the threads almost perfectly). Two threads (or two processes)
+  on cores other processes keep busy oversubscribe them, so a busy machine (fewer than 2 idle cores, measured
+  over 0.3 s from /proc/stat) gets a single single-thread process.
 * ``stacked``: runs that share a ``stacked.group_key`` (same shapes, optimiser and step count; any seed, lr,
   schedule, clipping, weight decay, data) are trained together as one stacked model (``stacked.train_stacked``).
   On GPUs this is the default: one process, groups as large as fit the device memory (``group_size``),
@@ -31,6 +34,9 @@ SCHEDULES = ("auto", "sequential", "processes", "stacked")
 MEMORY_FRACTION = 0.7
 # Upper bound on models per stack: past this, a step is already large enough to fill a GPU.
 MAX_GROUP = 256
+# Seconds a worker process needs before its first step (interpreter, torch import, store): charged to the
+# ``processes`` schedule when ``auto`` compares it with one multi-threaded process.
+WORKER_START_SECONDS = 2.5
 
 
 @dataclass
@@ -117,15 +123,89 @@ def single_process_threads(device: str | None = None) -> int | None:
     return 1 if idle_cores() < 2 else None
 
 
+def measure_thread_speedup(cfg: RunConfig, threads: int, steps: int = 3, rounds: int = 2) -> tuple[float, float]:
+    """Seconds per training step of ``cfg``'s model on the CPU with one torch thread and with ``threads``, timed now
+    (the best of ``rounds`` blocks of ``steps`` steps each, the two settings alternated so that drift hits both).
+
+    The same step as ``train_run`` (``train_step``, fused attention kernel, the preset's optimiser) on one batch.
+    Leaves the global RNG and the thread count as it found them; trains nothing that is kept."""
+    import math
+    import time
+
+    import torch
+
+    from sparse_tui.models import build_model
+    from sparse_tui.tasks import make_task
+    from sparse_tui.training.trainer import make_optimizer, train_step
+
+    old_threads, rng = torch.get_num_threads(), torch.get_rng_state()
+    try:
+        torch.manual_seed(cfg.seed)
+        task = make_task(cfg, "cpu")
+        model = build_model(cfg, task)
+        if hasattr(model, "need_attn"):
+            model.need_attn = False
+        opt = make_optimizer(model.parameters(), cfg)
+        batch = task.train_batch(cfg.train.batch_size)
+        best = {1: math.inf, threads: math.inf}
+        for rnd in range(rounds + 1):  # round 0 warms up (allocations, kernel choice)
+            for th in (1, threads):
+                torch.set_num_threads(th)
+                t = time.perf_counter()
+                for _ in range(steps if rnd else 1):
+                    train_step(model, opt, batch, task.classification, cfg.train.grad_clip)
+                if rnd:
+                    best[th] = min(best[th], (time.perf_counter() - t) / steps)
+        return best[1], best[threads]
+    finally:
+        torch.set_num_threads(old_threads)
+        torch.set_rng_state(rng)
+
+
+def _typical(cfgs: list[RunConfig]) -> RunConfig:
+    """The run of median estimated size (``estimate_bytes``): what the calibration times."""
+    return sorted(cfgs, key=estimate_bytes)[len(cfgs) // 2]
+
+
+def _cpu_plan(specs: list[RunSpec], cores: int, free: int, speedup: float | None) -> Plan:
+    """``auto`` on a CPU with at least 2 idle cores and 2 runs: one single-thread process per idle core, or one
+    process with one thread per idle core, whichever the measured thread speed-up predicts to finish first."""
+    import math
+
+    n = len(specs)
+    w = min(free, n)
+    cfgs = [s.config for s in specs]
+    idle_txt = f"CPU, {free} of {cores} cores idle"
+    if speedup is None and any(c.model.kind != "transformer" for c in cfgs):  # toy / ODE runs: too small for threads
+        return Plan("processes", w, 1, 1, f"{idle_txt}: one single-thread process each")
+    typical = _typical(cfgs)
+    start = 0.0  # worker start-up, in units of one typical run on one thread
+    if speedup is None:
+        t1, tk = measure_thread_speedup(typical, free)
+        speedup = t1 / tk
+        start = WORKER_START_SECONDS / max(1e-9, typical.train.steps * t1)
+        measured = f"; a typical step {t1 * 1e3:.0f} ms on 1 thread, {tk * 1e3:.0f} ms on {free} (x{speedup:.2f})"
+    else:
+        measured = f"; thread speed-up x{speedup:.2f} (given)"
+    # Predicted wall time, in units of one typical run on one thread: `processes` trains ceil(n / w) runs per
+    # worker after its start-up; one process with `free` threads trains the n runs `speedup` times faster each.
+    procs = math.ceil(n / w) + start
+    threads = n / max(speedup, 1e-9)
+    if procs < threads:
+        return Plan("processes", w, 1, 1, f"{idle_txt}: one single-thread process each{measured}")
+    return Plan("sequential", 1, free, 1, f"{idle_txt}: one process with {free} threads{measured}")
+
+
 def plan(
     specs: list[RunSpec],
     schedule: str = "auto",
     device: str | None = None,
     cores: int | None = None,
     idle: int | None = None,
+    speedup: float | None = None,
 ) -> Plan:
     """The schedule for a batch of runs (see the module docstring). ``cores`` / ``idle`` override the measured
-    core count and idle cores (tests)."""
+    core count and idle cores, ``speedup`` the measured thread speed-up (tests)."""
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
     from sparse_tui.training.stacked import group_key
@@ -144,8 +224,7 @@ def plan(
             return Plan("sequential", 1, None, 1, "GPU, no two runs share shapes")
         free = idle_cores(cores) if idle is None else idle
         if free >= 2:
-            w = min(free, n)
-            return Plan("processes", w, 1, 1, f"CPU, {free} of {cores} cores idle: one single-thread process each")
+            return _cpu_plan(specs, cores, free, speedup)
         return Plan("sequential", 1, 1, 1, f"CPU, {free} of {cores} cores idle: one single-thread process")
     if schedule == "sequential":
         return Plan("sequential", 1, None, 1, "requested")

@@ -417,8 +417,8 @@ class SparseTuiApp(App[int]):
         from sparse_tui import runner
         from sparse_tui.presets import expand
 
-        # the same launch path as `sparse-tui run --detach`: the scheduler's plan, detached processes
-        batch_id, ids, pid, _ = runner.start_detached(self.store, expand(loaded), workers=self.n_workers or None)
+        # the same launch path as `sparse-tui run --detach`: detached processes, planned by the sweep scheduler
+        batch_id, ids, pid = runner.start_detached(self.store, expand(loaded), workers=self.n_workers or None)
         self.post_message(
             Done(f"launched {loaded.name}: batch {batch_id}, {len(ids)} run(s), pid {pid} "
                  f"(log {runner.log_path(self.store, batch_id)})", switch_to="runs")
