@@ -44,6 +44,7 @@ from sparse_tui.training.trainer import (
     RunLogger,
     RunResult,
     attention_snapshot,
+    cpu_float_mode,
     eval_steps,
     lr_factor,
     snapshot_steps,
@@ -227,6 +228,15 @@ def train_stacked(
     if not stackable(cfgs):
         raise ValueError("train_stacked: the runs do not share one group key (shapes / optimiser / steps)")
     device = torch.device(device) if isinstance(device, str) else device
+    with cpu_float_mode(all(c.train.flush_denormal for c in cfgs), device):
+        return _train_stacked(cfgs, device, loggers, should_stop, on_done, on_step, fused_attention)
+
+
+def _train_stacked(cfgs, device, loggers, should_stop, on_done, on_step, fused_attention) -> list[RunResult]:
+    """``train_stacked`` inside the run's CPU float mode."""
+    from sparse_tui.models import build_model
+    from sparse_tui.tasks import make_task
+
     loggers = loggers or [RunLogger() for _ in cfgs]
     M = len(cfgs)
     steps = cfgs[0].train.steps
