@@ -123,12 +123,16 @@ def single_process_threads(device: str | None = None) -> int | None:
     return 1 if idle_cores() < 2 else None
 
 
-def measure_thread_speedup(cfg: RunConfig, threads: int, steps: int = 3, rounds: int = 2) -> tuple[float, float]:
+def measure_thread_speedup(
+    cfg: RunConfig, threads: int, steps: int = 3, rounds: int = 2, budget: float = 0.6
+) -> tuple[float, float]:
     """Seconds per training step of ``cfg``'s model on the CPU with one torch thread and with ``threads``, timed now
     (the best of ``rounds`` blocks of ``steps`` steps each, the two settings alternated so that drift hits both).
+    Large models get fewer steps per block, so that the timed part stays near ``budget`` seconds.
 
-    The same step as ``train_run`` (``train_step``, fused attention kernel, the preset's optimiser) on one batch.
-    Leaves the global RNG and the thread count as it found them; trains nothing that is kept."""
+    The same step as ``train_run`` (``train_step``, fused attention kernel, the preset's optimiser, denormals
+    flushed as the run would) on one batch. Leaves the global RNG, the thread count and the float mode as it found
+    them; trains nothing that is kept."""
     import math
     import time
 
@@ -136,27 +140,33 @@ def measure_thread_speedup(cfg: RunConfig, threads: int, steps: int = 3, rounds:
 
     from sparse_tui.models import build_model
     from sparse_tui.tasks import make_task
-    from sparse_tui.training.trainer import make_optimizer, train_step
+    from sparse_tui.training.trainer import cpu_float_mode, make_optimizer, train_step
 
     old_threads, rng = torch.get_num_threads(), torch.get_rng_state()
     try:
-        torch.manual_seed(cfg.seed)
-        task = make_task(cfg, "cpu")
-        model = build_model(cfg, task)
-        if hasattr(model, "need_attn"):
-            model.need_attn = False
-        opt = make_optimizer(model.parameters(), cfg)
-        batch = task.train_batch(cfg.train.batch_size)
-        best = {1: math.inf, threads: math.inf}
-        for rnd in range(rounds + 1):  # round 0 warms up (allocations, kernel choice)
-            for th in (1, threads):
+        with cpu_float_mode(cfg.train.flush_denormal, torch.device("cpu")):
+            torch.manual_seed(cfg.seed)
+            task = make_task(cfg, "cpu")
+            model = build_model(cfg, task)
+            if hasattr(model, "need_attn"):
+                model.need_attn = False
+            opt = make_optimizer(model.parameters(), cfg)
+            batch = task.train_batch(cfg.train.batch_size)
+
+            def timed(th: int, n: int) -> float:
                 torch.set_num_threads(th)
                 t = time.perf_counter()
-                for _ in range(steps if rnd else 1):
+                for _ in range(n):
                     train_step(model, opt, batch, task.classification, cfg.train.grad_clip)
-                if rnd:
-                    best[th] = min(best[th], (time.perf_counter() - t) / steps)
-        return best[1], best[threads]
+                return (time.perf_counter() - t) / n
+
+            warm = timed(1, 1) + timed(threads, 1)  # allocations, kernel choice
+            n = max(1, min(steps, int(budget / max(1e-9, rounds * warm))))
+            best = {1: math.inf, threads: math.inf}
+            for _ in range(rounds):
+                for th in (1, threads):
+                    best[th] = min(best[th], timed(th, n))
+            return best[1], best[threads]
     finally:
         torch.set_num_threads(old_threads)
         torch.set_rng_state(rng)
