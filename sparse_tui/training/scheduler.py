@@ -115,14 +115,6 @@ def idle_cores(cores: int | None = None, window: float = 0.3) -> int:
     return max(0, min(cores, cores - int(round(load))))
 
 
-def single_process_threads(device: str | None = None) -> int | None:
-    """Torch threads for one process training alone on this machine: 1 on a CPU with fewer than 2 idle cores
-    (a second thread on a busy core stalls every op), else None (torch's default). None on GPUs."""
-    if _device_type([], device) != "cpu":
-        return None
-    return 1 if idle_cores() < 2 else None
-
-
 def measure_thread_speedup(
     cfg: RunConfig, threads: int, steps: int = 3, rounds: int = 2, budget: float = 0.6
 ) -> tuple[float, float]:
@@ -242,11 +234,6 @@ def plan(
         w = max(1, min(cores, n))
         return Plan("processes", w, max(1, cores // w), 1, "requested")
     return Plan("stacked", 1, None, MAX_GROUP, "requested")
-
-
-def choose_workers(specs: list[RunSpec]) -> int:
-    """Worker processes for ``sparse-tui run --workers auto`` (the ``auto`` plan's workers)."""
-    return plan(specs).workers
 
 
 # --------------------------------------------------------------------------------------------------------------
