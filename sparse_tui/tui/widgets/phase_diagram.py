@@ -106,11 +106,13 @@ class PhasePanel(Vertical, can_focus=True):
     def redraw(self, force: bool = False) -> None:
         recs = self._selected()
         self.keys = swept_keys(recs)
+        if len(self.keys) == 1 and len({r.params.get("seed") for r in recs}) > 1:
+            self.keys.append("seed")  # a one-parameter sweep over seeds: one row per seed, one run per cell
         info = self.query_one("#phase-info", Static)
         body = self.query_one("#phase-map", Static)
         if len(self.keys) < 2:
             info.update(
-                f"{len(recs)} run(s); a phase diagram needs runs that differ in two parameters "
+                f"{len(recs)} run(s); a phase diagram needs runs that differ in two parameters (or one and the seed) "
                 f"(found: {', '.join(self.keys) or 'none'}). Sweep two keys in a preset, e.g. model.d_model × train.lr."
             )
             body.update("")
