@@ -150,3 +150,20 @@ def test_sigkill_worker_fails_only_its_run(tiny_preset, runs_dir):
     other = [r for r in RunStore(runs_dir).runs() if r.run_id != victim.run_id]
     assert [r.status for r in other] == ["finished"]
     assert p.returncode == 1  # a run failed
+
+
+def test_detach_returns_at_once_and_the_coordinator_plans_and_trains(tiny_preset, runs_dir):
+    """run --detach records the runs and returns; the detached coordinator asks the scheduler for the plan (the
+    first line of the batch's log) and trains every run to the end."""
+    r = cli("run", str(tiny_preset), "--headless", "--detach", "--runs-dir", str(runs_dir),
+            "--set", "train.steps=60", "--set", "seeds=[0,1]", "--schedule", "sequential")
+    assert r.returncode == 0, r.stderr
+    assert "started in the background" in r.stdout and "log:" in r.stdout
+    store = RunStore(runs_dir)
+    assert _wait_for(lambda: len(store.runs(reap=False)) == 2
+                     and all(x.status == "finished" for x in store.runs(reap=False)), 120)
+    logs = list((runs_dir / "logs").glob("*.log"))
+    assert len(logs) == 1
+    first = logs[0].read_text().splitlines()[0]
+    assert first.startswith("schedule sequential: 1 worker(s)") and "(requested)" in first
+    assert all(len(store.metrics(x.run_id)["test/loss"][0]) >= 2 for x in store.runs(reap=False))
