@@ -75,7 +75,8 @@ class LinregTask(_Section):
 
 
 class RecallTask(_Section):
-    """In-context associative recall (paper §3.1, App. C.1; blog 000_c966266e20f8d9ea.txt).
+    """In-context associative recall (arXiv 2505.17863 §3.1, App. C.1; blog "Sparse attention 6 – In-context
+    associative recall").
 
     n_pairs key-value pairs then a query; the target is the value bound to the query's key.
     """
@@ -98,6 +99,15 @@ class RecallTask(_Section):
     train_size: int = Field(
         0, ge=0, description="Fixed training set size in sequences (the blog uses 10^4); 0 = fresh online samples."
     )
+    values: Literal["permutation", "uniform"] = Field(
+        "permutation",
+        description=(
+            "How each sequence's key -> value map is drawn. permutation: a random permutation of the vocabulary, so "
+            "values in one context are all distinct (arXiv 2505.17863 App. C.1). uniform: each key's value drawn "
+            "independently and uniformly from the vocabulary, so values may repeat (what the blog 'Sparse attention "
+            "6 - In-context associative recall' needs for its Goldilocks zone at 32 pairs; docs/REPRODUCTION.md)."
+        ),
+    )
 
     @model_validator(mode="after")
     def _check(self) -> "RecallTask":
@@ -109,8 +119,8 @@ class RecallTask(_Section):
 
 
 class NearestTask(_Section):
-    """Similar-content extraction (blog 003_40b321c40389bd3f.txt): predict the context token numerically
-    closest to the last token."""
+    """Similar-content extraction (blog "Sparse attention 3 – inefficiency of extracting similar content"): predict
+    the context token numerically closest to the last token."""
 
     kind: Literal["nearest"] = "nearest"
     vocab: int = Field(16, ge=3, description="Vocabulary size V; token k means the number k.")
@@ -141,7 +151,8 @@ class ToyModel(_Section):
 
 
 class TransformerModel(_Section):
-    """A small decoder-style Transformer with readout at the last position (paper Table 1, blog 000_...)."""
+    """A small decoder-style Transformer with readout at the last position (arXiv 2505.17863 Table 1; blog "Sparse
+    attention 6 – In-context associative recall")."""
 
     kind: Literal["transformer"] = "transformer"
     n_layers: int = Field(2, ge=1, description="Number of attention layers.")
@@ -167,6 +178,24 @@ class TransformerModel(_Section):
         ),
     )
     init_std: float = Field(0.02, gt=0.0, description="Standard deviation of the weight initialisation (init='normal').")
+    pos_init_std: float | None = Field(
+        None,
+        gt=0.0,
+        description=(
+            "Standard deviation of the initial learned positions (pos_enc='learned'); empty = as the init gives them "
+            "(init_std for 'normal', 1 for 'torch', PyTorch's nn.Embedding default). The blog 'Sparse attention 6 - "
+            "In-context associative recall' needs 0.1 at 32 pairs (docs/REPRODUCTION.md)."
+        ),
+    )
+    bias: bool = Field(
+        True,
+        description=(
+            "Biases on the Linear layers: the query, value and output projections, the MLP, a linear input map and "
+            "the readout (the key projection never has one: it would only shift a score row, which the softmax "
+            "ignores). false = none, as the blog 'Sparse attention 6 - In-context associative recall' needs at 32 "
+            "pairs (docs/REPRODUCTION.md). LayerNorm keeps its own bias."
+        ),
+    )
     tie_embeddings: bool = Field(
         False, description="Read out with the transposed token embedding (nanoGPT-style weight tying; token tasks)."
     )

@@ -1,4 +1,5 @@
-"""Models: the toy attention layer (paper Eq. 2) and the Transformer (paper Table 1, blog 000_...).
+"""Models: the toy attention layer (arXiv 2505.17863 Eq. 2) and the Transformer (Table 1; blog "Sparse attention 6 –
+In-context associative recall").
 
 Tasks are faked with SimpleNamespace objects carrying the attributes of the Task protocol (tasks/base.py).
 """
@@ -472,3 +473,77 @@ def test_torch_default_init_scales():
     g2 = torch.Generator().manual_seed(0)
     m2 = Transformer(seq_len=33, out_dim=64, input="embedding", vocab_size=64, d_model=96, init="torch", generator=g2)
     torch.testing.assert_close(m.embed.weight, m2.embed.weight)  # seeded by the generator, not the global RNG
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# model.bias and model.pos_init_std (the open choices of the blog "Sparse attention 6 – In-context associative
+# recall", docs/REPRODUCTION.md)
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def test_bias_free_param_count_by_hand():
+    """bias=False removes the q, v, o, MLP and readout biases (k never has one); LayerNorm keeps its bias."""
+    model = Transformer(seq_len=3, out_dim=5, input="embedding", vocab_size=5, n_layers=1, n_heads=2, d_model=4,
+                        d_qk=3, mlp=True, mlp_factor=2, layernorm=True, pos_enc="learned", bias=False)
+    attn = 4 * 6 + 4 * 6 + 16 + 16  # q, k, v, o weights only
+    mlp = 4 * 8 + 8 * 4
+    block = attn + mlp + 2 * (2 * 4)  # + ln1, ln2 (gain and bias)
+    total = block + 5 * 4 + 3 * 4 + 2 * 4 + 4 * 5  # + embedding, positions, ln_f, unembed weight
+    assert total == 220 and n_params(model) == total
+    linear_biases = [n for n, m in model.named_modules() if isinstance(m, torch.nn.Linear) and m.bias is not None]
+    assert linear_biases == []
+    # the blog's 2-layer attention-only model at N = 32: 14624 with biases (REFERENCE_MODELS) less 2 x (q, v, o) x 32
+    # and the readout's 64
+    cfg = RunConfig.model_validate({"task": {"kind": "recall", "n_tokens": 64, "n_pairs": 32},
+                                    "model": {"kind": "transformer", "n_layers": 2, "d_model": 32, "bias": False}})
+    assert n_params(build_model(cfg, token_task(64, 65, 64))) == 14624 - 2 * 3 * 32 - 64 == 14368
+    # a linear input map loses its bias too
+    lin = Transformer(seq_len=6, out_dim=4, input="linear", in_dim=3, n_layers=1, d_model=8, bias=False)
+    assert lin.embed.bias is None and lin.unembed.bias is None
+
+
+@pytest.mark.parametrize("n_heads,d_qk", [(1, 8), (2, 3)])
+def test_bias_free_model_kernels_agree(n_heads, d_qk):
+    """Without biases every attention kernel still computes the same function (the core kernel folds 1/sqrt(d_qk)
+    into the query projection, which has no bias to scale)."""
+    torch.manual_seed(4)
+    model = tiny(n_heads=n_heads, d_qk=d_qk, bias=False).double()
+    x = tiny_input("embedding", n=4)
+    model.need_attn = True
+    ref = model(x)[0]
+    model.need_attn = False
+    for kernel in ("sdpa", "core"):
+        model.attn_kernel = kernel
+        torch.testing.assert_close(model(x)[0], ref, rtol=1e-12, atol=1e-12)
+
+
+def test_pos_init_std_sets_the_learned_positions_only():
+    from sparse_tui.models.transformer import sinusoidal_positions
+
+    kw = dict(seq_len=65, out_dim=64, input="embedding", vocab_size=64, d_model=80, init="torch")
+    base = Transformer(**kw, generator=torch.Generator().manual_seed(1))
+    small = Transformer(**kw, pos_init_std=0.1, generator=torch.Generator().manual_seed(1))
+    # 65 x 80 = 5200 draws: the sample std is within ~1% of the true one
+    assert base.pos.std().item() == pytest.approx(1.0, rel=0.04)  # default: as the init gives (torch: N(0, 1))
+    assert small.pos.std().item() == pytest.approx(0.1, rel=0.04)
+    assert abs(small.pos.mean().item()) < 0.01
+    for (n, p), q in zip(base.named_parameters(), small.parameters()):
+        if n != "pos":
+            assert torch.equal(p, q), n  # every other parameter is the same as without the override
+    normal = Transformer(**{**kw, "init": "normal"}, init_std=0.02, generator=torch.Generator().manual_seed(1))
+    assert normal.pos.std().item() == pytest.approx(0.02, rel=0.04)  # default with init='normal': init_std
+    # positions that are not learned ignore it
+    sin = Transformer(**{**kw, "pos_enc": "sinusoidal"}, pos_init_std=0.1)
+    torch.testing.assert_close(sin.pos, sinusoidal_positions(65, 80))
+
+
+def test_build_model_passes_bias_and_pos_init_std():
+    cfg = RunConfig.model_validate({"task": {"kind": "recall", "n_tokens": 64, "n_pairs": 32},
+                                    "model": {"kind": "transformer", "d_model": 48, "init": "torch",
+                                              "pos_init_std": 0.1, "bias": False}})
+    model = build_model(cfg, token_task(64, 65, 64))
+    assert model.blocks[0].attn.q.bias is None and model.unembed.bias is None
+    assert model.pos.std().item() == pytest.approx(0.1, rel=0.05)
+    default = build_model(RunConfig.model_validate({"model": {"kind": "transformer", "d_model": 48}}),
+                          token_task(64, 65, 64))
+    assert default.blocks[0].attn.q.bias is not None and default.unembed.bias is not None

@@ -131,7 +131,13 @@ def test_param_count_matches_built_models():
     lin = RunConfig.model_validate(
         {"task": {"kind": "linreg", "d": 8, "T": 16, "indicator": True}, "model": {"kind": "transformer"}}
     )
-    for c in (cfg(), paper, toy, lin):
+    bare = RunConfig.model_validate(
+        {"task": {"kind": "recall", "n_tokens": 64, "n_pairs": 8},
+         "model": {"kind": "transformer", "mlp": True, "bias": False, "pos_init_std": 0.1}}
+    )
+    bare_lin = lin.model_copy(update={"model": lin.model.model_copy(update={"bias": False})})
+    tied = paper.model_copy(update={"model": paper.model.model_copy(update={"tie_embeddings": True})})
+    for c in (cfg(), paper, toy, lin, bare, bare_lin, tied):
         model = build_model(c, make_task(c, "cpu"))
         assert sch.n_params(c) == sum(p.numel() for p in model.parameters())
 

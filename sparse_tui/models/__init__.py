@@ -88,6 +88,8 @@ def build_model(cfg, task) -> nn.Module:
             causal=m.causal,
             init_std=m.init_std,
             init=m.init,
+            pos_init_std=m.pos_init_std,
+            bias=m.bias,
             tie_embeddings=m.tie_embeddings,
             generator=g,
         )

@@ -1,9 +1,9 @@
 """A small decoder-style Transformer read out at the last position.
 
-It covers the Transformers of the paper (002_cc8574166552f4e6.txt, §2.4, §3, App. D.3 Table 1: 2 or 4 layers,
-4 heads, d_model 256, d_qk 64, MLP factor 4, sinusoidal positions, skip connections; LayerNorm on for recall,
-§3.2) and the blog's 2-layer attention-only model (000_c966266e20f8d9ea.txt: mlp off, layernorm off, residual on,
-one head, learned positions).
+It covers the Transformers of the paper (arXiv 2505.17863 §2.4, §3, App. D.3 Table 1: 2 or 4 layers, 4 heads,
+d_model 256, d_qk 64, MLP factor 4, sinusoidal positions, skip connections; LayerNorm on for recall, §3.2) and the
+2-layer attention-only model of the blog "Sparse attention 6 – In-context associative recall" (mlp off, layernorm
+off, residual on, one head, learned positions).
 
     h_0 = embed(x) + pos                       embedding table (token ids) or linear map (vectors)
     h_l = h_{l-1} + Attn(LN(h_{l-1}))          LN optional (pre-LN), skip optional
@@ -23,8 +23,11 @@ Its attention tensor is then ``[N, H, 1, L]`` (docs/ARCHITECTURE.md allows Lq = 
 is the same as the full computation.
 
 Initialisation: every Linear / Embedding weight and the learned positions ~ N(0, init_std^2), every bias 0,
-LayerNorm gain 1 and bias 0. Every Linear layer carries a bias except the key projection: a key bias adds the
-same q.b_k to every score of a query's row, which the softmax ignores, so it would never receive a gradient.
+LayerNorm gain 1 and bias 0. ``pos_init_std`` overrides the learned positions' standard deviation (the blog "Sparse
+attention 6 – In-context associative recall" needs 0.1 where ``init='torch'`` gives 1). With ``bias = True`` every
+Linear layer carries a bias except the key projection: a key bias adds the same q.b_k to every score of a query's
+row, which the softmax ignores, so it would never receive a gradient. ``bias = False`` removes them all (q, v, o,
+the MLP, a linear input map and the readout); LayerNorm keeps its own.
 
 The forward pass is a plain function of the parameters and the input: no state, no in-place updates, and control
 flow only on the static configuration, so it works under ``torch.func.functional_call`` and ``torch.func.vmap``.
@@ -99,13 +102,13 @@ def attention_core(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None) -> Tens
 class Attention(nn.Module):
     """Multi-head attention. Queries and keys have d_qk dimensions per head, values d_model / n_heads."""
 
-    def __init__(self, d_model: int, n_heads: int, d_qk: int):
+    def __init__(self, d_model: int, n_heads: int, d_qk: int, bias: bool = True):
         super().__init__()
         self.n_heads, self.d_qk, self.d_v = n_heads, d_qk, d_model // n_heads
-        self.q = nn.Linear(d_model, n_heads * d_qk)
+        self.q = nn.Linear(d_model, n_heads * d_qk, bias=bias)
         self.k = nn.Linear(d_model, n_heads * d_qk, bias=False)  # a key bias only shifts each score row: no effect
-        self.v = nn.Linear(d_model, d_model)
-        self.o = nn.Linear(d_model, d_model)
+        self.v = nn.Linear(d_model, d_model, bias=bias)
+        self.o = nn.Linear(d_model, d_model, bias=bias)
 
     def forward(
         self, xq: Tensor, xkv: Tensor, mask: Tensor | None, need_attn: bool, kernel: str = "sdpa",
@@ -120,7 +123,7 @@ class Attention(nn.Module):
         H, scale = self.n_heads, 1.0 / math.sqrt(self.d_qk)
         if not need_attn and kernel == "core":
             # Fold 1/sqrt(d_qk) into the query projection (a [D, D] scaling instead of one over the scores).
-            q = F.linear(xq, self.q.weight * scale, self.q.bias * scale)
+            q = F.linear(xq, self.q.weight * scale, self.q.bias * scale if self.q.bias is not None else None)
             k, v = self.k(xkv), self.v(xkv)
             if H == 1:
                 y = attention_core(q, k, v, bias)  # [N, Lq, D]
@@ -149,10 +152,10 @@ class Attention(nn.Module):
 
 
 class MLP(nn.Module):
-    def __init__(self, d_model: int, hidden: int):
+    def __init__(self, d_model: int, hidden: int, bias: bool = True):
         super().__init__()
-        self.fc = nn.Linear(d_model, hidden)
-        self.proj = nn.Linear(hidden, d_model)
+        self.fc = nn.Linear(d_model, hidden, bias=bias)
+        self.proj = nn.Linear(hidden, d_model, bias=bias)
 
     def forward(self, x: Tensor) -> Tensor:
         return self.proj(F.gelu(self.fc(x)))
@@ -162,13 +165,13 @@ class Block(nn.Module):
     """Pre-LN block: attention then (optionally) an MLP, each with an optional skip connection."""
 
     def __init__(self, d_model: int, n_heads: int, d_qk: int, mlp: bool, mlp_factor: int, layernorm: bool,
-                 residual: bool):
+                 residual: bool, bias: bool = True):
         super().__init__()
         self.residual = residual
         self.ln1 = nn.LayerNorm(d_model) if layernorm else nn.Identity()
-        self.attn = Attention(d_model, n_heads, d_qk)
+        self.attn = Attention(d_model, n_heads, d_qk, bias)
         self.ln2 = nn.LayerNorm(d_model) if (layernorm and mlp) else nn.Identity()
-        self.mlp = MLP(d_model, mlp_factor * d_model) if mlp else None
+        self.mlp = MLP(d_model, mlp_factor * d_model, bias) if mlp else None
 
     def forward(
         self, h: Tensor, n_q: int, mask: Tensor | None, need_attn: bool, kernel: str = "sdpa",
@@ -219,6 +222,8 @@ class Transformer(nn.Module):
         causal: bool = True,
         init_std: float = 0.02,
         init: str = "normal",
+        pos_init_std: float | None = None,
+        bias: bool = True,
         tie_embeddings: bool = False,
         need_attn: bool = True,
         readout_only: bool = True,
@@ -240,7 +245,7 @@ class Transformer(nn.Module):
         elif input == "linear":
             if not in_dim:
                 raise ValueError("input='linear' needs a vector task (task.in_dim)")
-            self.embed = nn.Linear(in_dim, d_model)
+            self.embed = nn.Linear(in_dim, d_model, bias=bias)
         else:
             raise ValueError(f"input must be 'embedding' or 'linear', got {input!r}")
 
@@ -259,7 +264,7 @@ class Transformer(nn.Module):
 
         d_qk = d_qk or d_model // n_heads
         self.blocks = nn.ModuleList(
-            Block(d_model, n_heads, d_qk, mlp, mlp_factor, layernorm, residual) for _ in range(n_layers)
+            Block(d_model, n_heads, d_qk, mlp, mlp_factor, layernorm, residual, bias) for _ in range(n_layers)
         )
         self.ln_f = nn.LayerNorm(d_model) if layernorm else nn.Identity()
         if tie_embeddings:
@@ -268,13 +273,17 @@ class Transformer(nn.Module):
                 raise ValueError("tie_embeddings needs a token task whose outputs are its tokens")
             self.unembed = None
         else:
-            self.unembed = nn.Linear(d_model, out_dim)
+            self.unembed = nn.Linear(d_model, out_dim, bias=bias)
         if init == "normal":
             self._init(init_std, generator)
         elif init == "torch":
             self._init_torch_defaults(generator)
         else:
             raise ValueError(f"init must be 'normal' or 'torch', got {init!r}")
+        if pos_init_std is not None and isinstance(self.pos, nn.Parameter):
+            # Redrawn after the rest (not instead of it), so that every other parameter keeps the values it has
+            # without the override: the same seed then differs only in the positions.
+            nn.init.normal_(self.pos, 0.0, pos_init_std, generator=generator)
 
     def _init_torch_defaults(self, generator: torch.Generator | None) -> None:
         """PyTorch's default module initialisation, as a from-scratch PyTorch script gets it: Linear weights and biases

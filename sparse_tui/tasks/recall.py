@@ -1,5 +1,5 @@
-"""In-context associative recall (paper 002_cc8574166552f4e6.txt: §3.1, App. C.1, Fig. 17; blog
-000_c966266e20f8d9ea.txt).
+"""In-context associative recall (arXiv 2505.17863 §3.1, App. C.1, Fig. 17; blog "Sparse attention 6 – In-context
+associative recall").
 
 A sequence is n_pairs (key, value) pairs followed by a query key::
 
@@ -9,8 +9,11 @@ with token ids 0..n_tokens-1 shared by keys and values (App. C.1). The target is
 
 Generative process per sequence (App. C.1), all vectorised over the batch:
 
-* **Mapping**: an injective key -> value map, a random permutation of the vocabulary (argsort of uniform noise);
-  the value of key k is ``mapping[k]``.
+* **Mapping** (``values``): ``"permutation"`` (App. C.1, the default) draws an injective key -> value map, a random
+  permutation of the vocabulary (argsort of uniform noise), so the values of one context are all distinct;
+  ``"uniform"`` draws each key's value independently and uniformly from the vocabulary, so values may repeat (about
+  n_pairs^2 / (2 n_tokens) repeated pairs per context, the birthday rate). The blog's Goldilocks zone at 32 pairs
+  needs ``"uniform"`` (docs/REPRODUCTION.md). The value of key k is ``mapping[k]`` either way.
 * **Query**: with probability p one of the 2 repeated tokens (drawn once per run from the seed), uniformly; else
   uniform over all n_tokens tokens. So a repeated token is the query with probability p/2 + (1-p)/n_tokens.
 * **Context**: the query pair occupies some slots; the other slots hold distinct keys drawn without replacement
@@ -64,6 +67,7 @@ class AssociativeRecall:
         self.n_pairs = cfg.n_pairs
         self.B = float(cfg.B)
         self.p = float(cfg.p)
+        self.values = cfg.values
         self.seq_len = 2 * cfg.n_pairs + 1
         self.vocab_size = cfg.n_tokens
         self.out_dim = cfg.n_tokens
@@ -94,8 +98,12 @@ class AssociativeRecall:
     def _sample_chunk(self, n: int, gen: torch.Generator, B: float, p: float) -> Batch:
         V, P, dev = self.n_tokens, self.n_pairs, self.device
 
-        # Injective key -> value mapping: one random permutation of the vocabulary per sequence.
-        mapping = torch.rand(n, V, generator=gen, device=dev).argsort(dim=1)
+        if self.values == "permutation":
+            # Injective key -> value mapping: one random permutation of the vocabulary per sequence (App. C.1).
+            mapping = torch.rand(n, V, generator=gen, device=dev).argsort(dim=1)
+        else:
+            # Each key's value uniform over the vocabulary, independently (values may repeat).
+            mapping = torch.randint(0, V, (n, V), generator=gen, device=dev)
 
         # Query: one of the 2 repeated tokens with probability p, else uniform over the vocabulary.
         q_uniform = torch.randint(0, V, (n,), generator=gen, device=dev)

@@ -255,19 +255,22 @@ def n_params(cfg: RunConfig) -> int:
     d, H = m.d_model, m.n_heads
     dqk = m.d_qk or d // H
     kind = m.input if m.input != "auto" else ("embedding" if td["vocab"] else "linear")
-    p = td["vocab"] * d if kind == "embedding" else td["in_dim"] * d + d
+    b = 1 if m.bias else 0  # model.bias: biases on every Linear layer but the key projection
+    p = td["vocab"] * d if kind == "embedding" else td["in_dim"] * d + b * d
     if m.pos_enc == "learned":
         p += L * d
-    per_layer = (d * H * dqk + H * dqk) + d * H * dqk + (d * d + d) * 2
+    per_layer = (d * H * dqk + b * H * dqk) + d * H * dqk + (d * d + b * d) * 2
     if m.mlp:
         hid = m.mlp_factor * d
-        per_layer += d * hid + hid + hid * d + d
+        per_layer += d * hid + b * hid + hid * d + b * d
     if m.layernorm:
         per_layer += 2 * d * (2 if m.mlp else 1)
     p += m.n_layers * per_layer
     if m.layernorm:
         p += 2 * d
-    return p + d * out + out
+    if m.tie_embeddings:
+        return p
+    return p + d * out + b * out
 
 
 def estimate_bytes(cfg: RunConfig) -> int:

@@ -77,7 +77,7 @@ def group_key(cfg: RunConfig) -> tuple | None:
     if cfg.model.kind == "ode":
         return None
     m = cfg.model.model_dump(mode="json")
-    for k in ("init_std", "init", "init_scale"):  # initial values, not shapes
+    for k in ("init_std", "init", "init_scale", "pos_init_std"):  # initial values, not shapes
         m.pop(k, None)
     t = cfg.train
     return (
