@@ -244,6 +244,16 @@ class TrainConfig(_Section):
         description="CPU: flush denormal floats (|x| < 1.2e-38) to zero while training; unstable runs whose values "
         "underflow ran up to 3x faster, with the same results to float tolerance (docs/PERFORMANCE.md).",
     )
+    cuda_graph: Literal["auto", "on", "off"] = Field(
+        "auto",
+        description="CUDA: capture the whole training step as a CUDA graph and replay it (auto: try, and train "
+        "eagerly if capture fails; on: a failed capture fails the run; off: eager). No effect on CPUs.",
+    )
+    precision: Literal["fp32", "tf32", "bf16"] = Field(
+        "fp32",
+        description="Training-step arithmetic: fp32 (default), tf32 (CUDA matmuls in TensorFloat-32, ~1e-3 "
+        "relative), bf16 (forward under bfloat16 autocast, ~1e-2); evaluations stay fp32 (docs/PERFORMANCE.md).",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> "TrainConfig":

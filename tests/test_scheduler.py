@@ -68,7 +68,9 @@ def test_plan_gpu_stacks_same_shape_runs():
     sw = specs([cfg(s) for s in range(4)])
     p = sch.plan(sw, "auto", device="cuda")
     assert p.schedule == "stacked" and p.workers == 1 and p.group > 1
-    distinct = specs([cfg(0, d) for d in (8, 16)])
+    widths = specs([cfg(0, d) for d in (8, 16)])  # widths are padded inside one stack (models/stack.py)
+    assert sch.plan(widths, "auto", device="cuda").schedule == "stacked"
+    distinct = specs([cfg(0, 8), cfg(0, 8, batch_size=64)])
     assert sch.plan(distinct, "auto", device="cuda").schedule == "sequential"
 
 
@@ -85,8 +87,8 @@ def test_grouping_by_shape_keeps_order_and_separates_shapes():
     cfgs = [cfg(s, d, lr=lr) for d in (8, 16) for s in (0, 1) for lr in (1e-2, 1e-3)]
     cfgs.append(cfg(0, 8, batch_size=64))  # other batch size: other shapes
     groups = sch.group_runs(cfgs)
-    assert groups == [[0, 1, 2, 3], [4, 5, 6, 7], [8]]
-    assert sch.group_runs(cfgs, max_group=3) == [[0, 1, 2], [3], [4, 5, 6], [7], [8]]
+    assert groups == [[0, 1, 2, 3, 4, 5, 6, 7], [8]]  # widths share a stack (padded exactly)
+    assert sch.group_runs(cfgs, max_group=3) == [[0, 1, 2], [3, 4, 5], [6, 7], [8]]
 
 
 def test_ode_runs_never_stack():
@@ -102,8 +104,8 @@ def test_grouping_by_memory_budget_splits_instead_of_overflowing():
     budget = int(2.5 * per_big)  # two big models fit, ten small ones do
     groups = sch.group_runs(cfgs, budget_bytes=budget)
     assert groups == [[0, 1, 2, 3, 4], [5, 6], [7]]
-    for g in groups:
-        assert sum(sch.estimate_bytes(cfgs[i]) for i in g) <= budget
+    for g in groups:  # every model of a stack costs the stack's largest shape
+        assert len(g) * max(sch.estimate_bytes(cfgs[i]) for i in g) <= budget
     # a budget smaller than one model still trains it (alone): a sweep that fits one at a time always runs
     assert sch.group_runs(cfgs[5:], budget_bytes=per_big // 2) == [[0], [1], [2]]
     assert sch.group_size(big, None) == sch.MAX_GROUP

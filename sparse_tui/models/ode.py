@@ -89,7 +89,7 @@ def _schedule_is_constant(cfg: Any) -> bool:
 
 def _cum_lr(cfg: Any, upto: int) -> np.ndarray:
     """Cumulative flow time after each step 0..upto for a non-constant schedule (trainer's ``lr_factor``)."""
-    from ..training.trainer import lr_factor  # imported lazily: only needed for warmup / decaying schedules
+    from ..training.schedule import lr_factor  # imported lazily: only needed for warmup / decaying schedules
 
     f = np.array([0.0] + [lr_factor(k, cfg) for k in range(1, upto + 1)])
     return cfg.train.lr * np.cumsum(f)

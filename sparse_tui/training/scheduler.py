@@ -27,6 +27,7 @@ import os
 from dataclasses import dataclass
 
 from sparse_tui.presets import RunConfig, RunSpec
+from sparse_tui.training.grouping import group_key, padded_config, task_dims
 
 SCHEDULES = ("auto", "sequential", "processes", "stacked")
 
@@ -122,34 +123,27 @@ def measure_thread_speedup(
     (the best of ``rounds`` blocks of ``steps`` steps each, the two settings alternated so that drift hits both).
     Large models get fewer steps per block, so that the timed part stays near ``budget`` seconds.
 
-    The same step as ``train_run`` (``train_step``, fused attention kernel, the preset's optimiser, denormals
-    flushed as the run would) on one batch. Leaves the global RNG, the thread count and the float mode as it found
-    them; trains nothing that is kept."""
+    The step of ``train_run`` itself (``loop.Prepared.step_fn``: a stack of one, the preset's optimiser,
+    denormals flushed as the run would), on the run's own batches. Leaves the global RNG, the thread count and
+    the float mode as it found them; trains nothing that is kept."""
     import math
     import time
 
     import torch
 
-    from sparse_tui.models import build_model
-    from sparse_tui.tasks import make_task
-    from sparse_tui.training.trainer import cpu_float_mode, make_optimizer, train_step
+    from sparse_tui.training.loop import Prepared, cpu_float_mode
 
     old_threads, rng = torch.get_num_threads(), torch.get_rng_state()
     try:
         with cpu_float_mode(cfg.train.flush_denormal, torch.device("cpu")):
-            torch.manual_seed(cfg.seed)
-            task = make_task(cfg, "cpu")
-            model = build_model(cfg, task)
-            if hasattr(model, "need_attn"):
-                model.need_attn = False
-            opt = make_optimizer(model.parameters(), cfg)
-            batch = task.train_batch(cfg.train.batch_size)
+            prep = Prepared([cfg], torch.device("cpu"))
+            prep.opt.set_lr(1, prep.lr_dev)
 
             def timed(th: int, n: int) -> float:
                 torch.set_num_threads(th)
                 t = time.perf_counter()
                 for _ in range(n):
-                    train_step(model, opt, batch, task.classification, cfg.train.grad_clip)
+                    prep.step_fn()
                 return (time.perf_counter() - t) / n
 
             warm = timed(1, 1) + timed(threads, 1)  # allocations, kernel choice
@@ -210,8 +204,6 @@ def plan(
     core count and idle cores, ``speedup`` the measured thread speed-up (tests)."""
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
-    from sparse_tui.training.stacked import group_key
-
     n = len(specs)
     cores = cores or cpu_cores()
     dev = _device_type(specs, device)
@@ -243,8 +235,6 @@ def plan(
 
 def n_params(cfg: RunConfig) -> int:
     """Parameter count of a run's model, from its config (matches ``models.build_model``)."""
-    from sparse_tui.training.stacked import task_dims
-
     m = cfg.model
     td = task_dims(cfg)
     L, out = td["seq_len"], td["out_dim"]
@@ -295,17 +285,17 @@ def estimate_bytes(cfg: RunConfig) -> int:
     return int(4 * (4 * p + 2 * acts) + bs * L * 8)
 
 
-def task_dims(cfg: RunConfig) -> dict:
-    from sparse_tui.training.stacked import task_dims as _td
+def stack_member_bytes(cfgs: list[RunConfig]) -> int:
+    """Device memory one model of a stack of ``cfgs`` takes: a stack pads every model to the largest shape."""
+    return max(estimate_bytes(padded_config(cfgs)), max(estimate_bytes(c) for c in cfgs))
 
-    return _td(cfg)
 
-
-def group_size(cfg: RunConfig, budget_bytes: int | None, limit: int = MAX_GROUP) -> int:
-    """Models of this shape per stack that fit ``budget_bytes`` (None = no memory limit, CPU), at least 1."""
+def group_size(cfgs: RunConfig | list[RunConfig], budget_bytes: int | None, limit: int = MAX_GROUP) -> int:
+    """Models per stack of runs like ``cfgs`` that fit ``budget_bytes`` (None = no memory limit, CPU), at least 1."""
     if budget_bytes is None:
         return limit
-    return max(1, min(limit, int(budget_bytes // max(1, estimate_bytes(cfg)))))
+    cfgs = cfgs if isinstance(cfgs, list) else [cfgs]
+    return max(1, min(limit, int(budget_bytes // max(1, stack_member_bytes(cfgs)))))
 
 
 def group_runs(
@@ -313,8 +303,6 @@ def group_runs(
 ) -> list[list[int]]:
     """Indices of ``cfgs`` split into stacks: equal ``group_key`` (first-appearance order), each stack at most
     ``max_group`` runs and small enough for ``budget_bytes``. Runs that never stack (ODE) are groups of one."""
-    from sparse_tui.training.stacked import group_key
-
     by_key: dict = {}
     groups: list[list[int]] = []
     for i, c in enumerate(cfgs):
@@ -324,8 +312,20 @@ def group_runs(
             continue
         by_key.setdefault(k, []).append(i)
     for idx in by_key.values():
-        size = min(max_group, group_size(cfgs[idx[0]], budget_bytes, max_group))
-        groups.extend(idx[j : j + size] for j in range(0, len(idx), size))
+        # Smallest first, so that a stack pads its models as little as possible (a stack costs its largest
+        # shape per model); a stack grows while all its models, padded, fit the budget.
+        idx = sorted(idx, key=lambda i: (estimate_bytes(cfgs[i]), i))
+        cur: list[int] = []
+        for i in idx:
+            trial = cur + [i]
+            fits = budget_bytes is None or len(trial) * stack_member_bytes([cfgs[j] for j in trial]) <= budget_bytes
+            if cur and (len(trial) > max_group or not fits):
+                groups.append(sorted(cur))
+                cur = [i]
+            else:
+                cur = trial
+        if cur:
+            groups.append(sorted(cur))
     return sorted(groups, key=lambda g: g[0])
 
 

@@ -1,73 +1,38 @@
-"""The training loop of one run: task batches on the device → model → optimiser, metrics into the run store.
+"""Training one run: ``train_run``, the entry point every caller uses (headless CLI, TUI, worker processes).
 
-``train_run`` is the only place a model is trained, whoever started the run (headless CLI, TUI, a worker process).
-The step itself (``train_step``) is a plain function of the model's parameters and a batch, with data made on the
-device and no host synchronisation except where a metric is read, so that a sweep scheduler can stack many models.
+A Transformer or toy run is trained by the one training loop (training/loop.py) as a stack of one model; an ODE
+run is integrated (models/ode.py) and recorded the same way. The step is a plain function of the stack's parameters
+and a batch, with data made on the device and no host synchronisation except where a metric is read.
 
 A NaN or infinite training loss stops the run with status ``diverged`` at that step (checked every step on CPU, at
-every evaluation on GPUs to avoid per-step syncs). ``should_stop`` is polled at every heartbeat; when it returns a
+every evaluation on GPUs to avoid per-step syncs). ``should_stop`` is polled every step; when it returns a
 status (``interrupted`` / ``cancelled``) the run ends with that status and keeps everything logged so far.
 """
 
 from __future__ import annotations
 
-import math
 import platform
 import sys
 import time
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
 
-from sparse_tui.presets import RunConfig, eval_steps
-from sparse_tui.training.metrics import evaluate, loss_fn, toy_metrics
-from sparse_tui.training.plateau import PlateauDetector
+from sparse_tui.presets import RunConfig, eval_steps  # noqa: F401  (eval_steps: re-exported for callers)
+from sparse_tui.training.loop import (  # noqa: F401  (re-exported: the loop's helpers, by their old names)
+    attention_snapshot,
+    cpu_float_mode,
+    denormals_flushed,
+    StackFailed,
+    snapshot_steps,
+    train_stack,
+)
+from sparse_tui.training.metrics import loss_fn
+from sparse_tui.training.optim import make_optimizer  # noqa: F401
+from sparse_tui.training.runlog import HEARTBEAT_SECONDS, RunLogger, RunResult  # noqa: F401
+from sparse_tui.training.schedule import lr_factor  # noqa: F401
 
-HEARTBEAT_SECONDS = 1.0
 
-
-@dataclass
-class RunResult:
-    status: str
-    reason: str | None = None
-    plateau_step: float | None = None
-    summary: dict = field(default_factory=dict)
-    step: int = 0
-
-
-class RunLogger:
-    """Where a run's records go: the run store (``store`` + ``run_id``), or nowhere (tests, benchmarks)."""
-
-    def __init__(self, store=None, run_id: str | None = None, on_eval: Callable[[int, dict], None] | None = None):
-        self.store, self.run_id, self.on_eval = store, run_id, on_eval
-        self._last_beat = 0.0
-
-    def metrics(self, step: int, values: dict[str, float]) -> None:
-        if self.store is not None:
-            self.store.log_metrics(self.run_id, step, values)
-        if self.on_eval is not None:
-            self.on_eval(step, values)
-
-    def series(self, steps: list[int], series: dict[str, list[float]]) -> None:
-        """Whole metric series at once (integrated ODE runs)."""
-        if self.store is not None:
-            self.store.log_metrics_many(self.run_id, steps, series)
-        if self.on_eval is not None and steps:
-            self.on_eval(steps[-1], {k: v[-1] for k, v in series.items()})
-
-    def attention(self, step: int, maps: dict, meta: dict) -> None:
-        if self.store is not None:
-            self.store.log_attention(self.run_id, step, maps, meta)
-
-    def heartbeat(self, step: int, force: bool = False) -> bool:
-        """Rate-limited heartbeat; True when the store says this run should be cancelled."""
-        now = time.monotonic()
-        if self.store is None or (not force and now - self._last_beat < HEARTBEAT_SECONDS):
-            return False
-        self._last_beat = now
-        return self.store.heartbeat(self.run_id, step)
 
 
 def resolve_device(name: str) -> torch.device:
@@ -98,34 +63,6 @@ def library_versions(device: torch.device | None = None) -> dict:
     return v
 
 
-def lr_factor(step: int, cfg: RunConfig) -> float:
-    """Learning-rate multiplier at ``step`` (1-based): linear warmup, then constant / linear / cosine decay."""
-    t = cfg.train
-    if t.warmup_steps and step <= t.warmup_steps:
-        return step / t.warmup_steps
-    if t.schedule == "constant":
-        return 1.0
-    span = max(1, t.steps - t.warmup_steps)
-    frac = min(1.0, max(0.0, (step - t.warmup_steps) / span))
-    lo = t.min_lr_ratio
-    if t.schedule == "linear":
-        return lo + (1 - lo) * (1 - frac)
-    return lo + (1 - lo) * 0.5 * (1 + math.cos(math.pi * frac))
-
-
-def make_optimizer(params, cfg: RunConfig) -> torch.optim.Optimizer:
-    """The preset's optimiser, as torch.optim computes it. Its fused implementation (one kernel over all parameters
-    instead of ~10 ops per parameter tensor) is used on CPU and CUDA: the same update, up to rounding; it saves
-    about 1 ms per step on CPU, 5-12% of a blog model's step (docs/PERFORMANCE.md)."""
-    t = cfg.train
-    params = list(params)
-    fused = bool(params) and all(p.device.type in ("cpu", "cuda") and p.is_floating_point() for p in params)
-    if t.optimizer == "sgd":
-        return torch.optim.SGD(params, lr=t.lr, momentum=t.momentum, weight_decay=t.weight_decay, fused=fused)
-    cls = torch.optim.AdamW if t.optimizer == "adamw" else torch.optim.Adam
-    return cls(params, lr=t.lr, betas=(t.beta1, t.beta2), weight_decay=t.weight_decay, fused=fused)
-
-
 def train_step(model, opt, batch, classification: bool, grad_clip: float) -> torch.Tensor:
     """One optimisation step; returns the (detached) training loss without synchronising."""
     out, _ = model(batch.x)
@@ -138,70 +75,6 @@ def train_step(model, opt, batch, classification: bool, grad_clip: float) -> tor
     return loss.detach()
 
 
-def snapshot_steps(cfg: RunConfig) -> set[int]:
-    ev = eval_steps(cfg)
-    if cfg.eval.snapshot_every <= 0:
-        picks = {0, cfg.train.steps}
-        # plus a few evenly spaced evaluation steps so the heatmap can be stepped through training
-        for k in range(1, 4):
-            picks.add(ev[round(k * (len(ev) - 1) / 4)])
-        return picks
-    return {s for s in ev if s % cfg.eval.snapshot_every == 0} | {cfg.train.steps}
-
-
-@torch.no_grad()
-def attention_snapshot(model, batch, n: int) -> tuple[dict, dict]:
-    """Full attention maps (all query rows) of the first ``n`` test sequences, for the heatmap panel."""
-    x = batch.x[:n]
-    prev = getattr(model, "readout_only", None)
-    if prev is not None:
-        model.readout_only = False
-    try:
-        _, attn = model(x)
-    finally:
-        if prev is not None:
-            model.readout_only = prev
-    L = x.shape[1]
-    maps = {}
-    for li, a in enumerate(attn, start=1):
-        if a is None:
-            continue
-        a = a.float()
-        if L > 160:  # long sequences: keep the readout row only (a T x T map would not fit a terminal anyway)
-            a = a[:, :, -1:, :]
-        maps[f"L{li}"] = a.permute(1, 0, 2, 3).cpu().numpy()  # [H, E, Lq, L]
-    meta = {"seq_len": L, "relevant": batch.relevant[:n].int().cpu().tolist()}
-    if x.dtype == torch.long:
-        meta["tokens"] = x.cpu().tolist()
-    if batch.copy_q is not None:
-        meta["copy_q"] = batch.copy_q[:n].cpu().tolist()
-        meta["copy_k"] = batch.copy_k[:n].cpu().tolist()
-    return maps, meta
-
-
-def denormals_flushed() -> bool:
-    """Whether this thread's CPU arithmetic flushes denormal floats to zero now (FTZ / DAZ)."""
-    return float(torch.tensor([1e-39], dtype=torch.float32) * 1.0) == 0.0
-
-
-@contextmanager
-def cpu_float_mode(flush_denormal: bool, device: torch.device):
-    """``train.flush_denormal`` on a CPU: denormal floats are flushed to zero while the run trains (restored after).
-
-    Unstable runs drive values into the denormal range (below 1.2e-38), where every CPU float operation takes
-    tens of times longer; measured on blog_n80 at lr 1e-2, 600 steps took 49.1 s without and 17.1 s with flushing,
-    ending at the same loss (docs/PERFORMANCE.md). It changes results only where a value underflows."""
-    if not (flush_denormal and device.type == "cpu"):
-        yield
-        return
-    before = denormals_flushed()
-    torch.set_flush_denormal(True)
-    try:
-        yield
-    finally:
-        torch.set_flush_denormal(before)
-
-
 def train_run(
     cfg: RunConfig,
     *,
@@ -209,115 +82,27 @@ def train_run(
     logger: RunLogger | None = None,
     should_stop: Callable[[], str | None] | None = None,
     on_step: Callable[[int], None] | None = None,
+    notes: list[str] | None = None,
 ) -> RunResult:
     """Train one run to completion (or divergence / interruption) and return its result.
 
     Every evaluation is written through ``logger`` as it happens, so another process can follow the run live.
+    If the run's trial step fails on the default kernels (loop.trial_step), it is retried once with the plainest
+    attention kernel (explicit softmax) and no CUDA graph; the reason is printed and kept in ``summary["notes"]``.
     """
     logger = logger or RunLogger()
     device = torch.device(device) if isinstance(device, str) else device
     if cfg.model.kind == "ode":
         return _integrate_ode_run(cfg, logger)
-    with cpu_float_mode(cfg.train.flush_denormal, device):
-        return _train_model(cfg, device, logger, should_stop, on_step)
-
-
-def _train_model(cfg: RunConfig, device: torch.device, logger: RunLogger, should_stop, on_step) -> RunResult:
-    """``train_run`` for a Transformer or toy model (the ODE runs are integrated instead)."""
-    from sparse_tui.models import build_model
-    from sparse_tui.tasks import make_task
-
-    torch.manual_seed(cfg.seed)
-    task = make_task(cfg, device)
-    model = build_model(cfg, task).to(device)
-    opt = make_optimizer(model.parameters(), cfg)
-    test = task.test_batch(cfg.eval.test_size)
-    ev_steps = set(eval_steps(cfg))
-    snaps = snapshot_steps(cfg)
-    det = PlateauDetector(mode=cfg.plateau.mode, value=cfg.plateau.value)
-    sync_every = 1 if device.type == "cpu" else cfg.eval.every
-    history: dict[str, list[float]] = {}
-    best: dict[str, float] = {}
-    t0 = time.perf_counter()
-    loss_sum = torch.zeros((), device=device)
-    n_since = 0
-    last: dict[str, float] = {}
-
-    # Training steps need no attention probabilities (metrics come from the evaluation pass, which computes them):
-    # they use the fused scaled_dot_product_attention kernel, 5-30% faster per step on CPU (docs/PERFORMANCE.md).
-    fused = hasattr(model, "need_attn")
-
-    def do_eval(step: int) -> dict[str, float]:
-        nonlocal loss_sum, n_since
-        if fused:
-            model.need_attn = True
-        model.eval()
-        vals = evaluate(model, test, task.kind, task.classification)
-        if cfg.model.kind == "toy":
-            vals.update(toy_metrics(model, task))
-        model.train()
-        if n_since:
-            vals["train/loss"] = float(loss_sum) / n_since
-        loss_sum = torch.zeros((), device=device)
-        n_since = 0
-        vals["lr"] = cfg.train.lr * lr_factor(max(step, 1), cfg)
-        logger.metrics(step, vals)
-        if step in snaps:
-            maps, meta = attention_snapshot(model, test, cfg.eval.snapshot_examples)
-            logger.attention(step, maps, meta)
-        if fused:
-            model.need_attn = False
-        det.update(step, vals.get(cfg.plateau.metric, math.nan))
-        for k, v in vals.items():
-            history.setdefault(k, []).append(v)
-            if k.endswith("loss") and math.isfinite(v):
-                best[k] = min(best.get(k, math.inf), v)
-            elif k.endswith("acc") and math.isfinite(v):
-                best[k] = max(best.get(k, -math.inf), v)
-        return vals
-
-    def result(status: str, step: int, reason: str | None = None) -> RunResult:
-        elapsed = time.perf_counter() - t0
-        summary = {
-            "final": last,
-            "best": best,
-            "steps_done": step,
-            "wall_seconds": elapsed,
-            "steps_per_second": step / elapsed if elapsed > 0 else None,
-            "n_params": sum(p.numel() for p in model.parameters()),
-        }
-        return RunResult(status=status, reason=reason, plateau_step=det.step, summary=summary, step=step)
-
-    last = do_eval(0)
-    logger.heartbeat(0, force=True)
-    bad_step = None
-    step = 0
-    for step in range(1, cfg.train.steps + 1):
-        f = lr_factor(step, cfg)
-        for g in opt.param_groups:
-            g["lr"] = cfg.train.lr * f
-        batch = task.train_batch(cfg.train.batch_size)
-        loss = train_step(model, opt, batch, task.classification, cfg.train.grad_clip)
-        loss_sum = loss_sum + loss
-        n_since += 1
-        if step % sync_every == 0 or step in ev_steps:
-            if not math.isfinite(float(loss_sum)):
-                bad_step = step
-                break
-        if step in ev_steps:
-            last = do_eval(step)
-        if on_step is not None:
-            on_step(step)
-        cancel = logger.heartbeat(step)
-        why = "cancelled" if cancel else (should_stop() if should_stop is not None else None)
-        if why:
-            return result(why, step, f"{why} at step {step}")
-    if bad_step is not None:
-        return result("diverged", bad_step, f"non-finite training loss at step {bad_step}")
-    for k in ("test/loss", "train/loss"):
-        if k in last and not math.isfinite(last[k]):
-            return result("diverged", step, f"non-finite {k} at step {step}")
-    return result("finished", step)
+    kw = dict(device=device, loggers=[logger], should_stop=should_stop, on_step=on_step)
+    try:
+        return train_stack([cfg], notes=notes, **kw)[0]
+    except StackFailed as e:
+        if e.oom and device.type == "cuda":
+            torch.cuda.empty_cache()
+        why = f"trial step failed on the default kernels ({e.reason}); trained on the plain attention kernel, eager"
+        print(f"sparse-tui: run {getattr(logger, 'run_id', None) or cfg.name}: {why}", file=sys.stderr, flush=True)
+        return train_stack([cfg], notes=list(notes or []) + [why], kernel="math", graph="off", **kw)[0]
 
 
 def _integrate_ode_run(cfg: RunConfig, logger: RunLogger) -> RunResult:

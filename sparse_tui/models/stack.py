@@ -1,0 +1,408 @@
+"""A native stack of M models: parameters ``[M, ...]`` used through batched matmuls, one forward for all M.
+
+Every run of a sweep is trained through this module, a single run as a stack of one (training/loop.py). A stack is
+built from the runs' own modules (``models.build_model``: the Transformer of models/transformer.py or the toy
+model of Eq. 2, paper arXiv 2505.17863 §2.1), so each member starts from exactly the initialisation it gets alone;
+its slice is copied back into its module for evaluation, so metrics come from the same code whatever the stack.
+
+No ``torch.func.vmap`` and no ``functional_call``: the forward is written out on the stacked tensors.
+
+* Linear layers: ``baddbmm(b, x [M, N, in], W [M, out, in]^T)``; weights keep ``nn.Linear``'s ``[out, in]`` layout.
+* Embeddings: one lookup into the ``[M * V, D]`` table with offset token ids ``x + m V``, so the backward is one
+  dense gradient (no per-model scatter, no sparse tensors).
+* Attention: one fused call over all models, batch and heads: ``_AttentionCore`` (CPU, short sequences) on
+  ``[M * B * H, L, d]``, or ``F.scaled_dot_product_attention`` (CUDA, long sequences) on ``[M, B * H, L, d]``.
+
+Mixed shapes (``padded``): runs that differ in width (``d_model``, ``d_qk``, MLP width), sequence length (recall's
+``n_pairs``), vocabulary or vector dimension share one stack, padded to the largest of each. Padding is exact:
+
+* widths: a model's real entries sit in the leading slots of each dimension (per head for q/k/v/o), every padded
+  entry is 0 at the start and its gradient is multiplied by a 0/1 mask (``grad_masks``), so it stays exactly 0 and
+  the padded stream dimensions carry zeros through every layer; LayerNorm takes mean and variance over a model's
+  real dimensions only (its padded gain and bias are 0, so padded outputs stay 0); 1/sqrt(d_qk) is per model;
+* sequence length: sequences are padded on the left (the readout position is the last one for every model); a
+  real query never attends to a padding key (additive -inf bias), and learned / sinusoidal positions are placed so
+  that position 0 of each model is its first real token; a padding query attends only to itself (finite, unused);
+* vocabulary / outputs: padded logits are -inf (classification) or 0 against a 0 target (regression), so the loss
+  and its gradient are those of the model alone.
+
+tests/test_stack.py proves all of it in float64: every width of presets/blog_nembd.toml in one stack against each
+model alone (outputs, gradients, optimiser steps).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .toy import ToyAttention
+from .transformer import CORE_MAX_LEN, Transformer, attention_core, sinusoidal_positions
+
+# Per-dimension layout of each Transformer parameter (matched on the parameter name's tail): D the stream width,
+# Q the query/key width (H heads x d_qk), V the value width (H heads x d_model / H), F the MLP hidden width, L the
+# positions (left-padded), vocab the token ids, out the outputs, in the vector inputs.
+_LAYOUT = [
+    (r"^embed\.weight$", {"embedding": ("vocab", "D"), "linear": ("D", "in")}),
+    (r"^embed\.bias$", ("D",)),
+    (r"^pos$", ("L", "D")),
+    (r"\.ln\d\.(weight|bias)$|^ln_f\.(weight|bias)$", ("D",)),
+    (r"\.attn\.[qk]\.weight$", ("Q", "D")),
+    (r"\.attn\.[qk]\.bias$", ("Q",)),
+    (r"\.attn\.v\.weight$", ("V", "D")),
+    (r"\.attn\.v\.bias$", ("V",)),
+    (r"\.attn\.o\.weight$", ("D", "V")),
+    (r"\.attn\.o\.bias$", ("D",)),
+    (r"\.mlp\.fc\.weight$", ("F", "D")),
+    (r"\.mlp\.fc\.bias$", ("F",)),
+    (r"\.mlp\.proj\.weight$", ("D", "F")),
+    (r"\.mlp\.proj\.bias$", ("D",)),
+    (r"^unembed\.weight$", ("out", "D")),
+    (r"^unembed\.bias$", ("out",)),
+]
+
+
+def _layout(name: str, input_kind: str) -> tuple[str, ...]:
+    for pat, lay in _LAYOUT:
+        if re.search(pat, name):
+            return lay[input_kind] if isinstance(lay, dict) else lay
+    raise KeyError(f"no stacking layout for parameter {name!r}")
+
+
+class _Dims:
+    """The real sizes of one model and the padded sizes of the stack, and where the real entries sit."""
+
+    def __init__(self, sizes: dict[str, int], padded: dict[str, int], heads: int):
+        self.sizes, self.padded, self.H = sizes, padded, heads
+
+    def index(self, kind: str) -> Tensor:
+        n, N = self.sizes[kind], self.padded[kind]
+        if kind in ("Q", "V"):  # per head: head h's real slots are h * (N / H) + [0, n / H)
+            per, Per = n // self.H, N // self.H
+            return (torch.arange(self.H)[:, None] * Per + torch.arange(per)[None, :]).reshape(-1)
+        if kind == "L":  # left padding: the last n positions are real
+            return torch.arange(N - n, N)
+        return torch.arange(n)
+
+
+def _ix(idx: list[Tensor]) -> tuple[Tensor, ...]:
+    """Open-mesh index tuple (numpy's ix_) for advanced indexing of a block."""
+    nd = len(idx)
+    return tuple(t.view(*([1] * d), -1, *([1] * (nd - d - 1))) for d, t in enumerate(idx))
+
+
+def _linear(x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
+    """x [M, N, in] @ w [M, out, in]^T (+ b [M, out]) -> [M, N, out]."""
+    if b is None:
+        return torch.bmm(x, w.transpose(1, 2))
+    return torch.baddbmm(b.unsqueeze(1), x, w.transpose(1, 2))
+
+
+class StackedTransformer(nn.Module):
+    """M Transformers (models/transformer.py) as one: ``loss(x, y) -> [M]`` per-model losses.
+
+    ``x``: long ``[M, B, L]`` (token ids, each model's own ids, left-padded) or float ``[M, B, L, in]``;
+    ``y``: long ``[M, B]`` or float ``[M, B, out]``. Built by ``from_modules`` from the runs' modules.
+    ``kernel``: ``"core"`` (``_AttentionCore``), ``"sdpa"``, ``"math"`` (explicit softmax, the fallback of last
+    resort) or ``"auto"`` (core on CPUs up to ``CORE_MAX_LEN`` positions, else SDPA).
+    """
+
+    def __init__(self, modules: list[Transformer], kernel: str = "auto", classification: bool = True):
+        super().__init__()
+        ref = modules[0]
+        self.M = M = len(modules)
+        self.kernel = kernel
+        self.input_kind = "embedding" if isinstance(ref.embed, nn.Embedding) else "linear"
+        self.n_layers = len(ref.blocks)
+        self.H = ref.blocks[0].attn.n_heads
+        self.residual = ref.blocks[0].residual
+        self.layernorm = isinstance(ref.ln_f, nn.LayerNorm)
+        self.mlp = ref.blocks[0].mlp is not None
+        self.causal = ref.causal
+        self.readout_only = ref.readout_only
+        self.tied = ref.unembed is None
+        self.pos_kind = "learned" if isinstance(ref.pos, nn.Parameter) else ("none" if ref.pos is None else "sin")
+        for m in modules[1:]:
+            same = (
+                (isinstance(m.embed, nn.Embedding)) == (self.input_kind == "embedding")
+                and len(m.blocks) == self.n_layers and m.blocks[0].attn.n_heads == self.H
+                and m.blocks[0].residual == self.residual and (m.blocks[0].mlp is not None) == self.mlp
+                and isinstance(m.ln_f, nn.LayerNorm) == self.layernorm and m.causal == self.causal
+                and (m.unembed is None) == self.tied and m.readout_only == self.readout_only
+                and sorted(n for n, _ in m.named_parameters()) == sorted(n for n, _ in ref.named_parameters())
+            )
+            if not same:
+                raise ValueError("a stack needs models of one structure (layers, heads, MLP, LayerNorm, input)")
+
+        sizes = [self._sizes(m) for m in modules]
+        padded = {k: max(s[k] for s in sizes) for k in sizes[0]}
+        self.dims = [_Dims(s, padded, self.H) for s in sizes]
+        self.D, self.L, self.C = padded["D"], padded["L"], padded["out"]
+        self.V = padded.get("vocab", 0)
+        self.dqk = padded["Q"] // self.H
+        self.dv = padded["V"] // self.H
+        self.padded = any(s != padded for s in sizes)
+        self.seq_lens = [s["L"] for s in sizes]
+        self.mixed_len = len(set(self.seq_lens)) > 1
+        self.widths = [s["D"] for s in sizes]
+        self.mixed_width = len(set(self.widths)) > 1
+        self.outs = [s["out"] for s in sizes]
+        dtype = next(ref.parameters()).dtype
+        device = next(ref.parameters()).device
+        f = dict(dtype=dtype, device=device)
+
+        # Stacked parameters (leaves), their per-model placement, and the 0/1 masks of the real entries.
+        self.names = [n for n, _ in ref.named_parameters()]
+        self.params: dict[str, Tensor] = {}
+        self.grad_masks: dict[str, Tensor] = {}
+        self._places: dict[str, list[tuple]] = {}
+        for name in self.names:
+            lay = _layout(name, self.input_kind)
+            shape = [padded[k] for k in lay]
+            stacked = torch.zeros(M, *shape, **f)
+            mask = torch.zeros(M, *shape, **f) if self.padded else None
+            places = []
+            for i, m in enumerate(modules):
+                ix = _ix([self.dims[i].index(k).to(device) for k in lay])
+                real = dict(m.named_parameters())[name].detach()
+                stacked[i][ix] = real
+                if mask is not None:
+                    mask[i][ix] = 1.0
+                places.append(ix)
+            self.params[name] = stacked.requires_grad_(True)
+            if mask is not None:
+                self.grad_masks[name] = mask
+            self._places[name] = places
+
+        # Per-model constants: query scale 1/sqrt(d_qk), LayerNorm widths, sinusoidal positions, masks.
+        scales = [1.0 / math.sqrt(s["Q"] // self.H) for s in sizes]
+        self.q_scale: float | Tensor = scales[0] if len(set(scales)) == 1 else torch.tensor(scales, **f).view(M, 1, 1)
+        self.width_mask = None
+        if self.mixed_width:
+            wm = torch.zeros(M, 1, self.D, **f)
+            for i, d in enumerate(self.widths):
+                wm[i, :, :d] = 1.0
+            self.width_mask = wm
+            self.inv_width = torch.tensor([1.0 / d for d in self.widths], **f).view(M, 1, 1)
+        self.pos_table = None
+        if self.pos_kind == "sin":
+            pe = torch.zeros(M, self.L, self.D, **f)
+            for i, (L_i, d) in enumerate(zip(self.seq_lens, self.widths)):
+                pe[i, self.L - L_i :, :d] = sinusoidal_positions(L_i, d).to(**f)
+            self.pos_table = pe
+        self.logit_bias = None
+        if len(set(self.outs)) > 1 and classification:  # regression: padded outputs are 0 against a 0 target
+            lb = torch.zeros(M, 1, self.C, **f)
+            for i, c in enumerate(self.outs):
+                lb[i, :, c:] = float("-inf")
+            self.logit_bias = lb
+        self.offsets = (torch.arange(M, device=device) * self.V).view(M, 1, 1) if self.V and M > 1 else None
+        self._bias_cache: dict[tuple, Tensor | None] = {}
+
+    def _sizes(self, m: Transformer) -> dict[str, int]:
+        a = m.blocks[0].attn
+        D = m.ln_f.normalized_shape[0] if isinstance(m.ln_f, nn.LayerNorm) else a.o.weight.shape[0]
+        s = {"D": D, "Q": a.q.weight.shape[0], "V": a.v.weight.shape[0], "L": m.mask.shape[0]}
+        s["F"] = m.blocks[0].mlp.fc.weight.shape[0] if m.blocks[0].mlp is not None else 0
+        if isinstance(m.embed, nn.Embedding):
+            s["vocab"] = m.embed.weight.shape[0]
+        else:
+            s["in"] = m.embed.weight.shape[1]
+        s["out"] = m.unembed.weight.shape[0] if m.unembed is not None else m.embed.weight.shape[0]
+        return s
+
+    # -- moving parameters between the stack and the runs' own modules ------------------------------------------
+    @torch.no_grad()
+    def load_into(self, i: int, module: nn.Module) -> None:
+        """Copy model i's real entries into its own module (for evaluation)."""
+        for name, p in module.named_parameters():
+            p.copy_(self.params[name][i][self._places[name][i]])
+
+    def parameters_list(self) -> list[Tensor]:
+        return [self.params[n] for n in self.names]
+
+    @torch.no_grad()
+    def mask_grads(self) -> None:
+        """Zero the gradient of every padded entry (exact: padding stays 0 under any optimiser)."""
+        for name, mask in self.grad_masks.items():
+            g = self.params[name].grad
+            if g is not None:
+                g.mul_(mask)
+
+    # -- forward ---------------------------------------------------------------------------------------------
+    def kernel_for(self, device: torch.device) -> str:
+        if self.kernel != "auto":
+            return self.kernel
+        return "core" if device.type == "cpu" and self.L <= CORE_MAX_LEN else "sdpa"
+
+    def _ln(self, h: Tensor, prefix: str) -> Tensor:
+        """LayerNorm over each model's real dimensions (h [M, N, D]); its padded gain and bias are 0."""
+        w, b = self.params[prefix + ".weight"], self.params[prefix + ".bias"]
+        if not self.mixed_width:
+            return F.layer_norm(h, (self.D,), eps=1e-5) * w.unsqueeze(1) + b.unsqueeze(1)
+        mean = h.sum(-1, keepdim=True) * self.inv_width
+        c = (h - mean) * self.width_mask
+        var = (c * c).sum(-1, keepdim=True) * self.inv_width
+        return c * torch.rsqrt(var + 1e-5) * w.unsqueeze(1) + b.unsqueeze(1)
+
+    def _p(self, name: str) -> Tensor | None:
+        return self.params.get(name)
+
+    def _attn_bias(self, n_q: int, kernel: str, device, dtype) -> Tensor | None:
+        """Additive mask for the last n_q queries: [n_q, L] (one sequence length) or [M, 1, n_q, L] (mixed)."""
+        key = (n_q, kernel)
+        if key in self._bias_cache:
+            return self._bias_cache[key]
+        L = self.L
+        qpos = torch.arange(L - n_q, L, device=device)[:, None]
+        kpos = torch.arange(L, device=device)[None, :]
+        allowed = (kpos <= qpos) if self.causal else torch.ones(n_q, L, dtype=torch.bool, device=device)
+        if not self.mixed_len:
+            bias = None
+            if self.causal and n_q > 1:
+                bias = torch.zeros(n_q, L, dtype=dtype, device=device).masked_fill(~allowed, float("-inf"))
+        else:
+            off = torch.tensor([L - n for n in self.seq_lens], device=device).view(-1, 1, 1)
+            ok = allowed & (kpos >= off)  # a real query never sees a padding key
+            ok = ok | ((qpos < off) & (kpos == qpos))  # a padding query sees itself only (finite, never used)
+            bias = torch.zeros(ok.shape, dtype=dtype, device=device).masked_fill(~ok, float("-inf")).unsqueeze(1)
+        self._bias_cache[key] = bias
+        return bias
+
+    def _attention(self, i: int, xq: Tensor, x: Tensor, B: int, n_q: int, kernel: str) -> Tensor:
+        """Layer i's attention: xq [M, B*n_q, D] (queries), x [M, B*L, D] -> [M, B*n_q, D]."""
+        M, H, L, dqk, dv = self.M, self.H, self.L, self.dqk, self.dv
+        pre = f"blocks.{i}.attn."
+        q = _linear(xq, self.params[pre + "q.weight"], self._p(pre + "q.bias")) * self.q_scale
+        k = _linear(x, self.params[pre + "k.weight"], self._p(pre + "k.bias"))
+        v = _linear(x, self.params[pre + "v.weight"], self._p(pre + "v.bias"))
+
+        def heads(t: Tensor, n: int, d: int) -> Tensor:  # [M, B*n, H*d] -> [M, B*H, n, d]
+            t = t.view(M, B, n, H, d)
+            return (t.transpose(2, 3) if H > 1 else t).reshape(M, B * H, n, d)
+
+        q, k, v = heads(q, n_q, dqk), heads(k, L, dqk), heads(v, L, dv)
+        bias = self._attn_bias(n_q, kernel, x.device, x.dtype)
+        if kernel == "core" and not self.mixed_len:
+            y = attention_core(q.reshape(M * B * H, n_q, dqk), k.reshape(M * B * H, L, dqk),
+                               v.reshape(M * B * H, L, dv), bias).view(M, B * H, n_q, dv)
+        elif kernel == "sdpa":
+            if self.mixed_len:
+                y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=1.0)
+            else:
+                causal = self.causal and n_q > 1 and n_q == L
+                y = F.scaled_dot_product_attention(q, k, v, attn_mask=None if causal else bias, is_causal=causal,
+                                                   scale=1.0)
+        else:  # "math", and the CPU core with mixed lengths: explicit scores + per-model bias
+            s = q @ k.transpose(-2, -1)
+            if bias is not None:
+                s = s + bias
+            y = s.softmax(-1) @ v
+        y = y.view(M, B, H, n_q, dv)
+        y = (y.transpose(2, 3) if H > 1 else y).reshape(M, B * n_q, H * dv)
+        return _linear(y, self.params[pre + "o.weight"], self._p(pre + "o.bias"))
+
+    def forward(self, x: Tensor) -> Tensor:
+        """x [M, B, L] or [M, B, L, in] -> outputs [M, B, out] (padded outputs -inf / 0)."""
+        M, B, L = x.shape[0], x.shape[1], x.shape[2]
+        if L != self.L:
+            raise ValueError(f"stacked input has {L} positions, the stack {self.L}")
+        D = self.D
+        emb = self.params["embed.weight"]
+        if self.input_kind == "embedding":
+            ids = x if self.offsets is None else x + self.offsets
+            h = F.embedding(ids, emb.reshape(-1, D))  # [M, B, L, D]; one dense [M*V, D] gradient
+        else:
+            h = _linear(x.reshape(M, B * L, -1).to(emb.dtype), emb, self._p("embed.bias")).view(M, B, L, D)
+        if self.pos_kind == "learned":
+            h = h + self.params["pos"].unsqueeze(1)
+        elif self.pos_kind == "sin":
+            h = h + self.pos_table.unsqueeze(1)
+        kernel = self.kernel_for(h.device)
+        n = L
+        h = h.reshape(M, B * L, D)
+        for i in range(self.n_layers):
+            last = i == self.n_layers - 1
+            n_q = 1 if (last and self.readout_only) else L
+            x_ln = self._ln(h, f"blocks.{i}.ln1") if self.layernorm else h
+            if n_q == n:
+                hq, xq = h, x_ln
+            else:
+                hq = h.view(M, B, n, D)[:, :, -n_q:].reshape(M, B * n_q, D)
+                xq = self._ln(hq, f"blocks.{i}.ln1") if self.layernorm else hq
+            a = self._attention(i, xq, x_ln, B, n_q, kernel)
+            h = hq + a if self.residual else a
+            if self.mlp:
+                pre = f"blocks.{i}.mlp."
+                z = self._ln(h, f"blocks.{i}.ln2") if self.layernorm else h
+                z = _linear(F.gelu(_linear(z, self.params[pre + "fc.weight"], self._p(pre + "fc.bias"))),
+                            self.params[pre + "proj.weight"], self._p(pre + "proj.bias"))
+                h = h + z if self.residual else z
+            n = n_q
+        z = h.view(M, B, n, D)[:, :, -1]  # [M, B, D]
+        if self.layernorm:
+            z = self._ln(z, "ln_f")
+        if self.tied:
+            out = torch.bmm(z, emb.transpose(1, 2))
+        else:
+            out = _linear(z, self.params["unembed.weight"], self._p("unembed.bias"))
+        if self.logit_bias is not None:
+            out = out + self.logit_bias
+        return out
+
+
+class StackedToy(nn.Module):
+    """M toy models (Eq. 2) of one shape: scores a [M, T], output maps W [M, out, in]."""
+
+    def __init__(self, modules: list[ToyAttention], kernel: str = "auto", classification: bool = False):
+        super().__init__()
+        shapes = {(m.a.shape, m.W.shape) for m in modules}
+        if len(shapes) != 1:
+            raise ValueError("a stack of toy models needs one shape (T, in_dim, out_dim)")
+        self.M = len(modules)
+        self.kernel = kernel
+        self.names = ["a", "W"]
+        self.params = {n: torch.stack([getattr(m, n).detach() for m in modules]).requires_grad_(True)
+                       for n in self.names}
+        self.grad_masks: dict[str, Tensor] = {}
+        self.padded = False
+
+    @torch.no_grad()
+    def load_into(self, i: int, module: nn.Module) -> None:
+        module.a.copy_(self.params["a"][i])
+        module.W.copy_(self.params["W"][i])
+
+    def parameters_list(self) -> list[Tensor]:
+        return [self.params[n] for n in self.names]
+
+    def mask_grads(self) -> None:
+        pass
+
+    def forward(self, x: Tensor) -> Tensor:
+        W = self.params["W"]
+        alpha = self.params["a"].softmax(-1)  # [M, T]
+        pooled = torch.einsum("mt,mntd->mnd", alpha, x.to(W.dtype))
+        return torch.bmm(pooled, W.transpose(1, 2))
+
+
+def build_stack(modules: list[nn.Module], kernel: str = "auto", classification: bool = True
+                ) -> StackedTransformer | StackedToy:
+    """The stack of the runs' modules (all Transformers or all toy models); ``classification``: the task's loss
+    is a cross-entropy (padded logits are then masked to -inf)."""
+    if all(isinstance(m, Transformer) for m in modules):
+        return StackedTransformer(modules, kernel, classification)
+    if all(isinstance(m, ToyAttention) for m in modules):
+        return StackedToy(modules, kernel, classification)
+    raise ValueError("a stack needs models of one kind")
+
+
+def stacked_loss(out: Tensor, y: Tensor, classification: bool) -> Tensor:
+    """Per-model losses [M] of outputs [M, B, C]: the trainer's ``loss_fn`` of each model (cross-entropy, or
+    0.5 ||y - y*||^2 averaged over the batch, paper App. A.2)."""
+    M, B = out.shape[0], out.shape[1]
+    if classification:
+        return F.cross_entropy(out.reshape(M * B, -1), y.reshape(M * B), reduction="none").view(M, B).mean(1)
+    return 0.5 * ((out - y) ** 2).sum(-1).mean(-1)

@@ -1,0 +1,52 @@
+"""Where a run's records go while it trains: ``RunLogger`` (the run store, a callback, or nowhere) and the
+``RunResult`` the training loop returns for each run."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+HEARTBEAT_SECONDS = 1.0
+
+
+@dataclass
+class RunResult:
+    status: str
+    reason: str | None = None
+    plateau_step: float | None = None
+    summary: dict = field(default_factory=dict)
+    step: int = 0
+
+
+class RunLogger:
+    """Where a run's records go: the run store (``store`` + ``run_id``), or nowhere (tests, benchmarks)."""
+
+    def __init__(self, store=None, run_id: str | None = None, on_eval: Callable[[int, dict], None] | None = None):
+        self.store, self.run_id, self.on_eval = store, run_id, on_eval
+        self._last_beat = 0.0
+
+    def metrics(self, step: int, values: dict[str, float]) -> None:
+        if self.store is not None:
+            self.store.log_metrics(self.run_id, step, values)
+        if self.on_eval is not None:
+            self.on_eval(step, values)
+
+    def series(self, steps: list[int], series: dict[str, list[float]]) -> None:
+        """Whole metric series at once (integrated ODE runs)."""
+        if self.store is not None:
+            self.store.log_metrics_many(self.run_id, steps, series)
+        if self.on_eval is not None and steps:
+            self.on_eval(steps[-1], {k: v[-1] for k, v in series.items()})
+
+    def attention(self, step: int, maps: dict, meta: dict) -> None:
+        if self.store is not None:
+            self.store.log_attention(self.run_id, step, maps, meta)
+
+    def heartbeat(self, step: int, force: bool = False) -> bool:
+        """Rate-limited heartbeat; True when the store says this run should be cancelled."""
+        now = time.monotonic()
+        if self.store is None or (not force and now - self._last_beat < HEARTBEAT_SECONDS):
+            return False
+        self._last_beat = now
+        return self.store.heartbeat(self.run_id, step)

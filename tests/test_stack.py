@@ -1,0 +1,189 @@
+"""The native stack of models (models/stack.py) and the one training loop (training/loop.py), in float64 on CPU:
+a model inside a stack gives exactly what it gives alone (outputs, gradients, optimiser steps, whole curves),
+whatever shapes share its stack (padding is exact), and whatever runs share it (own data and random streams)."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+from sparse_tui.models import build_model
+from sparse_tui.models.stack import StackedTransformer, build_stack, stacked_loss
+from sparse_tui.presets import RunConfig, expand, load_preset
+from sparse_tui.tasks import make_task
+from sparse_tui.training.loop import train_stack
+from sparse_tui.training.metrics import loss_fn
+from sparse_tui.training.runlog import RunLogger
+
+F64 = torch.float64
+
+
+def cfg(base: dict, **dotted) -> RunConfig:
+    raw = copy.deepcopy(base)
+    for key, v in dotted.items():
+        node = raw
+        *path, last = key.split("__")
+        for p in path:
+            node = node.setdefault(p, {})
+        node[last] = v
+    return RunConfig.model_validate(raw)
+
+
+def blog_nembd_cfgs(**over) -> list[RunConfig]:
+    """Every width of presets/blog_nembd.toml (8 .. 80), small batches and test sets."""
+    from pathlib import Path
+
+    preset = Path(__file__).resolve().parent.parent / "presets" / "blog_nembd.toml"
+    sets = ["seeds=[0]", "train.batch_size=4", "eval.test_size=8", "train.device=\"cpu\""]
+    sets += [f"{k}={v}" for k, v in over.items()]
+    return [s.config for s in expand(load_preset(preset, sets))]
+
+
+def modules_and_batches(cfgs, B=4):
+    mods, xs, ys = [], [], []
+    for c in cfgs:
+        task = make_task(c, "cpu")
+        mods.append(build_model(c, task).to(F64))
+        b = task.train_batch(B)
+        xs.append(b.x.to(F64) if b.x.is_floating_point() else b.x)
+        ys.append(b.y.to(F64) if b.y.is_floating_point() else b.y)
+    return mods, xs, ys, task.classification
+
+
+def stack_inputs(stack, xs, ys, classification):
+    from sparse_tui.training.loop import Batcher
+    from sparse_tui.tasks.base import Batch
+
+    members = [type("M", (), {"task": type("T", (), {"classification": classification})()})() for _ in xs]
+    batcher = Batcher(stack, members, F64)
+    return batcher.assemble([Batch(x, y, torch.zeros(1)) for x, y in zip(xs, ys)])
+
+
+def check_model_equivalence(cfgs, kernel="core"):
+    mods, xs, ys, classification = modules_and_batches(cfgs)
+    stack = build_stack(mods, kernel, classification)
+    x, y = stack_inputs(stack, xs, ys, classification)
+    out = stack(x)
+    losses = stacked_loss(out, y, classification)
+    losses.sum().backward()
+    stack.mask_grads()
+    for i, m in enumerate(mods):
+        m.need_attn = False
+        o, _ = m(xs[i])
+        n_out = o.shape[-1]
+        torch.testing.assert_close(out[i, :, :n_out], o, rtol=1e-12, atol=1e-12)
+        lo = loss_fn(o, ys[i], classification)
+        torch.testing.assert_close(losses[i], lo, rtol=1e-12, atol=1e-12)
+        lo.backward()
+        for name, p in m.named_parameters():
+            g = stack.params[name].grad[i]
+            torch.testing.assert_close(g[stack._places[name][i]], p.grad, rtol=1e-10, atol=1e-12, msg=name)
+            padded = torch.ones_like(g, dtype=torch.bool)
+            padded[stack._places[name][i]] = False
+            assert not g[padded].any(), f"{name}: padding got a gradient"
+    return stack
+
+
+def test_every_blog_nembd_width_in_one_stack_equals_each_model_alone():
+    cfgs = blog_nembd_cfgs()
+    assert sorted({c.model.d_model for c in cfgs}) == [8, 16, 24, 32, 40, 48, 60, 80]
+    stack = check_model_equivalence(cfgs)
+    assert stack.M == 8 and stack.D == 80 and stack.padded
+
+
+@pytest.mark.parametrize("kernel", ["core", "sdpa", "math"])
+def test_mixed_lengths_vocabularies_heads_and_layernorm_are_exact(kernel):
+    base = {
+        "task": {"kind": "recall", "n_tokens": 10, "n_pairs": 3},
+        "model": {"kind": "transformer", "n_layers": 2, "n_heads": 2, "d_model": 8, "mlp": True,
+                  "layernorm": True, "pos_enc": "learned", "init": "torch"},
+        "train": {"device": "cpu"},
+    }
+    cfgs = [cfg(base, seed=0), cfg(base, seed=1, model__d_model=12, model__d_qk=3, task__n_pairs=5),
+            cfg(base, seed=2, model__d_model=16, task__n_tokens=14, model__mlp_factor=2),
+            cfg(base, seed=3, task__n_pairs=1, model__d_qk=6)]
+    stack = check_model_equivalence(cfgs, kernel)
+    assert stack.mixed_len and stack.mixed_width and stack.logit_bias is not None
+
+
+def test_sinusoidal_tied_and_vector_inputs_are_exact():
+    base = {"task": {"kind": "recall", "n_tokens": 12, "n_pairs": 3},
+            "model": {"kind": "transformer", "n_layers": 2, "d_model": 8, "pos_enc": "sinusoidal",
+                      "tie_embeddings": True}, "train": {"device": "cpu"}}
+    check_model_equivalence([cfg(base, seed=0), cfg(base, seed=1, model__d_model=16, task__n_pairs=4)])
+    lin = {"task": {"kind": "linreg", "d": 4, "T": 6}, "model": {"kind": "transformer", "n_layers": 1, "d_model": 8},
+           "train": {"device": "cpu"}}
+    check_model_equivalence([cfg(lin, seed=0), cfg(lin, seed=1, task__d=6, task__T=9, model__d_model=12)])
+
+
+def test_stack_rejects_models_of_different_structure():
+    base = {"task": {"kind": "recall", "n_tokens": 8, "n_pairs": 2}, "model": {"kind": "transformer"},
+            "train": {"device": "cpu"}}
+    mods, *_ = modules_and_batches([cfg(base), cfg(base, model__n_layers=3)])
+    with pytest.raises(ValueError, match="one structure"):
+        StackedTransformer(mods)
+
+
+# -- the loop: whole runs in float64 ---------------------------------------------------------------------------
+
+
+def curves(cfgs, **kw):
+    logs = [[] for _ in cfgs]
+    loggers = [RunLogger(on_eval=lambda s, v, log=log: log.append((s, dict(v)))) for log in logs]
+    res = train_stack(cfgs, loggers=loggers, dtype=F64, **kw)
+    return logs, res
+
+
+def assert_curves_equal(a, b, rel=1e-9):
+    (la, ra), (lb, rb) = a, b
+    assert [r.status for r in ra] == [r.status for r in rb]
+    assert [r.plateau_step for r in ra] == [r.plateau_step for r in rb]
+    for x, y in zip(la, lb):
+        assert [s for s, _ in x] == [s for s, _ in y]
+        for (_, u), (_, v) in zip(x, y):
+            assert u.keys() == v.keys()
+            for k in u:
+                assert v[k] == pytest.approx(u[k], rel=rel, abs=1e-12), k
+
+
+def test_whole_runs_of_every_blog_width_in_one_stack_equal_each_run_alone():
+    """Several optimiser steps (Adam, the preset's lr 1e-2) with evaluations: stack of 8 widths vs 8 lone runs."""
+    cfgs = blog_nembd_cfgs(**{"train.steps": 4, "eval.every": 2})
+    stacked = curves(cfgs)
+    alone = [curves([c]) for c in cfgs]
+    assert_curves_equal((sum((a[0] for a in alone), []), sum((a[1] for a in alone), [])), stacked)
+    assert stacked[1][0].summary["stacked_with"] == 8 and "stacked_with" not in alone[0][1][0].summary
+
+
+def test_a_runs_numbers_do_not_depend_on_its_stack_mates():
+    """Per-model lr, schedule, clipping, weight decay and betas, own data and random streams: run 0's curve is the
+    same with any partners (per-model optimiser path, then the fused one)."""
+    base = {"task": {"kind": "recall", "n_tokens": 8, "n_pairs": 3},
+            "model": {"kind": "transformer", "n_layers": 2, "d_model": 16},
+            "train": {"lr": 1e-2, "batch_size": 8, "steps": 6, "device": "cpu", "optimizer": "adamw"},
+            "eval": {"every": 3, "test_size": 16}}
+    me = cfg(base, seed=0, train__weight_decay=0.1, train__grad_clip=0.5)
+    mates_a = [cfg(base, seed=5, train__lr=3e-2, train__beta2=0.9, task__p=0.5, task__train_size=32),
+               cfg(base, seed=6, train__warmup_steps=3, train__schedule="cosine", model__d_model=24)]
+    mates_b = [cfg(base, seed=7, train__grad_clip=1e-3, task__n_pairs=2, train__beta1=0.5)]
+    alone = curves([me])
+    for mates in (mates_a, mates_b):
+        logs, res = curves([me] + mates)
+        assert_curves_equal(alone, ([logs[0]], [res[0]]))
+    # the fused optimiser (every run with the same schedule and weight decay) against the per-model one
+    same = [cfg(base, seed=s) for s in (0, 1)]
+    logs, res = curves(same)
+    assert_curves_equal(curves([same[1]]), ([logs[1]], [res[1]]))
+
+
+def test_toy_stack_equals_toy_alone():
+    toy = {"task": {"kind": "linreg", "d": 6, "T": 8}, "model": {"kind": "toy", "init": "normal", "init_scale": 0.1},
+           "train": {"optimizer": "sgd", "momentum": 0.9, "lr": 0.5, "batch_size": 16, "steps": 6, "device": "cpu"},
+           "eval": {"every": 3, "test_size": 32}}
+    cfgs = [cfg(toy, seed=0), cfg(toy, seed=1, train__lr=0.2, train__momentum=0.5)]
+    stacked = curves(cfgs)
+    alone = [curves([c]) for c in cfgs]
+    # rel 1e-6: toy_metrics reads W in float32 (metrics.py), so float64 W that differ in the last bit may round apart
+    assert_curves_equal((sum((a[0] for a in alone), []), sum((a[1] for a in alone), [])), stacked, rel=1e-6)
