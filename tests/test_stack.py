@@ -116,6 +116,13 @@ def test_sinusoidal_tied_and_vector_inputs_are_exact():
     lin = {"task": {"kind": "linreg", "d": 4, "T": 6}, "model": {"kind": "transformer", "n_layers": 1, "d_model": 8},
            "train": {"device": "cpu"}}
     check_model_equivalence([cfg(lin, seed=0), cfg(lin, seed=1, task__d=6, task__T=9, model__d_model=12)])
+    # model.bias = false (no Linear biases) with learned positions drawn at pos_init_std, MLP and two heads
+    bare = {"task": {"kind": "recall", "n_tokens": 12, "n_pairs": 3},
+            "model": {"kind": "transformer", "n_layers": 2, "n_heads": 2, "d_model": 8, "bias": False, "mlp": True,
+                      "pos_init_std": 0.1}, "train": {"device": "cpu"}}
+    check_model_equivalence([cfg(bare, seed=0), cfg(bare, seed=1, model__d_model=12, task__n_pairs=4)])
+    lin_bare = cfg(lin, seed=2, model__bias=False)
+    check_model_equivalence([lin_bare, cfg(lin, seed=3, model__bias=False, task__d=6, model__d_model=12)])
 
 
 def test_stack_rejects_models_of_different_structure():
