@@ -16,7 +16,56 @@ from rich.table import Table
 
 from sparse_tui.exitcodes import ExitCode
 
+
+class _Commands(typer.core.TyperGroup):
+    """Every command's store and disk errors end as one line on stderr, never a traceback: a damaged, foreign or
+    newer run store and an unreadable runs directory exit 2; a full disk exits 1."""
+
+    def invoke(self, ctx):
+        import sqlite3
+
+        from sparse_tui.store import StoreError, is_disk_full
+
+        try:
+            return super().invoke(ctx)
+        except StoreError as e:
+            err.print(f"error: {_esc(str(e))}", markup=False)
+            raise typer.Exit(int(ExitCode.RUN_FAILED if is_disk_full(e) or "disk full" in str(e) else ExitCode.USAGE))
+        except (sqlite3.Error, OSError) as e:
+            if isinstance(e, BrokenPipeError):  # `sparse-tui runs | head -1`: the reader left; nothing to say
+                _silence_stdout()
+                raise typer.Exit(0)
+            if is_disk_full(e):
+                err.print(f"error: disk full ({e}); free space, then 'sparse-tui resume' continues the runs", markup=False)
+                raise typer.Exit(int(ExitCode.RUN_FAILED))
+            where = getattr(e, "filename", None)
+            err.print(f"error: {_esc(str(where) + ': ') if where else ''}{_esc(str(e))}", markup=False)
+            raise typer.Exit(int(ExitCode.USAGE))
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def _esc(text) -> str:
+    """Text with control characters (terminal escape codes, newlines, tabs) escaped, so that a name never reaches
+    the terminal raw."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+
+
+def _cell(text):
+    """A table cell: escaped, and never read as rich markup."""
+    from rich.text import Text
+
+    return Text(_esc("" if text is None else text))
+
+
 app = typer.Typer(
+    cls=_Commands,
     name="sparse-tui",
     help=(
         "A terminal experiment console for studying how sparse attention emerges during training.\n\n"
@@ -50,7 +99,7 @@ def _runs_dir(value: Optional[Path]) -> Path:
 
 def fail(message: str, code: ExitCode = ExitCode.USAGE) -> "typer.Exit":
     """Print a one-line error to stderr and return the exit to raise."""
-    err.print(f"error: {message}", markup=False)
+    err.print(f"error: {_esc(message)}", markup=False)
     return typer.Exit(int(code))
 
 
@@ -70,7 +119,7 @@ def _load(preset: Path, overrides: list[str]):
         return load_preset(preset, overrides)
     except PresetError as e:
         for line in e.lines:
-            err.print(line, markup=False)
+            err.print(_esc(line), markup=False)
         raise typer.Exit(int(ExitCode.USAGE)) from None
 
 
@@ -134,36 +183,30 @@ def run(
     loaded = _load(preset, overrides)
     if not headless and not dry_run and not detach:
         _open_tui(_runs_dir(runs_dir), presets_dir, preset, list(set_))
-    if workers != "auto":
-        try:
-            n_workers = int(workers)
-            if n_workers < 1:
-                raise ValueError
-        except ValueError:
-            raise fail(f"--workers: must be a positive integer or 'auto', got {workers!r}") from None
-    else:
-        n_workers = 0
+    n_workers = _workers_flag(workers)
     from sparse_tui.training.scheduler import SCHEDULES
 
     if schedule not in SCHEDULES:
         raise fail(f"--schedule: must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
+    from sparse_tui import runner
     from sparse_tui.presets import expand
 
     specs = expand(loaded)
+    try:
+        runner.preflight(specs, device, preset.name)
+    except runner.PreflightError as e:
+        raise fail(str(e)) from None
     if dry_run:
-        t = Table(title=f"{loaded.name}: {len(specs)} run(s)")
+        t = Table(title=_esc(f"{loaded.name}: {len(specs)} run(s)"))
         for col in ("#", "run", "task", "model", "steps", "device"):
             t.add_column(col)
         for i, s in enumerate(specs):
             c = s.config
-            t.add_row(str(i), s.label(), c.task.kind, c.model.kind, str(c.train.steps), c.train.device)
+            t.add_row(str(i), _cell(s.label()), c.task.kind, c.model.kind, str(c.train.steps), c.train.device)
         out.print(t)
         raise typer.Exit(0)
 
-    from sparse_tui import runner
-    from sparse_tui.store import RunStore
-
-    store = RunStore(_runs_dir(runs_dir))
+    store = _open_store(runs_dir, create=True)
     if detach:
         batch_id, ids, pid = runner.start_detached(
             store, specs, schedule=schedule, workers=n_workers or None, device=device
@@ -171,43 +214,36 @@ def run(
         out.print(f"batch {batch_id}: {len(ids)} run(s) started in the background (pid {pid})")
         out.print(f"log: {runner.log_path(store, batch_id)} (its first line is the schedule the coordinator chose)")
         raise typer.Exit(0)
-    workers, group = _apply_plan(specs, schedule, n_workers, device)
-    batch_id, ids = store.create_runs(specs)
-    _train_batch(store, batch_id, workers, device, group)
+    workers, group = runner.plan_batch(specs, schedule, n_workers, device, say=_say)
+    batch_id, ids = store.create_runs(specs)  # this process is the batch's coordinator
+    _train_batch(store, batch_id, workers, device, group, only=ids)
 
 
-def _apply_plan(specs, schedule: str, n_workers: int, device: Optional[str]) -> tuple[int, int]:
-    """Ask the sweep scheduler for the plan (``--workers N`` overrides its worker count), print it, and set this
-    process's torch threads when it trains in-process. Returns (workers, group). Used by ``run --headless`` and by
-    the coordinator of detached batches (``work``), so both make the same choice the same way."""
-    from sparse_tui.training.scheduler import plan
-
-    the_plan = plan(specs, schedule, device)
-    workers = n_workers or the_plan.workers
-    err.print(the_plan.describe(), markup=False)
-    if workers == 1 and the_plan.threads:  # in-process training: the plan's thread count
-        import torch
-
-        torch.set_num_threads(the_plan.threads)
-    return workers, the_plan.group
+def _say(line: str) -> None:
+    err.print(line, markup=False)
 
 
-def _train_batch(store, batch_id: str, workers: int, device: Optional[str], group: int = 1) -> None:
+def _train_batch(store, batch_id: str, workers: int, device: Optional[str], group: int = 1,
+                 only: Optional[list] = None) -> None:
+    """Coordinate a batch here (``runner.coordinate``) with progress on stderr, then print the summary of its runs
+    (``only``: those of them) and exit with the batch's exit code."""
     from sparse_tui import runner
     from sparse_tui.progress import BatchProgress
 
     flag = runner.StopFlag()
     runner.install_signal_handlers(flag)
-    n = len(store.runs(batch_id=batch_id, reap=False))
+    n = len(store.runs(batch_id=batch_id, status="queued", reap=False))
     stacks = f", stacks of up to {group} run(s)" if group > 1 else ""
-    err.print(f"batch {batch_id}: {n} run(s), {workers} worker(s){stacks}, store {store.path}")
+    err.print(f"batch {batch_id}: {n} run(s), {workers} worker(s){stacks}, store {_esc(store.path)}", markup=False)
     try:
         with BatchProgress(store, batch_id, err):
-            runner.run_batch(store, batch_id, workers=workers, device=device, flag=flag, group=group)
+            runner.coordinate(store, batch_id, workers=workers, device=device, flag=flag, group=group)
     except KeyboardInterrupt:
         flag.status = flag.status or "interrupted"
         store.end_queued(batch_id, "interrupted", "never started")
-    runs = sorted(store.runs(batch_id=batch_id), key=lambda r: r.created_at)
+    runs = sorted(store.runs(batch_id=batch_id), key=lambda r: (r.created_at, r.position))
+    if only is not None:
+        runs = [r for r in runs if r.run_id in set(only)]
     _summary_table(runs)
     code = _exit_code([r.status for r in runs], flag.status is not None)
     if code == ExitCode.INTERRUPTED:
@@ -231,7 +267,7 @@ def _summary_table(runs) -> None:
         f = r.final
         t.add_row(
             r.run_id,
-            r.label,
+            _cell(r.label),
             r.status,
             _fmt(r.plateau_step, "g"),
             _fmt(f.get("test/loss")),
@@ -254,10 +290,11 @@ def work(
     from sparse_tui import runner
 
     store = _open_store(runs_dir)
+    store.set_coordinator(batch_id)
     if workers == 0 or group == 0:
         specs = runner.batch_specs(store, batch_id)
         if specs:
-            planned_workers, planned_group = _apply_plan(specs, schedule, workers, device)
+            planned_workers, planned_group = runner.plan_batch(specs, schedule, workers, device, say=_say)
             workers, group = planned_workers, group or planned_group
     _train_batch(store, batch_id, max(1, workers), device, max(1, group))
 
@@ -288,6 +325,68 @@ def worker(
 
 
 @app.command()
+def resume(
+    target: str = typer.Argument(..., help="A run id or a batch id (or a unique prefix of either).", show_default=False),
+    runs_dir: Optional[Path] = RunsDirOpt,
+    device: Optional[str] = typer.Option(None, "--device", help="Override train.device: auto, cpu, cuda, cuda:N."),
+    workers: str = typer.Option("auto", "--workers", help="Worker processes: a number, or auto."),
+    schedule: str = typer.Option("auto", "--schedule", help="auto, sequential, processes or stacked."),
+    detach: bool = typer.Option(False, "--detach", help="Continue in the background and return at once."),
+) -> None:
+    """Continue the failed and interrupted runs (and runs left queued) of a batch, or one run, from their latest
+    checkpoints, through the same launch path as 'run'."""
+    from sparse_tui import runner
+    from sparse_tui.presets import RunSpec, config_from_json
+    from sparse_tui.store import StoreError
+    from sparse_tui.training.scheduler import SCHEDULES
+
+    n_workers = _workers_flag(workers)
+    if schedule not in SCHEDULES:
+        raise fail(f"--schedule: must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
+    if device is not None and not _device_ok(device):
+        raise fail(f"--device: must be one of auto, cpu, cuda, cuda:N, got {device!r}")
+    store = _open_store(runs_dir)
+    try:
+        batch_id, ids = runner.resume_targets(store, target)
+    except StoreError as e:
+        raise fail(str(e)) from None
+    recs = [store.get(r) for r in ids]
+    specs = [RunSpec(r.preset, r.preset_path or "", config_from_json(r.config), r.swept) for r in recs]
+    try:
+        runner.preflight(specs, device, recs[0].preset)
+    except runner.PreflightError as e:
+        raise fail(str(e)) from None
+    if detach:
+        runner.requeue_for_resume(store, batch_id, ids)
+        pid = runner.detach(store, batch_id, workers=n_workers, device=device, schedule=schedule)
+        out.print(f"batch {batch_id}: {len(ids)} run(s) resumed in the background (pid {pid})")
+        out.print(f"log: {_esc(runner.log_path(store, batch_id))}")
+        raise typer.Exit(0)
+    workers_n, group = runner.plan_batch(specs, schedule, n_workers, device, say=_say)
+    runner.requeue_for_resume(store, batch_id, ids)
+    _train_batch(store, batch_id, workers_n, device, group, only=ids)
+
+
+def _workers_flag(workers: str) -> int:
+    """``--workers``: a positive integer, or 'auto' (0)."""
+    if workers == "auto":
+        return 0
+    try:
+        n = int(workers)
+    except ValueError:
+        n = 0
+    if n < 1 or n > 1024:
+        raise fail(f"--workers: must be a positive integer (at most 1024) or 'auto', got {workers!r}")
+    return n
+
+
+def _device_ok(device: str) -> bool:
+    import re
+
+    return re.fullmatch(r"auto|cpu|cuda|cuda:\d+|mps", device) is not None
+
+
+@app.command()
 def runs(
     runs_dir: Optional[Path] = RunsDirOpt,
     as_json: bool = typer.Option(False, "--json", help="One JSON object per run (a JSON array)."),
@@ -299,9 +398,12 @@ def runs(
     from sparse_tui.store import STATUSES
 
     if status is not None and status not in STATUSES:
-        raise fail(f"--status: must be one of {', '.join(STATUSES)}")
+        raise fail(f"--status: must be one of {', '.join(STATUSES)}, got {status!r}")
+    if limit < 0:
+        raise fail(f"--limit: must be >= 0 (0 = all), got {limit}")
     store = _open_store(runs_dir)
     recs = store.runs(status=status, preset=preset)
+    _store_warnings(store)
     if limit:
         recs = recs[:limit]
     if as_json:
@@ -309,23 +411,29 @@ def runs(
 
         sys.stdout.write(json.dumps([run_row(r, store) for r in recs], indent=1) + "\n")
         return
-    t = Table(title=f"{len(recs)} run(s) in {store.path}")
+    t = Table(title=_esc(f"{len(recs)} run(s) in {store.path}"))
     for col in ("run_id", "preset", "run", "status", "step", "plateau", "test/loss", "test/acc", "device"):
         t.add_column(col)
     for r in recs:
         f = r.final or (store.last_metrics(r.run_id) if r.status == "running" else {})
         t.add_row(
             r.run_id,
-            r.preset,
-            r.label,
+            _cell(r.preset),
+            _cell(r.label),
             r.status,
             f"{r.step}/{r.total_steps}",
             _fmt(r.plateau_step, "g"),
             _fmt(f.get("test/loss")),
             _fmt(f.get("test/acc"), ".3f"),
-            r.device or "-",
+            _cell(r.device or "-"),
         )
     out.print(t)
+
+
+def _store_warnings(store) -> None:
+    """Damaged rows the store skipped, one warning line each (the listing goes on without them)."""
+    for line in store.warnings:
+        err.print(_esc(line), markup=False)
 
 
 @app.command()
@@ -339,7 +447,10 @@ def show(
     from sparse_tui.plotting import chart
     from sparse_tui.store import StoreError
 
+    if width < 0:
+        raise fail(f"--width: must be >= 0 (0 = terminal width), got {width}")
     store = _open_store(runs_dir)
+    store.reap()
     try:
         rec = store.get(run_id)
     except StoreError as e:
@@ -364,7 +475,7 @@ def show(
         if "/H" not in k:
             rows.append((f"final {k}", _fmt(final[k])))
     for k, v in rows:
-        t.add_row(k, v)
+        t.add_row(_cell(k), _cell(v))
     out.print(t)
     if not plots:
         return
@@ -400,28 +511,38 @@ def export_cmd(
     from sparse_tui.export import FORMATS, export
     from sparse_tui.store import StoreError
 
+    from sparse_tui.export import ExportError, write_atomic
+    from sparse_tui.store import STATUSES
+
     if fmt not in FORMATS:
         raise fail(f"--format: must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    if status is not None and status not in STATUSES:
+        raise fail(f"--status: must be one of {', '.join(STATUSES)}, got {status!r}")
+    if output is not None:
+        if output.is_dir():
+            raise fail(f"--output {output}: is a directory")
+        if not output.parent.is_dir():
+            raise fail(f"--output {output}: directory {output.parent} does not exist")
+        if not os.access(output.parent, os.W_OK):
+            raise fail(f"--output {output}: directory {output.parent} is not writable")
     store = _open_store(runs_dir)
     try:
         recs = [store.get(r) for r in run_ids] if run_ids else store.runs(status=status, preset=preset)
     except StoreError as e:
         raise fail(str(e)) from None
+    _store_warnings(store)
     recs = sorted(recs, key=lambda r: (r.created_at, r.batch_id, r.position))
     if fmt == "parquet" and output is None and sys.stdout.isatty():
         raise fail("--format parquet: binary output; pass --output FILE or redirect stdout")
     try:
         if output is not None:
-            tmp = output.with_name(output.name + ".part")
-            with open(tmp, "wb" if fmt == "parquet" else "w", newline="" if fmt != "parquet" else None) as fh:
-                n = export(store, recs, fmt, fh, metrics=metrics)
-            os.replace(tmp, output)
-            err.print(f"wrote {n} row(s) to {output}")
+            n = write_atomic(output, lambda fh: export(store, recs, fmt, fh, metrics=metrics), binary=fmt == "parquet")
+            err.print(f"wrote {n} row(s) to {_esc(output)}", markup=False)
         elif fmt == "parquet":
             n = export(store, recs, fmt, sys.stdout.buffer, metrics=metrics)
         else:
             n = export(store, recs, fmt, sys.stdout, metrics=metrics)
-    except RuntimeError as e:
+    except (RuntimeError, ExportError) as e:
         raise fail(str(e)) from None
 
 

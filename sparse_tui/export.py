@@ -13,8 +13,10 @@ import csv
 import io
 import json
 import math
+import os
 from datetime import datetime, timezone
-from typing import IO, Any, Iterable
+from pathlib import Path
+from typing import IO, Any, Callable, Iterable
 
 from sparse_tui.store import RunRecord, RunStore
 
@@ -133,6 +135,59 @@ def write_table(cols: list[str], rows: list[dict[str, Any]], fmt: str, out: IO) 
         out.write(buf.getvalue())
     else:
         raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+
+
+class ExportError(Exception):
+    """An export that could not be written (one line, naming the file)."""
+
+
+def write_atomic(path: Path, write: Callable[[IO], int], *, binary: bool = False) -> int:
+    """Write ``path`` all or nothing: ``write(fh)`` fills a file that has no name until it is complete (Linux
+    ``O_TMPFILE``: even ``kill -9`` leaves nothing behind), which then atomically replaces ``path``. Elsewhere a
+    ``.part`` file is used and removed on every error. Returns what ``write`` returns."""
+    path = Path(path)
+    directory = path.parent if str(path.parent) else Path(".")
+    tmp_name = path.with_name(f".{path.name}.{os.getpid()}.part")
+    fd = None
+    try:
+        fd = os.open(directory, os.O_TMPFILE | os.O_WRONLY, 0o644) if hasattr(os, "O_TMPFILE") else None
+    except OSError:
+        fd = None
+    named = fd is None
+    try:
+        if named:
+            fd = os.open(tmp_name, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        mode = "wb" if binary else "w"
+        with open(fd, mode, newline=None if binary else "", closefd=True) as fh:
+            fd = None
+            n = write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+            if not named:  # give the finished file a (temporary) name, then move it over the target
+                _link_fd(fh.fileno(), tmp_name)
+        os.replace(tmp_name, path)
+        return n
+    except OSError as e:
+        raise ExportError(f"--output {path}: cannot write: {e.strerror or e}") from None
+    finally:
+        if fd is not None:
+            os.close(fd)
+        try:
+            os.unlink(tmp_name)
+        except FileNotFoundError:
+            pass
+
+
+def _link_fd(fd: int, name: Path) -> None:
+    """Give the unnamed (``O_TMPFILE``) file ``fd`` the name ``name``: ``linkat`` following /proc/self/fd/N."""
+    import ctypes
+    import ctypes.util
+
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    AT_FDCWD, AT_SYMLINK_FOLLOW = -100, 0x400
+    if libc.linkat(AT_FDCWD, f"/proc/self/fd/{fd}".encode(), AT_FDCWD, os.fsencode(name), AT_SYMLINK_FOLLOW) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err), str(name))
 
 
 def export(store: RunStore, runs: list[RunRecord], fmt: str, out: IO, *, metrics: bool = False) -> int:

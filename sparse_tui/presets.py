@@ -18,17 +18,77 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal, Mapping, Union
+import math
+import types
+from typing import Annotated, Any, Literal, Mapping, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 # --------------------------------------------------------------------------------------------------------------
 # Schema
 # --------------------------------------------------------------------------------------------------------------
 
 
+# Integers are stored in SQLite (signed 64-bit); larger values are refused when the preset is read.
+INT64_MAX = 2**63 - 1
+# A preset's runs (sweep product x seeds), evaluations per run and attention snapshots per run are capped so that a
+# typo (a 1,000-value sweep, eval.every = 1) is a one-line error, not hours of work or a full disk.
+MAX_RUNS = 10_000
+MAX_EVALS = 100_000
+MAX_SNAPSHOTS = 10_000
+
+
+def _number_kinds(annotation: Any) -> set:
+    """{int}, {float} or {int, float} for a field's annotation (``int | None`` -> {int}), else empty."""
+    args = get_args(annotation) if get_origin(annotation) in (Union, types.UnionType) else (annotation,)
+    return {a for a in args if a in (int, float)}
+
+
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _strict_numbers(cls, data: Any) -> Any:
+        """Integers are strict (no booleans, no floats, within 64 bits); floats are finite numbers."""
+        if not isinstance(data, dict):
+            return data
+        for name, v in data.items():
+            field_info = cls.model_fields.get(name)
+            kinds = _number_kinds(field_info.annotation) if field_info is not None else set()
+            if not kinds or v is None:
+                continue
+            if kinds == {int}:
+                if isinstance(v, str):
+                    raise ValueError(f"{name}: must be an integer")
+                if isinstance(v, bool) or not isinstance(v, int):
+                    raise ValueError(f"{name}: must be an integer, got {_show(v)}")
+                if abs(v) > INT64_MAX:
+                    raise ValueError(f"{name}: must be an integer below 2^63, got {v}")
+                continue
+            if isinstance(v, str):
+                raise ValueError(f"{name}: must be a number")
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise ValueError(f"{name}: must be a number, got {_show(v)}")
+            try:
+                finite = math.isfinite(float(v))
+            except OverflowError:
+                finite = False
+            if not finite:
+                raise ValueError(f"{name}: must be a finite number, got {_show(v)}")
+        return data
+
+
+def _show(v: Any) -> str:
+    """A value as the user wrote it in TOML, shortened for a one-line message."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, dict):
+        return "a table"
+    if isinstance(v, list):
+        return "a list"
+    text = repr(v) if isinstance(v, str) else str(v)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 class LinregTask(_Section):
@@ -304,7 +364,97 @@ class _Experiment(_Section):
             raise ValueError(f"model.kind: '{self.model.kind}' needs task.kind = 'linreg'")
         if self.model.kind == "transformer" and self.model.tie_embeddings and self.task.kind == "linreg":
             raise ValueError("model.tie_embeddings: needs a token task (recall, nearest)")
+        if self.model.kind == "transformer" and self.model.input != "auto":
+            token_task = self.task.kind != "linreg"
+            if self.model.input == "embedding" and not token_task:
+                raise ValueError("model.input: 'embedding' needs a token task (recall, nearest); use auto or linear")
+            if self.model.input == "linear" and token_task:
+                raise ValueError("model.input: 'linear' needs a vector task (linreg); use auto or embedding")
+        n_evals = n_eval_steps(self.train.steps, self.eval.every)
+        if n_evals > MAX_EVALS:
+            raise ValueError(
+                f"eval.every: {n_evals} evaluations (train.steps {self.train.steps} / eval.every {self.eval.every})"
+                f" is more than {MAX_EVALS}; raise eval.every"
+            )
+        if self.eval.snapshot_every > 0:
+            n_snaps = n_eval_steps(self.train.steps, math.lcm(self.eval.every, self.eval.snapshot_every))
+            if n_snaps > MAX_SNAPSHOTS:
+                raise ValueError(
+                    f"eval.snapshot_every: {n_snaps} attention snapshots is more than {MAX_SNAPSHOTS};"
+                    " raise eval.snapshot_every"
+                )
+        self._check_plateau()
         return self
+
+    def _check_plateau(self) -> None:
+        """``plateau.metric`` must be a metric this task and model log; ``plateau.value`` must lie in its range."""
+        metric, value, mode = self.plateau.metric, self.plateau.value, self.plateau.mode
+        span = metric_range(self, metric)
+        if span is None:
+            names = sorted(n for n in logged_metrics(self, max_layers=2) if "/H" not in n)
+            shown = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
+            raise ValueError(f"plateau.metric: {metric!r} is not logged by this run; one of {shown}")
+        lo, hi = span
+        if mode == "fraction":
+            if value <= 0:
+                raise ValueError(f"plateau.value: must be > 0 in mode 'fraction' (a fraction of {metric} at step 0)")
+        elif not lo <= value <= hi:
+            span = f"[{_fmt_num(lo)}, {_fmt_num(hi)}]" if math.isfinite(hi) else f">= {_fmt_num(lo)}"
+            if not math.isfinite(lo):
+                span = "any number"
+            raise ValueError(f"plateau.value: {metric} takes values in {span}, got {_fmt_num(value)}")
+
+
+def n_eval_steps(steps: int, every: int) -> int:
+    """``len(eval_steps(...))`` without building the list: 0, every, 2 every, ... and the last step."""
+    return steps // every + 1 + (1 if steps % every else 0)
+
+
+_UNIT = (0.0, 1.0)
+_NONNEG = (0.0, math.inf)
+
+
+def metric_range(cfg: "_Experiment", name: str) -> tuple[float, float] | None:
+    """The range of metric ``name`` if a run of ``cfg`` logs it, else None (without listing every layer's names)."""
+    layers, heads = (cfg.model.n_layers, cfg.model.n_heads) if cfg.model.kind == "transformer" else (1, 1)
+    m = re.fullmatch(r"attn/(?:entropy/)?L(\d+)(?:/H(\d+))?(/[a-z]+)?", name)
+    if m:
+        li, h = int(m.group(1)), m.group(2)
+        if not 1 <= li <= layers or (h is not None and not int(h) < heads):
+            return None
+        name = re.sub(r"L\d+", "L1", name, count=1)
+        if h is not None:
+            name = name.replace(f"/H{h}/", "/H0/")
+    return logged_metrics(cfg, max_layers=1, max_heads=1).get(name)
+
+
+def logged_metrics(cfg: "_Experiment", max_layers: int | None = None, max_heads: int | None = None
+                   ) -> dict[str, tuple[float, float]]:
+    """The metrics a run of ``cfg`` logs at its evaluations, each with its range (training/metrics.py,
+    models/ode.py); per-layer / per-head names for at most ``max_layers`` / ``max_heads``. The plateau detector can
+    watch any of them."""
+    out: dict[str, tuple[float, float]] = {"test/loss": _NONNEG, "train/loss": _NONNEG}
+    task, model = cfg.task, cfg.model
+    if model.kind != "ode":
+        out["lr"] = (0.0, math.inf)
+    if task.kind in ("recall", "nearest"):
+        out["test/acc"] = _UNIT
+        out["test/ppl"] = (1.0, math.inf)
+    layers, heads = (model.n_layers, model.n_heads) if model.kind == "transformer" else (1, 1)
+    layers, heads = min(layers, max_layers or layers), min(heads, max_heads or heads)
+    probes = ["select", "copy"] if task.kind == "recall" else ["relevant"]
+    for li in range(1, layers + 1):
+        out[f"attn/entropy/L{li}"] = _NONNEG
+        for probe in probes:
+            out[f"attn/L{li}/{probe}"] = _UNIT
+            for h in range(heads):
+                out[f"attn/L{li}/H{h}/{probe}"] = _UNIT
+    if model.kind in ("toy", "ode"):
+        out["toy/w"] = (-math.inf, math.inf)
+        out["toy/alpha"] = _UNIT
+        if model.kind == "ode" and task.p > 0:
+            out["toy/w_tilde"] = (-math.inf, math.inf)
+    return out
 
 
 class RunConfig(_Experiment):
@@ -323,6 +473,23 @@ class Preset(_Experiment):
         default_factory=dict, description="Dotted key -> list of values; runs = product of lists x seeds."
     )
 
+    @field_validator("seeds", mode="before")
+    @classmethod
+    def _seeds(cls, v: Any) -> Any:
+        """Seeds are distinct integers in [0, 2^63) (they are stored as SQLite integers)."""
+        if not isinstance(v, list):
+            return v
+        seen = set()
+        for s in v:
+            if isinstance(s, bool) or not isinstance(s, int):
+                raise ValueError(f"must be a list of integers, got {_show(s)}")
+            if not 0 <= s <= INT64_MAX:
+                raise ValueError(f"must be integers in [0, 2^63), got {s}")
+            if s in seen:
+                raise ValueError(f"seed {s} appears twice (two identical runs)")
+            seen.add(s)
+        return v
+
 
 # --------------------------------------------------------------------------------------------------------------
 # Errors
@@ -333,8 +500,14 @@ class PresetError(Exception):
     """One or more problems with a preset; ``lines`` holds one ``FILE: key: message`` line per problem."""
 
     def __init__(self, lines: list[str]):
+        lines = [_esc(line) for line in lines]
         super().__init__("\n".join(lines))
         self.lines = lines
+
+
+def _esc(text: str) -> str:
+    """``text`` with control characters (terminal escape codes, newlines) shown escaped, never sent raw."""
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in str(text))
 
 
 def _fmt_num(v: Any) -> str:
@@ -415,11 +588,15 @@ def format_validation_error(exc: ValidationError, source: str, prefix: str = "")
 
 
 def parse_value(text: str) -> Any:
-    """Parse a ``--set`` value as a TOML value (numbers, booleans, lists, quoted strings); bare words are strings."""
+    """Parse a ``--set`` value as a TOML value (numbers, booleans, lists, quoted strings); bare words are strings.
+
+    Raises ValueError for a value nested too deeply to parse."""
     try:
         return tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
         return text
+    except RecursionError:
+        raise ValueError("value is nested too deeply") from None
 
 
 def _get_section_model(path: list[str], data: dict) -> bool:
@@ -530,15 +707,25 @@ def load_preset(path: str | Path, overrides: list[str] | None = None) -> LoadedP
     path = Path(path)
     src = path.name
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise PresetError([f"{path}: file not found"]) from None
+    except IsADirectoryError:
+        raise PresetError([f"{path}: is a directory, not a preset file"]) from None
     except OSError as e:
         raise PresetError([f"{path}: cannot read: {e.strerror}"]) from None
     try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise PresetError([f"{src}: not a UTF-8 text file (byte {e.start}: {data[e.start:e.start + 1]!r})"]) from None
+    try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise PresetError([f"{src}: TOML syntax error: {e}"]) from None
+        raise PresetError([f"{src}: TOML syntax error: {str(e).splitlines()[0]}"]) from None
+    except RecursionError:
+        raise PresetError([f"{src}: TOML nested too deeply"]) from None
+    if not raw:
+        raise PresetError([f"{src}: empty preset (no keys); a preset needs at least a [task] or [train] table"])
     return validate_preset_data(raw, src, overrides, path=path)
 
 
@@ -554,16 +741,36 @@ def validate_preset_data(
             continue
         key, text = ov.split("=", 1)
         key = key.strip()
-        if not key:
-            errors.append(f"--set {ov}: expected key=value")
+        if not key or any(not part for part in key.split(".")):
+            errors.append(f"--set {_esc(ov)}: expected key=value with a dotted key like train.lr")
             continue
-        set_dotted(raw, key, parse_value(text.strip()))
+        try:
+            value = parse_value(text.strip())
+        except ValueError as e:
+            errors.append(f"--set {_esc(key)}: {e}")
+            continue
+        if key.startswith("sweep.") and len(key) > len("sweep."):
+            # --set sweep.train.lr=[1e-3,1e-2]: the sweep table's keys are dotted keys themselves
+            if not isinstance(raw.get("sweep", {}), dict):
+                raw["sweep"] = {}
+            raw.setdefault("sweep", {})[key[len("sweep."):]] = value
+        else:
+            set_dotted(raw, key, value)
     if errors:
         raise PresetError(errors)
     try:
         preset = Preset.model_validate(raw)
     except ValidationError as e:
         raise PresetError(format_validation_error(e, src)) from None
+    except RecursionError:
+        raise PresetError([f"{src}: nested too deeply"]) from None
+    n_runs = len(preset.seeds)
+    for values in preset.sweep.values():
+        n_runs *= max(1, len(values))
+    if n_runs > MAX_RUNS:
+        sizes = " x ".join(str(len(v)) for v in preset.sweep.values())
+        raise PresetError([f"{src}: sweep: {n_runs} runs ({sizes} x {len(preset.seeds)} seed(s)) is more than"
+                           f" {MAX_RUNS}; split the sweep into several presets"])
     # Validate the sweep: every key must exist, every value list non-empty, every point valid.
     sweep = raw.get("sweep", {}) or {}
     base = {k: v for k, v in raw.items() if k not in ("sweep", "seeds")}

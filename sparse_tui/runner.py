@@ -1,15 +1,28 @@
-"""Running a preset: the one code path behind ``sparse-tui run --headless`` and the TUI's launch action.
+"""The one run lifecycle: every step of a run's life, whoever starts it (``run --headless``, ``run --detach``, the
+console, ``resume``). docs/ARCHITECTURE.md shows the steps and who calls them.
 
-1. ``launch`` records every run of the expanded preset in the store as ``queued`` (one *batch* per launch).
-2. ``run_batch`` trains the batch: in this process (``workers == 1``), or by starting worker processes
-   (``python -m sparse_tui worker BATCH``) that each claim queued runs from the store until none is left.
-   A worker that dies (even by SIGKILL) leaves only its current run behind, which readers then show as failed
-   (``RunStore.reap``); the other workers carry on and the coordinator starts a replacement for the queued runs.
-3. ``detach`` starts the coordinator itself as a process in its own session (``python -m sparse_tui work BATCH``),
-   so quitting the TUI or losing the SSH connection does not stop training.
+1. ``preflight`` checks what cannot be seen in the preset alone, before anything is written: the device exists
+   (``--device cuda`` without CUDA is a usage error) and the largest run fits its memory (``resources.check``).
+2. ``launch`` / ``store.create_runs`` record the runs of the expanded preset as ``queued`` (one *batch*), together
+   with the batch's **coordinator** (pid and host) in the same transaction.
+3. ``plan_batch`` asks the sweep scheduler how to train them (workers, threads, stacks).
+4. ``coordinate`` trains the batch: in this process (``workers == 1``), or by starting worker processes
+   (``python -m sparse_tui worker BATCH``) that each **claim** queued runs (``work``) until none is left.
+   A run that has a checkpoint continues from it (training/checkpoint.py).
+5. Each run ends with a terminal status (``store.finish``): finished, diverged, failed (a crash, with its reason;
+   a full disk is recorded as "disk full"), interrupted, cancelled.
+6. **Reaping** (``store.reap``, called by every reader: ``runs``, ``show``, ``export``, the console) fails a running
+   run whose process is gone and the queued runs of a coordinator that is gone. On the same host liveness is the
+   pid (a stopped or slow process is alive); the heartbeat's age counts for other hosts only.
+7. ``resume`` puts failed, interrupted and left-queued runs back in the queue and goes through 3-5 again.
 
-Ctrl-C / SIGTERM mark the running runs ``interrupted`` (everything logged is kept) and the queued ones
-``interrupted`` (reason: never started); the command then exits 130. A cancel request from the TUI sets the run's
+``detach`` starts the coordinator itself as a process in its own session (``python -m sparse_tui work BATCH``),
+so quitting the TUI or losing the SSH connection does not stop training.
+
+Ctrl-C / SIGTERM / SIGHUP: the training loop sees the stop at its next step and the run ends ``interrupted``
+(everything logged is kept, and its checkpoint); a step or an evaluation that takes longer than ``STOP_GRACE``
+seconds is cut short by an alarm, so the process always ends within about 2 s. Queued runs end ``interrupted``
+(reason: never started); the command exits 130. A cancel request from the TUI sets the run's
 ``cancel_requested`` flag, which the trainer sees at its next heartbeat and ends the run as ``cancelled``.
 """
 
@@ -17,6 +30,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -26,7 +40,16 @@ from pathlib import Path
 from typing import Callable
 
 from sparse_tui.presets import LoadedPreset, expand
-from sparse_tui.store import TERMINAL, RunStore
+from sparse_tui.store import TERMINAL, RunRecord, RunStore, StoreError, is_disk_full
+
+# Seconds the training loop has, after Ctrl-C / SIGTERM, to stop at a step boundary before an alarm cuts the step
+# or evaluation short (docs: SIGTERM and Ctrl-C are honoured within 2 s).
+STOP_GRACE = 1.0
+_training = False  # True while this process is inside a run's training loop (the alarm may interrupt it)
+
+
+class StopNow(KeyboardInterrupt):
+    """Raised by the alarm when a step or evaluation did not reach a stop check within ``STOP_GRACE``."""
 
 
 @dataclass
@@ -40,22 +63,115 @@ class StopFlag:
 
 
 def install_signal_handlers(flag: StopFlag) -> None:
+    """Ctrl-C, SIGTERM and SIGHUP set ``flag``; if training has not stopped ``STOP_GRACE`` s later, ``StopNow`` is
+    raised in it. A second signal stops waiting at once."""
+
     def handler(signum, frame):  # noqa: ARG001
         if flag.status is None:
             flag.status = "interrupted"
+            if _training and hasattr(signal, "setitimer"):
+                signal.setitimer(signal.ITIMER_REAL, STOP_GRACE)
         else:  # a second Ctrl-C: stop waiting
             raise KeyboardInterrupt
+
+    def alarm(signum, frame):  # noqa: ARG001
+        if _training and flag.status:
+            raise StopNow()
 
     signal.signal(signal.SIGINT, handler)
     signal.signal(signal.SIGTERM, handler)
     if hasattr(signal, "SIGHUP"):
         signal.signal(signal.SIGHUP, handler)
+    if hasattr(signal, "SIGALRM"):
+        signal.signal(signal.SIGALRM, alarm)
+
+
+def _training_section(on: bool) -> None:
+    global _training
+    _training = on
+    if not on and hasattr(signal, "setitimer"):
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+# -- 1. preflight ---------------------------------------------------------------------------------------------------
+
+
+class PreflightError(Exception):
+    """A batch that cannot start on this machine (one line, naming the flag or the preset key)."""
+
+
+def preflight(specs: list, device: str | None = None, source: str = "preset") -> None:
+    """Check the device and the memory of ``specs`` before anything is written (raises ``PreflightError``).
+
+    ``device`` is the ``--device`` flag (None: each run's ``train.device``)."""
+    from sparse_tui.resources import ResourceError, check
+
+    wanted: dict[str, list] = {}
+    for spec in specs:
+        wanted.setdefault(device or spec.config.train.device, []).append(spec.config)
+    for want, cfgs in wanted.items():
+        where = "--device" if device else f"{source}: train.device"
+        resolved = _resolve_device_name(want, where)
+        try:
+            check(cfgs, resolved, source)
+        except ResourceError as e:
+            raise PreflightError(str(e)) from None
+
+
+def _resolve_device_name(want: str, where: str) -> str:
+    """'cpu', 'cuda:N' for ``want`` (auto, cpu, cuda, cuda:N, mps); PreflightError when it is not here."""
+    if want == "cpu":
+        return "cpu"
+    import torch
+
+    if want == "auto":
+        return "cuda:0" if torch.cuda.is_available() else "cpu"
+    if want == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        if mps is None or not mps.is_available():
+            raise PreflightError(f"{where}: mps is not available on this machine")
+        return "cpu"  # no memory query for mps: the CPU's memory is shared
+    if want.startswith("cuda"):
+        if not torch.cuda.is_available():
+            build = "a CPU-only build" if torch.version.cuda is None else f"CUDA {torch.version.cuda}, no GPU visible"
+            raise PreflightError(f"{where}: {want} requested but CUDA is not available (torch {torch.__version__}, "
+                                 f"{build})")
+        index = int(want.split(":")[1]) if ":" in want else 0
+        if index >= torch.cuda.device_count():
+            raise PreflightError(f"{where}: {want} requested but this machine has {torch.cuda.device_count()} GPU(s)")
+        return f"cuda:{index}"
+    raise PreflightError(f"{where}: unknown device {want!r}")
+
+
+# -- 2. launch, 3. plan -----------------------------------------------------------------------------------------------
 
 
 def launch(loaded: LoadedPreset, store: RunStore) -> tuple[str, list[str]]:
-    """Record the runs of a preset as queued. Returns (batch_id, run_ids)."""
+    """Record the runs of a preset as queued, this process as their coordinator. Returns (batch_id, run_ids)."""
     specs = expand(loaded)
     return store.create_runs(specs)
+
+
+def plan_batch(
+    specs: list, schedule: str, n_workers: int, device: str | None, say: Callable[[str], None] | None = None
+) -> tuple[int, int]:
+    """Ask the sweep scheduler for the plan (``n_workers`` > 0 overrides its worker count), report it through
+    ``say``, and set this process's torch threads when it trains in-process. Returns (workers, group). The one
+    planning step of ``run --headless``, of detached coordinators (``work``) and of ``resume``."""
+    from sparse_tui.training.scheduler import plan
+
+    the_plan = plan(specs, schedule, device)
+    workers = n_workers or the_plan.workers
+    if say is not None:
+        say(the_plan.describe())
+    if workers == 1 and the_plan.threads:  # in-process training: the plan's thread count
+        import torch
+
+        torch.set_num_threads(the_plan.threads)
+    return workers, the_plan.group
+
+
+# -- 4. claim and train -------------------------------------------------------------------------------------------
 
 
 def work(
@@ -68,57 +184,137 @@ def work(
 ) -> int:
     """Claim and train queued runs of ``batch_id`` until none is left. Returns the number of runs trained.
 
-    ``group > 1``: claim up to ``group`` runs of one shape at a time and train them stacked (training/stacked.py)."""
-    import torch
-
-    if group > 1:
-        from sparse_tui.training.stacked import work_stacked
-
-        return work_stacked(store, batch_id, device=device, should_stop=should_stop, max_group=group)
-
+    ``group > 1``: claim up to ``group`` runs of one shape at a time (and as many as fit the device memory) and
+    train them stacked (training/stacked.py)."""
     from sparse_tui.presets import config_from_json
-    from sparse_tui.training.trainer import RunLogger, library_versions, resolve_device, train_run
+    from sparse_tui.training.trainer import library_versions, resolve_device
 
     n = 0
     while True:
         if should_stop is not None and should_stop():
             return n
-        # Resolve the device from the next run's config before claiming it (one batch = one preset device).
-        queued = store.runs(batch_id=batch_id, status="queued", reap=False)
+        queued = [r for r in store.runs(batch_id=batch_id, status="queued", reap=False) if not r.cancel_requested]
         if not queued:
             return n
-        want = device or queued[-1].config.get("train", {}).get("device", "auto")
+        first = min(queued, key=lambda r: r.position)
+        want = device or first.config.get("train", {}).get("device", "auto")
         try:
             dev = resolve_device(want)
         except RuntimeError as e:
-            rec = store.claim_next(batch_id, device=want, versions={})
-            if rec is not None:
+            for rec in store.claim_runs([first.run_id], device=want, versions={}):
                 store.finish(rec.run_id, "failed", reason=str(e))
             continue
-        rec = store.claim_next(batch_id, device=str(dev), versions=library_versions(dev))
-        if rec is None:
-            return n
-        cfg = config_from_json(rec.config)
-        logger = RunLogger(store, rec.run_id)
-        try:
-            res = train_run(cfg, device=dev, logger=logger, should_stop=should_stop)
-            store.finish(
-                rec.run_id,
-                res.status,
-                reason=res.reason,
-                plateau_step=res.plateau_step,
-                summary=res.summary,
-                step=res.step,
-            )
-        except KeyboardInterrupt:
-            store.finish(rec.run_id, "interrupted", reason="interrupted")
+        if group <= 1:
+            rec = store.claim_next(batch_id, device=str(dev), versions=library_versions(dev))
+            if rec is None:
+                return n
+            _train_claimed(store, [rec], [config_from_json(rec.config)], dev, should_stop)
+            n += 1
+            continue
+        from sparse_tui.training.scheduler import MAX_GROUP, device_budget, group_size
+        from sparse_tui.training.stacked import group_key
+
+        cfgs = {r.run_id: config_from_json(r.config) for r in queued}
+        key = group_key(cfgs[first.run_id])
+        ordered = sorted(queued, key=lambda r: r.position)
+        pick = [first.run_id] + [r.run_id for r in ordered if r.run_id != first.run_id and key is not None
+                                 and group_key(cfgs[r.run_id]) == key]
+        size = 1 if key is None else group_size([cfgs[i] for i in pick], device_budget(dev), group or MAX_GROUP)
+        recs = store.claim_runs(pick[:size], device=str(dev), versions=library_versions(dev))
+        if recs:
+            _train_claimed(store, recs, [cfgs[r.run_id] for r in recs], dev, should_stop)
+            n += len(recs)
+
+
+def _train_claimed(store: RunStore, recs: list[RunRecord], cfgs: list, dev, should_stop) -> None:
+    """Train claimed runs (one alone through ``trainer.train_run``, several stacked) and record how each ended.
+    A crash is recorded with its reason (a full disk as "disk full at step N"); Ctrl-C as interrupted."""
+    import torch
+
+    from sparse_tui.training.trainer import RunLogger, train_run
+
+    done: set[int] = set()
+
+    def finish(i: int, res) -> None:
+        done.add(i)
+        _finish(store, recs[i].run_id, res.status, reason=res.reason, plateau_step=res.plateau_step,
+                summary=res.summary, step=res.step)
+
+    _training_section(True)
+    try:
+        if len(recs) == 1:
+            finish(0, train_run(cfgs[0], device=dev, logger=RunLogger(store, recs[0].run_id), should_stop=should_stop))
+        else:
+            from sparse_tui.training.stacked import _train_group
+
+            _train_group(store, recs, cfgs, dev, should_stop)
+            done.update(range(len(recs)))
+    except KeyboardInterrupt:
+        _training_section(False)
+        for i, r in enumerate(recs):
+            if i not in done:
+                _finish(store, r.run_id, "interrupted", reason=f"interrupted at step {_step(store, r.run_id)}")
+        raise
+    except Exception as e:  # a crash is recorded, never lost
+        _training_section(False)
+        for i, r in enumerate(recs):
+            if i in done:
+                continue
+            if is_disk_full(e):
+                _finish(store, r.run_id, "failed", reason=f"disk full at step {_step(store, r.run_id)}")
+            else:
+                tb = traceback.format_exc(limit=6)
+                _finish(store, r.run_id, "failed", reason=f"{type(e).__name__}: {e}", summary={"traceback": tb})
+        if dev.type == "cuda" and isinstance(e, getattr(torch.cuda, "OutOfMemoryError", ())):
+            torch.cuda.empty_cache()
+        if is_disk_full(e):
+            raise DiskFull(store.runs_dir) from None
+    finally:
+        _training_section(False)
+
+
+class DiskFull(StoreError):
+    """The run store's disk is full: training stops (the runs are recorded as failed where the disk allowed)."""
+
+    def __init__(self, runs_dir: Path):
+        super().__init__(f"{runs_dir}: disk full; the running runs were recorded as failed (reason: disk full) where"
+                         " the disk allowed; free space and run 'sparse-tui resume BATCH'")
+
+
+def _step(store: RunStore, run_id: str) -> int:
+    try:
+        return store.get(run_id).step
+    except (StoreError, sqlite3.Error):
+        return 0
+
+
+def _finish(store: RunStore, run_id: str, status: str, **kw) -> None:
+    """``store.finish`` that survives a full disk: retried without the summary (a smaller write), then given up
+    (readers then reap the run as dead, with '(disk full)' in its reason)."""
+    try:
+        store.finish(run_id, status, **kw)
+    except sqlite3.Error as e:
+        if not is_disk_full(e):
             raise
-        except Exception as e:  # a crash is recorded, never lost
-            tb = traceback.format_exc(limit=6)
-            store.finish(rec.run_id, "failed", reason=f"{type(e).__name__}: {e}", summary={"traceback": tb})
-            if isinstance(e, torch.cuda.OutOfMemoryError if hasattr(torch.cuda, "OutOfMemoryError") else ()):
-                torch.cuda.empty_cache()
-        n += 1
+        try:
+            store.finish(run_id, status, reason=kw.get("reason"), step=kw.get("step"))
+        except sqlite3.Error:
+            pass
+
+
+def coordinate(
+    store: RunStore,
+    batch_id: str,
+    *,
+    workers: int = 1,
+    device: str | None = None,
+    flag: StopFlag | None = None,
+    poll: Callable[[], None] | None = None,
+    group: int = 1,
+) -> None:
+    """Record this process as ``batch_id``'s coordinator and train every queued run of it (``run_batch``)."""
+    store.set_coordinator(batch_id)
+    run_batch(store, batch_id, workers=workers, device=device, flag=flag, poll=poll, group=group)
 
 
 def worker_command(
@@ -178,10 +374,17 @@ def _run_with_workers(
     n_queued = len(store.runs(batch_id=batch_id, status="queued", reap=False))
     for _ in range(min(workers, max(1, n_queued))):
         spawn()
+    last_beat = time.monotonic()
     while True:
         time.sleep(0.3)
         if poll is not None:
             poll()
+        if time.monotonic() - last_beat > 5.0:  # what other hosts judge this coordinator by
+            last_beat = time.monotonic()
+            try:
+                store.beat_batch(batch_id)
+            except sqlite3.Error:
+                pass
         alive = [p for p in procs if p.poll() is None]
         if flag.status:
             for p in alive:
@@ -191,7 +394,7 @@ def _run_with_workers(
                     pass
             for p in alive:
                 try:
-                    p.wait(timeout=30)
+                    p.wait(timeout=5)
                 except subprocess.TimeoutExpired:
                     p.kill()
             store.reap()
@@ -231,6 +434,7 @@ def detach(
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     log.close()
+    store.set_coordinator(batch_id, proc.pid)  # the launcher (recorded so far) hands the batch to the process
     return proc.pid
 
 
@@ -254,6 +458,45 @@ def start_detached(
     batch_id, ids = store.create_runs(specs)
     pid = detach(store, batch_id, workers=workers or 0, device=device, schedule=schedule)
     return batch_id, ids, pid
+
+
+# -- 7. resume -----------------------------------------------------------------------------------------------------
+
+RESUMABLE = ("failed", "interrupted", "queued")
+
+
+def resume_targets(store: RunStore, target: str) -> tuple[str, list[str]]:
+    """The runs ``sparse-tui resume TARGET`` continues: TARGET is a batch id, or a run id (or a unique prefix of
+    either). Returns (batch_id, run_ids) of its failed, interrupted and queued runs; StoreError when there are
+    none, or TARGET names nothing or several batches."""
+    store.reap()
+    batches = store.batch_ids(target)
+    if target in batches:
+        batches = [target]
+    if len(batches) == 1:
+        batch_id = batches[0]
+        recs = store.runs(batch_id=batch_id)
+    else:
+        try:
+            rec = store.get(target)
+        except StoreError:
+            if len(batches) > 1:
+                raise StoreError(f"batch id prefix {target!r} is ambiguous ({', '.join(sorted(batches)[:4])})") from None
+            raise StoreError(f"no run or batch {target!r} in {store.path}") from None
+        batch_id, recs = rec.batch_id, [rec]
+    live = [r for r in recs if r.status == "running"]
+    todo = [r for r in recs if r.status in RESUMABLE]
+    if not todo:
+        states = ", ".join(sorted({r.status for r in recs}))
+        extra = f" ({len(live)} still running)" if live else ""
+        raise StoreError(f"nothing to resume in {'batch' if len(recs) > 1 else 'run'} {target}: {states}{extra}")
+    return batch_id, [r.run_id for r in sorted(todo, key=lambda r: r.position)]
+
+
+def requeue_for_resume(store: RunStore, batch_id: str, run_ids: list[str], coordinator: int | None = None) -> list[str]:
+    """Make this process (or ``coordinator``) the batch's coordinator and put ``run_ids`` back in the queue."""
+    store.set_coordinator(batch_id, coordinator)
+    return store.requeue(run_ids)
 
 
 def batch_specs(store: RunStore, batch_id: str) -> list:

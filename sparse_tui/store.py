@@ -30,9 +30,10 @@ from typing import Any, Iterable, Iterator
 
 STATUSES = ("queued", "running", "finished", "diverged", "failed", "interrupted", "cancelled")
 TERMINAL = frozenset({"finished", "diverged", "failed", "interrupted", "cancelled"})
-STALE_AFTER = 60.0  # seconds without heartbeat before a running run on another host counts as dead
+STALE_AFTER = 60.0  # seconds without heartbeat before a run (or coordinator) on another host counts as dead
 DB_NAME = "runs.db"
-SCHEMA_VERSION = 1
+# 1: runs, metrics, attention, meta.  2: + batches (each batch's coordinator: pid, host, heartbeat).
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -72,6 +73,13 @@ CREATE TABLE IF NOT EXISTS metrics (
     value REAL,
     PRIMARY KEY (run_id, name, step)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS batches (
+    batch_id TEXT PRIMARY KEY,
+    pid INTEGER,
+    host TEXT,
+    started_at REAL,
+    heartbeat_at REAL
+);
 CREATE TABLE IF NOT EXISTS attention (
     run_id TEXT NOT NULL,
     step INTEGER NOT NULL,
@@ -80,6 +88,34 @@ CREATE TABLE IF NOT EXISTS attention (
     PRIMARY KEY (run_id, step)
 );
 """
+
+
+# Schema migrations: the statements that take a store from version N to N + 1 (all additive).
+_MIGRATIONS = {
+    1: [
+        "CREATE TABLE IF NOT EXISTS batches (batch_id TEXT PRIMARY KEY, pid INTEGER, host TEXT, started_at REAL,"
+        " heartbeat_at REAL)"
+    ],
+}
+
+
+def stale_after() -> float:
+    """Seconds without a heartbeat after which a run or coordinator on *another host* counts as dead
+    (``$SPARSE_TUI_STALE_AFTER``, default 60). On this host liveness is decided by the pid alone."""
+    try:
+        return float(os.environ.get("SPARSE_TUI_STALE_AFTER") or STALE_AFTER)
+    except ValueError:
+        return STALE_AFTER
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether an exception says the disk (or the database's quota) is full."""
+    import errno
+
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.Error) and ("disk is full" in text or "database or disk is full" in text)
 
 
 def default_runs_dir() -> Path:
@@ -175,24 +211,93 @@ def _json_default(o: Any) -> Any:
 
 
 class StoreError(Exception):
-    """A problem with the run store (missing directory, unknown run id, ...)."""
+    """A problem with the run store (missing directory, unknown run id, damaged or foreign file, ...)."""
 
 
 class RunStore:
-    """Access to ``RUNS_DIR/runs.db``. Cheap to create; one SQLite connection per thread."""
+    """Access to ``RUNS_DIR/runs.db``. Cheap to create; one SQLite connection per thread.
+
+    Opening checks the file before anything is written: a file that is not SQLite, a SQLite database of another
+    program, or a store written by a newer sparse-tui (``meta.schema_version``) raises ``StoreError`` with one line
+    and is left byte for byte as it was. An older store is migrated. ``create=False`` (the read-only commands)
+    never creates a store."""
 
     def __init__(self, runs_dir: str | Path | None = None, *, create: bool = True):
         self.runs_dir = Path(runs_dir) if runs_dir is not None else default_runs_dir()
         self.path = self.runs_dir / DB_NAME
+        self.warnings: list[str] = []  # damaged rows skipped while reading (shown by the CLI)
+        self._overrides: dict[str, tuple[str, str, float]] = {}  # reaped in memory when the store can't be written
+        self._local = threading.local()
+        self._host = socket.gethostname()
+        if self.runs_dir.exists() and not self.runs_dir.is_dir():
+            raise StoreError(f"{self.runs_dir}: not a directory (--runs-dir must name a directory)")
+        if self.path.exists() and not self.path.is_file():
+            raise StoreError(f"{self.path}: not a file")
         if not self.path.exists():
             if not create:
                 raise StoreError(f"{self.path}: no run store here (run a preset first, or pass --runs-dir)")
-            self.runs_dir.mkdir(parents=True, exist_ok=True)
-        self._local = threading.local()
-        self._host = socket.gethostname()
-        self.con.executescript(_SCHEMA)  # executescript manages its own transaction
-        with self._tx() as con:
-            con.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            try:
+                self.runs_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise StoreError(f"{self.runs_dir}: cannot create the run store directory: {e.strerror}") from None
+            if not os.access(self.runs_dir, os.W_OK | os.X_OK):
+                raise StoreError(f"{self.runs_dir}: directory is not writable; cannot create a run store here")
+        version = self._inspect(create)
+        try:
+            if version is None:
+                self.con.executescript(_SCHEMA)  # executescript manages its own transaction
+                with self._tx() as con:
+                    con.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            elif version < SCHEMA_VERSION:
+                self._migrate(version)
+            else:
+                self.con  # WAL mode and pragmas
+        except sqlite3.Error as e:
+            raise StoreError(f"{self.path}: cannot open the run store: {e}") from None
+
+    def _inspect(self, create: bool) -> int | None:
+        """The store's schema version, read without writing anything (None: an empty file, to be created).
+        Raises StoreError for a file that is not a sparse-tui store or is newer than this version."""
+        if not self.path.exists() or self.path.stat().st_size == 0:
+            if not create:
+                raise StoreError(f"{self.path}: empty file, not a run store (run a preset first)")
+            return None
+        try:
+            con = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0)
+        except sqlite3.Error as e:
+            raise StoreError(f"{self.path}: cannot open: {e}") from None
+        try:
+            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if not tables:
+                if not create:
+                    raise StoreError(f"{self.path}: empty database, not a run store (run a preset first)")
+                return None
+            if not {"meta", "runs", "metrics"} <= tables:
+                shown = ", ".join(sorted(tables)[:4]) + (", ..." if len(tables) > 4 else "")
+                raise StoreError(f"{self.path}: not a sparse-tui run store (an SQLite database with tables {shown})")
+            row = con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        except sqlite3.DatabaseError as e:
+            raise StoreError(f"{self.path}: not a sparse-tui run store, or damaged ({e})") from None
+        finally:
+            con.close()
+        try:
+            version = int(row[0]) if row is not None else 1
+        except (TypeError, ValueError):
+            raise StoreError(f"{self.path}: damaged run store (schema_version {row[0]!r} is not a number)") from None
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path}: written by a newer sparse-tui (store schema {version}; this version reads up to"
+                f" {SCHEMA_VERSION}); upgrade sparse-tui"
+            )
+        return version
+
+    def _migrate(self, version: int) -> None:
+        """Bring an older store up to ``SCHEMA_VERSION`` (one transaction per step)."""
+        for v in range(version, SCHEMA_VERSION):
+            with self._tx() as con:
+                for stmt in _MIGRATIONS[v]:
+                    con.execute(stmt)
+                con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(v + 1),))
 
     # -- connections -------------------------------------------------------------------------------------------
     @property
@@ -233,8 +338,11 @@ class RunStore:
         return RunStore._Tx(self.con)
 
     # -- creating and claiming runs ------------------------------------------------------------------------------
-    def create_runs(self, specs: Iterable[Any], batch_id: str | None = None) -> tuple[str, list[str]]:
-        """Record the runs of one launch as ``queued``. ``specs`` are ``presets.RunSpec``. Returns (batch, ids)."""
+    def create_runs(
+        self, specs: Iterable[Any], batch_id: str | None = None, *, coordinator: int | None = None
+    ) -> tuple[str, list[str]]:
+        """Record the runs of one launch as ``queued``, with the batch's coordinator (``coordinator``: its pid,
+        default this process) in the same transaction. ``specs`` are ``presets.RunSpec``. Returns (batch, ids)."""
         batch_id = batch_id or new_id(3)
         now = time.time()
         ids = []
@@ -266,7 +374,48 @@ class RunStore:
                 " created_at, total_steps, position) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 rows,
             )
+            con.execute(
+                "INSERT OR REPLACE INTO batches (batch_id, pid, host, started_at, heartbeat_at) VALUES (?,?,?,?,?)",
+                (batch_id, coordinator or os.getpid(), self._host, now, now),
+            )
         return batch_id, ids
+
+    def set_coordinator(self, batch_id: str, pid: int | None = None) -> None:
+        """Record ``pid`` (default: this process) on this host as the process that trains ``batch_id``'s queued runs.
+        When it is gone, readers fail those runs (``reap``)."""
+        now = time.time()
+        with self._tx() as con:
+            con.execute(
+                "INSERT OR REPLACE INTO batches (batch_id, pid, host, started_at, heartbeat_at) VALUES (?,?,?,?,?)",
+                (batch_id, pid or os.getpid(), self._host, now, now),
+            )
+
+    def coordinator(self, batch_id: str) -> tuple[int | None, str | None]:
+        """(pid, host) of a batch's coordinator, (None, None) when none was recorded."""
+        row = self.con.execute("SELECT pid, host FROM batches WHERE batch_id=?", (batch_id,)).fetchone()
+        return (row["pid"], row["host"]) if row else (None, None)
+
+    def beat_batch(self, batch_id: str) -> None:
+        """The coordinator's heartbeat (what other hosts judge it by)."""
+        with self._tx() as con:
+            con.execute("UPDATE batches SET heartbeat_at=? WHERE batch_id=?", (time.time(), batch_id))
+
+    def requeue(self, run_ids: Iterable[str]) -> list[str]:
+        """Put failed, interrupted or queued runs back in the queue (``sparse-tui resume``); returns those re-queued.
+        Their metrics stay; a run with a checkpoint continues from it (training/checkpoint.py)."""
+        got = []
+        with self._tx() as con:
+            for run_id in run_ids:
+                cur = con.execute(
+                    "UPDATE runs SET status='queued', reason=NULL, ended_at=NULL, cancel_requested=0"
+                    " WHERE run_id=? AND status IN ('failed', 'interrupted', 'queued')",
+                    (run_id,),
+                )
+                if cur.rowcount:
+                    got.append(run_id)
+        for run_id in got:
+            self._overrides.pop(run_id, None)
+        return got
 
     def claim_next(self, batch_id: str, *, device: str, versions: dict, pid: int | None = None) -> RunRecord | None:
         """Atomically take the next queued run of a batch and mark it running (for worker processes)."""
@@ -338,9 +487,12 @@ class RunStore:
 
     def heartbeat(self, run_id: str, step: int) -> bool:
         """Refresh the heartbeat and progress step. Returns True when a cancel was requested for this run."""
+        now = time.time()
         with self._tx() as con:
-            con.execute("UPDATE runs SET step=MAX(step, ?), heartbeat_at=? WHERE run_id=?", (int(step), time.time(), run_id))
-            row = con.execute("SELECT cancel_requested FROM runs WHERE run_id=?", (run_id,)).fetchone()
+            con.execute("UPDATE runs SET step=MAX(step, ?), heartbeat_at=? WHERE run_id=?", (int(step), now, run_id))
+            row = con.execute("SELECT cancel_requested, batch_id FROM runs WHERE run_id=?", (run_id,)).fetchone()
+            if row is not None:
+                con.execute("UPDATE batches SET heartbeat_at=? WHERE batch_id=?", (now, row[1]))
         return bool(row and row[0])
 
     def log_attention(self, run_id: str, step: int, maps: dict[str, Any], meta: dict) -> None:
@@ -417,24 +569,82 @@ class RunStore:
 
     # -- reading --------------------------------------------------------------------------------------------------
     def reap(self, now: float | None = None) -> list[str]:
-        """Mark running runs whose process died (same host) or whose heartbeat is stale as failed."""
+        """Fail the runs whose process is gone, and the queued runs of a coordinator that is gone.
+
+        On this host a process is alive while its pid is (a stopped or slow process is alive); a run or coordinator
+        on another host is judged by its heartbeat, older than ``stale_after()`` seconds = gone. The verdict is
+        written when the store can be written; when it cannot (a full disk, a read-only mount) readers still show
+        it, from memory. Returns the run ids found dead."""
         now = now or time.time()
-        dead = []
-        for row in self.con.execute("SELECT run_id, pid, host, heartbeat_at, step FROM runs WHERE status='running'"):
-            same_host = row["host"] == self._host
-            gone = same_host and not pid_alive(row["pid"])
-            stale = row["heartbeat_at"] is not None and now - row["heartbeat_at"] > STALE_AFTER
-            if gone or stale:
-                dead.append((row["run_id"], row["step"], "process died" if gone else "heartbeat lost"))
+        stale = stale_after()
+        dead: list[tuple[str, str]] = []  # (run_id, reason)
+        fresh_batches = set()
+        for row in self.con.execute(
+            "SELECT run_id, batch_id, pid, host, heartbeat_at, step FROM runs WHERE status='running'"
+        ):
+            if row["host"] == self._host:
+                gone = not pid_alive(row["pid"])
+                why = "process died"
+            else:
+                gone = row["heartbeat_at"] is not None and now - row["heartbeat_at"] > stale
+                why = "heartbeat lost"
+            if gone:
+                full = " (disk full)" if why == "process died" and self._disk_nearly_full() else ""
+                dead.append((row["run_id"], f"{why} at step {row['step']}{full}"))
+            elif row["batch_id"]:
+                fresh_batches.add(row["batch_id"])
+        for row in self.con.execute(
+            "SELECT b.batch_id, b.pid, b.host, b.heartbeat_at FROM batches b WHERE EXISTS"
+            " (SELECT 1 FROM runs r WHERE r.batch_id=b.batch_id AND r.status='queued')"
+        ):
+            if row["host"] == self._host:
+                gone = not pid_alive(row["pid"])
+            else:
+                beat = row["heartbeat_at"] or 0.0
+                gone = now - beat > stale and row["batch_id"] not in fresh_batches
+            if gone:
+                why = f"never started: its coordinator (pid {row['pid']} on {row['host']}) is gone"
+                for r in self.con.execute(
+                    "SELECT run_id FROM runs WHERE batch_id=? AND status='queued'", (row["batch_id"],)
+                ):
+                    dead.append((r["run_id"], why))
         if dead:
-            with self._tx() as con:
-                for run_id, step, why in dead:
-                    con.execute(
-                        "UPDATE runs SET status='failed', reason=?, ended_at=COALESCE(heartbeat_at, ?)"
-                        " WHERE run_id=? AND status='running'",
-                        (f"{why} at step {step}", now, run_id),
-                    )
+            try:
+                with self._tx() as con:
+                    for run_id, why in dead:
+                        con.execute(
+                            "UPDATE runs SET status='failed', reason=?, ended_at=COALESCE(heartbeat_at, ?)"
+                            " WHERE run_id=? AND status IN ('running', 'queued')",
+                            (why, now, run_id),
+                        )
+            except sqlite3.OperationalError:  # cannot write (disk full, read-only): show the verdict anyway
+                for run_id, why in dead:
+                    self._overrides[run_id] = ("failed", why, now)
         return [d[0] for d in dead]
+
+    def _disk_nearly_full(self) -> bool:
+        try:
+            st = os.statvfs(self.runs_dir)
+        except OSError:
+            return False
+        return st.f_bavail * st.f_frsize < 1024 * 1024
+
+    def _record(self, row: sqlite3.Row) -> RunRecord | None:
+        """A row as a record, with an in-memory reaping verdict applied; None (and a warning) for a damaged row."""
+        try:
+            rec = _row_to_record(row)
+        except (ValueError, TypeError, KeyError) as e:
+            try:
+                rid = row["run_id"]
+            except (IndexError, KeyError):
+                rid = "?"
+            msg = f"warning: {self.path}: run {rid}: damaged row skipped ({type(e).__name__}: {e})"
+            if msg not in self.warnings:
+                self.warnings.append(msg)
+            return None
+        if rec.run_id in self._overrides and rec.status in ("running", "queued"):
+            rec.status, rec.reason, rec.ended_at = self._overrides[rec.run_id]
+        return rec
 
     def runs(
         self,
@@ -462,20 +672,36 @@ class RunStore:
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY created_at DESC, position ASC"
-        return [_row_to_record(r) for r in self.con.execute(sql, args)]
+        recs = [self._record(r) for r in self.con.execute(sql, args)]
+        if status and self._overrides:  # a verdict held in memory changes the status filter's answer
+            sts = {status} if isinstance(status, str) else set(status)
+            recs = [r for r in recs if r is None or r.status in sts]
+        return [r for r in recs if r is not None]
 
     def get(self, run_id: str) -> RunRecord:
-        """A run by id or unique id prefix."""
+        """A run by id or unique id prefix (matched literally: ``_`` and ``%`` are characters, not wildcards)."""
+        if not run_id:
+            raise StoreError("run id: must not be empty")
         row = self.con.execute("SELECT * FROM runs WHERE run_id=?", (run_id,)).fetchone()
         if row is None:
-            rows = self.con.execute("SELECT * FROM runs WHERE run_id LIKE ? LIMIT 2", (run_id + "%",)).fetchall()
+            rows = self.con.execute(
+                "SELECT * FROM runs WHERE substr(run_id, 1, ?) = ? LIMIT 2", (len(run_id), run_id)
+            ).fetchall()
             if len(rows) == 1:
                 row = rows[0]
             elif len(rows) > 1:
-                raise StoreError(f"run id prefix '{run_id}' is ambiguous")
+                raise StoreError(f"run id prefix {_shown(run_id)} is ambiguous")
             else:
-                raise StoreError(f"no run '{run_id}' in {self.path}")
-        return _row_to_record(row)
+                raise StoreError(f"no run {_shown(run_id)} in {self.path}")
+        rec = self._record(row)
+        if rec is None:
+            raise StoreError(self.warnings[-1].removeprefix("warning: "))
+        return rec
+
+    def batch_ids(self, prefix: str) -> list[str]:
+        """Batch ids starting with ``prefix`` (literally)."""
+        return [r[0] for r in self.con.execute(
+            "SELECT DISTINCT batch_id FROM runs WHERE substr(batch_id, 1, ?) = ?", (len(prefix), prefix))]
 
     def resolve(self, run_id: str) -> str:
         return self.get(run_id).run_id
@@ -542,6 +768,11 @@ class RunStore:
     def data_version(self) -> int:
         """Changes whenever any connection commits (cheap polling for live views)."""
         return int(self.con.execute("PRAGMA data_version").fetchone()[0])
+
+
+def _shown(text: str) -> str:
+    """A user-given id in quotes, control characters escaped."""
+    return "'" + "".join(c if c.isprintable() else repr(c)[1:-1] for c in text) + "'"
 
 
 def _finite_or_none(v: Any) -> float | None:

@@ -358,11 +358,16 @@ def test_build_model_rejects_ode_and_mismatched_inputs():
     ode = RunConfig.model_validate({"task": {"kind": "linreg"}, "model": {"kind": "ode"}})
     with pytest.raises(ValueError, match="integrated"):
         build_model(ode, vector_task())
-    emb = RunConfig.model_validate({"task": {"kind": "linreg", "d": 4, "T": 6},
-                                    "model": {"kind": "transformer", "input": "embedding"}})
+    # presets refuse a mismatched input (a usage error); build_model still guards configs built in code
+    with pytest.raises(ValueError, match="model.input: 'embedding' needs a token task"):
+        RunConfig.model_validate({"task": {"kind": "linreg", "d": 4, "T": 6},
+                                  "model": {"kind": "transformer", "input": "embedding"}})
+    emb = RunConfig.model_validate({"task": {"kind": "linreg", "d": 4, "T": 6}, "model": {"kind": "transformer"}})
+    emb.model.input = "embedding"
     with pytest.raises(ValueError, match="vocab_size"):
         build_model(emb, vector_task())
-    lin = RunConfig.model_validate({"model": {"kind": "transformer", "input": "linear"}})
+    lin = RunConfig.model_validate({"model": {"kind": "transformer"}})
+    lin.model.input = "linear"
     with pytest.raises(ValueError, match="in_dim"):
         build_model(lin, token_task())
 

@@ -73,13 +73,20 @@ def test_reap_marks_dead_process_failed(tiny_preset, runs_dir):
     assert rec.status == "failed" and rec.reason == "process died at step 7"
 
 
-def test_stale_heartbeat_is_failed(tiny_preset, runs_dir):
+def test_stale_heartbeat_fails_only_runs_of_other_hosts(tiny_preset, runs_dir):
     store = RunStore(runs_dir)
     batch, ids = store.create_runs(_specs(tiny_preset))
     store.claim_next(batch, device="cpu", versions={})  # our own pid: alive
     assert store.reap() == []
-    assert store.reap(now=time.time() + 3600) == [ids[0]]
-    assert store.get(ids[0]).status == "failed"
+    # same host: a live pid is alive however old its heartbeat (a stopped or slow process is not failed)
+    assert store.reap(now=time.time() + 3600) == []
+    assert store.get(ids[0]).status == "running"
+    # another host: judged by the heartbeat; its batch's coordinator too once nothing of the batch beats
+    store.con.execute("UPDATE runs SET host='elsewhere'")
+    store.con.execute("UPDATE batches SET host='elsewhere'")
+    assert store.reap(now=time.time() + 3600) == [ids[0], ids[1]]
+    assert store.get(ids[0]).status == "failed" and store.get(ids[0]).reason == "heartbeat lost at step 0"
+    assert store.get(ids[1]).status == "failed" and store.get(ids[1]).reason.startswith("never started")
 
 
 def test_cancel_and_delete(tiny_preset, runs_dir):

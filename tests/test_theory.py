@@ -307,7 +307,11 @@ def test_simulate_run_repetition_and_plateau_config():
     r = simulate_run(_cfg(plateau__metric="toy/alpha", plateau__mode="above", plateau__value=0.5))
     i = int(np.argmax(r.metrics["toy/alpha"] >= 0.5))
     assert r.steps[i - 1] < r.plateau_step <= r.steps[i]
-    r = simulate_run(_cfg(plateau__metric="test/acc"))
+    with pytest.raises(ValueError, match="plateau.metric: 'test/acc' is not logged"):  # presets refuse it...
+        _cfg(plateau__metric="test/acc")
+    cfg = _cfg()
+    cfg.plateau.metric = "test/acc"  # ...and the flow still reports no exact plateau for a metric it cannot watch
+    r = simulate_run(cfg)
     assert r.plateau_step is None and not r.plateau_exact
 
 

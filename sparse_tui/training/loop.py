@@ -17,7 +17,7 @@ eager loop calls it; on CUDA (``train.cuda_graph``) the same function is capture
 every step, so that a NaN stops a run at the step it appears.
 
 Before training, every stack takes a trial step (``trial_step``: forward and backward on test data, nothing
-updated, no random stream touched). A failure raises ``StackFailed``; the caller (stacked.work_stacked) then
+updated, no random stream touched). A failure raises ``StackFailed``; the caller (stacked._train_group, from runner.work) then
 falls back to smaller stacks and finally to one run at a time on the plainest kernels.
 """
 

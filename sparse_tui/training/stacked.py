@@ -1,5 +1,6 @@
-"""Stacked training of a batch in the run store: claim groups of queued runs that can share a stack
-(training/grouping.py), train each group as one stack (training/loop.py), record every run as it ends.
+"""Stacked training of a batch in the run store: train each group of claimed runs that can share a stack
+(training/grouping.py; ``runner.work`` claims them, the run lifecycle lives there) as one stack
+(training/loop.py), record every run as it ends.
 
 Never lose a sweep to an optimisation: every stack takes a trial step before training (``loop.trial_step``). If it
 fails (an unsupported kernel, out of memory), the group is split in halves and each half tried again, down to
@@ -49,46 +50,6 @@ def train_stacked(
         raise ValueError("train_stacked: the runs do not share one group key (structure / optimiser / steps)")
     return train_stack(cfgs, device=device, loggers=loggers, should_stop=should_stop, on_done=on_done,
                        on_step=on_step, kernel=kernel, graph=graph, dtype=dtype, notes=notes)
-
-
-def work_stacked(
-    store,
-    batch_id: str,
-    *,
-    device: str | None = None,
-    should_stop: Callable[[], str | None] | None = None,
-    max_group: int | None = None,
-) -> int:
-    """Like ``runner.work``, but claims groups of queued runs that share a ``group_key`` (at most ``max_group``
-    and as many as fit the device memory) and trains each group stacked. Returns the number of runs trained."""
-    from sparse_tui.presets import config_from_json
-    from sparse_tui.training.scheduler import MAX_GROUP, device_budget, group_size
-    from sparse_tui.training.trainer import library_versions, resolve_device
-
-    limit = max_group or MAX_GROUP
-    n = 0
-    while True:
-        if should_stop is not None and should_stop():
-            return n
-        queued = [r for r in store.runs(batch_id=batch_id, status="queued", reap=False) if not r.cancel_requested]
-        if not queued:
-            return n
-        first = queued[0]
-        want = device or first.config.get("train", {}).get("device", "auto")
-        try:
-            dev = resolve_device(want)
-        except RuntimeError as e:
-            for rec in store.claim_runs([first.run_id], device=want, versions={}):
-                store.finish(rec.run_id, "failed", reason=str(e))
-            continue
-        cfgs = {r.run_id: config_from_json(r.config) for r in queued}
-        key = group_key(cfgs[first.run_id])
-        pick = [first.run_id] + [r.run_id for r in queued[1:] if key is not None and group_key(cfgs[r.run_id]) == key]
-        size = 1 if key is None else group_size([cfgs[i] for i in pick], device_budget(dev), limit)
-        recs = store.claim_runs(pick[:size], device=str(dev), versions=library_versions(dev))
-        if recs:
-            _train_group(store, recs, [cfgs[r.run_id] for r in recs], dev, should_stop)
-            n += len(recs)
 
 
 def _train_group(store, recs, cfgs, dev, should_stop, notes: list[str] | None = None) -> None:
