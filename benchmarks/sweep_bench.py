@@ -19,6 +19,14 @@ For each suite and device it times, each in a fresh child process (so peak memor
   ``runner.run_batch`` trains them with the plan of ``training.scheduler.plan`` (``--schedules`` lists which
   schedules to time; ``auto`` is the default one).
 
+On CUDA the suites are the real workloads: the whole ``blog_nembd.toml`` as shipped (16 runs x 2,000 steps with
+evaluations, snapshots and the store) and ``paper_fig4_recall.toml`` reduced to 2,000 steps (3 seeds x n_pairs
+{8, 16, 32}); the plain loop is then eager (``train.cuda_graph = "off"``), and one paper-size run is timed eagerly
+and as a CUDA graph in one process.
+
+A phase in which any run did not train (failed, interrupted, or its process crashed) prints FAILED and no speed,
+and the benchmark exits 1: a time for runs that failed is not a speed.
+
 It reports wall time, model-steps/s, the ratio to the plain loop, peak memory, and the fraction of the machine's
 measured matmul throughput (a large float32 matmul timed in the same run) that the training steps reach:
 training FLOPs (matmuls, counted with torch.utils.flop_counter on one step of every run) divided by wall time.
@@ -49,13 +57,20 @@ SUITES = {
         "preset": "presets/blog_nembd.toml",
         "full": ["train.steps=300", "eval.every=100", "eval.snapshot_every=0"],
         "quick": ["train.steps=60", "eval.every=30", "eval.snapshot_every=0"],
+        # on CUDA: the whole preset as shipped (16 runs x 2,000 steps, evaluations, snapshots, the store)
+        "cuda": [],
     },
     "paper": {
         "preset": "presets/paper_fig4_recall.toml",
         "full": ["train.steps=20", "eval.every=10", "eval.test_size=128", "eval.snapshot_every=0"],
         "quick": ["train.steps=6", "eval.every=3", "eval.test_size=64", "eval.snapshot_every=0"],
+        # on CUDA: 3 seeds x n_pairs {8, 16, 32} (the preset's sweep), 2,000 steps with its evaluations
+        "cuda": ["train.steps=2000"],
     },
 }
+# The plain baseline is the eager one-run-at-a-time loop: no CUDA graph (no effect on CPU).
+PLAIN = ['train.cuda_graph="off"']
+OK_STATUSES = ("finished", "diverged")
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -67,7 +82,8 @@ def load_specs(suite: str, quick: bool, device: str, extra: list[str] | None = N
     from sparse_tui.presets import expand, load_preset
 
     s = SUITES[suite]
-    overrides = s["quick" if quick else "full"] + [f'train.device="{device}"'] + list(extra or [])
+    size = "quick" if quick else ("cuda" if device.startswith("cuda") else "full")
+    overrides = s[size] + [f'train.device="{device}"'] + list(extra or [])
     return expand(load_preset(ROOT / s["preset"], overrides))
 
 
@@ -102,17 +118,13 @@ def step_flops(cfg, device: str = "cpu") -> float:
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
-    from sparse_tui.models import build_model
-    from sparse_tui.tasks import make_task
-    from sparse_tui.training.trainer import make_optimizer, train_step
+    from sparse_tui.training.loop import Prepared
 
-    task = make_task(cfg, device)
-    model = build_model(cfg, task).to(device)
-    opt = make_optimizer(model.parameters(), cfg)
-    batch = task.train_batch(cfg.train.batch_size)
+    prep = Prepared([cfg], torch.device(device))  # the training step itself: a stack of one
+    prep.opt.set_lr(1, prep.lr_dev)
     with FlopCounterMode(display=False) as fc:
-        train_step(model, opt, batch, task.classification, cfg.train.grad_clip)
-    del model, opt
+        prep.step_fn()
+    del prep
     if device != "cpu":
         torch.cuda.empty_cache()
     return float(fc.get_total_flops())
@@ -144,13 +156,17 @@ def phase_plain(args) -> dict:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    specs = load_specs(args.suite, args.quick, args.device)
+    specs = load_specs(args.suite, args.quick, args.device, PLAIN)
     if args.device.startswith("cuda"):
         torch.cuda.reset_peak_memory_stats()
     t = time.perf_counter()
     statuses = []
     for s in specs:
-        statuses.append(train_run(s.config, device=args.device, logger=RunLogger()).status)
+        try:
+            statuses.append(train_run(s.config, device=args.device, logger=RunLogger()).status)
+        except Exception as e:  # noqa: BLE001 - recorded as a failed run, like the run store does
+            print(f"plain loop: a run failed: {type(e).__name__}: {e}", file=sys.stderr)
+            statuses.append("failed")
     if args.device.startswith("cuda"):
         torch.cuda.synchronize()
     wall = time.perf_counter() - t
@@ -225,6 +241,35 @@ def phase_single(args) -> dict:
     return {"s_per_step": per_step, "threads": threads, "flops": step_flops(cfg, args.device), "matmul_gflops": mm}
 
 
+def phase_graph(args) -> dict:
+    """One paper-size run (paper_fig4_recall, 16 pairs) timed eagerly and with its step captured as a CUDA graph,
+    in one process: ms per training step over the steps after warm-up and capture (evaluations excluded)."""
+    import torch
+
+    from sparse_tui.training.trainer import RunLogger, train_run
+
+    steps = 60 if args.quick else 300
+    out = {}
+    for mode in ("off", "on"):
+        specs = load_specs("paper", args.quick, args.device, [f"train.steps={steps}", f"eval.every={steps}",
+                                                               "sweep={}", "seeds=[0]", "task.n_pairs=16",
+                                                               f'train.cuda_graph="{mode}"'])
+        marks = {}
+
+        def on_step(step: int) -> None:
+            if step in (20, steps - 1):
+                torch.cuda.synchronize()
+                marks[step] = time.perf_counter()
+
+        res = train_run(specs[0].config, device=args.device, logger=RunLogger(), on_step=on_step)
+        if res.status != "finished":
+            raise RuntimeError(f"cuda_graph={mode}: run {res.status} ({res.reason})")
+        out["eager_ms" if mode == "off" else "graph_ms"] = 1e3 * (marks[steps - 1] - marks[20]) / (steps - 21)
+        if mode == "on":
+            out["captured"] = bool(res.summary.get("cuda_graph"))
+    return out
+
+
 def child(phase: str, **kw) -> dict:
     cmd = [sys.executable, __file__, "--phase", phase]
     for k, v in kw.items():
@@ -232,8 +277,10 @@ def child(phase: str, **kw) -> dict:
             continue
         cmd += [f"--{k.replace('_', '-')}"] + ([] if v is True else [str(v)])
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
-    if r.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed:\n{r.stderr[-3000:]}")
+    if r.returncode != 0:  # a crashed phase is reported as FAILED (report_row), never as a speed
+        tail = (r.stderr.strip().splitlines() or ["no output"])[-1]
+        print(f"  phase {phase} {kw} crashed:\n{r.stderr[-3000:]}", file=sys.stderr)
+        return {"error": f"the phase's process exited {r.returncode}: {tail}", "statuses": []}
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
@@ -252,7 +299,29 @@ def cpu_name() -> str:
     return platform.processor() or "?"
 
 
-def main() -> None:
+def report_row(name: str, r: dict, plain: dict, steps: int, flops: float, ref: float) -> tuple[str, bool, dict]:
+    """One phase's line: wall, model-steps/s, ratio to the plain loop, fraction of the matmul rate, memory. A phase
+    in which any run did not finish (failed, interrupted, a crashed child) prints FAILED and no speed at all: a
+    time for runs that did not train is not a speed. The ratio needs a plain loop that trained too."""
+    bad = r.get("error") or [s for s in r.get("statuses", []) if s not in OK_STATUSES]
+    if bad or not r.get("statuses"):
+        why = r.get("error") or f"{len(bad)} of {len(r.get('statuses', []))} runs did not train: {sorted(set(bad))}"
+        return f"  {name:24s} FAILED ({why})", False, {"failed": True}
+    mem = f"peak RSS {r['rss_mb']:.0f} MiB" + (
+        f" + {r.get('workers', 1)} x {r['child_rss_mb']:.0f} MiB workers" if r.get("workers", 1) > 1 else ""
+    )
+    if "cuda_peak_mb" in r:
+        mem += f", GPU peak {r['cuda_peak_mb']:.0f} MiB"
+    plain_ok = not plain.get("error") and all(s in OK_STATUSES for s in plain.get("statuses", ["?"]))
+    ratio = r["wall"] / plain["wall"] if plain_ok else None
+    ratio_txt = f"x{ratio:.2f} of plain wall" if ratio is not None else "ratio n/a (plain loop FAILED)"
+    frac = flops / r["wall"] / 1e9 / ref
+    line = (f"  {name:24s} {r['wall']:8.1f} s  {steps / r['wall']:8.1f} model-steps/s  {ratio_txt}  "
+            f"{frac:.3f} of matmul peak  {mem}")
+    return line, True, {"ratio_to_plain": ratio, "matmul_fraction": frac, "failed": False}
+
+
+def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer steps")
     ap.add_argument("--suites", default="blog,paper", help="comma list: blog, paper")
@@ -267,14 +336,16 @@ def main() -> None:
     args = ap.parse_args()
 
     if args.phase:
-        fn = {"plain": phase_plain, "scheduler": phase_scheduler, "single": phase_single}[args.phase]
+        fn = {"plain": phase_plain, "scheduler": phase_scheduler, "single": phase_single, "graph": phase_graph}[
+            args.phase]
         print(json.dumps(fn(args)))
-        return
+        return 0
 
     import torch
 
     from sparse_tui.training.scheduler import cpu_cores
 
+    failed = False
     devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else []) if args.device == "auto" else [args.device]
     cores = cpu_cores()
     when = time.strftime("%Y-%m-%d %H:%M")
@@ -294,6 +365,10 @@ def main() -> None:
         if "cpu" not in devices:
             break
         r = child("single", device="cpu", threads=th, quick=args.quick)
+        if "error" in r:
+            print(f"single blog model N=64 on cpu: FAILED ({r['error']})")
+            failed = True
+            continue
         ref = r["matmul_gflops"]
         frac = r["flops"] / r["s_per_step"] / 1e9 / ref
         line = (
@@ -305,6 +380,16 @@ def main() -> None:
         results["runs"].append({"suite": "single_n64", "device": "cpu", **r, "matmul_fraction": frac})
 
     for device in devices:
+        if device.startswith("cuda"):  # one paper-size run: eager against the whole step as a CUDA graph
+            r = child("graph", device=device, quick=args.quick)
+            if "error" in r:
+                print(f"one paper-size run on {device}: FAILED ({r['error']})")
+                failed = True
+            else:
+                print(f"one paper-size run on {device}: eager {r['eager_ms']:.2f} ms/step, CUDA graph "
+                      f"{r['graph_ms']:.2f} ms/step: x{r['eager_ms'] / r['graph_ms']:.2f} (graph captured: "
+                      f"{r['captured']})")
+                results["runs"].append({"suite": "paper_single_graph", "device": device, **r})
         for suite in args.suites.split(","):
             specs = load_specs(suite, args.quick, device)
             steps = sum(s.config.train.steps for s in specs)
@@ -315,33 +400,22 @@ def main() -> None:
             ref = mm[device] if device.startswith("cuda") else max(mm[f"cpu_{cores}"], mm["cpu_1"])
             plain = child("plain", suite=suite, device=device, quick=args.quick)
             rows = [("plain loop", plain)]
-            if device == "cpu" and plain["threads"] != 1:  # the plain loop as it would run best on one thread
+            if device == "cpu" and plain.get("threads", 1) != 1:  # the plain loop as it would run best on one thread
                 rows.append(("plain loop, 1 thread", child("plain", suite=suite, device=device, quick=args.quick,
                                                            threads=1)))
             for sched in args.schedules.split(","):
                 rows.append((f"scheduler ({sched})", child("scheduler", suite=suite, device=device, quick=args.quick,
                                                           schedule=sched)))
             for name, r in rows:
-                bad = [s for s in r["statuses"] if s not in ("finished", "diverged")]
-                mem = f"peak RSS {r['rss_mb']:.0f} MiB" + (
-                    f" + {r.get('workers', 1)} x {r['child_rss_mb']:.0f} MiB workers" if r.get("workers", 1) > 1 else ""
-                )
-                if "cuda_peak_mb" in r:
-                    mem += f", GPU peak {r['cuda_peak_mb']:.0f} MiB"
-                ratio = r["wall"] / plain["wall"]
-                frac = flops / r["wall"] / 1e9 / ref
-                print(
-                    f"  {name:24s} {r['wall']:8.1f} s  {steps / r['wall']:8.1f} model-steps/s  "
-                    f"x{ratio:.2f} of plain wall  {frac:.3f} of matmul peak  {mem}"
-                    + (f"  PROBLEM: {bad}" if bad else "")
-                )
+                line, ok, row = report_row(name, r, plain, steps, flops, ref)
+                failed |= not ok
+                print(line)
                 if "plan" in r:
                     print(f"  {'':24s} {r['plan']}")
-                results["runs"].append(
-                    {"suite": suite, "device": device, "phase": name, "model_steps": steps, "tflop": flops / 1e12,
-                     "ratio_to_plain": ratio, "matmul_fraction": frac, **r}
-                )
-            if len(rows) > 1 and rows[1][0] == "plain loop, 1 thread":
+                results["runs"].append({"suite": suite, "device": device, "phase": name, "model_steps": steps,
+                                        "tflop": flops / 1e12, **row, **r})
+            if len(rows) > 1 and rows[1][0] == "plain loop, 1 thread" and "error" not in rows[1][1] \
+                    and "error" not in plain:
                 # One single-thread process per core can at best divide the one-thread time by the core count.
                 bound = rows[1][1]["wall"] / cores / plain["wall"]
                 print(f"  {'':24s} bound for {cores} single-thread processes scaling perfectly: "
@@ -349,9 +423,14 @@ def main() -> None:
                 results.setdefault("process_bound", {})[f"{suite}/{device}"] = bound
     print(f"\nload average at end: {load_avg()}")
     results["load_end"] = load_avg()
+    results["failed"] = failed
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
+    if failed:
+        print("FAILED: at least one phase had a run that did not train (see the FAILED lines); no speed is claimed "
+              "for it", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

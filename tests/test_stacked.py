@@ -250,3 +250,10 @@ def test_a_run_whose_every_kernel_fails_is_recorded_failed(tmp_path, monkeypatch
     runner.run_batch(store, batch, workers=1)
     rec = store.get(ids[0])
     assert rec.status == "failed" and "no kernel (injected)" in rec.reason
+    # the stacked schedule: halves, then each run alone on every kernel, then recorded failed (no endless split)
+    batch, ids = _batch(store, [cfg(RECALL, seed=s, train__steps=5) for s in (0, 1)])
+    runner.run_batch(store, batch, workers=1, group=8)
+    for i in ids:
+        rec = store.get(i)
+        assert rec.status == "failed" and "no kernel (injected)" in rec.reason
+        assert any("failed its trial step" in n for n in rec.summary["notes"])

@@ -527,7 +527,16 @@ def test_tensors_live_on_the_requested_device(name, device):
 
 
 def test_w_star_is_the_same_on_every_device():
-    # per-run constants come from a CPU generator, so a seed gives the same W* whatever the device
-    a = linreg(d=8, T=4, seed=2, device=DEVICES[-1])
-    assert torch.equal(a.w_star.cpu(), linreg(d=8, T=4, seed=2).w_star)
-    assert math.isclose(float(a.w_star.var()) * 8, float(linreg(d=8, T=4, seed=2).w_star.var()) * 8)
+    """The promise across devices: per-run constants (W*, x~, fixed positions, recall's repeated tokens) are drawn
+    on a CPU generator and copied, so they are bit-for-bit the same on every device. What is *not* promised is
+    that arithmetic on them agrees bit-for-bit: a reduction such as W*.var() sums in a different order on a GPU
+    (parallel tree) than on a CPU, so it agrees to float32 rounding only (this assertion used equality to 1e-9 and
+    failed on CUDA). Random batches come from per-device generators and differ between devices by design
+    (tasks/_common.py: reproducibility is per device)."""
+    dev = DEVICES[-1]
+    a, cpu = linreg(d=8, T=4, seed=2, device=dev), linreg(d=8, T=4, seed=2)
+    assert torch.equal(a.w_star.cpu(), cpu.w_star) and torch.equal(a.x_tilde.cpu(), cpu.x_tilde)
+    assert torch.equal(a.w_star.cpu().var(), cpu.w_star.var())  # the same numbers, reduced on one device: equal
+    assert math.isclose(float(a.w_star.var()), float(cpu.w_star.var()), rel_tol=1e-5)  # reduced on each device
+    fixed = linreg(d=8, T=6, seed=2, device=dev, position="fixed", B=2)
+    assert torch.equal(fixed.positions.cpu(), linreg(d=8, T=6, seed=2, position="fixed", B=2).positions)

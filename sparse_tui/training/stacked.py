@@ -78,6 +78,11 @@ def _train_group(store, recs, cfgs, dev, should_stop, notes: list[str] | None = 
     except StackFailed as e:
         if dev.type == "cuda":
             torch.cuda.empty_cache()
+        if len(recs) == 1:  # train_run already retried it on the plain kernel: nothing smaller to try
+            summary = {"notes": notes + [f"trial step failed on every kernel ({e.reason})"]}
+            store.finish(recs[0].run_id, "failed", reason=f"trial step failed: {e.reason}", summary=summary)
+            say(f"run {recs[0].run_id} failed: its trial step failed on every kernel ({e.reason})")
+            return
         half = len(recs) // 2
         why = f"a stack of {len(recs)} runs failed its trial step ({e.reason}); split into {half} + {len(recs) - half}"
         say(f"{why}: {', '.join(r.run_id for r in recs)}")
