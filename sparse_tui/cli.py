@@ -430,6 +430,16 @@ def runs(
     out.print(t)
 
 
+def _checkpoint_line(store, rec) -> str:
+    from sparse_tui.training.checkpoint import has_checkpoint
+
+    step = has_checkpoint(store.runs_dir, rec.run_id)
+    if step is None:
+        return "-"
+    hint = f"; sparse-tui resume {rec.run_id}" if rec.status in ("failed", "interrupted") else ""
+    return f"step {step}{hint}"
+
+
 def _store_warnings(store) -> None:
     """Damaged rows the store skipped, one warning line each (the listing goes on without them)."""
     for line in store.warnings:
@@ -465,6 +475,7 @@ def show(
         ("step", f"{rec.step}/{rec.total_steps}"),
         ("plateau step", _fmt(rec.plateau_step, "g")),
         ("device", rec.device or "-"),
+        ("checkpoint", _checkpoint_line(store, rec)),
         ("duration", _fmt(rec.duration, ".1f") + " s" if rec.duration else "-"),
         ("versions", ", ".join(f"{k} {v}" for k, v in rec.versions.items() if k != "platform")),
     ]

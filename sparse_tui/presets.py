@@ -304,6 +304,12 @@ class TrainConfig(_Section):
         description="CPU: flush denormal floats (|x| < 1.2e-38) to zero while training; unstable runs whose values "
         "underflow ran up to 3x faster, with the same results to float tolerance (docs/PERFORMANCE.md).",
     )
+    checkpoint_every: int = Field(
+        1000,
+        ge=0,
+        description="Save a checkpoint (model, optimiser, random streams, data position) every this many steps "
+        "and at least every 5 minutes, for 'sparse-tui resume'; 0 = never.",
+    )
     cuda_graph: Literal["auto", "on", "off"] = Field(
         "auto",
         description="CUDA: capture the whole training step as a CUDA graph and replay it (auto: try, and train "

@@ -499,6 +499,16 @@ def requeue_for_resume(store: RunStore, batch_id: str, run_ids: list[str], coord
     return store.requeue(run_ids)
 
 
+def resume_detached(store: RunStore, target: str, *, schedule: str = "auto", workers: int | None = None,
+                    device: str | None = None) -> tuple[str, list[str], int]:
+    """``sparse-tui resume TARGET --detach`` as one call (what the console offers on a failed or interrupted run):
+    re-queue the runs and start a detached coordinator for them. Returns (batch_id, run_ids, pid)."""
+    batch_id, ids = resume_targets(store, target)
+    requeue_for_resume(store, batch_id, ids)
+    pid = detach(store, batch_id, workers=workers or 0, device=device, schedule=schedule)
+    return batch_id, ids, pid
+
+
 def batch_specs(store: RunStore, batch_id: str) -> list:
     """The queued runs of a batch as objects with a ``.config`` (what ``scheduler.plan`` reads)."""
     from types import SimpleNamespace

@@ -32,6 +32,7 @@ from typing import Callable
 import torch
 
 from sparse_tui.presets import RunConfig, eval_steps
+from sparse_tui.training.checkpoint import Checkpointer
 from sparse_tui.training.metrics import evaluate, toy_metrics
 from sparse_tui.training.optim import StackOptimizer
 from sparse_tui.training.plateau import PlateauDetector
@@ -314,6 +315,8 @@ class Prepared:
 def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_mode, dtype, notes, autocast):
     prep = Prepared(cfgs, device, loggers, kernel, dtype, autocast)
     prep.trial()
+    ckpt = Checkpointer.for_stack(prep.members)  # training/checkpoint.py: continue from the latest checkpoint
+    start, resumed = ckpt.restore(prep) if ckpt is not None else (0, prep.members)
     M, steps = prep.M, prep.steps
     members, stack, opt, lr_dev, loss_sum = prep.members, prep.stack, prep.opt, prep.lr_dev, prep.loss_sum
     step_fn = prep.step_fn
@@ -389,12 +392,12 @@ def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_m
             on_done(mb.index, mb.result)
 
     zeros = [0.0] * M
-    for mb in members:
+    for mb in members if start == 0 else []:
         mb.last = do_eval(mb, 0, zeros)
         mb.logger.heartbeat(0, force=True)
 
-    live = list(members)
-    for step in range(1, steps + 1):
+    live = list(resumed)
+    for step in range(start + 1, steps + 1):
         opt.set_lr(step, lr_dev)
         runner()
         for mb in live:
@@ -414,6 +417,8 @@ def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_m
         if on_step is not None:
             on_step(step)
         why_all = should_stop() if should_stop is not None else None
+        if ckpt is not None:
+            ckpt.maybe_save(step, prep, live, now=bool(why_all))
         for mb in list(live):
             cancel = mb.logger.heartbeat(step)
             why = "cancelled" if cancel else why_all
@@ -428,4 +433,6 @@ def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_m
             end(mb, "diverged", steps, f"non-finite {bad[0]} at step {steps}")
         else:
             end(mb, "finished", steps)
+    if ckpt is not None:
+        ckpt.finished(members)
     return [mb.result for mb in members]

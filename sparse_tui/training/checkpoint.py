@@ -1,0 +1,188 @@
+"""Checkpoints (torch is imported only when one is saved or loaded): everything a stack of runs needs to continue exactly where it stopped (``sparse-tui resume``).
+
+Every ``train.checkpoint_every`` steps, and at least every ``CHECKPOINT_SECONDS`` of training, the training loop
+(training/loop.py) saves its state to ``RUNS_DIR/checkpoints/<first run id>.pt``:
+
+* the step, the stacked parameters and the optimiser state (moments, step counts, the current learning rates);
+* the random streams: torch's global CPU and CUDA generators and every member task's own generators
+  (tasks/_common.py: the training data stream is the "data position");
+* each run's bookkeeping: the plateau detector, the last and best metrics, the training-loss sum since the last
+  evaluation and its count, and the wall time trained so far.
+
+The file is written to a temporary name and renamed (atomic on POSIX), so a kill at any moment leaves either the
+previous checkpoint or the new one, never half of one; there is only ever the latest per stack. A run resumed
+from it repeats the steps after the checkpoint with the same data and the same arithmetic, so on a CPU its
+metrics are bit-identical to a run that was never interrupted (tests/test_resume.py). Checkpoints belong to the
+stack that wrote them (the same runs in the same order); a run resumed in another company starts from step 0.
+A checkpoint is removed when every run of its stack ended for good (finished, diverged, cancelled); failed and
+interrupted runs keep theirs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+CHECKPOINT_SECONDS = 300.0  # also save at least this often (5 minutes of training), whatever checkpoint_every says
+FORMAT = 1
+
+
+def checkpoint_dir(runs_dir: Path) -> Path:
+    return Path(runs_dir) / "checkpoints"
+
+
+def checkpoint_path(runs_dir: Path, run_ids: list[str]) -> Path:
+    return checkpoint_dir(runs_dir) / f"{run_ids[0]}.pt"
+
+
+def has_checkpoint(runs_dir: Path, run_id: str) -> int | None:
+    """The step of ``run_id``'s checkpoint when it was trained alone or first in its stack, else None (cheap:
+    reads the small header file written beside the checkpoint)."""
+    head = checkpoint_path(runs_dir, [run_id]).with_suffix(".step")
+    try:
+        return int(head.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _generators(task) -> dict:
+    import torch
+
+    return {k: v for k, v in vars(task).items() if isinstance(v, torch.Generator)}
+
+
+class Checkpointer:
+    """Saves and restores the state of one stack (``loop.Prepared``) for the runs ``run_ids`` in ``runs_dir``."""
+
+    def __init__(self, runs_dir: Path, run_ids: list[str], every: int):
+        self.runs_dir, self.run_ids, self.every = Path(runs_dir), list(run_ids), every
+        self.path = checkpoint_path(self.runs_dir, self.run_ids)
+        self.last_save = self.started = time.monotonic()
+        self.wall_before = 0.0  # seconds trained before this process resumed the runs
+        self.warned = False
+
+    @classmethod
+    def for_stack(cls, members) -> "Checkpointer | None":
+        """A checkpointer when every member logs to one run store and checkpoints are on, else None."""
+        stores = {getattr(mb.logger, "store", None) for mb in members}
+        every = min(mb.cfg.train.checkpoint_every for mb in members)
+        if len(stores) != 1 or None in stores or every <= 0:
+            return None
+        return cls(next(iter(stores)).runs_dir, [mb.logger.run_id for mb in members], every)
+
+    # -- saving ------------------------------------------------------------------------------------------------
+    def maybe_save(self, step: int, prep, live, now: bool = False) -> None:
+        """Save at every ``every``-th step, when ``CHECKPOINT_SECONDS`` passed since the last save, and ``now``
+        (the run is being stopped: Ctrl-C / SIGTERM)."""
+        if now or step % self.every == 0 or time.monotonic() - self.last_save >= CHECKPOINT_SECONDS:
+            self.save(step, prep, live)
+
+    def save(self, step: int, prep, live) -> None:
+        import torch
+
+        state = {
+            "format": FORMAT,
+            "run_ids": self.run_ids,
+            "step": step,
+            "params": [p.detach().clone() for p in prep.stack.parameters_list()],
+            "opt": _optimizer_state(prep.opt),
+            "loss_sum": prep.loss_sum.detach().clone(),
+            "rng_cpu": torch.get_rng_state(),
+            "rng_cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+            "live": [mb.index for mb in live],
+            "members": [
+                {
+                    "gens": {k: g.get_state() for k, g in _generators(mb.task).items()},
+                    "det": (mb.det.initial, mb.det.step),
+                    "best": dict(mb.best),
+                    "last": dict(mb.last),
+                    "n_since": mb.n_since,
+                }
+                for mb in prep.members
+            ],
+            "wall": self.wall_before + time.monotonic() - self.started,
+        }
+        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            torch.save(state, tmp)
+            os.replace(tmp, self.path)  # atomic: the previous checkpoint or this one, never half
+            self.path.with_suffix(".step").write_text(f"{step}\n")
+            self.last_save = time.monotonic()
+        except OSError as e:  # a full disk: training goes on (the store records the reason when it fails too)
+            try:
+                tmp.unlink()
+            except OSError:
+                pass
+            if not self.warned:
+                self.warned = True
+                print(f"sparse-tui: cannot write checkpoint {self.path}: {e.strerror or e}", file=sys.stderr,
+                      flush=True)
+
+    # -- restoring ---------------------------------------------------------------------------------------------
+    def restore(self, prep) -> tuple[int, list]:
+        """Load this stack's checkpoint into ``prep`` (members, stack, optimiser, random streams). Returns (step,
+        live members); (0, all members) when there is none, or it belongs to other runs or another format."""
+        import torch
+
+        if not self.path.exists():
+            return 0, list(prep.members)
+        try:
+            state = torch.load(self.path, map_location=prep.device, weights_only=False)
+        except Exception as e:  # noqa: BLE001 - a damaged checkpoint: start over, say so
+            print(f"sparse-tui: ignoring damaged checkpoint {self.path}: {type(e).__name__}: {e}", file=sys.stderr,
+                  flush=True)
+            return 0, list(prep.members)
+        if state.get("format") != FORMAT or state.get("run_ids") != self.run_ids:
+            return 0, list(prep.members)
+        with torch.no_grad():
+            for p, saved in zip(prep.stack.parameters_list(), state["params"], strict=True):
+                p.copy_(saved)
+            _load_optimizer_state(prep.opt, state["opt"])
+            prep.loss_sum.copy_(state["loss_sum"])
+        torch.set_rng_state(state["rng_cpu"])
+        if state["rng_cuda"] and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(state["rng_cuda"])
+        for mb, saved in zip(prep.members, state["members"], strict=True):
+            gens = _generators(mb.task)
+            for k, st in saved["gens"].items():
+                gens[k].set_state(st)
+            mb.det.initial, mb.det.step = saved["det"]
+            mb.best, mb.last, mb.n_since = dict(saved["best"]), dict(saved["last"]), saved["n_since"]
+        self.wall_before = float(state.get("wall", 0.0))
+        return int(state["step"]), [prep.members[i] for i in state["live"]]
+
+    def finished(self, members) -> None:
+        """Remove the checkpoint once every run of the stack ended for good (nothing left to resume)."""
+        if all(mb.result is not None and mb.result.status in ("finished", "diverged", "cancelled") for mb in members):
+            for p in (self.path, self.path.with_suffix(".step")):
+                try:
+                    p.unlink()
+                except OSError:
+                    pass
+
+
+def _optimizer_state(opt) -> dict:
+    """Every tensor and counter of a ``StackOptimizer`` (fused torch.optim or the per-model update)."""
+    if getattr(opt, "fused", False):
+        return {"fused": opt.opt.state_dict()}
+    out: dict = {"t": opt.t.detach().clone(), "lr_now": opt.lr_now.detach().clone()}
+    for name in ("state1", "state2"):
+        val = getattr(opt, name, None)
+        out[name] = None if val is None else [s.detach().clone() for s in val]
+    return out
+
+
+def _load_optimizer_state(opt, saved: dict) -> None:
+    if "fused" in saved:
+        opt.opt.load_state_dict(saved["fused"])
+        return
+    opt.t.copy_(saved["t"])
+    opt.lr_now.copy_(saved["lr_now"])
+    for name in ("state1", "state2"):
+        mine, theirs = getattr(opt, name, None), saved.get(name)
+        if mine is not None and theirs is not None:
+            for a, b in zip(mine, theirs, strict=True):
+                a.copy_(b)

@@ -1,0 +1,298 @@
+"""Checkpoints and resume, and the faults of the run lifecycle (issue 11): a run stopped part-way and resumed ends
+with metrics bit-identical to a run never interrupted; SIGKILL of the coordinator leaves nothing queued or running
+once a reader looks; a stopped (SIGSTOP) process is not failed; SIGTERM cuts a long evaluation short; a full disk is
+recorded as such; damaged rows are skipped; older stores are migrated."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from sparse_tui import runner
+from sparse_tui.presets import expand, load_preset
+from sparse_tui.store import RunStore
+from sparse_tui.training.checkpoint import checkpoint_path, has_checkpoint
+
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", "COLUMNS": "200"}
+
+
+def _batch(store: RunStore, preset: Path, *overrides: str) -> tuple[str, list[str]]:
+    return store.create_runs(expand(load_preset(preset, list(overrides))))
+
+
+def _series(store: RunStore, run_id: str) -> dict:
+    return store.metrics(run_id)
+
+
+class StopAfter:
+    """A should_stop that asks the training loop to stop after ``n`` calls (one per step, plus one per claim)."""
+
+    def __init__(self, n: int):
+        self.n, self.calls = n, 0
+
+    def __call__(self):
+        self.calls += 1
+        return "interrupted" if self.calls > self.n else None
+
+
+def test_stopped_and_resumed_run_is_bit_identical(tiny_preset, tmp_path):
+    opts = ("train.steps=60", "eval.every=10", "train.checkpoint_every=20", "seeds=[3]")
+    ref = RunStore(tmp_path / "ref")
+    rb, (rid_ref,) = _batch(ref, tiny_preset, *opts)
+    runner.work(ref, rb)
+    assert ref.get(rid_ref).status == "finished"
+
+    store = RunStore(tmp_path / "cut")
+    batch, (rid,) = _batch(store, tiny_preset, *opts)
+    runner.work(store, batch, should_stop=StopAfter(33))  # stops at step 33: between checkpoints and evaluations
+    rec = store.get(rid)
+    assert rec.status == "interrupted" and rec.step == 33, (rec.status, rec.step)
+    assert has_checkpoint(store.runs_dir, rid) == 33  # a stop saves a checkpoint at the step it stops
+    assert max(_series(store, rid)["test/loss"][0]) == 30
+
+    # resume through the same lifecycle: re-queue, claim, continue from step 33
+    assert runner.requeue_for_resume(store, batch, [rid]) == [rid]
+    runner.work(store, batch)
+    done = store.get(rid)
+    assert done.status == "finished" and done.step == 60
+    got, want = _series(store, rid), _series(ref, rid_ref)
+    assert got.keys() == want.keys()
+    for name in want:
+        assert got[name] == want[name], name  # bit-identical: same steps, same float values
+    assert done.plateau_step == ref.get(rid_ref).plateau_step
+    assert done.final == ref.get(rid_ref).final
+    assert not checkpoint_path(store.runs_dir, [rid]).exists(), "a finished run's checkpoint is removed"
+
+
+def test_periodic_checkpoint_survives_a_stop_without_save(tiny_preset, tmp_path, monkeypatch):
+    """A process killed without warning keeps its last periodic checkpoint: resuming from it (not from the stop)
+    still gives the uninterrupted run's numbers."""
+    from sparse_tui.training import checkpoint as ck
+
+    opts = ("train.steps=50", "eval.every=5", "train.checkpoint_every=20", "seeds=[1]")
+    ref = RunStore(tmp_path / "ref")
+    rb, (rid_ref,) = _batch(ref, tiny_preset, *opts)
+    runner.work(ref, rb)
+
+    store = RunStore(tmp_path / "cut")
+    batch, (rid,) = _batch(store, tiny_preset, *opts)
+    real_save = ck.Checkpointer.maybe_save
+    monkeypatch.setattr(ck.Checkpointer, "maybe_save", lambda self, step, prep, live, now=False:
+                        real_save(self, step, prep, live, now=False))  # as if killed: no save at the stop
+    runner.work(store, batch, should_stop=StopAfter(27))
+    monkeypatch.undo()
+    assert store.get(rid).step == 27 and has_checkpoint(store.runs_dir, rid) == 20
+    runner.requeue_for_resume(store, batch, [rid])
+    runner.work(store, batch)
+    assert store.get(rid).status == "finished"
+    assert _series(store, rid) == _series(ref, rid_ref)
+
+
+def _wait_for(pred, timeout=90.0, every=0.05):
+    end = time.time() + timeout
+    while time.time() < end:
+        if pred():
+            return True
+        time.sleep(every)
+    return False
+
+
+def _cli(*args, timeout=240, env=None):
+    return subprocess.run([sys.executable, "-m", "sparse_tui", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env or ENV)
+
+
+def test_sigkill_coordinator_then_runs_then_resume(tiny_preset, tmp_path):
+    """SIGKILL of a `run --headless` coordinator (one run training, one queued): the next `runs` shows neither as
+    queued or running; `resume BATCH` continues both from their checkpoints; the metrics equal an uninterrupted
+    run's, bit for bit."""
+    opts = ["--set", "train.steps=240", "--set", "eval.every=40", "--set", "train.checkpoint_every=40",
+            "--set", "seeds=[0,1]", "--schedule", "sequential"]
+    ref_dir, runs_dir = tmp_path / "ref", tmp_path / "runs"
+    r = _cli("run", str(tiny_preset), "--headless", "--runs-dir", str(ref_dir), *opts)
+    assert r.returncode == 0, r.stderr
+
+    p = subprocess.Popen([sys.executable, "-m", "sparse_tui", "run", str(tiny_preset), "--headless", "--runs-dir",
+                          str(runs_dir), *opts], env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert _wait_for(lambda: (runs_dir / "runs.db").exists() and any(
+            (has_checkpoint(runs_dir, x.run_id) or 0) >= 80 for x in RunStore(runs_dir).runs(reap=False)))
+        p.send_signal(signal.SIGKILL)
+        p.wait(timeout=30)
+    finally:
+        p.kill()
+    r = _cli("runs", "--json", "--runs-dir", str(runs_dir))
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)
+    assert len(rows) == 2 and not {x["status"] for x in rows} & {"queued", "running"}, rows
+    reasons = sorted(x["reason"] for x in rows)
+    assert reasons[0].startswith("never started: its coordinator") and reasons[1].startswith("process died at step")
+
+    batch = rows[0]["batch_id"]
+    r = _cli("resume", batch, "--runs-dir", str(runs_dir), "--schedule", "sequential")
+    assert r.returncode == 0, r.stderr
+    store, ref = RunStore(runs_dir), RunStore(ref_dir)
+    got = sorted(store.runs(), key=lambda x: x.seed)
+    want = sorted(ref.runs(), key=lambda x: x.seed)
+    assert [x.status for x in got] == ["finished", "finished"]
+    for a, b in zip(got, want):
+        assert store.metrics(a.run_id) == ref.metrics(b.run_id)
+        assert a.plateau_step == b.plateau_step
+    r = _cli("resume", batch, "--runs-dir", str(runs_dir))
+    assert r.returncode == 2 and "nothing to resume" in r.stderr
+
+
+def test_sigstop_does_not_fail_a_live_run(tiny_preset, tmp_path, monkeypatch):
+    """Same host: a stopped process is alive. With the heartbeat staleness at 1 s, a run stopped for 3 s is still
+    running when read, and finishes after SIGCONT."""
+    monkeypatch.setenv("SPARSE_TUI_STALE_AFTER", "1")
+    runs_dir = tmp_path / "runs"
+    p = subprocess.Popen([sys.executable, "-m", "sparse_tui", "run", str(tiny_preset), "--headless", "--runs-dir",
+                          str(runs_dir), "--set", "train.steps=400", "--schedule", "sequential"],
+                         env={**ENV, "SPARSE_TUI_STALE_AFTER": "1"}, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    try:
+        assert _wait_for(lambda: (runs_dir / "runs.db").exists() and any(
+            x.step > 10 for x in RunStore(runs_dir).runs(status="running", reap=False)))
+        os.kill(p.pid, signal.SIGSTOP)
+        time.sleep(3.0)  # three times the staleness
+        store = RunStore(runs_dir)
+        (rec,) = store.runs()  # reaps
+        assert rec.status == "running", rec.reason
+        os.kill(p.pid, signal.SIGCONT)
+        assert p.wait(timeout=120) == 0
+    finally:
+        os.kill(p.pid, signal.SIGCONT) if p.poll() is None else None
+        p.kill()
+    assert RunStore(runs_dir).runs()[0].status == "finished"
+
+
+def test_sigterm_cuts_a_long_evaluation_short(tiny_preset, runs_dir, monkeypatch):
+    """A SIGTERM during an evaluation that would take a minute ends the run as interrupted within the grace."""
+    import sparse_tui.training.loop as loop
+
+    evaluating = threading.Event()
+
+    def slow_evaluate(*a, **k):
+        evaluating.set()
+        end = time.monotonic() + 60
+        while time.monotonic() < end:
+            time.sleep(0.01)
+        raise AssertionError("the evaluation was not interrupted")
+
+    monkeypatch.setattr(loop, "evaluate", slow_evaluate)
+    store = RunStore(runs_dir)
+    batch, (rid,) = _batch(store, tiny_preset)
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGALRM)}
+    sent = []
+
+    def kill_when_evaluating():
+        evaluating.wait(60)
+        sent.append(time.monotonic())
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    try:
+        flag = runner.StopFlag()
+        runner.install_signal_handlers(flag)
+        threading.Thread(target=kill_when_evaluating, daemon=True).start()
+        with pytest.raises(KeyboardInterrupt):
+            runner.work(store, batch, should_stop=flag)
+        took = time.monotonic() - sent[0]
+    finally:
+        for s, h in saved.items():
+            signal.signal(s, h)
+    assert took < 10, took  # the evaluation alone would have taken 60 s; the grace is 1 s
+    rec = store.get(rid)
+    assert rec.status == "interrupted" and rec.reason == "interrupted at step 0"
+
+
+def test_full_disk_records_its_reason(tiny_preset, runs_dir, monkeypatch):
+    """A write that finds the disk full ends the run as failed with reason 'disk full at step N' and stops the
+    worker with one clear error (injected: SQLite's own error for a full disk)."""
+    store = RunStore(runs_dir)
+    batch, (rid,) = _batch(store, tiny_preset, "train.steps=40", "eval.every=5")
+    real = RunStore.log_metrics
+
+    def log_metrics(self, run_id, step, metrics):
+        if step >= 15:
+            raise sqlite3.OperationalError("database or disk is full")
+        return real(self, run_id, step, metrics)
+
+    monkeypatch.setattr(RunStore, "log_metrics", log_metrics)
+    with pytest.raises(runner.DiskFull, match="disk full"):
+        runner.work(store, batch)
+    rec = store.get(rid)
+    assert rec.status == "failed" and rec.reason.startswith("disk full at step"), rec.reason
+    assert store.metrics(rid)["test/loss"][0] == [0, 5, 10]  # everything logged before is kept
+
+
+def test_reaping_without_a_write_still_shows_the_verdict(tiny_preset, runs_dir, monkeypatch):
+    """When the store cannot be written (full disk, read-only mount), readers still show a dead run as failed."""
+    store = RunStore(runs_dir)
+    batch, ids = _batch(store, tiny_preset, "seeds=[0,1]")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    store.claim_next(batch, device="cpu", versions={}, pid=dead.pid)
+    store.set_coordinator(batch, dead.pid)
+
+    class Full:
+        def __init__(self, con):
+            pass
+
+        def __enter__(self):
+            raise sqlite3.OperationalError("database or disk is full")
+
+        def __exit__(self, *a):
+            return False
+
+    monkeypatch.setattr(RunStore, "_Tx", Full)
+    recs = {r.run_id: r for r in store.runs()}
+    assert recs[ids[0]].status == "failed" and recs[ids[0]].reason.startswith("process died")
+    assert recs[ids[1]].status == "failed" and recs[ids[1]].reason.startswith("never started")
+    assert store.runs(status="running") == [] and store.runs(status="queued") == []
+    monkeypatch.undo()
+    assert {r.status for r in RunStore(runs_dir).runs()} == {"failed"}  # written once the store can be
+
+
+def test_one_damaged_row_is_skipped_with_a_warning(tiny_preset, runs_dir):
+    store = RunStore(runs_dir)
+    _, ids = _batch(store, tiny_preset, "seeds=[0,1,2]")
+    store.con.execute("UPDATE runs SET config='{not json' WHERE run_id=?", (ids[1],))
+    r = _cli("runs", "--json", "--runs-dir", str(runs_dir))
+    assert r.returncode == 0, r.stderr
+    assert sorted(x["run_id"] for x in json.loads(r.stdout)) == sorted([ids[0], ids[2]])
+    (line,) = r.stderr.strip().splitlines()
+    assert line.startswith("warning:") and ids[1] in line and "damaged row skipped" in line
+    r = _cli("export", "--runs-dir", str(runs_dir))
+    assert r.returncode == 0 and len(r.stdout.strip().splitlines()) == 3  # header + 2 runs
+
+
+def test_older_store_is_migrated(tiny_preset, runs_dir):
+    """A schema-1 store (no batches table) opens, gains the table, and keeps its runs."""
+    store = RunStore(runs_dir)
+    _, ids = _batch(store, tiny_preset)
+    store.con.execute("DROP TABLE batches")
+    store.con.execute("UPDATE meta SET value='1' WHERE key='schema_version'")
+    store.close()
+    again = RunStore(runs_dir, create=False)
+    assert again.con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "2"
+    assert [r.run_id for r in again.runs()] == ids
+    assert again.coordinator(again.get(ids[0]).batch_id) == (None, None)
+
+
+def test_run_id_prefix_is_literal(tiny_preset, runs_dir):
+    store = RunStore(runs_dir)
+    _, (rid,) = _batch(store, tiny_preset)
+    assert store.get(rid[:3]).run_id == rid
+    for pattern in ("_", "%", rid[0] + "_", rid[:2] + "%"):
+        with pytest.raises(Exception, match="no run"):
+            store.get(pattern)
