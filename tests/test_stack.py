@@ -194,3 +194,40 @@ def test_toy_stack_equals_toy_alone():
     alone = [curves([c]) for c in cfgs]
     # rel 1e-6: toy_metrics reads W in float32 (metrics.py), so float64 W that differ in the last bit may round apart
     assert_curves_equal((sum((a[0] for a in alone), []), sum((a[1] for a in alone), [])), stacked, rel=1e-6)
+
+
+def test_precision_modes_on_cpu():
+    """train.precision: tf32 changes nothing on a CPU (CUDA matmuls only); bf16 runs the forward under bfloat16
+    autocast: the run trains and its curve stays near fp32's, but is not the same (what the docs promise)."""
+    base = {"task": {"kind": "recall", "n_tokens": 8, "n_pairs": 3},
+            "model": {"kind": "transformer", "n_layers": 2, "d_model": 16},
+            "train": {"lr": 1e-2, "batch_size": 16, "steps": 6, "device": "cpu"},
+            "eval": {"every": 3, "test_size": 32}}
+    finals = {}
+    for prec in ("fp32", "tf32", "bf16"):
+        logs, res = [[]], None
+        res = train_stack([cfg(base, train__precision=prec)],
+                          loggers=[RunLogger(on_eval=lambda s, v: logs[0].append(v))])
+        assert res[0].status == "finished"
+        finals[prec] = logs[0][-1]["test/loss"]
+    assert finals["tf32"] == finals["fp32"]
+    assert finals["bf16"] != finals["fp32"] and abs(finals["bf16"] - finals["fp32"]) < 0.05 * finals["fp32"]
+
+
+def test_cuda_graph_setting_is_inert_on_cpu_and_the_step_is_the_loops():
+    """cuda_graph = 'on' has no effect on a CPU: the loop calls the same step function (loop.Prepared.step_fn)
+    that a CUDA graph would capture, and gives the same numbers as 'off'."""
+    from sparse_tui.training.loop import Prepared
+
+    base = {"task": {"kind": "recall", "n_tokens": 8, "n_pairs": 3},
+            "model": {"kind": "transformer", "n_layers": 1, "d_model": 8},
+            "train": {"lr": 1e-2, "batch_size": 8, "steps": 4, "device": "cpu"}, "eval": {"every": 2, "test_size": 16}}
+    on, off = curves([cfg(base, train__cuda_graph="on")]), curves([cfg(base, train__cuda_graph="off")])
+    assert_curves_equal(off, on, rel=0)
+    assert "cuda_graph" not in on[1][0].summary
+    # driving step_fn by hand reproduces the loop's training loss
+    prep = Prepared([cfg(base)], torch.device("cpu"), dtype=F64)
+    for step in (1, 2):
+        prep.opt.set_lr(step, prep.lr_dev)
+        prep.step_fn()
+    assert float(prep.loss_sum[0]) / 2 == pytest.approx(on[0][0][1][1]["train/loss"], rel=1e-9)

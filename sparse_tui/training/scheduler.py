@@ -12,11 +12,13 @@ of three schedules (``sparse-tui run --schedule auto|sequential|processes|stacke
   paper's 4-layer d_model 256 Transformer, use the threads almost perfectly). Two threads (or two processes)
   on cores other processes keep busy oversubscribe them, so a busy machine (fewer than 2 idle cores, measured
   over 0.3 s from /proc/stat) gets a single single-thread process.
-* ``stacked``: runs that share a ``stacked.group_key`` (same shapes, optimiser and step count; any seed, lr,
-  schedule, clipping, weight decay, data) are trained together as one stacked model (``stacked.train_stacked``).
-  On GPUs this is the default: one process, groups as large as fit the device memory (``group_size``),
-  split further if a trial step runs out of memory. On CPUs stacking is slower (stacked attention tensors fall
-  out of the caches; measured in docs/PERFORMANCE.md), so ``auto`` never stacks on a CPU.
+* ``stacked``: runs that can share a stack (``grouping.group_key``: same structure, optimiser kind, batch size
+  and step count; any seed, lr, schedule, clipping, weight decay, betas, data, and on Transformers any width,
+  sequence length or vocabulary, padded exactly) are trained together as one native stack of models
+  (models/stack.py, training/loop.py). On GPUs this is the default: one process, stacks as large as fit the device
+  memory (``group_runs``, padded shapes counted), split further if a trial step fails. On CPUs stacking is slower
+  (stacked attention tensors fall out of the caches; measured in docs/PERFORMANCE.md), so ``auto`` never stacks on
+  a CPU.
 
 Every run still gets its own record, metrics, plateau step and attention snapshots, as if trained alone.
 """
