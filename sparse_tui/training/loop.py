@@ -131,7 +131,8 @@ def precision_mode(precision: str, device: torch.device):
             torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
         return
     if precision == "bf16":
-        yield lambda: torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+        # cache_enabled=False: autocast's weight-cast cache must not outlive a CUDA graph capture
+        yield lambda: torch.autocast(device_type=device.type, dtype=torch.bfloat16, cache_enabled=False)
         return
     yield nullcontext
 
