@@ -248,7 +248,18 @@ def _train_batch(store, batch_id: str, workers: int, device: Optional[str], grou
     code = _exit_code([r.status for r in runs], flag.status is not None)
     if code == ExitCode.INTERRUPTED:
         err.print("interrupted: running runs were recorded as interrupted; everything logged is kept")
+        _exit_now(code)
     raise typer.Exit(int(code))
+
+
+def _exit_now(code: int) -> None:
+    """Leave at once after a stop signal: everything is recorded and committed, and tearing down the interpreter
+    with torch loaded takes a second or more on a busy machine (SIGTERM / Ctrl-C are honoured within 2 s)."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(int(code))
 
 
 def _fmt(v, spec: str = ".4g") -> str:
@@ -320,8 +331,10 @@ def worker(
     try:
         runner.work(store, batch_id, device=device, should_stop=flag, group=group)
     except KeyboardInterrupt:
-        raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
-    raise typer.Exit(int(ExitCode.INTERRUPTED) if flag.status else 0)
+        _exit_now(ExitCode.INTERRUPTED)
+    if flag.status:
+        _exit_now(ExitCode.INTERRUPTED)
+    raise typer.Exit(0)
 
 
 @app.command()
