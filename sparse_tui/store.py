@@ -118,6 +118,14 @@ def is_disk_full(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.Error) and ("disk is full" in text or "database or disk is full" in text)
 
 
+def _read_only_fs(path: Path) -> bool:
+    """Whether ``path`` lies on a file system mounted read-only."""
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):
+        return False
+
+
 def default_runs_dir() -> Path:
     """``$SPARSE_TUI_RUNS`` or ``./runs``."""
     return Path(os.environ.get("SPARSE_TUI_RUNS") or "runs")
@@ -229,6 +237,7 @@ class RunStore:
         self._overrides: dict[str, tuple[str, str, float]] = {}  # reaped in memory when the store can't be written
         self._local = threading.local()
         self._host = socket.gethostname()
+        self.read_only = False  # set when the store can only be read (read-only mount or permissions)
         if self.runs_dir.exists() and not self.runs_dir.is_dir():
             raise StoreError(f"{self.runs_dir}: not a directory (--runs-dir must name a directory)")
         if self.path.exists() and not self.path.is_file():
@@ -243,6 +252,11 @@ class RunStore:
             if not os.access(self.runs_dir, os.W_OK | os.X_OK):
                 raise StoreError(f"{self.runs_dir}: directory is not writable; cannot create a run store here")
         version = self._inspect(create)
+        if self.read_only:
+            if version is not None and version < SCHEMA_VERSION:
+                raise StoreError(f"{self.path}: an older store (schema {version}) on read-only media; copy it to a"
+                                 " writable directory to upgrade it")
+            return
         try:
             if version is None:
                 self.con.executescript(_SCHEMA)  # executescript manages its own transaction
@@ -262,10 +276,20 @@ class RunStore:
             if not create:
                 raise StoreError(f"{self.path}: empty file, not a run store (run a preset first)")
             return None
+        uri = self.path.resolve().as_uri()
         try:
-            con = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0)
-        except sqlite3.Error as e:
-            raise StoreError(f"{self.path}: cannot open: {e}") from None
+            con = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=30.0)
+            con.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+        except sqlite3.OperationalError as e:
+            if "unable to open" not in str(e) or os.access(self.runs_dir, os.W_OK) and not _read_only_fs(self.runs_dir):
+                raise StoreError(f"{self.path}: cannot open: {e}") from None
+            if create:  # a WAL store on read-only media can be read, never written
+                raise StoreError(f"{self.path}: the run store is read-only (read-only file system or permissions);"
+                                 " cannot record runs here (pass another --runs-dir)") from None
+            self.read_only = True
+            con = sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, timeout=30.0)
+        except sqlite3.DatabaseError as e:
+            raise StoreError(f"{self.path}: not a sparse-tui run store, or damaged ({e})") from None
         try:
             tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
             if not tables:
@@ -304,6 +328,12 @@ class RunStore:
     def con(self) -> sqlite3.Connection:
         con = getattr(self._local, "con", None)
         if con is None or getattr(self._local, "pid", None) != os.getpid():
+            if self.read_only:  # a store on read-only media: read as an immutable file (no -wal / -shm needed)
+                con = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro&immutable=1", uri=True, timeout=30.0,
+                                      isolation_level=None, check_same_thread=False)
+                con.row_factory = sqlite3.Row
+                self._local.con, self._local.pid = con, os.getpid()
+                return con
             con = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
             con.row_factory = sqlite3.Row
             con.execute("PRAGMA journal_mode=WAL")
