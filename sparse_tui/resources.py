@@ -17,6 +17,9 @@ from sparse_tui.presets import RunConfig, n_eval_steps
 F32 = 4
 # Evaluation materialises at most this many attention probabilities per chunk (training/metrics.py _ATTN_BUDGET).
 EVAL_ATTN_ELEMENTS = 64 * 1024 * 1024
+# Host bytes per training step of the learning-rate schedule the loop builds before training (training/schedule.py
+# lr_table: a Python list of floats per step, ~100 B, plus a float32 copy on the device).
+LR_TABLE_BYTES_PER_STEP = 104
 # Share of the available memory one run may plan to use (the rest: Python, torch's allocator, the store).
 MEMORY_FRACTION = 0.8
 
@@ -46,16 +49,18 @@ class Estimate:
     batch_bytes: int  # one training step: the batch and the activations autograd keeps
     eval_bytes: int  # the fixed test set (and a fixed training set) plus one evaluation chunk
     eval_steps: int
+    schedule_bytes: int = 0  # the learning-rate table of every step
 
     @property
     def total_bytes(self) -> int:
-        return self.state_bytes + self.batch_bytes + self.eval_bytes
+        return self.state_bytes + self.batch_bytes + self.eval_bytes + self.schedule_bytes
 
     def describe(self) -> str:
+        table = f", learning-rate table {human(self.schedule_bytes)}" if self.schedule_bytes > 2**30 else ""
         return (
             f"{human(self.total_bytes)} ({_count(self.params)} parameters, largest tensor {_count(self.largest_tensor)}"
             f" elements ({self.largest_name}), batch {human(self.batch_bytes)}, evaluation {human(self.eval_bytes)},"
-            f" {_count(self.eval_steps)} evaluations)"
+            f" {_count(self.eval_steps)} evaluations{table})"
         )
 
 
@@ -105,6 +110,7 @@ def estimate(cfg: RunConfig) -> Estimate:
         batch_bytes=batch,
         eval_bytes=evaluation,
         eval_steps=n_eval_steps(cfg.train.steps, cfg.eval.every),
+        schedule_bytes=0 if m.kind == "ode" else LR_TABLE_BYTES_PER_STEP * cfg.train.steps,
     )
 
 
@@ -141,7 +147,8 @@ def check(cfgs: list[RunConfig], device: str, source: str) -> None:
     if budget is not None and est.total_bytes > budget:
         raise ResourceError(
             f"{source}: a run needs about {est.describe()}, more than {device} can hold ({what}); reduce"
-            " train.batch_size, eval.test_size or the model size"
+            + (" train.steps" if est.schedule_bytes * 2 > est.total_bytes
+               else " train.batch_size, eval.test_size or the model size")
         )
 
 
