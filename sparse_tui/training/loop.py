@@ -137,6 +137,11 @@ def precision_mode(precision: str, device: torch.device):
     yield nullcontext
 
 
+def graph_wanted(device: torch.device, mode: str) -> bool:
+    """Whether the step is captured as a CUDA graph (``train.cuda_graph``: auto / on capture on CUDA devices)."""
+    return device.type == "cuda" and mode != "off"
+
+
 class _Member:
     """One run inside the stack: its task, its own module (evaluation), test set and bookkeeping."""
 
@@ -323,7 +328,7 @@ def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_m
     step_fn = prep.step_fn
 
     runner = step_fn
-    if device.type == "cuda" and graph_mode != "off":
+    if graph_wanted(device, graph_mode):
         from sparse_tui.training.cudagraph import WARMUP_STEPS, GraphedStep
 
         gens = [g for mb in members for g in vars(mb.task).values()
