@@ -69,7 +69,7 @@ class _AttentionCore(torch.autograd.Function):
     returns the probabilities (not differentiable) so that ``setup_context`` can keep them for the backward.
     """
 
-    generate_vmap_rule = True  # so that it also runs under torch.func.vmap (stacked training)
+    generate_vmap_rule = True  # the module also works under torch.func.vmap (the native stack, models/stack.py, needs no vmap)
 
     @staticmethod
     def forward(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None) -> tuple[Tensor, Tensor]:

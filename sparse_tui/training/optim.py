@@ -139,16 +139,3 @@ class StackOptimizer:
     def zero_grad(self) -> None:
         for p in self.params:
             p.grad = None
-
-
-def make_optimizer(params, cfg) -> torch.optim.Optimizer:
-    """The preset's optimiser for one plain module, as torch.optim computes it (fused kernel on CPU and CUDA).
-    Used by the scheduler's calibration and the benchmarks' reference step; training goes through
-    ``StackOptimizer``."""
-    t = cfg.train
-    params = list(params)
-    fused = bool(params) and all(p.device.type in ("cpu", "cuda") and p.is_floating_point() for p in params)
-    if t.optimizer == "sgd":
-        return torch.optim.SGD(params, lr=t.lr, momentum=t.momentum, weight_decay=t.weight_decay, fused=fused)
-    cls = torch.optim.AdamW if t.optimizer == "adamw" else torch.optim.Adam
-    return cls(params, lr=t.lr, betas=(t.beta1, t.beta2), weight_decay=t.weight_decay, fused=fused)

@@ -27,8 +27,6 @@ from sparse_tui.training.loop import (  # noqa: F401  (re-exported: the loop's h
     snapshot_steps,
     train_stack,
 )
-from sparse_tui.training.metrics import loss_fn
-from sparse_tui.training.optim import make_optimizer  # noqa: F401
 from sparse_tui.training.runlog import HEARTBEAT_SECONDS, RunLogger, RunResult  # noqa: F401
 from sparse_tui.training.schedule import lr_factor  # noqa: F401
 
@@ -61,18 +59,6 @@ def library_versions(device: torch.device | None = None) -> dict:
         v["cuda"] = torch.version.cuda
         v["gpu"] = torch.cuda.get_device_name(device)
     return v
-
-
-def train_step(model, opt, batch, classification: bool, grad_clip: float) -> torch.Tensor:
-    """One optimisation step; returns the (detached) training loss without synchronising."""
-    out, _ = model(batch.x)
-    loss = loss_fn(out, batch.y, classification)
-    opt.zero_grad(set_to_none=True)
-    loss.backward()
-    if grad_clip > 0:
-        torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
-    opt.step()
-    return loss.detach()
 
 
 def train_run(
