@@ -268,7 +268,12 @@ class StackedTransformer(nn.Module):
             off = torch.tensor([L - n for n in self.seq_lens], device=device).view(-1, 1, 1)
             ok = allowed & (kpos >= off)  # a real query never sees a padding key
             ok = ok | ((qpos < off) & (kpos == qpos))  # a padding query sees itself only (finite, never used)
-            bias = torch.zeros(ok.shape, dtype=dtype, device=device).masked_fill(~ok, float("-inf")).unsqueeze(1)
+            # Rows padded to a multiple of 16 elements and viewed back to L: fused attention kernels on CUDA want
+            # the mask's row stride aligned (the view changes no value).
+            Lp = -(-L // 16) * 16
+            full = torch.zeros(ok.shape[0], n_q, Lp, dtype=dtype, device=device)
+            full[..., :L] = torch.zeros(ok.shape, dtype=dtype, device=device).masked_fill(~ok, float("-inf"))
+            bias = full[..., :L].unsqueeze(1)
         self._bias_cache[key] = bias
         return bias
 
