@@ -24,9 +24,11 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.css.query import NoMatches
+from textual.screen import Screen
 from textual.widgets import Header, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState, get_current_worker
 
+from sparse_tui.tui.guard import Guarded
 from sparse_tui.exitcodes import ExitCode
 from sparse_tui.store import RunRecord, RunStore
 from sparse_tui.tui.messages import AttentionData, CurvesData, Done, FitDone, GpuInfo, Problem, RunsUpdated
@@ -49,6 +51,14 @@ PANELS = (
 CURVE_POINTS = 1500  # points per series kept by the poller (the plot downsamples further to its width)
 
 
+def run_name(rec: RunRecord) -> str:
+    """What tells a run apart in legends: its preset and the swept values (the seed only when several ran)."""
+    label = rec.label or ""
+    if "seed=" in label and rec.swept.get("seed") is None and label.count("=") > 1:
+        label = " ".join(p for p in label.split() if not p.startswith("seed="))
+    return f"{rec.preset} {label}".strip()
+
+
 def guarded(fn: Callable) -> Callable:
     """Run a UI-thread action; an exception becomes an error notification instead of a crash."""
 
@@ -59,7 +69,7 @@ def guarded(fn: Callable) -> Callable:
         except NoMatches as e:
             # A worker's message can arrive while the app is still composing or already tearing down its panels
             # (quit with a poll in flight): nothing to update then. With the panels mounted it is a real bug.
-            if self._exit or not self.query("#panels"):
+            if self._exit or not all(self.query(f"#{pid}") for pid, _, _ in PANELS):
                 self.log.warning(f"{fn.__name__}: {e} (panels not mounted; ignored)")
                 return None
             self.report(e)
@@ -71,7 +81,11 @@ def guarded(fn: Callable) -> Callable:
     return wrapper
 
 
-class SparseTuiApp(App[int]):
+class MainScreen(Guarded, Screen):
+    """The screen of the panels; guarded like them (a widget's render error surfaces in its screen's loop)."""
+
+
+class SparseTuiApp(Guarded, App[int]):
     """The console. ``clock`` gives 'now' for run ages (tests inject a fixed one)."""
 
     CSS_PATH = "app.tcss"
@@ -124,6 +138,9 @@ class SparseTuiApp(App[int]):
         self._theory_cache: dict[str, tuple[list[float], list[float]]] = {}
         self._active_panel = None  # the .panel shown with focus (see _sync_active_panel)
 
+    def get_default_screen(self) -> Screen:
+        return MainScreen(id="_default")
+
     # -- layout --------------------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield Header(icon="◆")
@@ -151,11 +168,54 @@ class SparseTuiApp(App[int]):
 
     # -- reporting -----------------------------------------------------------------------------------------------
     def report(self, error: Exception | str, severity: str = "error") -> None:
+        """Show a problem (a notification and a red line in the panel on screen), keep it in ``errors`` and append
+        it, with its traceback, to RUNS_DIR/logs/console.log."""
         text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
         self.errors.append(text)
-        if not isinstance(error, str):
-            self.log.error(traceback.format_exception(error))
-        self.notify(text, severity=severity, timeout=8)
+        detail = text if isinstance(error, str) else "".join(traceback.format_exception(error))
+        if severity == "error":
+            self.log.error(detail)
+            self._log_to_file(detail)
+            self._panel_error(text)
+        self.notify(text, severity=severity, timeout=8, markup=False)
+
+    def _log_to_file(self, text: str) -> None:
+        try:
+            path = self.runs_dir / "logs" / "console.log"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "a", encoding="utf-8") as fh:
+                fh.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {text.rstrip()}\n")
+        except OSError:
+            pass  # a read-only runs dir: the notification and Textual's log still have it
+
+    def _panel_error(self, text: str) -> None:
+        """A red line at the top of the panel on screen (it stays until the panel is shown again)."""
+        from rich.text import Text
+        from textual.widgets import Static
+
+        try:
+            pid = self.query_one("#panels", TabbedContent).active.removeprefix("tab-")
+            panel = self.query_one(f"#{pid}")
+        except Exception:  # noqa: BLE001 - not composed yet / torn down: the notification is enough
+            return
+        line = Text(f"⚠ {text} (logged; the console goes on)", style="bold red", no_wrap=True, overflow="ellipsis")
+        old = panel.query(".panel-error")
+        if old:
+            old.first(Static).update(line)
+        else:
+            panel.mount(Static(line, classes="panel-error"), before=0)
+
+    def _handle_exception(self, error: Exception) -> None:
+        """Textual's handler for an exception raised on the UI thread (a message handler, an action, a render)
+        exits the app. Once the app runs, this catch-all reports it instead (panel line, notification, log) and the
+        console goes on; before that (startup) and while exiting, Textual's handling stands."""
+        if getattr(self, "_running", False) and not self._exit and self.screen_stack:
+            try:
+                self.report(error)
+                return
+            except Exception:  # noqa: BLE001 - reporting failed too: give up the way Textual does
+                pass
+        super()._handle_exception(error)
 
     def on_problem(self, msg: Problem) -> None:
         self.report(msg.text, msg.severity)
@@ -184,6 +244,7 @@ class SparseTuiApp(App[int]):
         if self.query_one("#panels", TabbedContent).active != f"tab-{pid}":
             return  # a later switch won
         panel = self.query_one(f"#{pid}")
+        panel.query(".panel-error").remove()  # a problem shown earlier was seen (it stays in the log)
         if pid == "runs":
             self.query_one(RunsPanel).table.focus()
         elif pid == "presets":
@@ -329,7 +390,7 @@ class SparseTuiApp(App[int]):
                 k: tuple(map(list, downsample(v[0], v[1], CURVE_POINTS))) for k, v in raw.items() if "/H" not in k
             }
             plateau[rid] = rec.plateau_step
-            labels[rid] = f"{rid} {rec.label} [{rec.status}]"
+            labels[rid] = run_name(rec)
             th = self._theory(rec)
             if th is not None:
                 theory[rid] = th

@@ -10,10 +10,11 @@ from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
+from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.messages import AttentionData
 
 
-class AttentionPanel(Vertical, can_focus=True):
+class AttentionPanel(Guarded, Vertical, can_focus=True):
     BINDINGS = [
         Binding("left,comma", "step(-1)", "Prev step"),
         Binding("right,full_stop", "step(1)", "Next step"),

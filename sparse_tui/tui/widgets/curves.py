@@ -1,7 +1,10 @@
-"""The Live curves panel: loss / accuracy / attention probes of one run or several overlaid (textual-plotext).
+"""The Live curves panel: loss / accuracy / attention probes of one run or several overlaid.
 
-Data arrive as ``CurvesData`` from the store poller; the plot is redrawn only when they change (no flicker), with
-every series downsampled to the widget width and log-scale series filtered to positive values.
+Data arrive as ``CurvesData`` from the store poller. The panel turns them into a ``PlotSpec`` (every series
+downsampled to the widget width, optionally EMA-smoothed, cut to the zoomed x range) and ``PlotView`` draws it afresh
+on every render, so redraws, resizes and panel switches cannot trip over plotext's figure state. Accuracy has a fixed
+[0, 1] axis (noise must not look like signal), steps are whole-number ticks, the plateau step is a red line and the
+legend sits below the plot, labelled with the run names.
 """
 
 from __future__ import annotations
@@ -9,19 +12,25 @@ from __future__ import annotations
 import math
 import re
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.reactive import reactive
 from textual.widgets import Static
-from textual_plotext import PlotextPlot
 
-from sparse_tui.plotting import downsample, finite, positive
+from sparse_tui.tui.guard import Guarded
+from sparse_tui.plotting import downsample
 from sparse_tui.tui.messages import CurvesData
+from sparse_tui.tui.plot import PlotSpec, Series, ema
 from sparse_tui.tui.render import fmt_num
+from sparse_tui.tui.widgets.plot_view import PlotView
 
 GROUPS = ("loss", "accuracy", "attention", "toy", "entropy")
 _ATTN = re.compile(r"^attn/L\d+/(relevant|select|copy)$")
 COLORS = ("cyan", "orange", "green", "magenta", "yellow", "blue", "red", "white")
+SMOOTHING = (0.0, 0.5, 0.8, 0.9, 0.95, 0.98)  # EMA weights on the past (+ / - step through them)
+ZOOMS = (1.0, 0.5, 0.25, 0.125, 0.0625)  # shown fraction of the steps (z / Z)
 
 
 def group_series(group: str, names: list[str], many: bool) -> list[str]:
@@ -38,34 +47,95 @@ def group_series(group: str, names: list[str], many: bool) -> list[str]:
     return sorted(n for n in names if n.startswith("attn/entropy/"))
 
 
-class CurvesPanel(Vertical, can_focus=True):
+def available_groups(data: CurvesData | None) -> list[str]:
+    """The metric groups that have a series in ``data`` (transformer runs are not offered an empty toy group)."""
+    if data is None or not data.run_ids:
+        return list(GROUPS)
+    names = {n for rid in data.run_ids for n in data.series.get(rid, {})}
+    many = len(data.run_ids) > 1
+    out = [g for g in GROUPS if group_series(g, sorted(names), many)]
+    return out or ["loss"]
+
+
+def curves_spec(data: CurvesData | None, group: str, *, log_loss: bool = True, theory: bool = True,
+                smoothing: float = 0.0, zoom: float = 1.0, center: float = 0.5, width: int = 80) -> PlotSpec:
+    """The plot of one metric group of the watched runs (pure: tested without a screen)."""
+    log = group == "loss" and log_loss
+    spec = PlotSpec(xlabel="step", log_y=log, integer_x=True,
+                    ylim=(0.0, 1.0) if group in ("accuracy", "attention") else None,
+                    empty=f"{group}: no data" + ("" if data and data.run_ids else " — pick runs in the Runs panel"))
+    if data is None or not data.run_ids:
+        return spec
+    many = len(data.run_ids) > 1
+    npts = max(40, 2 * width)
+    ci = 0
+    xmin, xmax = math.inf, -math.inf
+    for rid in data.run_ids:
+        series = data.series.get(rid, {})
+        name_of = data.labels.get(rid, rid)
+        names = group_series(group, list(series), many)
+        for name in names:
+            xs, ys = series[name]
+            if smoothing > 0:
+                ys = ema(ys, smoothing)
+            xs, ys = downsample(list(xs), list(ys), npts)
+            if xs:
+                xmin, xmax = min(xmin, min(xs)), max(xmax, max(xs))
+            label = (name_of if len(names) == 1 else f"{name_of} {name}") if many else name
+            spec.series.append(Series(xs, ys, label=label, color=COLORS[ci % len(COLORS)]))
+            ci += 1
+        if group == "loss" and theory and rid in data.theory:
+            xs, ys = data.theory[rid]
+            xs, ys = downsample(list(xs), list(ys), npts)
+            spec.series.append(Series(xs, ys, label=f"{name_of} ODE" if many else "theory (ODE)",
+                                      color="gray"))
+        ps = data.plateau.get(rid)
+        if ps is not None:
+            spec.vlines.append((ps, "red"))
+    if zoom < 1.0 and math.isfinite(xmin) and xmax > xmin:
+        span = (xmax - xmin) * zoom
+        c = xmin + (xmax - xmin) * center
+        lo = min(max(xmin, c - span / 2), xmax - span)
+        spec.xlim = (lo, lo + span)
+    return spec
+
+
+class CurvesPanel(Guarded, Vertical, can_focus=True):
     BINDINGS = [
         Binding("m", "next_group", "Next metric"),
         Binding("M", "prev_group", "Prev metric", show=False),
         Binding("l", "toggle_log", "Log y"),
         Binding("h", "toggle_theory", "Theory"),
+        Binding("plus,equals_sign", "smooth(1)", "Smooth +"),
+        Binding("minus", "smooth(-1)", "Smooth -"),
+        Binding("z", "zoom(1)", "Zoom in"),
+        Binding("Z", "zoom(-1)", "Zoom out"),
+        Binding("left", "pan(-1)", "Pan left", show=False),
+        Binding("right", "pan(1)", "Pan right", show=False),
     ]
     HELP = "Curves"
 
     DEFAULT_CSS = """
-    CurvesPanel PlotextPlot { height: 1fr; }
+    CurvesPanel PlotView { height: 1fr; }
     CurvesPanel #curves-info { height: auto; max-height: 4; color: $text-muted; }
     """
+
+    group: reactive[str] = reactive("loss", init=False)
+    log_loss: reactive[bool] = reactive(True, init=False)
+    theory: reactive[bool] = reactive(True, init=False)
+    smoothing: reactive[int] = reactive(0, init=False)  # index into SMOOTHING
+    zoom: reactive[int] = reactive(0, init=False)  # index into ZOOMS
+    center: reactive[float] = reactive(0.5, init=False)  # centre of the zoomed window, as a fraction of the steps
 
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
         self.data: CurvesData | None = None
-        self.group = 0
-        self.log_loss = True
-        self.theory = True
-        self._last_size = None
 
     def compose(self) -> ComposeResult:
-        yield PlotextPlot(id="curves-plot")
+        yield PlotView(id="curves-plot")
         yield Static("Select runs in the Runs panel (space marks several, enter views).", id="curves-info")
 
     def on_mount(self) -> None:
-        self.border_title = "Curves"
         self.redraw()
 
     def on_resize(self) -> None:
@@ -73,69 +143,56 @@ class CurvesPanel(Vertical, can_focus=True):
 
     def update_data(self, data: CurvesData) -> None:
         self.data = data
+        groups = available_groups(data)
+        if self.group not in groups:
+            self.group = groups[0]
         self.redraw()
+
+    # every reactive change redraws
+    def _redraw_on_change(self, *_: object) -> None:
+        if self.is_mounted:
+            self.redraw()
+
+    watch_group = watch_log_loss = watch_theory = watch_smoothing = watch_zoom = watch_center = _redraw_on_change
 
     def action_next_group(self) -> None:
-        self.group = (self.group + 1) % len(GROUPS)
-        self.redraw()
+        groups = available_groups(self.data)
+        self.group = groups[(groups.index(self.group) + 1) % len(groups)] if self.group in groups else groups[0]
 
     def action_prev_group(self) -> None:
-        self.group = (self.group - 1) % len(GROUPS)
-        self.redraw()
+        groups = available_groups(self.data)
+        self.group = groups[(groups.index(self.group) - 1) % len(groups)] if self.group in groups else groups[0]
 
     def action_toggle_log(self) -> None:
         self.log_loss = not self.log_loss
-        self.redraw()
 
     def action_toggle_theory(self) -> None:
         self.theory = not self.theory
-        self.redraw()
+
+    def action_smooth(self, delta: int) -> None:
+        self.smoothing = max(0, min(len(SMOOTHING) - 1, self.smoothing + delta))
+
+    def action_zoom(self, delta: int) -> None:
+        self.zoom = max(0, min(len(ZOOMS) - 1, self.zoom + delta))
+
+    def action_pan(self, delta: int) -> None:
+        half = ZOOMS[self.zoom] / 2
+        self.center = max(half, min(1.0 - half, self.center + delta * ZOOMS[self.zoom] / 4))
 
     def redraw(self) -> None:
-        plot = self.query_one(PlotextPlot)
-        plt = plot.plt
-        plt.clear_figure()
-        group = GROUPS[self.group]
-        self.border_title = f"Curves · {group}"
-        self.border_subtitle = "m: metric · l: log · h: theory"
-        d = self.data
-        width = max(20, plot.size.width or 80)
-        npts = 2 * width
-        log = group == "loss" and self.log_loss
-        drawn = 0
-        if d is not None and d.run_ids:
-            many = len(d.run_ids) > 1
-            ci = 0
-            for rid in d.run_ids:
-                series = d.series.get(rid, {})
-                names = group_series(group, list(series), many)
-                for name in names:
-                    xs, ys = series[name]
-                    xs, ys = positive(xs, ys) if log else finite(xs, ys)
-                    xs, ys = downsample(xs, ys, npts)
-                    if not xs:
-                        continue
-                    label = f"{rid[:4]} {name}" if many else name
-                    plt.plot(xs, ys, label=label, marker="braille", color=COLORS[ci % len(COLORS)])
-                    ci += 1
-                    drawn += 1
-                if group == "loss" and self.theory and rid in d.theory:
-                    xs, ys = d.theory[rid]
-                    xs, ys = positive(xs, ys) if log else finite(xs, ys)
-                    xs, ys = downsample(xs, ys, npts)
-                    if xs:
-                        plt.plot(xs, ys, label=f"{rid[:4]} theory" if many else "theory (ODE)", marker="dot",
-                                 color="gray")
-                        drawn += 1
-                ps = d.plateau.get(rid)
-                if ps is not None and drawn:
-                    plt.vline(ps, "red")
-            if log and drawn:
-                plt.yscale("log")
-            plt.xlabel("step")
-        if not drawn:
-            plt.title(f"{group}: no data" + ("" if d and d.run_ids else " — pick runs in the Runs panel"))
-        plot.refresh()
+        plot = self.query_one(PlotView)
+        z = ZOOMS[self.zoom]
+        spec = curves_spec(self.data, self.group, log_loss=self.log_loss, theory=self.theory,
+                           smoothing=SMOOTHING[self.smoothing], zoom=z, center=self.center,
+                           width=plot.size.width or 80)
+        parts = [f"Curves · {self.group}"]
+        if self.smoothing:
+            parts.append(f"EMA {SMOOTHING[self.smoothing]}")
+        if z < 1:
+            parts.append(f"zoom x{1 / z:g}")
+        self.border_title = " · ".join(parts)
+        self.border_subtitle = "m metric · l log · +/- smooth · z/Z zoom"
+        plot.show(spec)
         self._info()
 
     def _info(self) -> None:
@@ -150,11 +207,10 @@ class CurvesPanel(Vertical, can_focus=True):
             last = {k: v[1][-1] for k, v in s.items() if v[1]}
             ps = d.plateau.get(rid)
             parts.append(
-                f"{d.labels.get(rid, rid)}  plateau {fmt_num(ps, '.4g') if ps is not None else '-'}"
+                f"{rid} {d.labels.get(rid, rid)}  plateau {fmt_num(ps, '.4g') if ps is not None else '-'}"
                 f"  loss {fmt_num(last.get('test/loss', last.get('train/loss')))}"
                 + (f"  acc {fmt_num(last['test/acc'], '.3f')}" if "test/acc" in last and not math.isnan(last['test/acc']) else "")
             )
         if len(d.run_ids) > 3:
             parts.append(f"… and {len(d.run_ids) - 3} more")
-        parts[-1] += "   [red]|[/] plateau step"
-        info.update("\n".join(parts))
+        info.update(Text("\n".join(parts)))  # plain text: names and statuses may hold [..]

@@ -14,13 +14,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, Label, Static
-from textual_plotext import PlotextPlot
-
-from sparse_tui.plotting import positive
+from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.messages import FitDone
+from sparse_tui.tui.plot import PlotSpec, Series
+from sparse_tui.tui.widgets.plot_view import PlotView
 
 
-class FitPanel(Vertical, can_focus=True):
+class FitPanel(Guarded, Vertical, can_focus=True):
     BINDINGS = [
         Binding("ctrl+f", "fit", "Fit", priority=True),
         Binding("enter", "fit", "Fit", show=False),
@@ -62,7 +62,7 @@ class FitPanel(Vertical, can_focus=True):
                 "--batch",
             )
         yield Static("Choose runs and variables, then Enter (ctrl+f).", id="fit-table")
-        yield PlotextPlot(id="fit-plot")
+        yield PlotView(id="fit-plot")
 
     def on_mount(self) -> None:
         self.border_title = "Fit: plateau length ~ C·Πxᵢ^βᵢ"
@@ -111,22 +111,19 @@ class FitPanel(Vertical, can_focus=True):
         self._draw()
 
     def _draw(self) -> None:
-        plot = self.query_one(PlotextPlot)
-        plt = plot.plt
-        plt.clear_figure()
-        d = self.result.plot if self.result else None
-        if not d or not d.get("x"):
-            plt.title("plateau vs theory forecast (log-log): no fit yet")
-            plot.refresh()
-            return
-        xs, ys = positive(d["x"], d["y"])
-        plt.scatter(xs, ys, label="runs", marker="dot", color="cyan")
-        fx, fy = positive(d["x"], d["fit"])
-        plt.plot(fx, fy, label="fitted law", marker="braille", color="orange")
-        if d.get("cx"):
-            plt.scatter(d["cx"], d["cy"], label="censored (≥)", marker="x", color="red")
-        plt.xscale("log")
-        plt.yscale("log")
-        plt.xlabel("theory forecast Πxᵢ^forecastᵢ")
-        plt.title(self.result.info)
-        plot.refresh()
+        self.query_one(PlotView).show(fit_spec(self.result))
+
+
+def fit_spec(result: FitDone | None) -> PlotSpec:
+    """Log-log plot of the fit: measured plateau against the theory forecast, the fitted law, censored runs. The
+    points are drawn after the line, so they stay visible on it."""
+    d = result.plot if result else None
+    spec = PlotSpec(log_x=True, log_y=True, xlabel="theory forecast Πxᵢ^forecastᵢ",
+                    title=result.info if result else "", empty="plateau vs theory forecast (log-log): no fit yet")
+    if not d or not d.get("x"):
+        return spec
+    spec.series.append(Series(d["x"], d["fit"], label="fitted law", color="orange"))
+    spec.series.append(Series(d["x"], d["y"], label="runs", color="cyan", kind="points"))
+    if d.get("cx"):
+        spec.series.append(Series(d["cx"], d["cy"], label="censored (≥)", color="red", kind="points", marker="x"))
+    return spec

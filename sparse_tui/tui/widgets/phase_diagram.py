@@ -11,13 +11,14 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Input, Label, Select, Static
 
+from sparse_tui.tui.guard import Guarded
 from sparse_tui.store import RunRecord
 from sparse_tui.tui.render import PHASE_VALUES, fmt_num, heatmap, matches, phase_grid, run_row, scale_bar, swept_keys
 
 VALUES = list(PHASE_VALUES)
 
 
-class PhasePanel(Vertical, can_focus=True):
+class PhasePanel(Guarded, Vertical, can_focus=True):
     BINDINGS = [
         Binding("x", "cycle('x')", "X param"),
         Binding("y", "cycle('y')", "Y param"),

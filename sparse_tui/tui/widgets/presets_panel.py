@@ -10,12 +10,13 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, Label, ListItem, ListView, Select, Static
 
+from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.form_model import PresetDraft, list_presets
 from sparse_tui.tui.widgets.field_row import FieldRow
 from sparse_tui.tui.widgets.preset_form import PresetForm
 
 
-class PresetsPanel(Horizontal):
+class PresetsPanel(Guarded, Horizontal):
     BINDINGS = [
         Binding("ctrl+s", "save", "Save", priority=True),
         Binding("ctrl+n", "save_as", "Save as", priority=True),

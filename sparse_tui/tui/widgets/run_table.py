@@ -8,6 +8,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import DataTable, Input, Static
 
+from sparse_tui.tui.guard import Guarded
 from sparse_tui.store import RunRecord
 from sparse_tui.tui.render import COLUMNS, Row, matches, run_row, sort_rows
 
@@ -16,7 +17,7 @@ HEADERS = ("run", "status", "params", "step", "plateau", "loss", "acc", "preset"
 ORDER = [COLUMNS.index(h) for h in HEADERS]
 
 
-class RunsPanel(Vertical):
+class RunsPanel(Guarded, Vertical):
     BINDINGS = [
         Binding("space", "toggle_mark", "Mark"),
         Binding("a", "mark_all", "Mark all"),

@@ -1,0 +1,213 @@
+"""Plots as data: a ``PlotSpec`` (series, points, vertical lines, axes) drawn by ``draw`` into a fresh plotext
+figure on every call.
+
+plotext keeps figure state between builds, and its build transforms that state: a log axis takes the log of the
+stored data again on the next build (``math domain error``), and a figure built at one size and rebuilt at another
+can index past its canvas (``IndexError`` in ``_build.py``). So no figure outlives one ``draw``: the spec is the
+state, and the figure is rebuilt from it for every size and every redraw. ``draw`` also drops what an axis cannot
+show (non-finite values, values <= 0 on a log axis), draws nothing when nothing is left, and never raises for a
+small area. Legends go below the plot (plotext's sit on the data, e.g. on a loss plateau).
+
+Nothing here imports Textual: ``draw`` returns Rich ``Text``, so it is tested on its own (tests/tui/test_plot.py).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from rich.text import Text
+
+# plotext colour names -> Rich colours of the legend
+_RICH = {"orange": "dark_orange", "gray": "grey62", "white": "white", "cyan": "cyan", "green": "green",
+         "magenta": "magenta", "yellow": "yellow", "blue": "blue", "red": "red"}
+MIN_WIDTH, MIN_HEIGHT = 16, 5  # below this a plot is not drawn (a note says so)
+HUGE = 1e100  # larger values are dropped: plotext's tick arithmetic overflows on spans near the float limit
+
+
+@dataclass
+class Series:
+    """One curve (``kind="line"``) or a set of points (``kind="points"``), labelled in the legend."""
+
+    xs: Sequence[float]
+    ys: Sequence[float]
+    label: str = ""
+    color: str = "cyan"
+    kind: str = "line"  # "line" | "points"
+    marker: str | None = None  # default: braille for lines, "●" for points
+
+
+@dataclass
+class PlotSpec:
+    series: list[Series] = field(default_factory=list)
+    vlines: list[tuple[float, str]] = field(default_factory=list)  # (x, colour), e.g. the plateau step in red
+    title: str = ""
+    xlabel: str = ""
+    log_x: bool = False
+    log_y: bool = False
+    xlim: tuple[float, float] | None = None  # shown x range (zoom); None: the data's
+    ylim: tuple[float, float] | None = None  # fixed y range (accuracy: (0, 1)); None: the data's
+    integer_x: bool = False  # x ticks are whole numbers (steps)
+    empty: str = "no data"  # what an empty plot says
+
+
+def clean(xs: Sequence[float], ys: Sequence[float], log_x: bool = False, log_y: bool = False,
+          xlim: tuple[float, float] | None = None) -> tuple[list[float], list[float]]:
+    """The points an axis can show: finite, > 0 on a log axis, inside ``xlim``."""
+    out_x, out_y = [], []
+    for x, y in zip(xs, ys):
+        if x is None or y is None:
+            continue
+        try:
+            x, y = float(x), float(y)
+        except (TypeError, ValueError):
+            continue
+        if not (math.isfinite(x) and math.isfinite(y)) or abs(x) > HUGE or abs(y) > HUGE:
+            continue
+        if (log_x and x <= 0) or (log_y and y <= 0):
+            continue
+        if xlim is not None and not (xlim[0] <= x <= xlim[1]):
+            continue
+        out_x.append(x)
+        out_y.append(y)
+    return out_x, out_y
+
+
+def nice_step(span: float, n: int) -> float:
+    """A 1/2/5 x 10^k step that cuts ``span`` into at most about ``n`` pieces."""
+    if span <= 0 or n < 1:
+        return 1.0
+    raw = span / n
+    mag = 10 ** math.floor(math.log10(raw))
+    for m in (1, 2, 5, 10):
+        if m * mag >= raw:
+            return m * mag
+    return 10 * mag
+
+
+def fmt_step(v: float) -> str:
+    v = int(round(v))
+    if abs(v) >= 100_000 and v % 1000 == 0:
+        return f"{v // 1000}k"
+    return str(v)
+
+
+def integer_ticks(lo: float, hi: float, width: int) -> list[int]:
+    """Whole-number ticks between ``lo`` and ``hi``, spaced for a plot ``width`` columns wide."""
+    n = max(1, width // 12)
+    step = max(1.0, nice_step(hi - lo, n))
+    step = float(math.ceil(step))
+    start = math.ceil(lo / step) * step
+    ticks = []
+    v = start
+    while v <= hi + 1e-9 and len(ticks) < 50:
+        ticks.append(int(round(v)))
+        v += step
+    return ticks or [int(round(lo))]
+
+
+def legend(spec: PlotSpec, width: int) -> Text:
+    """One line (wrapped at ``width``) of coloured legend entries."""
+    t = Text(no_wrap=False, overflow="fold")
+    for s in spec.series:
+        if not s.label:
+            continue
+        sym = "●" if s.kind == "points" else "━"
+        if t:
+            t.append("  ")
+        t.append(sym + " ", style=_RICH.get(s.color, s.color if isinstance(s.color, str) else ""))
+        t.append(s.label)
+    for x, color in spec.vlines:
+        if color == "red" and "plateau" not in t.plain:
+            t.append("  ")
+            t.append("│ ", style="red")
+            t.append("plateau step")
+    return t
+
+
+def _figure(width: int, height: int, theme: str | None):
+    from textual_plotext import Plot  # plotext's figure class (no Textual widget)
+
+    plt = Plot()
+    plt.plotsize(width, height)
+    plt._set_size(width, height)  # see textual_plotext.PlotextPlot.render: plotsize alone does not always resize
+    if theme:
+        plt.theme(theme)
+    return plt
+
+
+def draw(spec: PlotSpec, width: int, height: int, theme: str | None = None) -> Text:
+    """The plot of ``spec`` in a ``width`` x ``height`` area, built in a fresh plotext figure (Rich ``Text``)."""
+    width, height = int(width), int(height)
+    if width < MIN_WIDTH or height < MIN_HEIGHT:
+        return Text(f"{spec.title or 'plot'}: too small to draw ({width}x{height})"[: max(0, width)], style="dim")
+    xlim = spec.xlim
+    if xlim is not None and (xlim[1] <= xlim[0] or (spec.log_x and xlim[0] <= 0)):
+        xlim = None  # an empty or (on a log axis) non-positive range: the data's range instead
+    ylim = spec.ylim
+    if ylim is not None and (ylim[1] <= ylim[0] or (spec.log_y and ylim[0] <= 0)):
+        ylim = None
+    shown = []
+    for s in spec.series:
+        xs, ys = clean(s.xs, s.ys, spec.log_x, spec.log_y, xlim)
+        if ylim is not None:  # a fixed range shows what lies outside at its edge
+            ys = [min(ylim[1], max(ylim[0], y)) for y in ys]
+        if xs:
+            shown.append((s, xs, ys))
+    if not shown:
+        return Text(f"{spec.title + ': ' if spec.title else ''}{spec.empty}", style="dim")
+    leg = legend(spec, width)
+    leg_lines = -(-len(leg.plain) // width) if leg.plain else 0  # folded at the width
+    leg_lines = min(leg_lines, max(0, height - MIN_HEIGHT))
+    plt = _figure(width, height - leg_lines, theme)
+    xs_all = [x for _, xs, _ in shown for x in xs]
+    for s, xs, ys in shown:
+        if s.kind == "points":
+            plt.scatter(xs, ys, marker=s.marker or "●", color=s.color)
+        else:
+            plt.plot(xs, ys, marker=s.marker or "braille", color=s.color)
+    lo, hi = (xlim if xlim is not None else (min(xs_all), max(xs_all)))
+    for x, color in spec.vlines:
+        if x is not None and math.isfinite(x) and lo <= x <= hi and (not spec.log_x or x > 0):
+            plt.vline(x, color)
+    if spec.log_x:
+        plt.xscale("log")
+    if spec.log_y:
+        plt.yscale("log")
+    if xlim is not None:
+        plt.xlim(*xlim)
+    if ylim is not None:
+        plt.ylim(*ylim)
+        if not spec.log_y:
+            step = nice_step(ylim[1] - ylim[0], max(1, (height - leg_lines) // 4))
+            ticks = [ylim[0] + i * step for i in range(int(round((ylim[1] - ylim[0]) / step)) + 1)]
+            plt.yticks(ticks, [f"{t:g}" for t in ticks])
+    if spec.integer_x and not spec.log_x and hi > lo:
+        ticks = integer_ticks(lo, hi, width)
+        plt.xticks(ticks, [fmt_step(t) for t in ticks])
+    if spec.title:
+        plt.title(spec.title)
+    if spec.xlabel:
+        plt.xlabel(spec.xlabel)
+    out = Text.from_ansi(plt.build().rstrip("\n"))
+    if leg_lines:
+        out.append("\n")
+        out.append_text(leg)
+    return out
+
+
+def ema(values: Sequence[float], alpha: float) -> list[float]:
+    """Exponential moving average with weight ``alpha`` on the past (0: no smoothing), debiased like
+    TensorBoard's, skipping non-finite values (they stay as they are)."""
+    if alpha <= 0:
+        return list(values)
+    out, acc, w = [], 0.0, 0.0
+    for v in values:
+        if v is None or not math.isfinite(v):
+            out.append(v)
+            continue
+        acc = alpha * acc + (1 - alpha) * v
+        w = alpha * w + (1 - alpha)
+        out.append(acc / w)
+    return out
