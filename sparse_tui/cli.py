@@ -270,10 +270,21 @@ def _fmt(v, spec: str = ".4g") -> str:
     return format(v, spec)
 
 
+def _id_columns(t: Table, cols: tuple[str, ...]) -> None:
+    """Columns of a run table: the 8-character id never wraps or shrinks (it is copied into show / fit); on a
+    narrow terminal the preset and run-name columns wrap first."""
+    for col in cols:
+        if col == "run_id":
+            t.add_column(col, no_wrap=True, min_width=8)
+        elif col in ("preset", "run"):
+            t.add_column(col, overflow="fold", ratio=1)
+        else:
+            t.add_column(col, no_wrap=col in ("status", "step"))
+
+
 def _summary_table(runs) -> None:
     t = Table(title="runs")
-    for col in ("run_id", "run", "status", "plateau", "test/loss", "test/acc", "time"):
-        t.add_column(col)
+    _id_columns(t, ("run_id", "run", "status", "plateau", "test/loss", "test/acc", "time"))
     for r in runs:
         f = r.final
         t.add_row(
@@ -425,8 +436,7 @@ def runs(
         sys.stdout.write(json.dumps([run_row(r, store) for r in recs], indent=1) + "\n")
         return
     t = Table(title=_esc(f"{len(recs)} run(s) in {store.path}"))
-    for col in ("run_id", "preset", "run", "status", "step", "plateau", "test/loss", "test/acc", "device"):
-        t.add_column(col)
+    _id_columns(t, ("run_id", "preset", "run", "status", "step", "plateau", "test/loss", "test/acc", "device"))
     for r in recs:
         f = r.final or (store.last_metrics(r.run_id) if r.status == "running" else {})
         t.add_row(

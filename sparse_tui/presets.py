@@ -332,6 +332,9 @@ class EvalConfig(_Section):
     """When and on what the model is evaluated."""
 
     every: int = Field(50, ge=1, description="Evaluate every this many steps (and at step 0 and the last step).")
+    train_every: int = Field(
+        10, ge=1, description="Log train/loss (the mean since the last log) every this many steps between evaluations."
+    )
     test_size: int = Field(512, ge=1, description="Sequences in the fixed test set (no repetition).")
     snapshot_every: int = Field(
         0, ge=0, description="Store attention maps of a few test sequences every this many steps; 0 = at eval 0 and end."

@@ -352,7 +352,15 @@ def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_m
     sync_every = 1 if device.type == "cpu" else min(c.eval.every for c in cfgs)
     t0 = time.perf_counter()
 
+    def flush_train_log(mb: _Member) -> None:
+        """Store the buffered train/loss points in one transaction (at evaluations and at the end)."""
+        log = getattr(mb, "train_log", None)
+        if log:
+            mb.logger.series([p[0] for p in log], {"train/loss": [p[1] for p in log]})
+            log.clear()
+
     def do_eval(mb: _Member, step: int, loss_host: list[float]) -> dict[str, float]:
+        flush_train_log(mb)
         cfg, model = mb.cfg, mb.module
         stack.load_into(mb.index, model)
         model.eval()
@@ -378,6 +386,7 @@ def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_m
         return vals
 
     def end(mb: _Member, status: str, step: int, reason: str | None = None) -> None:
+        flush_train_log(mb)
         elapsed = time.perf_counter() - t0
         summary = {
             "final": mb.last,
@@ -398,6 +407,8 @@ def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_m
             on_done(mb.index, mb.result)
 
     zeros = [0.0] * M
+    for mb in members:
+        mb.train_log = []  # (step, train/loss) between evaluations, stored at the next one
     for mb in members if start == 0 else []:
         mb.last = do_eval(mb, 0, zeros)
         mb.logger.heartbeat(0, force=True)
@@ -420,6 +431,15 @@ def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_m
             if mb.result is None:
                 mb.last = do_eval(mb, step, loss_host)
                 loss_sum[mb.index] = 0.0
+        # train/loss between evaluations: the mean over the last eval.train_every steps (one host sync then)
+        logging = [mb for mb in live if mb.result is None and step % mb.cfg.eval.train_every == 0
+                   and mb not in evaluating and mb.n_since]
+        if logging:
+            loss_host = loss_sum.tolist() if loss_host is None else loss_host
+            for mb in logging:
+                mb.train_log.append((step, loss_host[mb.index] / mb.n_since))
+                loss_sum[mb.index] = 0.0
+                mb.n_since = 0
         if on_step is not None:
             on_step(step)
         why_all = should_stop() if should_stop is not None else None

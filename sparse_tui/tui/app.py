@@ -51,14 +51,6 @@ PANELS = (
 CURVE_POINTS = 1500  # points per series kept by the poller (the plot downsamples further to its width)
 
 
-def run_name(rec: RunRecord) -> str:
-    """What tells a run apart in legends: its preset and the swept values (the seed only when several ran)."""
-    label = rec.label or ""
-    if "seed=" in label and rec.swept.get("seed") is None and label.count("=") > 1:
-        label = " ".join(p for p in label.split() if not p.startswith("seed="))
-    return f"{rec.preset} {label}".strip()
-
-
 def guarded(fn: Callable) -> Callable:
     """Run a UI-thread action; an exception becomes an error notification instead of a crash."""
 
@@ -90,7 +82,7 @@ class SparseTuiApp(Guarded, App[int]):
 
     CSS_PATH = "app.tcss"
     TITLE = "sparse-tui"
-    ENABLE_COMMAND_PALETTE = False
+    ENABLE_COMMAND_PALETTE = True  # ctrl+p: panels, presets and actions (get_system_commands)
     BINDINGS = [
         Binding("1", "panel('presets')", "Presets", show=False),
         Binding("2", "panel('runs')", "Runs", show=False),
@@ -137,6 +129,7 @@ class SparseTuiApp(Guarded, App[int]):
         self._gpu_text = ""
         self._theory_cache: dict[str, tuple[list[float], list[float]]] = {}
         self._active_panel = None  # the .panel shown with focus (see _sync_active_panel)
+        self._export_folder = "."  # the export dialog's folder (the last one used)
 
     def get_default_screen(self) -> Screen:
         return MainScreen(id="_default")
@@ -221,7 +214,9 @@ class SparseTuiApp(Guarded, App[int]):
         self.report(msg.text, msg.severity)
 
     def on_done(self, msg: Done) -> None:
-        self.notify(msg.text)
+        self.notify(msg.text, markup=False)
+        if msg.run_ids:
+            self.query_one(RunsPanel).reveal(msg.run_ids)
         if msg.switch_to:
             self.show_panel(msg.switch_to)
         self.wake()
@@ -291,11 +286,43 @@ class SparseTuiApp(Guarded, App[int]):
         elif pid == "phase":
             self.query_one(PhasePanel).update_data(self.records, self.last)
         elif pid == "fit":
-            fp = self.query_one(FitPanel)
-            from textual.widgets import Input
+            self.query_one(FitPanel).selection_changed(self.fit_selection_key())
 
-            if not fp.query_one("#fit-vars", Input).value:
-                fp.action_guess()
+    def get_system_commands(self, screen: Screen):
+        """The command palette (ctrl+p): every panel, every preset file, the actions of the panels, then Textual's
+        own (theme, keys, quit)."""
+        from functools import partial
+
+        from textual.app import SystemCommand
+
+        for i, (pid, title, cls) in enumerate(PANELS, 1):
+            yield SystemCommand(f"Panel: {title}", f"switch to the {title} panel (key {i})", partial(self.show_panel, pid))
+        presets = self.query_one(PresetsPanel)
+        for path in presets.files:
+            yield SystemCommand(f"Preset: {path.name}", f"open {path} in the form",
+                                partial(self.call_later, presets.open_path, path))
+        actions = [
+            ("Launch the preset in the form", "ctrl+l: record its runs and start them", "presets", "launch"),
+            ("Save the preset", "ctrl+s", "presets", "save"),
+            ("Diff of the unsaved preset edits", "ctrl+d", "presets", "diff"),
+            ("Compare two runs", "the two marked runs (or the current one and the next): config diff and curves",
+             "runs", "compare"),
+            ("Export runs", "e: CSV / JSON lines / Parquet, run table or per-step metrics", "runs", "export"),
+            ("Cancel runs", "c: the marked (or current) queued / running runs", "runs", "cancel"),
+            ("Fit the plateau law", "enter in the Fit panel", "fit", "fit"),
+            ("Guess the fit variables", "g in the Fit panel", "fit", "guess"),
+            ("Next phase-diagram value", "m in the Phase panel", "phase", "value"),
+            ("Attention of the current run", "t in the Runs panel", "runs", "attention"),
+        ]
+        for title, help_, pid, action in actions:
+            yield SystemCommand(title, help_, partial(self._panel_action, pid, action))
+        yield SystemCommand("Help: all keys", "f1 / ?", self.action_help)
+        yield from super().get_system_commands(screen)
+
+    def _panel_action(self, pid: str, action: str) -> None:
+        self.show_panel(pid)
+        panel = self.query_one(f"#{pid}")
+        self.call_later(self.run_action, action, panel)
 
     def action_help(self) -> None:
         from sparse_tui.tui.screens.help import HelpScreen
@@ -375,6 +402,7 @@ class SparseTuiApp(Guarded, App[int]):
 
     def _curves(self, store: RunStore, watch: tuple[str, ...]) -> CurvesData:
         from sparse_tui.plotting import downsample
+        from sparse_tui.tui import render
 
         series: dict[str, dict] = {}
         theory: dict[str, tuple[list[float], list[float]]] = {}
@@ -390,7 +418,7 @@ class SparseTuiApp(Guarded, App[int]):
                 k: tuple(map(list, downsample(v[0], v[1], CURVE_POINTS))) for k, v in raw.items() if "/H" not in k
             }
             plateau[rid] = rec.plateau_step
-            labels[rid] = run_name(rec)
+            labels[rid] = render.run_name(rec)
             th = self._theory(rec)
             if th is not None:
                 theory[rid] = th
@@ -434,8 +462,9 @@ class SparseTuiApp(Guarded, App[int]):
         self._set_header()
 
     def _tick_ages(self) -> None:
-        if self.records:
-            self.query_one(RunsPanel).show(self.records, self.last, self.clock())
+        panels = self.query(RunsPanel)  # empty while the app tears down (the timer can fire then)
+        if self.records and panels:
+            panels.first().show(self.records, self.last, self.clock())
 
     def _set_header(self) -> None:
         n_running = sum(1 for r in self.records if r.status == "running")
@@ -482,7 +511,7 @@ class SparseTuiApp(Guarded, App[int]):
         batch_id, ids, pid = runner.start_detached(self.store, expand(loaded), workers=self.n_workers or None)
         self.post_message(
             Done(f"launched {loaded.name}: batch {batch_id}, {len(ids)} run(s), pid {pid} "
-                 f"(log {runner.log_path(self.store, batch_id)})", switch_to="runs")
+                 f"(log {runner.log_path(self.store, batch_id)})", switch_to="runs", run_ids=list(ids))
         )
 
     # -- run actions ---------------------------------------------------------------------------------------------
@@ -525,13 +554,13 @@ class SparseTuiApp(Guarded, App[int]):
             return
         from sparse_tui.tui.screens.export import ExportScreen
 
-        stem = "runs-" + time.strftime("%Y%m%d-%H%M%S", time.localtime(self.clock()))
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(self.clock()))
 
         def done(req) -> None:
             if req is not None and req.path:
                 self._export(ids, req)
 
-        self.push_screen(ExportScreen(len(ids), stem), done)
+        self.push_screen(ExportScreen(len(ids), stamp, folder=self._export_folder), done)
 
     @work(thread=True, group="actions", exit_on_error=False)
     def _export(self, ids: list[str], req: Any) -> None:
@@ -543,6 +572,7 @@ class SparseTuiApp(Guarded, App[int]):
         recs = sorted((store.get(r) for r in ids), key=lambda r: (r.created_at, r.run_id))
         out = Path(req.path).expanduser()
         out.parent.mkdir(parents=True, exist_ok=True)
+        self._export_folder = str(out.parent)
         tmp = out.with_name(out.name + ".part")
         try:
             if req.fmt == "parquet":
@@ -607,6 +637,14 @@ class SparseTuiApp(Guarded, App[int]):
                 return list(self.records)
             return [r for r in self.records if r.preset == cur.preset]
         return [r for r in self.records if matches(run_row(r, None, 0.0), query)]
+
+    def fit_selection_key(self) -> tuple:
+        """What the Fit panel's default runs are (marked runs, else the current run's preset): guessed variables
+        are guessed again when this changes (a fit of the previous preset's variables fails: 'unknown variable')."""
+        if self.marked:
+            return ("marked", tuple(self.marked))
+        cur = next((r for r in self.records if r.run_id == self.current), None)
+        return ("preset", cur.preset if cur is not None else None)
 
     def guess_fit_variables(self, query: str) -> list[str]:
         from sparse_tui.fitting import short_name

@@ -71,3 +71,4 @@ class Done(Message):
 
     text: str
     switch_to: str | None = None
+    run_ids: list[str] = field(default_factory=list)  # runs a launch created: the Runs panel shows them

@@ -24,7 +24,19 @@ STATUS_STYLE = {
     "cancelled": "dim magenta",
 }
 
-COLUMNS = ("run", "status", "preset", "params", "step", "plateau", "loss", "acc", "device", "age")
+COLUMNS = ("run", "status", "preset", "params", "step", "plateau", "loss", "acc", "device", "age", "name")
+STATUS = COLUMNS.index("status")
+
+
+def run_name(rec: RunRecord) -> str:
+    """What tells a run apart (tables, legends, the compare view): its preset and its label (the swept values and
+    the keys edited away from the preset file, then the seed)."""
+    return f"{rec.preset} {rec.label or ''}".strip()
+
+
+def run_tags(rec: RunRecord) -> list[str]:
+    tags = (rec.config or {}).get("tags") or []
+    return [str(t) for t in tags] if isinstance(tags, list) else []
 
 
 def fmt_num(v: Any, spec: str = ".3g") -> str:
@@ -94,6 +106,7 @@ def run_row(rec: RunRecord, last: dict | None, now: float) -> Row:
         fmt_num(acc, ".3f"),
         rec.device or "-",
         fmt_age(age),
+        run_name(rec),
     )
     nan_last = lambda v: (v is None or (isinstance(v, float) and math.isnan(v)), v if v is not None else 0)  # noqa
     keys = (
@@ -107,8 +120,10 @@ def run_row(rec: RunRecord, last: dict | None, now: float) -> Row:
         nan_last(acc),
         rec.device or "",
         -(rec.created_at or 0.0),
+        run_name(rec),
     )
-    text = " ".join([rec.run_id, status, rec.preset, params_text(rec), rec.label or "", rec.device or ""]).lower()
+    text = " ".join([rec.run_id, status, rec.preset, params_text(rec), rec.label or "", rec.device or "",
+                     *run_tags(rec)]).lower()
     return Row(rec.run_id, cells, keys, text)
 
 
@@ -116,7 +131,7 @@ def matches(row: Row, query: str) -> bool:
     """Every whitespace-separated word must occur (``status:running`` style words match exactly on status)."""
     for word in query.lower().split():
         if word.startswith("status:"):
-            if row.keys[1] != word[7:]:
+            if row.keys[STATUS] != word[7:]:
                 return False
         elif word not in row.text:
             return False

@@ -13,7 +13,7 @@ from .conftest import make, run_async, wait_for
 async def _form_ready(pilot):
     app = pilot.app
     await wait_for(pilot, lambda: app.query(FieldRow) and app.query_one(PresetsPanel).draft is not None, 20)
-    app.query_one(PresetsPanel).focus_form()
+    app.query_one(PresetsPanel).focus_form(first_field=True)
     await pilot.pause(0.2)
 
 

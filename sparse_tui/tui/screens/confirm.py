@@ -6,10 +6,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
+
+from sparse_tui.tui.guard import Guarded
 from textual.widgets import Button, Label
 
 
-class ConfirmScreen(ModalScreen[bool]):
+class ConfirmScreen(Guarded, ModalScreen[bool]):
     BINDINGS = [
         Binding("y", "answer(True)", "Yes"),
         Binding("n,escape", "answer(False)", "No"),

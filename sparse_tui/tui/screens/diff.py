@@ -7,10 +7,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
+
+from sparse_tui.tui.guard import Guarded
 from textual.widgets import Label, Static
 
 
-class DiffScreen(ModalScreen[None]):
+class DiffScreen(Guarded, ModalScreen[None]):
     BINDINGS = [Binding("escape,q,ctrl+d", "close", "Close")]
 
     def __init__(self, name: str, diff: str) -> None:

@@ -7,12 +7,25 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
+
+from sparse_tui.tui.guard import Guarded
 from textual.widgets import Label, Static
 
 NOTE = (
     "Runs are separate processes: quitting the console or losing the SSH connection does not stop them. "
     "Reopen sparse-tui and they show up live again. A run whose process died is shown failed at its last step."
 )
+
+
+def key_as_typed(key: str) -> str:
+    """``question_mark`` -> ``?``, ``full_stop`` -> ``.``, ``ctrl+l`` -> ``ctrl+l``, ``pagedown`` -> ``pagedown``."""
+    from textual.keys import format_key
+
+    key = key.strip()
+    if "+" in key and len(key) > 1:
+        *mods, last = key.split("+")
+        return "+".join(mods + [format_key(last) if last else "+"])
+    return format_key(key)
 
 
 def binding_table(groups: list[tuple[str, list[Binding]]]) -> Table:
@@ -23,13 +36,13 @@ def binding_table(groups: list[tuple[str, list[Binding]]]) -> Table:
     for where, bindings in groups:
         first = True
         for b in bindings:
-            keys = ", ".join(k.strip() for k in b.key.split(","))
+            keys = ", ".join(key_as_typed(k) for k in b.key.split(","))
             t.add_row(where if first else "", keys, b.description or b.action)
             first = False
     return t
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(Guarded, ModalScreen[None]):
     BINDINGS = [Binding("escape,q,question_mark,f1", "close", "Close")]
 
     def __init__(self, groups: list[tuple[str, list[Binding]]]) -> None:

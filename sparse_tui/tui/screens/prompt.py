@@ -6,10 +6,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
+
+from sparse_tui.tui.guard import Guarded
 from textual.widgets import Input, Label
 
 
-class PromptScreen(ModalScreen[str | None]):
+class PromptScreen(Guarded, ModalScreen[str | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
     def __init__(self, title: str, value: str = "") -> None:

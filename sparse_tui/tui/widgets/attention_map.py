@@ -23,6 +23,10 @@ class AttentionPanel(Guarded, Vertical, can_focus=True):
         Binding("l", "layer", "Layer"),
         Binding("h", "head", "Head"),
         Binding("x", "example", "Example"),
+        Binding("up", "scroll('up')", "Scroll up", show=False),
+        Binding("down", "scroll('down')", "Scroll down", show=False),
+        Binding("pageup", "scroll('page_up')", "Page up", show=False),
+        Binding("pagedown", "scroll('page_down')", "Page down", show=False),
     ]
     HELP = "Attention"
 
@@ -80,6 +84,11 @@ class AttentionPanel(Guarded, Vertical, can_focus=True):
         self.border_title = "Attention"
         self.query_one("#attn-info", Static).update(text)
         self.query_one("#attn-map", Static).update("")
+
+    def action_scroll(self, how: str) -> None:
+        """Scroll the map (65 rows do not fit 80x24) while the panel keeps the focus for the step/layer keys."""
+        box = self.query_one(VerticalScroll)
+        getattr(box, f"scroll_{how}")(animate=False)
 
     def action_step(self, delta: int) -> None:
         if not self.steps:

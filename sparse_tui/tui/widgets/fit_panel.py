@@ -28,6 +28,7 @@ class FitPanel(Guarded, Vertical, can_focus=True):
         Binding("slash", "focus_filter", "Runs"),
         Binding("v", "focus_vars", "Vars"),
         Binding("o", "focus_options", "Options"),
+        Binding("escape", "leave_input", "Leave field", show=False),
     ]
     HELP = "Fit"
 
@@ -45,6 +46,8 @@ class FitPanel(Guarded, Vertical, can_focus=True):
         super().__init__(**kw)
         self.result: FitDone | None = None
         self.shown = 0  # results and errors shown (tests wait on it)
+        self._guessed: str | None = None  # the vars text last filled in by a guess (typed vars are kept)
+        self._selection: tuple | None = None
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="fit-inputs"):
@@ -76,8 +79,8 @@ class FitPanel(Guarded, Vertical, can_focus=True):
     def action_fit(self) -> None:
         runs = self.query_one("#fit-runs", Input).value.strip()
         vars_ = self.query_one("#fit-vars", Input).value.replace(",", " ").split()
-        if not vars_:
-            self.action_guess()
+        if not vars_ or self.query_one("#fit-vars", Input).value == self._guessed:
+            self.action_guess()  # guessed variables follow the runs chosen now
             vars_ = self.query_one("#fit-vars", Input).value.replace(",", " ").split()
         if not vars_:
             self.app.notify("no variables: type some (e.g. d T) or sweep a parameter", severity="warning")
@@ -87,7 +90,21 @@ class FitPanel(Guarded, Vertical, can_focus=True):
 
     def action_guess(self) -> None:
         runs = self.query_one("#fit-runs", Input).value.strip()
-        self.query_one("#fit-vars", Input).value = " ".join(self.app.guess_fit_variables(runs))
+        text = " ".join(self.app.guess_fit_variables(runs))
+        self.query_one("#fit-vars", Input).value = text
+        self._guessed = text
+
+    def selection_changed(self, key: tuple) -> None:
+        """The panel is shown for ``key`` (the app's default runs): variables that were guessed (or none) are
+        guessed again for a new selection; variables the user typed stay."""
+        vars_ = self.query_one("#fit-vars", Input).value
+        if key != self._selection and (not vars_.strip() or vars_ == self._guessed):
+            self.action_guess()
+        self._selection = key
+
+    def action_leave_input(self) -> None:
+        """Esc in a text field: back to the panel (what was typed stays; digits switch panels again)."""
+        self.focus()
 
     def action_focus_filter(self) -> None:
         self.query_one("#fit-runs", Input).focus()

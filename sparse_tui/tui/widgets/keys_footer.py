@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from textual.app import ComposeResult
 from textual.widgets import Footer
+from textual.widgets._footer import FooterKey
+
+MORE = " ? more "
 
 
 class KeysFooter(Footer):
@@ -14,7 +18,7 @@ class KeysFooter(Footer):
     _shown: tuple | None = None
 
     def _signature(self, screen) -> tuple:
-        return tuple(
+        return (self.app.size.width,) + tuple(
             (b.key, b.description, b.action, enabled, tooltip, id(b.group) if b.group is not None else None)
             for (_, b, enabled, tooltip) in screen.active_bindings.values()
             if b.show
@@ -29,3 +33,37 @@ class KeysFooter(Footer):
             return
         self._shown = shown
         self.call_after_refresh(self.recompose)
+
+    def on_resize(self) -> None:
+        if self._shown is not None and self._shown[:1] != (self.app.size.width,):
+            self._shown = None
+            self.bindings_changed(self.screen)
+
+    def compose(self) -> ComposeResult:
+        """The keys that fit the width, in binding order, then ``? more`` (the help lists every key) when some
+        did not fit: at 80 columns the Runs panel's keys ran off the screen after 'c Cancel run'."""
+        if not self._bindings_ready:
+            return
+        seen: set[str] = set()
+        keys = []
+        for (_, binding, enabled, tooltip) in self.screen.active_bindings.values():
+            if binding.show and binding.action not in seen:
+                seen.add(binding.action)
+                keys.append((binding, enabled, tooltip))
+        budget = max(0, self.app.size.width - len(MORE) - 1)
+        used, cut, shown = 0, False, []
+        for binding, enabled, tooltip in keys:
+            display = self.app.get_key_display(binding)
+            w = len(display) + len(binding.description) + 3  # FooterKey: " key description "
+            if used + w > budget:
+                cut = True
+                continue
+            used += w
+            shown.append(FooterKey(binding.key, display, binding.description, binding.action,
+                                   disabled=not enabled, tooltip=tooltip))
+        if cut:  # '? more' opens the help: the help key itself is not needed then
+            shown = [k for k in shown if k.action != "help"]
+            shown.append(FooterKey("question_mark", "?", "more", "help", tooltip="every key of every panel"))
+        self.styles.grid_size_columns = len(shown)
+        for key in shown:
+            yield key.data_bind(compact=Footer.compact)

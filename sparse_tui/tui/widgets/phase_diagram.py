@@ -25,6 +25,7 @@ class PhasePanel(Guarded, Vertical, can_focus=True):
         Binding("w", "swap", "Swap"),
         Binding("m", "value", "Value"),
         Binding("slash", "focus_filter", "Filter"),
+        Binding("escape", "leave_input", "Leave field", show=False),
     ]
     HELP = "Phase"
 
@@ -101,6 +102,10 @@ class PhasePanel(Guarded, Vertical, can_focus=True):
         self.value = VALUES[(VALUES.index(self.value) + 1) % len(VALUES)]
         self.redraw(force=True)
 
+    def action_leave_input(self) -> None:
+        """Esc in a text field: back to the panel (what was typed stays; digits switch panels again)."""
+        self.focus()
+
     def action_focus_filter(self) -> None:
         self.query_one("#phase-filter", Input).focus()
 
@@ -123,6 +128,16 @@ class PhasePanel(Guarded, Vertical, can_focus=True):
         if self.y not in self.keys or self.y == self.x:
             self.y = next(k for k in self.keys if k != self.x)
         xs, ys, grid, counts = phase_grid(recs, self.x, self.y, self.value, self.last)
+        note = ""
+        if not any(math.isfinite(v) for row in grid for v in row):
+            # the value chosen for other runs has no data here (fig1c's ode runs have no accuracy): the first that has
+            for value in VALUES:
+                g = phase_grid(recs, self.x, self.y, value, self.last)
+                if any(math.isfinite(v) for row in g[2] for v in row):
+                    note = f" · {self.value}: no data, showing {value}"
+                    self.value = value
+                    xs, ys, grid, counts = g
+                    break
         width = max(40, (self.size.width or 78) - 2)
         ylabels = [fmt_num(v, "g") if isinstance(v, (int, float)) else str(v) for v in ys]
         lw = max((len(s) for s in ylabels), default=1)
@@ -139,6 +154,6 @@ class PhasePanel(Guarded, Vertical, can_focus=True):
         n_missing = sum(1 for row in grid for v in row if not math.isfinite(v))
         info.update(
             f"[b]{self.y}[/] (rows) × [b]{self.x}[/] (columns) · {PHASE_VALUES[self.value]}"
-            f" · {len(recs)} run(s)" + (f" · {n_missing} empty cell(s) ·" if n_missing else "")
+            f" · {len(recs)} run(s)" + (f" · {n_missing} empty cell(s)" if n_missing else "") + note
         )
         body.update(text)

@@ -30,6 +30,7 @@ class PresetForm(VerticalScroll):
     BINDINGS = [
         Binding("down", "app.focus_next", "Next field", show=False),
         Binding("up", "app.focus_previous", "Previous field", show=False),
+        Binding("enter", "app.focus_next", "Edit", show=False),
     ]
 
     DEFAULT_CSS = """

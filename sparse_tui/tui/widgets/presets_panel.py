@@ -23,8 +23,8 @@ class PresetsPanel(Guarded, Horizontal):
         Binding("ctrl+d", "diff", "Diff", priority=True),
         Binding("ctrl+l", "launch", "Launch", priority=True),
         Binding("ctrl+r", "revert", "Revert", priority=True),
-        # Digits are typed into a text field, so 1-6 cannot switch panels from the form: Esc leaves it for the list.
-        Binding("escape", "leave_form", "To the list", show=False),
+        # Digits are typed into a text field: Esc leaves the field for the form, where 1-6 switch panels again.
+        Binding("escape", "leave_form", "Leave field", show=False),
     ]
     HELP = "Presets"
 
@@ -94,6 +94,14 @@ class PresetsPanel(Guarded, Horizontal):
         await self.open(path)
         self.focus_form()
 
+    async def open_path(self, path: Path) -> None:
+        """Open ``path`` (the command palette's "Preset: NAME"): select it in the list and show its form."""
+        if path in self.files:
+            self.query_one("#preset-list", ListView).index = self.files.index(path)
+        if self.draft is None or self.draft.path != path:
+            await self.open(path)
+        self.focus_form()
+
     async def open(self, path: Path, overrides: list[str] | None = None) -> None:
         try:
             self.draft = PresetDraft(path, overrides)
@@ -103,10 +111,15 @@ class PresetsPanel(Guarded, Horizontal):
         await self.query_one(PresetForm).load(self.draft)
         self.validate_now()
 
-    def focus_form(self) -> None:
-        rows = self.query_one(PresetForm).rows()
-        if rows:
+    def focus_form(self, first_field: bool = False) -> None:
+        """Focus the form (not one of its text fields: digits still switch panels; ↓/Tab enter the fields), or
+        its first field."""
+        form = self.query_one(PresetForm)
+        rows = form.rows()
+        if first_field and rows:
             rows[0].editor.focus()
+        else:
+            form.focus()
 
     # -- editing and validation ------------------------------------------------------------------------------------
     @on(PresetForm.Edited)
@@ -227,11 +240,16 @@ class PresetsPanel(Guarded, Horizontal):
         self.app.push_screen(DiffScreen(self.draft.path.name, self.draft.diff()))
 
     def action_leave_form(self) -> None:
-        """Esc in the form: focus the preset list (from there 1-6 switch panels). An open drop-down closes itself
-        first: its overlay handles Esc before this panel sees it."""
-        form_box = self.query_one("#form-box")
+        """Esc leaves editing: from a field to the form (digits switch panels again, ↓/Tab go back into the
+        fields), from the form to the preset list. An open drop-down closes itself first: its overlay handles Esc
+        before this panel sees it."""
+        form = self.query_one(PresetForm)
         focused = self.app.focused
-        if focused is not None and form_box in focused.ancestors:
+        if focused is form:
+            self.query_one("#preset-list", ListView).focus()
+        elif focused is not None and form in focused.ancestors:
+            form.focus()
+        elif focused is not None and self.query_one("#form-box") in focused.ancestors:
             self.query_one("#preset-list", ListView).focus()
 
     async def action_revert(self) -> None:

@@ -10,11 +10,15 @@ from textual.widgets import DataTable, Input, Static
 
 from sparse_tui.tui.guard import Guarded
 from sparse_tui.store import RunRecord
-from sparse_tui.tui.render import COLUMNS, Row, matches, run_row, sort_rows
+from sparse_tui.tui.render import COLUMNS, STATUS, Row, matches, run_row, run_tags, sort_rows
 
-HEADERS = ("run", "status", "params", "step", "plateau", "loss", "acc", "preset", "device", "age")
+# What 80 columns hold: the full 8-character id, the run's name (as wide as the rest leaves), status, progress and
+# results; preset, params, device and age go to the detail line of the run under the cursor.
+HEADERS = ("run", "name", "status", "step", "loss", "acc", "plateau")
+FIXED = {"run": 8, "status": 9, "step": 9, "loss": 6, "acc": 5, "plateau": 7}
 # index of each header in render.COLUMNS (the Row's cells / keys)
 ORDER = [COLUMNS.index(h) for h in HEADERS]
+SORTS = HEADERS + ("age",)  # s cycles through these; age (newest first) is the default
 
 
 class RunsPanel(Guarded, Vertical):
@@ -31,6 +35,7 @@ class RunsPanel(Guarded, Vertical):
         Binding("d,delete", "delete", "Delete"),
         Binding("e", "export", "Export"),
         Binding("f", "fit", "Fit", show=False),
+        Binding("escape", "leave_input", "Leave filter", show=False),
     ]
     HELP = "Runs"
 
@@ -38,29 +43,49 @@ class RunsPanel(Guarded, Vertical):
     RunsPanel #run-filter { height: 1; }
     RunsPanel DataTable { height: 1fr; }
     RunsPanel #runs-summary { height: 1; color: $text-muted; }
+    RunsPanel #run-detail { height: 2; color: $text-muted; }
     """
 
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
         self.rows: list[Row] = []
         self.shown: list[str] = []
-        self.sort_col = HEADERS.index("age")
+        self.sort_col = len(HEADERS)  # newest first (the age column of render.COLUMNS, not shown)
         self.reverse = False
         self.query_text = ""
         self.marked: list[str] = []
+        self._records: dict[str, RunRecord] = {}
+        self._reveal: list[str] = []  # launched runs to show and put the cursor on once they are in the table
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="/ filter: words or status:running", id="run-filter", compact=True)
         table = DataTable(id="run-table", cursor_type="row", zebra_stripes=True)
         yield table
+        yield Static("", id="run-detail")
         yield Static("", id="runs-summary")
 
     def on_mount(self) -> None:
         t = self.query_one(DataTable)
         t.add_column(" ", key="mark", width=1)
         for h in HEADERS:
-            t.add_column(h, key=h)
+            t.add_column(h, key=h, width=FIXED.get(h, self._name_width()))
         self.border_title = "Runs"
+
+    def _name_width(self) -> int:
+        """The name column gets what the fixed columns leave (cell padding 1 + 1, border, scroll bar)."""
+        width = self.size.width or 80
+        used = 1 + sum(FIXED.values()) + 2 * (len(HEADERS) + 1) + 2  # + the panel border
+        return max(8, width - used)
+
+    def on_resize(self) -> None:
+        t = self.query_one(DataTable)
+        col = t.columns.get("name")
+        w = self._name_width()
+        if col is not None and col.width != w:
+            col.width = w
+            col.auto_width = False
+            t._require_update_dimensions = True
+            t.refresh()
 
     @property
     def table(self) -> DataTable:
@@ -68,12 +93,13 @@ class RunsPanel(Guarded, Vertical):
 
     # -- data ----------------------------------------------------------------------------------------------------
     def show(self, records: list[RunRecord], last: dict, now: float) -> None:
+        self._records = {r.run_id: r for r in records}
         self.rows = [run_row(r, last.get(r.run_id), now) for r in records]
         self.render_rows()
 
     def render_rows(self) -> None:
         rows = [r for r in self.rows if matches(r, self.query_text)] if self.query_text else list(self.rows)
-        rows = sort_rows(rows, ORDER[self.sort_col], self.reverse)
+        rows = sort_rows(rows, COLUMNS.index(SORTS[self.sort_col]), self.reverse)
         ids = [r.run_id for r in rows]
         t = self.table
         cur = self.current_run()
@@ -81,7 +107,7 @@ class RunsPanel(Guarded, Vertical):
             for r in rows:
                 for h, ci in zip(HEADERS, ORDER):
                     if t.get_cell(r.run_id, h) != r.cells[ci]:
-                        t.update_cell(r.run_id, h, r.cells[ci], update_width=True)
+                        t.update_cell(r.run_id, h, r.cells[ci])
                 t.update_cell(r.run_id, "mark", "●" if r.run_id in self.marked else " ")
         else:
             t.clear()
@@ -90,19 +116,51 @@ class RunsPanel(Guarded, Vertical):
             self.shown = ids
             if cur in ids:
                 t.move_cursor(row=ids.index(cur), animate=False)
+        self._detail()
+        if self._reveal:
+            target = next((i for i, rid in enumerate(ids) if rid in self._reveal), None)
+            if target is not None:
+                self._reveal = []
+                t.move_cursor(row=target, animate=False)
+                self.app.set_current_run(ids[target])
         self.marked = [m for m in self.marked if any(r.run_id == m for r in self.rows)]
         self._summary()
 
     def _summary(self) -> None:
-        n_run = sum(1 for r in self.rows if r.keys[1] == "running")
+        n_run = sum(1 for r in self.rows if r.keys[STATUS] == "running")
         arrow = "↑" if self.reverse else "↓"
         parts = [f"{len(self.shown)}/{len(self.rows)} runs", f"{n_run} running"]
         if self.marked:
             parts.append(f"{len(self.marked)} marked")
-        parts.append(f"sort {HEADERS[self.sort_col]} {arrow}")
+        parts.append(f"sort {SORTS[self.sort_col]} {arrow}")
         if self.query_text:
             parts.append(f"filter '{self.query_text}'")
         self.query_one("#runs-summary", Static).update(" · ".join(parts))
+
+    def _detail(self) -> None:
+        """The run under the cursor in full: id, name, preset, swept params, tags, device, age, reason."""
+        from rich.text import Text
+
+        cur = self.current_run()
+        row = next((r for r in self.rows if r.run_id == cur), None)
+        w = self.query_one("#run-detail", Static)
+        if row is None:
+            w.update("")
+            return
+        c = dict(zip(COLUMNS, row.cells))
+        rec = self._records.get(cur)
+        t = Text(no_wrap=False, overflow="fold")
+        t.append(f"{cur} ", style="bold")
+        t.append(str(c["name"]))
+        if c["params"]:
+            t.append(f" · params {c['params']}")
+        tags = run_tags(rec) if rec is not None else []
+        if tags:
+            t.append(" · tags " + ", ".join(tags), style="cyan")
+        t.append(f" · preset {c['preset']} · {c['device']} · {c['age']} ago")
+        if rec is not None and rec.reason:
+            t.append(f" · {rec.reason}", style="yellow")
+        w.update(t)
 
     def current_run(self) -> str | None:
         t = self.table
@@ -117,10 +175,22 @@ class RunsPanel(Guarded, Vertical):
         cur = self.current_run()
         return [cur] if cur else []
 
+    def reveal(self, run_ids: list[str]) -> None:
+        """Show runs that were just launched: a filter that hides them is cleared, and the cursor moves to the
+        first of them as soon as the store poller brings them (Enter then shows their curves, not an old run's)."""
+        self._reveal = list(run_ids)
+        if self.query_text:
+            known = {r.run_id: r for r in self.rows}
+            if not all(rid in known and matches(known[rid], self.query_text) for rid in run_ids):
+                self.query_one("#run-filter", Input).value = ""  # Input.Changed re-renders without the filter
+                self.query_text = ""
+        self.render_rows()
+
     # -- events --------------------------------------------------------------------------------------------------
     @on(DataTable.RowHighlighted)
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
         self.app.set_current_run(self.current_run())
+        self._detail()
 
     @on(DataTable.RowSelected)
     def _selected(self, event: DataTable.RowSelected) -> None:
@@ -157,12 +227,16 @@ class RunsPanel(Guarded, Vertical):
         self.app.set_marked(self.marked)
 
     def action_sort(self) -> None:
-        self.sort_col = (self.sort_col + 1) % len(HEADERS)
+        self.sort_col = (self.sort_col + 1) % len(SORTS)
         self.render_rows()
 
     def action_reverse(self) -> None:
         self.reverse = not self.reverse
         self.render_rows()
+
+    def action_leave_input(self) -> None:
+        """Esc in the filter: back to the table (the filter stays; digits switch panels again)."""
+        self.table.focus()
 
     def action_filter(self) -> None:
         self.query_one("#run-filter", Input).focus()
