@@ -1,6 +1,7 @@
-"""GPU use for the header: ``nvidia-smi`` when present, else ``torch.cuda`` (imported lazily, in a worker thread).
+"""GPU use for the header, from ``nvidia-smi`` (called from a thread worker, never on the UI thread).
 
-Called from a thread worker only; never on the UI thread (importing torch takes seconds).
+The console never imports torch (seconds of import and hundreds of MB for a header line; tests/tui/test_imports.py):
+without ``nvidia-smi`` the header says "no GPU".
 """
 
 from __future__ import annotations
@@ -27,15 +28,4 @@ def gpu_summary() -> str | None:
             return "  ".join(parts) or None
         except (OSError, subprocess.SubprocessError, ValueError):
             pass
-    try:
-        import torch
-    except ImportError:
-        return None
-    if not torch.cuda.is_available():
-        return None
-    parts = []
-    for i in range(torch.cuda.device_count()):
-        free, total = torch.cuda.mem_get_info(i)
-        name = torch.cuda.get_device_name(i).replace("NVIDIA ", "").split()[0]
-        parts.append(f"GPU{i} {name} {(total - free) / 2**30:.1f}/{total / 2**30:.0f}G")
-    return "  ".join(parts) or None
+    return None

@@ -60,7 +60,7 @@ def key_pool() -> list[str]:
     keys.update("123456")
     keys.update(["up", "down", "left", "right", "pageup", "pagedown", "home", "end", "enter", "escape", "tab",
                  "shift+tab", "space", "backspace"])
-    keys.update(["a", "x", "7", "-", "."])  # some typing into whatever text field has focus
+    keys.update(["a", "x", "7", "-", ".", "ctrl+p"])  # some typing into whatever text field has focus; the palette
     return sorted(keys - NEVER)
 
 
