@@ -53,6 +53,42 @@ def fmt_num(v: Any, spec: str = ".3g") -> str:
     return format(f, spec)
 
 
+def fmt_short(v: Any, digits: int = 3) -> str:
+    """A number in at most about 6 characters for narrow columns: 0.221, 2.5e-6, 21.5k, 1.2M."""
+    if v is None:
+        return "-"
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return str(v)
+    if not math.isfinite(f):
+        return "nan" if math.isnan(f) else ("inf" if f > 0 else "-inf")
+    a = abs(f)
+    if a >= 1e6:
+        return f"{f / 1e6:.{max(1, digits - 1)}g}M"
+    if a >= 1e4:
+        return f"{f / 1e3:.{digits}g}k"
+    if a != 0 and a < 1e-3:
+        m, e = f"{f:.{max(0, digits - 2)}e}".split("e")
+        return f"{m.rstrip('0').rstrip('.')}e{int(e)}"
+    return f"{f:.{digits}g}" if a < 1000 else str(int(round(f)))
+
+
+def fit_name(name: str, preset: str, width: int) -> str:
+    """A run name cut to ``width``, keeping its end (the swept values tell runs of one preset apart)."""
+    if len(name) <= width:
+        return name
+    import re
+
+    rest = name[len(preset):].strip() if name.startswith(preset) else name
+    rest = re.sub(r"\s*\bseed=0$", "", rest)  # the default seed says nothing; the detail line has it
+    if not rest:
+        return preset[: width - 1] + "…"
+    if len(rest) + 3 <= width:
+        return preset[: width - len(rest) - 2] + "… " + rest
+    return "…" + rest[-(width - 1):]
+
+
 def fmt_age(seconds: float | None) -> str:
     if seconds is None or seconds < 0:
         return "-"
@@ -100,9 +136,9 @@ def run_row(rec: RunRecord, last: dict | None, now: float) -> Row:
         st,
         rec.preset,
         params_text(rec),
-        f"{rec.step}/{total}",
-        fmt_num(rec.plateau_step, ".4g"),
-        fmt_num(loss, ".3g"),
+        f"{fmt_short(rec.step)}/{fmt_short(total)}",
+        fmt_short(rec.plateau_step, 4),
+        fmt_short(loss),
         fmt_num(acc, ".3f"),
         rec.device or "-",
         fmt_age(age),

@@ -113,13 +113,17 @@ async def test_tab_through_the_form_is_cheap_highlighted_and_visible(presets_dir
 
 @run_async
 async def test_escape_leaves_the_form_so_digits_switch_panels(presets_dir: Path, runs_dir: Path):
-    """In a text field a digit is typed; Esc goes back to the preset list, from where 6 opens the Phase panel."""
+    """In a text field a digit is typed; Esc leaves the field for the form, Esc again goes to the preset list; from
+    either, 6 opens the Phase panel."""
     app = make(runs_dir, presets_dir)
     async with app.run_test(size=(80, 24)) as pilot:
         await _form_ready(pilot)
         panel = app.query_one(PresetsPanel)
         assert panel.query_one("#form-box") in app.focused.ancestors
-        await pilot.press("escape")
+        await pilot.press("escape")  # leaves the field for the form: digits switch panels from there
+        await pilot.pause()
+        assert app.focused is panel.query_one("#preset-form")
+        await pilot.press("escape")  # the form -> the preset list
         await pilot.pause()
         assert app.focused is panel.query_one("#preset-list")
         await pilot.press("6")

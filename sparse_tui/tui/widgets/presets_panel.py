@@ -66,7 +66,7 @@ class PresetsPanel(Guarded, Horizontal):
         self.files = list_presets(self.presets_dir, select)
         lv = self.query_one("#preset-list", ListView)
         await lv.clear()
-        await lv.extend([ListItem(Label(p.name)) for p in self.files])
+        await lv.extend([ListItem(Label(p.stem, markup=False)) for p in self.files])  # no .toml: names fit
         if not self.files:
             self.query_one("#form-status", Static).update(
                 f"No preset files in {self.presets_dir}/. Copy one there or pass --presets-dir."

@@ -10,7 +10,7 @@ from textual.widgets import DataTable, Input, Static
 
 from sparse_tui.tui.guard import Guarded
 from sparse_tui.store import RunRecord
-from sparse_tui.tui.render import COLUMNS, STATUS, Row, matches, run_row, run_tags, sort_rows
+from sparse_tui.tui.render import COLUMNS, STATUS, Row, fit_name, matches, run_row, run_tags, sort_rows
 
 # What 80 columns hold: the full 8-character id, the run's name (as wide as the rest leaves), status, progress and
 # results; preset, params, device and age go to the detail line of the run under the cursor.
@@ -85,7 +85,8 @@ class RunsPanel(Guarded, Vertical):
             col.width = w
             col.auto_width = False
             t._require_update_dimensions = True
-            t.refresh()
+            self.shown = []  # re-add the rows: names are cut to the new width
+            self.render_rows()
 
     @property
     def table(self) -> DataTable:
@@ -105,14 +106,14 @@ class RunsPanel(Guarded, Vertical):
         cur = self.current_run()
         if ids == self.shown:
             for r in rows:
-                for h, ci in zip(HEADERS, ORDER):
-                    if t.get_cell(r.run_id, h) != r.cells[ci]:
-                        t.update_cell(r.run_id, h, r.cells[ci])
+                for h, cell in zip(HEADERS, self._cells(r)):
+                    if t.get_cell(r.run_id, h) != cell:
+                        t.update_cell(r.run_id, h, cell)
                 t.update_cell(r.run_id, "mark", "●" if r.run_id in self.marked else " ")
         else:
             t.clear()
             for r in rows:
-                t.add_row("●" if r.run_id in self.marked else " ", *(r.cells[ci] for ci in ORDER), key=r.run_id)
+                t.add_row("●" if r.run_id in self.marked else " ", *self._cells(r), key=r.run_id)
             self.shown = ids
             if cur in ids:
                 t.move_cursor(row=ids.index(cur), animate=False)
@@ -136,6 +137,12 @@ class RunsPanel(Guarded, Vertical):
         if self.query_text:
             parts.append(f"filter '{self.query_text}'")
         self.query_one("#runs-summary", Static).update(" · ".join(parts))
+
+    def _cells(self, row: Row) -> list:
+        """The shown cells of a row; the name cut to its column, keeping the swept values at its end."""
+        w = self._name_width()
+        c = dict(zip(COLUMNS, row.cells))
+        return [fit_name(str(c["name"]), str(c["preset"]), w) if h == "name" else c[h] for h in HEADERS]
 
     def _detail(self) -> None:
         """The run under the cursor in full: id, name, preset, swept params, tags, device, age, reason."""
