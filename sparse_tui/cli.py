@@ -469,25 +469,60 @@ def _store_warnings(store) -> None:
         err.print(_esc(line), markup=False)
 
 
+def _figure_path(plot: Optional[Path]) -> Optional[Path]:
+    """Check a ``--plot FILE`` early (matplotlib installed, a known suffix), before any work is done."""
+    if plot is None:
+        return None
+    from sparse_tui.figures import FigureError, check_path, require_matplotlib
+
+    try:
+        require_matplotlib()
+        return check_path(plot)
+    except FigureError as e:
+        raise fail(str(e)) from None
+
+
+PlotOpt = typer.Option(
+    None, "--plot", help='Also write a figure: FILE.png, .svg or .pdf (needs pip install "sparse-tui[plot]").',
+    show_default=False,
+)
+
+
 @app.command()
 def show(
-    run_id: str = typer.Argument(..., help="Run id (or a unique prefix)."),
+    run_ids: List[str] = typer.Argument(..., help="Run id (or a unique prefix); several only with --plot."),
     runs_dir: Optional[Path] = RunsDirOpt,
     plots: bool = typer.Option(True, "--plots/--no-plots", help="Draw terminal plots of the curves."),
     width: int = typer.Option(0, "--width", help="Plot width in columns (default: terminal width)."),
+    plot: Optional[Path] = PlotOpt,
 ) -> None:
-    """Summary and terminal plots of one run's curves."""
+    """Summary and terminal plots of one run's curves; --plot FILE also writes the loss and accuracy curves with
+    the plateau marked (several runs: overlaid in one figure)."""
     from sparse_tui.plotting import chart
     from sparse_tui.store import StoreError
 
     if width < 0:
         raise fail(f"--width: must be >= 0 (0 = terminal width), got {width}")
+    fig_path = _figure_path(plot)
+    if len(run_ids) > 1 and fig_path is None:
+        raise fail("show: give one run, or several with --plot FILE")
     store = _open_store(runs_dir)
     store.reap()
     try:
-        rec = store.get(run_id)
+        recs = [store.get(r) for r in run_ids]
     except StoreError as e:
         raise fail(str(e)) from None
+    if fig_path is not None:
+        from sparse_tui.figures import FigureError, curves_figure
+
+        try:
+            curves_figure(store, [r.run_id for r in recs], fig_path)
+        except FigureError as e:
+            raise fail(str(e)) from None
+        err.print(f"wrote {fig_path}")
+        if len(recs) > 1:
+            return
+    rec = recs[0]
     t = Table(title=f"run {rec.run_id}", show_header=False)
     t.add_column("key")
     t.add_column("value")
@@ -661,13 +696,16 @@ def fit(
     target: str = typer.Option("plateau_step", "--target", help="plateau_step, or plateau_time (= step x lr)."),
     paper: str = typer.Option("auto", "--paper", help="Paper fit to compare with: auto, none or a key."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
+    plot: Optional[Path] = PlotOpt,
 ) -> None:
     """Fit a power law (App. D.2) to the plateau lengths of finished runs in the store and compare it with the
-    theory's forecast and the paper's fit. Runs that never emerged are reported as censored."""
+    theory's forecast and the paper's fit. Runs that never emerged are reported as censored. --plot FILE also
+    writes the plateau against each variable on log-log axes with the fit and the paper's law."""
     from sparse_tui import fitreport
 
     if bootstrap < 0:
         raise fail("--bootstrap: must be >= 0")
+    fig_path = _figure_path(plot)
     store = _open_store(runs_dir)
     try:  # the console's Fit panel calls the same function with the same arguments
         rep = fitreport.fit_store(store, vars_, run_ids=list(run_ids or []), preset=preset, batch=batch, where=where,
@@ -678,6 +716,14 @@ def fit(
         sys.stdout.write(json.dumps(rep.to_dict(), indent=1) + "\n")
     else:
         out.print(rep.text(), markup=False)
+    if fig_path is not None:
+        from sparse_tui.figures import FigureError, fit_figure
+
+        try:
+            fit_figure(rep, fig_path)
+        except FigureError as e:
+            raise fail(str(e)) from None
+        err.print(f"wrote {fig_path}")
 
 
 # ==============================================================================================================

@@ -1,0 +1,386 @@
+"""Publication-style figures with matplotlib (``sparse-tui fit --plot FILE`` and ``sparse-tui show RUN --plot FILE``).
+
+matplotlib is an optional extra (``pip install "sparse-tui[plot]"``): it is imported inside the functions, never at
+module import, so ``sparse-tui --help`` and the rest of the core stay light. ``require_matplotlib`` raises
+``FigureError`` with the one line that says how to install it. Figures are built with ``matplotlib.figure.Figure``
+(no pyplot, no GUI backend) and written atomically (a temporary file, then a rename), so a failed write leaves
+nothing half-written.
+
+* ``fit_figure``: the plateau length against each fitted variable on log-log axes (App. D.2): one panel per
+  variable, runs coloured by the values of the other variables, the fitted law as solid lines, the paper's law
+  (``theory.PAPER_FITS``) as dashed lines, censored runs (no plateau within their budget) as open triangles at their
+  last step, a lower bound.
+* ``curves_figure``: loss and accuracy curves of one or more runs against the step, with each run's plateau (App.
+  D.1: the first evaluated step at which the watched metric crosses its threshold) marked by a vertical line and the
+  threshold by a horizontal one on the watched metric's panel.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+__all__ = ["FigureError", "FORMATS", "INSTALL_HINT", "require_matplotlib", "check_path", "fit_figure",
+           "curves_figure"]
+
+FORMATS = (".png", ".svg", ".pdf")
+INSTALL_HINT = 'figures need matplotlib: pip install "sparse-tui[plot]"'
+
+
+class FigureError(ValueError):
+    """A figure cannot be made; the message is one line."""
+
+
+def require_matplotlib() -> None:
+    """Raise ``FigureError(INSTALL_HINT)`` when matplotlib cannot be imported."""
+    try:
+        import matplotlib  # noqa: F401
+        from matplotlib.figure import Figure  # noqa: F401
+    except ImportError:
+        raise FigureError(INSTALL_HINT) from None
+
+
+def check_path(path: str | Path, flag: str = "--plot") -> Path:
+    """The output path, if its suffix is a known format and its folder exists; else ``FigureError``."""
+    p = Path(path)
+    if p.suffix.lower() not in FORMATS:
+        raise FigureError(f"{flag} {p}: the file name must end in {', '.join(FORMATS)}")
+    if not p.parent.exists():
+        raise FigureError(f"{flag} {p}: folder {p.parent} does not exist")
+    return p
+
+
+def _style() -> dict[str, Any]:
+    return {
+        "font.size": 8.5,
+        "axes.titlesize": 9,
+        "axes.labelsize": 8.5,
+        "legend.fontsize": 7,
+        "xtick.labelsize": 7.5,
+        "ytick.labelsize": 7.5,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "axes.grid": True,
+        "grid.alpha": 0.25,
+        "grid.linewidth": 0.5,
+        "lines.linewidth": 1.3,
+        "svg.fonttype": "none",
+        "savefig.bbox": "tight",
+        "savefig.dpi": 200,
+    }
+
+
+def _save(fig: Any, path: Path) -> Path:
+    tmp = path.with_name(f".{path.name}.part{os.getpid()}")
+    try:
+        fig.savefig(tmp, format=path.suffix.lower().lstrip("."))
+        os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise FigureError(f"cannot write {path}: {e.strerror or e}") from None
+    return path
+
+
+def _decades(ax: Any) -> float:
+    lo, hi = ax.get_ylim()
+    return math.log10(hi / lo) if lo > 0 and hi > 0 else 0.0
+
+
+def _fmt_num(v: float) -> str:
+    if float(v).is_integer():
+        return str(int(v))
+    return f"{v:g}"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Plateau against each variable (fit --plot)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _fit_points(rep: Any) -> tuple[list[dict[str, float]], list[float], list[bool]]:
+    """Per run of the fit: the variables' values, the target (or, when censored, its lower bound) and whether the
+    run is censored. Read with the same resolver the fit used (``fitting._Resolver``)."""
+    from .fitreport import _with_time_target
+    from .fitting import _is_missing, _Resolver, _rows
+
+    res = rep.result
+    rows = rep.selection.rows
+    if res.target == "plateau_time":
+        rows = _with_time_target(rows)
+    rows = _rows(rows)
+    resolver = _Resolver(rows)
+    bounds = {c["row"]: c.get("lower_bound") for c in res.censored}
+    xs, ys, cens = [], [], []
+    for i, r in enumerate(rows):
+        if i in bounds:
+            y, c = bounds[i], True
+            if res.target == "plateau_time" and y is not None:
+                y = float(y) * float(r.get("params.train.lr", 1.0))
+        else:
+            tv = next((r[k] for k in (res.target, "params." + res.target, "summary." + res.target) if k in r), None)
+            y, c = (None if _is_missing(tv) else float(tv)), False
+        if y is None or not y > 0:
+            continue
+        try:
+            x = {v: resolver.value(r, v, i) for v in res.variables}
+        except Exception:  # a row the fit could not use either
+            continue
+        if any(not (val > 0) for val in x.values()):
+            continue
+        xs.append(x)
+        ys.append(float(y))
+        cens.append(c)
+    return xs, ys, cens
+
+
+def _paper_law(rep: Any) -> tuple[Any, dict[str, str], dict[str, float]] | None:
+    """The paper's fit compared with (``rep.paper``), when each of its variables is either fitted or takes one value
+    over the runs (read from the rows, e.g. T = 4096 in Fig. 2 left): the fit, a map paper variable -> fitted
+    variable, and the constant values of the others. None when a variable is missing or varies without being fitted."""
+    from .fitting import _Resolver, _rows, short_name
+    from .theory import PAPER_FITS
+
+    pf = PAPER_FITS.get(rep.paper) if rep.paper else None
+    if pf is None:
+        return None
+    names = {short_name(v): v for v in rep.result.variables}
+    rows = _rows(rep.selection.rows)
+    resolver = _Resolver(rows)
+    mapping: dict[str, str] = {}
+    fixed: dict[str, float] = {}
+    for pv in pf.exponents:
+        if pv in names:
+            mapping[pv] = names[pv]
+            continue
+        try:
+            vals = {resolver.value(r, pv, i) for i, r in enumerate(rows)} if resolver.known(pv) else set()
+        except Exception:
+            return None
+        if len(vals) != 1 or not next(iter(vals)) > 0:
+            return None
+        fixed[pv] = next(iter(vals))
+    return pf, mapping, fixed
+
+
+def fit_figure(rep: Any, path: str | Path, *, title: str | None = None) -> Path:
+    """Write the plateau-vs-variable figure of a fit report (``fitreport.FitReport``) to ``path``; see the module
+    docstring. Raises ``FigureError``."""
+    require_matplotlib()
+    path = check_path(path)
+    import matplotlib as mpl
+    import numpy as np
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+
+    res = rep.result
+    xs, ys, cens = _fit_points(rep)
+    if not xs:
+        raise FigureError("no run with a positive plateau (or lower bound) to plot")
+    variables = list(res.variables)
+    paper = _paper_law(rep)
+    n = len(variables)
+    with mpl.rc_context(_style()):
+        fig = Figure(figsize=(3.3 * n, 3.0), layout="constrained")
+        axes = fig.subplots(1, n, squeeze=False)[0]
+        for ax, v in zip(axes, variables):
+            others = [o for o in variables if o != v]
+            groups = sorted({tuple(x[o] for o in others) for x in xs})
+            cmap = mpl.colormaps["viridis"]
+            colour = {g: cmap(0.1 + 0.75 * (k / max(1, len(groups) - 1))) for k, g in enumerate(groups)}
+            vmin = min(x[v] for x in xs)
+            vmax = max(x[v] for x in xs)
+            grid = np.geomspace(vmin / 1.15, vmax * 1.15, 50)
+            for g in groups:
+                sel = [i for i, x in enumerate(xs) if tuple(x[o] for o in others) == g]
+                c = colour[g]
+                fx = [xs[i][v] for i in sel if not cens[i]]
+                fy = [ys[i] for i in sel if not cens[i]]
+                ax.scatter(fx, fy, s=16, color=c, zorder=3, linewidths=0)
+                cx = [xs[i][v] for i in sel if cens[i]]
+                cy = [ys[i] for i in sel if cens[i]]
+                if cx:
+                    ax.scatter(cx, cy, s=22, marker="^", facecolors="none", edgecolors=[c], zorder=3,
+                               linewidths=0.9)
+                fixed = dict(zip(others, g))
+                ax.plot(grid, [res.predict(**{**fixed, v: t}) for t in grid], color=c, lw=1.2)
+                if paper is not None:
+                    pf, mp, const = paper
+
+                    def law(t: float, fixed: dict = fixed) -> float:
+                        out = pf.C
+                        for pv, e in pf.exponents.items():
+                            fv = mp.get(pv)
+                            out *= (t if fv == v else fixed[fv] if fv is not None else const[pv]) ** e
+                        return out
+
+                    ax.plot(grid, [law(t) for t in grid], color=c, lw=1.0, ls=(0, (4, 2.5)), alpha=0.8)
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlabel(v)
+            ax.set_ylabel(res.target.replace("_", " "))
+            uniq = sorted({x[v] for x in xs})
+            if len(uniq) <= 8:
+                ax.set_xticks(uniq)
+                ax.set_xticklabels([_fmt_num(u) for u in uniq])
+                ax.minorticks_off()
+            fitted_slope = res.exponents[v]
+            txt = f"fit: slope {fitted_slope:+.3f} ± {res.stderr.get(v, float('nan')):.3f}"
+            if paper is not None:
+                pf, mp, _ = paper
+                pv = next((k for k, fv in mp.items() if fv == v), None)
+                if pv is not None:
+                    txt += f"\npaper: slope {pf.exponents[pv]:+.2f}"
+            ax.text(0.03, 0.97, txt, transform=ax.transAxes, va="top", ha="left", fontsize=7.5,
+                    bbox={"boxstyle": "round,pad=0.25", "fc": "white", "ec": "0.8", "lw": 0.5})
+            if others and len(groups) > 1:
+                handles = [Line2D([], [], color=colour[g], marker="o", ms=3.5, lw=1.0,
+                                  label=", ".join(f"{o}={_fmt_num(val)}" for o, val in zip(others, g)))
+                           for g in groups]
+                if len(handles) > 8:
+                    handles = handles[:: math.ceil(len(handles) / 8)]
+                ax.legend(handles=handles, loc="best", frameon=False, handlelength=1.4)
+        key = [Line2D([], [], color="0.2", lw=1.2, label=f"fit {res.formula()}")]
+        if paper is not None:
+            pf, _, const = paper
+            expo = " · ".join(f"{k}^{val:g}" for k, val in pf.exponents.items())
+            at = f" at {', '.join(f'{k} = {_fmt_num(c)}' for k, c in const.items())}" if const else ""
+            key.append(Line2D([], [], color="0.2", lw=1.0, ls=(0, (4, 2.5)),
+                              label=f"paper {pf.figure}: {pf.C:g} · {expo}{at}"))
+        if any(cens):
+            key.append(Line2D([], [], color="0.2", marker="^", mfc="none", ls="",
+                              label="censored: no plateau by the last step (lower bound)"))
+        fig.legend(handles=key, loc="outside lower center", ncol=len(key), frameon=False)
+        head = title or f"{rep.selection.describe().splitlines()[0]}"
+        fig.suptitle(f"{head}   (R² = {res.r2:.3f}, n = {res.n}, censored = {res.n_censored})", fontsize=8.5)
+        return _save(fig, path)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Curves of runs (show --plot)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _plateau_cfg(rec: Any) -> dict[str, Any]:
+    cfg = rec.config or {}
+    return cfg.get("plateau") or {}
+
+
+def _threshold(rec: Any, series: Mapping[str, tuple[Sequence[int], Sequence[float]]]) -> tuple[str, float] | None:
+    """The watched metric and its absolute threshold (App. D.1): for ``fraction`` the value times the first
+    evaluated value of the metric."""
+    pc = _plateau_cfg(rec)
+    metric, mode, value = pc.get("metric"), pc.get("mode"), pc.get("value")
+    if not metric or value is None or metric not in series:
+        return None
+    if mode == "fraction":
+        vals = [v for v in series[metric][1] if v is not None and math.isfinite(v)]
+        if not vals:
+            return None
+        return metric, float(value) * vals[0]
+    return metric, float(value)
+
+
+def curves_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title: str | None = None) -> Path:
+    """Write loss and accuracy curves of the runs ``run_ids`` (ids or unique prefixes in ``store``) to ``path``:
+    a loss panel (train and test, log y), an accuracy panel when the runs log ``test/acc``, and a panel of the
+    attention on the relevant tokens when logged. Each run's plateau step is a vertical dotted line; the plateau
+    threshold a horizontal grey line on the watched metric. Raises ``FigureError``."""
+    require_matplotlib()
+    path = check_path(path)
+    import matplotlib as mpl
+    import matplotlib.ticker as mticker
+    from matplotlib.figure import Figure
+
+    recs = [store.get(r) for r in run_ids]
+    data = [(rec, store.metrics(rec.run_id)) for rec in recs]
+    if not any(series for _, series in data):
+        raise FigureError("the run(s) logged no metrics yet")
+    many = len(recs) > 1
+    panels: list[tuple[str, list[str], bool]] = []
+    have = set().union(*(s.keys() for _, s in data))
+    loss = [k for k in ("train/loss", "test/loss") if k in have]
+    if many and "test/loss" in have:  # several runs: one metric per panel, colour = run, line style = seed
+        loss = ["test/loss"]
+    if loss:
+        panels.append(("test loss" if loss == ["test/loss"] else "loss", loss, True))
+    if "test/acc" in have:
+        panels.append(("test accuracy", ["test/acc"], False))
+    if not many:
+        attn = sorted(k for k in have if k.startswith("attn/L") and "/H" not in k)
+        if attn:
+            panels.append(("attention on the relevant tokens", attn, False))
+        other = sorted(k for k in have if k.startswith("toy/"))
+        if other:
+            panels.append(("toy model", other, False))
+    if not panels:
+        panels.append(("metrics", sorted(have)[: 1 if many else 4], False))
+
+    labels = []
+    for rec, _ in data:
+        swept = {k: v for k, v in (rec.swept or {}).items() if k != "seed"}
+        labels.append(", ".join(f"{k.split('.')[-1]}={v}" for k, v in swept.items()) or rec.label or rec.run_id)
+    keys = list(dict.fromkeys(labels))
+    seeds = sorted({rec.seed for rec, _ in data if rec.seed is not None})
+    styles = ["-", (0, (4, 1.5)), (0, (1, 1)), (0, (6, 2, 1, 2))]
+    with mpl.rc_context(_style()):
+        cmap = mpl.colormaps["viridis" if len(keys) > 10 else "tab10"]
+        colour = {k: (cmap(0.05 + 0.85 * i / max(1, len(keys) - 1)) if len(keys) > 10 else cmap(i % 10))
+                  for i, k in enumerate(keys)}
+        fig = Figure(figsize=(3.4 * len(panels), 2.9), layout="constrained")
+        axes = fig.subplots(1, len(panels), squeeze=False)[0]
+        for ax, (name, metrics, log_y) in zip(axes, panels):
+            for (rec, series), lab in zip(data, labels):
+                for j, m in enumerate(metrics):
+                    if m not in series:
+                        continue
+                    st, vals = series[m]
+                    pts = [(s, v) for s, v in zip(st, vals) if v is not None and math.isfinite(v)
+                           and (v > 0 or not log_y)]
+                    if not pts:
+                        continue
+                    if many:
+                        c = colour[lab]
+                        ls = styles[seeds.index(rec.seed) % len(styles)] if rec.seed in seeds else "-"
+                        if len(metrics) > 1:
+                            ls = styles[j % len(styles)]
+                    else:
+                        c = mpl.colormaps["tab10"](j)
+                        ls = "-"
+                    ax.plot([p[0] for p in pts], [p[1] for p in pts], color=c, ls=ls, lw=1.1,
+                            label=(m if not many else None))
+                thr = _threshold(rec, series)
+                if thr and thr[0] in metrics and (thr[1] > 0 or not log_y):
+                    ax.axhline(thr[1], color="0.55", lw=0.7, ls="-", zorder=1)
+                if rec.plateau_step is not None:
+                    ax.axvline(rec.plateau_step, color=colour[lab] if many else "0.3", lw=0.8, ls=":", zorder=1)
+            if log_y:
+                ax.set_yscale("log")
+                fmt = mticker.FuncFormatter(lambda v, _: f"{v:g}")
+                ax.yaxis.set_major_formatter(fmt)
+                ax.yaxis.set_minor_formatter(fmt if _decades(ax) < 1 else mticker.NullFormatter())
+            ax.set_xlabel("step")
+            ax.set_title(name)
+            if not many:
+                ax.legend(frameon=False, loc="best")
+        if many:
+            from matplotlib.lines import Line2D
+
+            handles = [Line2D([], [], color=colour[k], lw=1.4, label=k) for k in keys]
+            if len(seeds) > 1:
+                handles += [Line2D([], [], color="0.3", ls=styles[i % len(styles)], lw=1.1, label=f"seed {s}")
+                            for i, s in enumerate(seeds)]
+            fig.legend(handles=handles, loc="outside right center", frameon=False)
+        rec0 = recs[0]
+        pc = _plateau_cfg(rec0)
+        how = (f"plateau: {pc.get('metric')} {pc.get('mode')} {pc.get('value')}" if pc else "")
+        if title is None:
+            if many:
+                presets = sorted({r.preset for r in recs})
+                title = f"{', '.join(presets)}: {len(recs)} runs"
+            else:
+                ps = "none" if rec0.plateau_step is None else f"{rec0.plateau_step:g}"
+                title = f"{rec0.preset} · {rec0.label} · plateau step {ps}"
+        fig.suptitle(f"{title}   ({how}; dotted: plateau step)" if how else title, fontsize=8.5)
+        return _save(fig, path)
