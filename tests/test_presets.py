@@ -26,6 +26,10 @@ def test_shipped_presets_validate_and_have_header(path: Path):
     assert head.startswith("#") and path.name in head, "each preset starts with a header comment naming itself"
     text = path.read_text()
     assert "Time:" in text and "What you should see" in text
+    # users do not have the reference files: cite the paper as arXiv 2505.17863 and blogs by title
+    import re
+
+    assert not re.search(r"\d{3}_[0-9a-f]{16}\.txt", text), "a header cites a reference file by its file name"
 
 
 def test_sweep_is_product_times_seeds(tiny_preset: Path):
@@ -113,3 +117,53 @@ def test_toy_model_needs_linreg(tiny_preset: Path):
     tiny_preset.write_text(text[:start] + '[model]\nkind = "toy"\n\n' + text[end:])
     lines = _errors(tiny_preset)
     assert any("model.kind" in ln and "linreg" in ln for ln in lines), lines
+
+
+def _header_set_lines(path: Path) -> list[str]:
+    """The ``--set`` overrides of the CPU-sized command written in a preset's header (``# sparse-tui run ...`` and
+    its continuation lines)."""
+    import shlex
+
+    lines = path.read_text().splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.lstrip("# ").startswith(f"sparse-tui run presets/{path.name}"))
+    cmd = [lines[start].lstrip("# ")]
+    for ln in lines[start + 1:]:
+        body = ln.lstrip("#").strip()
+        if not ln.startswith("#") or not body.startswith("--"):
+            break
+        cmd.append(body)
+    args = shlex.split(" ".join(cmd))
+    return [args[i + 1] for i, a in enumerate(args) if a == "--set"]
+
+
+@pytest.mark.parametrize(
+    "name,runs,task_kind,grid,paper_steps",
+    [
+        # Fig. 4 right: 3 N_tokens x 4 N_pairs x 2 seeds; Table 1 recall model; the paper's law at (256, 12) ~ 11.8k
+        ("paper_fig4_recall_small", 24, "recall", {"task.n_tokens": [64, 128, 256], "task.n_pairs": [4, 6, 8, 12]},
+         0.55 * 256**0.79 * 12**2.25),
+        # Fig. 3: 3 d x 3 T x 2 B x 2 seeds; Table 1 regression model; the paper's law at (32, 256, 1) ~ 5.6k
+        ("paper_fig3_linreg_small", 36, "linreg", {"task.d": [8, 16, 32], "task.T": [64, 128, 256], "task.B": [1, 2]},
+         0.76 * 32**1.29 * 256**0.80),
+    ],
+)
+def test_small_paper_presets_and_their_cpu_variant(name, runs, task_kind, grid, paper_steps):
+    path = Path(__file__).parent.parent / "presets" / f"{name}.toml"
+    loaded = load_preset(path)
+    specs = expand(loaded)
+    assert len(specs) == runs and loaded.preset.sweep == grid
+    cfg = specs[0].config
+    m = cfg.model
+    assert cfg.task.kind == task_kind and cfg.train.lr == 1e-4 and cfg.train.batch_size == 32
+    assert (m.n_heads, m.d_model, m.d_qk, m.mlp, m.mlp_factor, m.pos_enc) == (4, 256, 64, True, 4, "sinusoidal")
+    assert m.n_layers == (4 if task_kind == "recall" else 2)
+    assert cfg.train.steps >= 1.2 * paper_steps  # room past the slowest plateau the paper's law predicts
+    text = path.read_text()
+    assert "estimate, NOT measured" in text and "2-core CPU" in text
+    # the CPU-sized command in the header is valid and smaller in every way
+    sets = _header_set_lines(path)
+    assert len(sets) >= 5
+    small = expand(load_preset(path, sets))
+    assert 4 <= len(small) < runs
+    sc = small[0].config
+    assert sc.model.d_model < m.d_model and sc.train.steps < cfg.train.steps
