@@ -88,6 +88,10 @@ def _decades(ax: Any) -> float:
     return math.log10(hi / lo) if lo > 0 and hi > 0 else 0.0
 
 
+def _tick(t: float) -> str:
+    return f"{t:,.0f}" if t >= 100 else f"{t:.3g}"
+
+
 def _fmt_num(v: float) -> str:
     if float(v).is_integer():
         return str(int(v))
@@ -184,9 +188,17 @@ def fit_figure(rep: Any, path: str | Path, *, title: str | None = None) -> Path:
     with mpl.rc_context(_style()):
         fig = Figure(figsize=(3.3 * n, 3.0), layout="constrained")
         axes = fig.subplots(1, n, squeeze=False)[0]
+        partial_any = False
         for ax, v in zip(axes, variables):
             others = [o for o in variables if o != v]
             groups = sorted({tuple(x[o] for o in others) for x in xs})
+            if len(groups) > 8:
+                # The other variables take too many values (a derived variable such as f(p, d)): plot the partial
+                # residual, the plateau with the other variables' fitted effect divided out, against v.
+                partial_any = True
+                _partial_panel(ax, v, others, xs, ys, cens, res, paper)
+                _finish_axis(ax, v, xs, res, paper, ylabel=f"{res.target.replace('_', ' ')} / others' fitted effect")
+                continue
             cmap = mpl.colormaps["viridis"]
             colour = {g: cmap(0.1 + 0.75 * (k / max(1, len(groups) - 1))) for k, g in enumerate(groups)}
             vmin = min(x[v] for x in xs)
@@ -216,24 +228,7 @@ def fit_figure(rep: Any, path: str | Path, *, title: str | None = None) -> Path:
                         return out
 
                     ax.plot(grid, [law(t) for t in grid], color=c, lw=1.0, ls=(0, (4, 2.5)), alpha=0.8)
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            ax.set_xlabel(v)
-            ax.set_ylabel(res.target.replace("_", " "))
-            uniq = sorted({x[v] for x in xs})
-            if len(uniq) <= 8:
-                ax.set_xticks(uniq)
-                ax.set_xticklabels([_fmt_num(u) for u in uniq])
-                ax.minorticks_off()
-            fitted_slope = res.exponents[v]
-            txt = f"fit: slope {fitted_slope:+.3f} ± {res.stderr.get(v, float('nan')):.3f}"
-            if paper is not None:
-                pf, mp, _ = paper
-                pv = next((k for k, fv in mp.items() if fv == v), None)
-                if pv is not None:
-                    txt += f"\npaper: slope {pf.exponents[pv]:+.2f}"
-            ax.text(0.03, 0.97, txt, transform=ax.transAxes, va="top", ha="left", fontsize=7.5,
-                    bbox={"boxstyle": "round,pad=0.25", "fc": "white", "ec": "0.8", "lw": 0.5})
+            _finish_axis(ax, v, xs, res, paper, ylabel=res.target.replace("_", " "))
             if others and len(groups) > 1:
                 handles = [Line2D([], [], color=colour[g], marker="o", ms=3.5, lw=1.0,
                                   label=", ".join(f"{o}={_fmt_num(val)}" for o, val in zip(others, g)))
@@ -251,10 +246,68 @@ def fit_figure(rep: Any, path: str | Path, *, title: str | None = None) -> Path:
         if any(cens):
             key.append(Line2D([], [], color="0.2", marker="^", mfc="none", ls="",
                               label="censored: no plateau by the last step (lower bound)"))
+        if partial_any and paper is not None:
+            key.append(Line2D([], [], color="0.5", lw=1.0, ls=(0, (1.5, 1.5)),
+                              label="paper's slope through the data's centre (partial panels)"))
         fig.legend(handles=key, loc="outside lower center", ncol=len(key), frameon=False)
         head = title or f"{rep.selection.describe().splitlines()[0]}"
         fig.suptitle(f"{head}   (R² = {res.r2:.3f}, n = {res.n}, censored = {res.n_censored})", fontsize=8.5)
         return _save(fig, path)
+
+
+def _finish_axis(ax: Any, v: str, xs: Sequence[Mapping[str, float]], res: Any, paper: Any, ylabel: str) -> None:
+    """Log-log axes, readable ticks, and the fitted (and paper's) slope in a box."""
+    import matplotlib.ticker as mticker
+
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(v)
+    ax.set_ylabel(ylabel)
+    uniq = sorted({x[v] for x in xs})
+    if len(uniq) <= 8 and all(float(u).is_integer() for u in uniq):
+        ax.set_xticks(uniq)
+        ax.set_xticklabels([_fmt_num(u) for u in uniq])
+        ax.xaxis.set_minor_locator(mticker.NullLocator())
+    else:
+        fmt = mticker.FuncFormatter(lambda t, _: f"{t:g}")
+        ax.xaxis.set_major_formatter(fmt)
+        ax.xaxis.set_minor_formatter(fmt if max(uniq) / min(uniq) < 10 else mticker.NullFormatter())
+    # a narrow log axis (under a decade) may have no major tick: then label the minor ones (decided at draw time)
+    ax.yaxis.set_minor_formatter(mticker.FuncFormatter(lambda t, _: _tick(t) if _decades(ax) < 1 else ""))
+    txt = f"fit: slope {res.exponents[v]:+.3f} ± {res.stderr.get(v, float('nan')):.3f}"
+    if paper is not None:
+        pf, mp, _ = paper
+        pv = next((k for k, fv in mp.items() if fv == v), None)
+        if pv is not None:
+            txt += f"\npaper: slope {pf.exponents[pv]:+.2f}"
+    ax.text(0.03, 0.97, txt, transform=ax.transAxes, va="top", ha="left", fontsize=7.5,
+            bbox={"boxstyle": "round,pad=0.25", "fc": "white", "ec": "0.8", "lw": 0.5})
+
+
+def _partial_panel(ax: Any, v: str, others: Sequence[str], xs: Sequence[Mapping[str, float]], ys: Sequence[float],
+                   cens: Sequence[bool], res: Any, paper: Any) -> None:
+    """Partial-residual panel: y / prod_o x_o^beta_o against v, the fitted C v^beta_v, and the paper's slope drawn
+    through the geometric centre of the fitted points (its prefactor does not apply to this adjusted axis)."""
+    import numpy as np
+
+    adj = [y / math.prod(x[o] ** res.exponents[o] for o in others) for x, y in zip(xs, ys)]
+    fx = [x[v] for x, c in zip(xs, cens) if not c]
+    fy = [a for a, c in zip(adj, cens) if not c]
+    ax.scatter(fx, fy, s=16, color="#3b528b", zorder=3, linewidths=0)
+    cx = [x[v] for x, c in zip(xs, cens) if c]
+    if cx:
+        ax.scatter(cx, [a for a, c in zip(adj, cens) if c], s=22, marker="^", facecolors="none",
+                   edgecolors=["#3b528b"], zorder=3, linewidths=0.9)
+    vals = [x[v] for x in xs]
+    grid = np.geomspace(min(vals) / 1.15, max(vals) * 1.15, 50)
+    ax.plot(grid, [res.C * t ** res.exponents[v] for t in grid], color="0.2", lw=1.2)
+    if paper is not None and fx:
+        pf, mp, _ = paper
+        pv = next((k for k, fv in mp.items() if fv == v), None)
+        if pv is not None:
+            lx, ly = np.mean(np.log(fx)), np.mean(np.log(fy))
+            ax.plot(grid, [math.exp(ly + pf.exponents[pv] * (math.log(t) - lx)) for t in grid], color="0.5",
+                    lw=1.0, ls=(0, (1.5, 1.5)))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -282,11 +335,22 @@ def _threshold(rec: Any, series: Mapping[str, tuple[Sequence[int], Sequence[floa
     return metric, float(value)
 
 
-def curves_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title: str | None = None) -> Path:
+def _run_key(rec: Any) -> str:
+    """A run's sweep point without its seed ('d_model=24'), or its label / id."""
+    swept = {k: v for k, v in (rec.swept or {}).items() if k != "seed"}
+    return ", ".join(f"{k.split('.')[-1]}={v}" for k, v in swept.items()) or rec.label or rec.run_id
+
+
+def curves_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title: str | None = None,
+                  facet: bool | None = None) -> Path:
     """Write loss and accuracy curves of the runs ``run_ids`` (ids or unique prefixes in ``store``) to ``path``:
     a loss panel (train and test, log y), an accuracy panel when the runs log ``test/acc``, and a panel of the
     attention on the relevant tokens when logged. Each run's plateau step is a vertical dotted line; the plateau
-    threshold a horizontal grey line on the watched metric. Raises ``FigureError``."""
+    threshold a horizontal grey line on the watched metric.
+
+    ``facet`` (default: when the runs are 2-16 sweep points, each with one or more seeds) draws small multiples
+    instead: one panel per sweep point with the watched metric of its seeds, the threshold and the plateau steps, so
+    that a sweep (the blog's n_embd figure) reads at a glance. Raises ``FigureError``."""
     require_matplotlib()
     path = check_path(path)
     import matplotlib as mpl
@@ -297,6 +361,15 @@ def curves_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title
     data = [(rec, store.metrics(rec.run_id)) for rec in recs]
     if not any(series for _, series in data):
         raise FigureError("the run(s) logged no metrics yet")
+    def order(rec: Any) -> tuple:  # sweep points in the order of their values (numbers as numbers)
+        vals = [v for k, v in (rec.swept or {}).items() if k != "seed"]
+        return tuple((0, float(v), "") if isinstance(v, (int, float)) else (1, 0.0, str(v)) for v in vals)
+
+    points = list(dict.fromkeys(_run_key(rec) for rec in sorted(recs, key=order)))
+    if facet is None:
+        facet = len(recs) > 1 and 2 <= len(points) <= 16
+    if facet:
+        return _facet_figure(data, points, path, title)
     many = len(recs) > 1
     panels: list[tuple[str, list[str], bool]] = []
     have = set().union(*(s.keys() for _, s in data))
@@ -359,7 +432,8 @@ def curves_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title
                 ax.set_yscale("log")
                 fmt = mticker.FuncFormatter(lambda v, _: f"{v:g}")
                 ax.yaxis.set_major_formatter(fmt)
-                ax.yaxis.set_minor_formatter(fmt if _decades(ax) < 1 else mticker.NullFormatter())
+                ax.yaxis.set_minor_formatter(mticker.FuncFormatter(lambda v, _, ax=ax: f"{v:g}" if _decades(ax) < 1
+                                                                   else ""))
             ax.set_xlabel("step")
             ax.set_title(name)
             if not many:
@@ -383,4 +457,57 @@ def curves_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title
                 ps = "none" if rec0.plateau_step is None else f"{rec0.plateau_step:g}"
                 title = f"{rec0.preset} · {rec0.label} · plateau step {ps}"
         fig.suptitle(f"{title}   ({how}; dotted: plateau step)" if how else title, fontsize=8.5)
+        return _save(fig, path)
+
+
+def _facet_figure(data: Sequence[tuple[Any, Mapping]], points: Sequence[str], path: Path, title: str | None) -> Path:
+    """Small multiples: one panel per sweep point, the watched metric of each seed, threshold and plateau steps."""
+    import matplotlib as mpl
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+
+    have = set().union(*(s.keys() for _, s in data))
+    metric = next((_plateau_cfg(r).get("metric") for r, _ in data if _plateau_cfg(r).get("metric") in have), None)
+    metric = metric or ("test/acc" if "test/acc" in have else "test/loss")
+    log_y = metric.endswith("loss")
+    seeds = sorted({rec.seed for rec, _ in data if rec.seed is not None})
+    ncol = min(4, len(points))
+    nrow = math.ceil(len(points) / ncol)
+    with mpl.rc_context(_style()):
+        cmap = mpl.colormaps["tab10"]
+        fig = Figure(figsize=(2.2 * ncol + 0.9, 1.75 * nrow + 0.6), layout="constrained")
+        axes = fig.subplots(nrow, ncol, squeeze=False, sharex=True, sharey=True)
+        for k, ax in enumerate(axes.flat):
+            if k >= len(points):
+                ax.set_visible(False)
+                continue
+            key = points[k]
+            for rec, series in data:
+                if _run_key(rec) != key or metric not in series:
+                    continue
+                c = cmap(seeds.index(rec.seed) % 10 if rec.seed in seeds else 0)
+                st, vals = series[metric]
+                pts = [(x, v) for x, v in zip(st, vals) if v is not None and math.isfinite(v) and (v > 0 or not log_y)]
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], color=c, lw=1.1)
+                if rec.plateau_step is not None:
+                    ax.axvline(rec.plateau_step, color=c, lw=0.8, ls=":")
+                thr = _threshold(rec, series)
+                if thr and thr[0] == metric:
+                    ax.axhline(thr[1], color="0.55", lw=0.7, zorder=1)
+            if log_y:
+                ax.set_yscale("log")
+            ax.set_title(key, fontsize=8)
+            if k % ncol == 0:
+                ax.set_ylabel(metric)
+            if k // ncol == nrow - 1 or k + ncol >= len(points):
+                ax.set_xlabel("step")
+        handles = [Line2D([], [], color=cmap(i % 10), lw=1.3, label=f"seed {s}") for i, s in enumerate(seeds)]
+        handles.append(Line2D([], [], color="0.3", lw=0.8, ls=":", label="plateau step"))
+        fig.legend(handles=handles, loc="outside right center", frameon=False)
+        rec0 = data[0][0]
+        pc = _plateau_cfg(rec0)
+        how = f"plateau: {pc.get('metric')} {pc.get('mode')} {pc.get('value')}" if pc else ""
+        presets = sorted({r.preset for r, _ in data})
+        head = title or f"{', '.join(presets)}: {len(data)} runs"
+        fig.suptitle(f"{head}   ({how})" if how else head, fontsize=8.5)
         return _save(fig, path)

@@ -112,6 +112,24 @@ def test_show_plot_one_run_and_several(store_dir, tmp_path):
     assert r.exit_code == 2 and "several with --plot" in r.stderr
 
 
+def test_show_plot_of_a_sweep_draws_one_panel_per_point(store_dir, tmp_path):
+    """Several sweep points (each with its seeds): small multiples in the order of the swept values, the watched
+    metric (the plateau metric, test/loss here), the threshold 0.2 x its first value and the plateau steps."""
+    from sparse_tui.figures import curves_figure
+
+    store = RunStore(store_dir, create=False)
+    recs = [r for r in store.runs() if r.params["task.B"] == 2]  # 3 values of d x 2 seeds
+    assert len(recs) == 6
+    out = curves_figure(store, [r.run_id for r in reversed(recs)], tmp_path / "sweep.svg")
+    text = out.read_text()
+    titles = [t for t in ("d=16, B=2", "d=32, B=2", "d=64, B=2") if t in text]
+    assert len(titles) == 3 and text.index("d=16, B=2") < text.index("d=32, B=2") < text.index("d=64, B=2")
+    assert "seed 0" in text and "seed 1" in text and "plateau step" in text
+    # forced overlay instead of panels
+    over = curves_figure(store, [r.run_id for r in recs], tmp_path / "overlay.svg", facet=False).read_text()
+    assert "d=16, B=2" in over and "test loss" in over
+
+
 def _svg_of_many(store_dir, ids, tmp_path) -> str:
     out = tmp_path / "many.svg"
     assert invoke("show", *ids, "--runs-dir", str(store_dir), "--plot", str(out)).exit_code == 0
