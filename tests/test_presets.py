@@ -159,7 +159,7 @@ def test_small_paper_presets_and_their_cpu_variant(name, runs, task_kind, grid, 
     assert m.n_layers == (4 if task_kind == "recall" else 2)
     assert cfg.train.steps >= 1.2 * paper_steps  # room past the slowest plateau the paper's law predicts
     text = path.read_text()
-    assert "estimate, NOT measured" in text and "2-core CPU" in text
+    assert "estimate, NOT measured" in text and "2-core CPU" in text and "CPU-sized command" in text
     # the CPU-sized command in the header is valid and smaller in every way
     sets = _header_set_lines(path)
     assert len(sets) >= 5
