@@ -509,6 +509,27 @@ def resume_detached(store: RunStore, target: str, *, schedule: str = "auto", wor
     return batch_id, ids, pid
 
 
+def resume_runs_detached(store: RunStore, run_ids: list[str], *, workers: int | None = None,
+                         device: str | None = None) -> list[tuple[str, list[str], int]]:
+    """Resume several chosen runs (the console's marked runs): the resumable ones (failed, interrupted, queued) are
+    re-queued per batch, with one detached coordinator per batch (a batch has one coordinator). Returns
+    [(batch_id, run_ids, pid)]; StoreError when none of them can be resumed."""
+    store.reap()
+    recs = [store.get(r) for r in run_ids]
+    todo = [r for r in recs if r.status in RESUMABLE]
+    if not todo:
+        states = ", ".join(sorted({r.status for r in recs})) or "no runs"
+        raise StoreError(f"nothing to resume: only failed, interrupted or queued runs can be ({states})")
+    if len(todo) == 1:
+        return [resume_detached(store, todo[0].run_id, workers=workers, device=device)]
+    out = []
+    for batch_id in dict.fromkeys(r.batch_id for r in todo):
+        ids = [r.run_id for r in sorted(todo, key=lambda r: r.position) if r.batch_id == batch_id]
+        requeue_for_resume(store, batch_id, ids)
+        out.append((batch_id, ids, detach(store, batch_id, workers=workers or 0, device=device)))
+    return out
+
+
 def batch_specs(store: RunStore, batch_id: str) -> list:
     """The queued runs of a batch as objects with a ``.config`` (what ``scheduler.plan`` reads)."""
     from types import SimpleNamespace

@@ -309,6 +309,8 @@ class SparseTuiApp(Guarded, App[int]):
              "runs", "compare"),
             ("Export runs", "e: CSV / JSON lines / Parquet, run table or per-step metrics", "runs", "export"),
             ("Cancel runs", "c: the marked (or current) queued / running runs", "runs", "cancel"),
+            ("Resume runs", "u: the marked (or current) failed / interrupted / queued runs, from their checkpoint",
+             "runs", "resume"),
             ("Fit the plateau law", "enter in the Fit panel", "fit", "fit"),
             ("Guess the fit variables", "g in the Fit panel", "fit", "guess"),
             ("Next phase-diagram value", "m in the Phase panel", "phase", "value"),
@@ -527,6 +529,36 @@ class SparseTuiApp(Guarded, App[int]):
         running = self.store.request_cancel(ids)
         self.post_message(Done(f"cancel requested for {len(ids)} run(s)"
                                + (f"; {len(running)} running will stop within ~1 s" if running else "")))
+
+    @on(RunsPanel.ResumeRequested)
+    def _resume_requested(self, msg: RunsPanel.ResumeRequested) -> None:
+        """``u`` in Runs: continue failed / interrupted / queued runs from their last checkpoint, the same path as
+        ``sparse-tui resume RUN --detach`` (runner.resume_detached); anything else is refused with a notification."""
+        from sparse_tui.runner import RESUMABLE
+
+        chosen = [r for r in self.records if r.run_id in msg.run_ids]
+        todo = [r.run_id for r in chosen if r.status in RESUMABLE]
+        if not todo:
+            states = ", ".join(sorted({r.status for r in chosen})) or "no run selected"
+            self.notify(f"cannot resume ({states}): only failed, interrupted or queued runs can be",
+                        severity="warning", markup=False)
+            return
+        self._resume(todo)
+
+    @work(thread=True, group="launch", exit_on_error=False)
+    def _resume(self, ids: list[str]) -> None:
+        from sparse_tui import runner
+        from sparse_tui.store import StoreError
+
+        try:
+            started = runner.resume_runs_detached(self.store, ids, workers=self.n_workers or None)
+        except StoreError as e:  # the run changed since the table was drawn (it finished, or another resume won)
+            self.post_message(Problem(f"cannot resume: {e}", severity="warning"))
+            return
+        n = sum(len(r) for _, r, _ in started)
+        where = "; ".join(f"batch {b} pid {pid}" for b, _, pid in started)
+        self.post_message(Done(f"resuming {n} run(s) from their last checkpoint: {where}", switch_to="runs",
+                               run_ids=[rid for _, r, _ in started for rid in r]))
 
     def delete_runs(self, ids: list[str]) -> None:
         if not ids:

@@ -6,6 +6,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.message import Message
 from textual.widgets import DataTable, Input, Static
 
 from sparse_tui.tui.guard import Guarded
@@ -22,6 +23,13 @@ SORTS = HEADERS + ("age",)  # s cycles through these; age (newest first) is the 
 
 
 class RunsPanel(Guarded, Vertical):
+    class ResumeRequested(Message):
+        """``u``: resume these runs (the marked ones, or the one under the cursor); the app decides and launches."""
+
+        def __init__(self, run_ids: list[str]) -> None:
+            super().__init__()
+            self.run_ids = run_ids
+
     BINDINGS = [
         Binding("space", "toggle_mark", "Mark"),
         Binding("a", "mark_all", "Mark all"),
@@ -32,6 +40,7 @@ class RunsPanel(Guarded, Vertical):
         Binding("r", "reverse", "Reverse", show=False),
         Binding("slash", "filter", "Filter"),
         Binding("c", "cancel", "Cancel run"),
+        Binding("u", "resume", "Resume"),
         Binding("d,delete", "delete", "Delete"),
         Binding("e", "export", "Export"),
         Binding("f", "fit", "Fit", show=False),
@@ -261,6 +270,9 @@ class RunsPanel(Guarded, Vertical):
 
     def action_cancel(self) -> None:
         self.app.cancel_runs(self.chosen())
+
+    def action_resume(self) -> None:
+        self.post_message(self.ResumeRequested(self.chosen()))
 
     def action_delete(self) -> None:
         self.app.delete_runs(self.chosen())
