@@ -112,6 +112,21 @@ def _open_store(runs_dir: Optional[Path], *, create: bool = False):
         raise fail(str(e)) from None
 
 
+def _add_tags(loaded, tags: list[str], preset: Path):
+    """The preset's ``tags`` followed by the ``--tag`` ones (a tag already in the preset is not repeated)."""
+    from sparse_tui.presets import PresetError, validate_preset_data
+
+    raw = dict(loaded.raw)
+    old = raw.get("tags") or []
+    raw["tags"] = list(old) + [t for t in tags if t not in old]
+    try:
+        out = validate_preset_data(raw, preset.name, path=loaded.path)
+    except PresetError as e:  # e.g. more than MAX_TAGS in all
+        raise fail(f"--tag: {e.lines[0]}") from None
+    out.file_raw = loaded.file_raw
+    return out
+
+
 def _load(preset: Path, overrides: list[str]):
     from sparse_tui.presets import PresetError, load_preset
 
@@ -175,12 +190,24 @@ def run(
         "stacked model; the GPU default). See docs/PERFORMANCE.md.",
     ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Validate and list the runs, train nothing."),
+    tag: List[str] = typer.Option([], "--tag", help="Add a tag to every run (repeatable; after the preset's tags)."),
 ) -> None:
     """Run every run of a preset (sweep x seeds), recording them in the run store."""
     overrides = list(set_)
+    if tag:
+        from sparse_tui.presets import tag_problem
+
+        for t in tag:
+            problem = tag_problem(t)
+            if problem:
+                raise fail(f"--tag: {problem}")
+        if len(set(tag)) != len(tag):
+            raise fail(f"--tag: {next(t for t in tag if tag.count(t) > 1)!r} given twice")
     if device is not None:
         overrides.append(f"train.device={json.dumps(device)}")
     loaded = _load(preset, overrides)
+    if tag:
+        loaded = _add_tags(loaded, list(tag), preset)
     if not headless and not dry_run and not detach:
         _open_tui(_runs_dir(runs_dir), presets_dir, preset, list(set_))
     n_workers = _workers_flag(workers)
@@ -417,6 +444,7 @@ def runs(
     status: Optional[str] = typer.Option(None, "--status", help="Only runs with this status."),
     preset: Optional[str] = typer.Option(None, "--preset", help="Only runs of this preset name."),
     limit: int = typer.Option(0, "--limit", help="At most this many (newest first); 0 = all."),
+    tag: List[str] = typer.Option([], "--tag", help="Only runs with this tag (repeatable: all of them)."),
 ) -> None:
     """List the runs in the store, newest first."""
     from sparse_tui.store import STATUSES
@@ -428,6 +456,8 @@ def runs(
     store = _open_store(runs_dir)
     recs = store.runs(status=status, preset=preset)
     _store_warnings(store)
+    if tag:
+        recs = [r for r in recs if set(tag) <= set((r.config or {}).get("tags") or [])]
     if limit:
         recs = recs[:limit]
     if as_json:

@@ -61,6 +61,8 @@ def run_row(rec: RunRecord, store: RunStore | None = None) -> dict[str, Any]:
         "status": rec.status,
         "reason": rec.reason,
         "label": rec.label,
+        "name": f"{rec.preset} {rec.label or ''}".strip(),
+        "tags": [str(t) for t in ((rec.config or {}).get("tags") or [])],
         "seed": rec.seed,
         "device": rec.device,
         "plateau_step": _plateau(rec.plateau_step),

@@ -415,8 +415,18 @@ def fit_store(store: Any, variables: str | Sequence[str] = "d,T", *, run_ids: Se
     if bootstrap < 0:
         raise FitError("--bootstrap: must be >= 0")
     sel = select_runs(store, preset=preset, batch=batch, run_ids=list(run_ids or []), where=parse_where(where))
-    return fit_runs(sel, parse_vars(variables), target=target, tie=parse_tie(tie), bootstrap=bootstrap, seed=seed,
-                    paper=None if paper in (None, "none") else paper)
+    try:
+        return fit_runs(sel, parse_vars(variables), target=target, tie=parse_tie(tie), bootstrap=bootstrap,
+                        seed=seed, paper=None if paper in (None, "none") else paper)
+    except (FitError, ValueError) as e:
+        names = list(sel.presets)
+        if preset or batch or run_ids or len(names) < 2:
+            raise
+        # a bare `sparse-tui fit` on a store of several presets: their runs rarely share the variables
+        shown = ", ".join(names[:6]) + (f", … ({len(names)} in all)" if len(names) > 6 else "")
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise FitError(f"{first}: the selected runs come from {len(names)} presets ({shown}); "
+                       f"fit one with --preset NAME") from None
 
 
 def _fmt(x: Any, spec: str = ".4g") -> str:

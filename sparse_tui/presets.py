@@ -356,6 +356,20 @@ class PlateauConfig(_Section):
     value: float = Field(0.2, description="Threshold value.")
 
 
+MAX_TAGS = 16
+_TAG = re.compile(r"[A-Za-z0-9_.:+=/@-]{1,40}")
+
+
+def tag_problem(tag: Any) -> str | None:
+    """Why ``tag`` is not a valid run tag (None when it is): 1-40 characters of letters, digits and ``_.:+=/@-``,
+    so a tag is one word in the console's filter and in ``runs --tag``."""
+    if not isinstance(tag, str):
+        return f"tags must be strings, got {_show(tag)}"
+    if not _TAG.fullmatch(tag):
+        return (f"tag {_esc(tag)!r}: use 1-40 letters, digits or _.:+=/@- (no spaces)")
+    return None
+
+
 class _Experiment(_Section):
     """The sections shared by a preset file and a single run."""
 
@@ -366,6 +380,23 @@ class _Experiment(_Section):
     train: TrainConfig = Field(default_factory=TrainConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
     plateau: PlateauConfig = Field(default_factory=PlateauConfig)
+    tags: list[str] = Field(default_factory=list, description="Free labels stored with each run (`runs --tag`).")
+
+    @field_validator("tags", mode="before")
+    @classmethod
+    def _tags(cls, v: Any) -> Any:
+        if not isinstance(v, list):
+            raise ValueError(f"must be a list of strings, got {_show(v)}")
+        if len(v) > MAX_TAGS:
+            raise ValueError(f"at most {MAX_TAGS} tags, got {len(v)}")
+        for t in v:
+            problem = tag_problem(t)
+            if problem:
+                raise ValueError(problem)
+        if len(set(v)) != len(v):
+            dup = next(t for t in v if v.count(t) > 1)
+            raise ValueError(f"tag {dup!r} appears twice")
+        return v
 
     @model_validator(mode="after")
     def _cross(self) -> "_Experiment":
@@ -683,6 +714,7 @@ class RunSpec:
     preset_path: str
     config: RunConfig
     swept: dict[str, Any] = field(default_factory=dict)
+    edited: dict[str, Any] = field(default_factory=dict)  # keys set away from the preset file (--set, the form)
 
     @property
     def seed(self) -> int:
@@ -690,10 +722,13 @@ class RunSpec:
 
     @property
     def params(self) -> dict[str, Any]:
-        return flatten(self.config.model_dump(mode="json", exclude={"name", "description"}))
+        return flatten(self.config.model_dump(mode="json", exclude={"name", "description", "tags"}))
 
     def label(self) -> str:
-        parts = [f"{k.split('.')[-1]}={v}" for k, v in self.swept.items() if k != "seed"]
+        """What tells this run apart from the preset file's runs: the keys edited away from the file (``--set``, the
+        console's form), then the swept values, then the seed; e.g. ``steps=300 lr=0.01 seed=0``."""
+        parts = [f"{k.split('.')[-1]}={v}" for k, v in self.edited.items() if k not in self.swept]
+        parts += [f"{k.split('.')[-1]}={v}" for k, v in self.swept.items() if k != "seed"]
         parts.append(f"seed={self.seed}")
         return " ".join(parts)
 
@@ -705,6 +740,7 @@ class LoadedPreset:
     path: Path
     preset: Preset
     raw: dict
+    file_raw: dict | None = None  # the file's data before --set (None: read the file when needed)
 
     @property
     def name(self) -> str:
@@ -735,7 +771,9 @@ def load_preset(path: str | Path, overrides: list[str] | None = None) -> LoadedP
         raise PresetError([f"{src}: TOML nested too deeply"]) from None
     if not raw:
         raise PresetError([f"{src}: empty preset (no keys); a preset needs at least a [task] or [train] table"])
-    return validate_preset_data(raw, src, overrides, path=path)
+    loaded = validate_preset_data(raw, src, overrides, path=path)
+    loaded.file_raw = raw
+    return loaded
 
 
 def validate_preset_data(
@@ -787,7 +825,7 @@ def validate_preset_data(
         if key in ("seed", "seeds"):
             errors.append(f"{src}: sweep.{key}: use the top-level 'seeds' list")
             continue
-        if not _get_section_model(key.split("."), base) or key.split(".")[0] in ("name", "description"):
+        if not _get_section_model(key.split("."), base) or key.split(".")[0] in ("name", "description", "tags"):
             errors.append(f"{src}: sweep.{key}: no such key")
             continue
         if not values:
@@ -844,6 +882,7 @@ def expand(loaded: LoadedPreset) -> list[RunSpec]:
     if not base.get("name"):
         base["name"] = loaded.name
     specs = []
+    edited = edited_keys(loaded)
     for combo in _combos(loaded.preset.sweep):
         for seed in loaded.preset.seeds:
             point = _deepcopy(base)
@@ -853,8 +892,35 @@ def expand(loaded: LoadedPreset) -> list[RunSpec]:
             cfg = RunConfig.model_validate(point)
             swept = dict(combo)
             swept["seed"] = seed
-            specs.append(RunSpec(preset=loaded.name, preset_path=str(loaded.path), config=cfg, swept=swept))
+            specs.append(RunSpec(preset=loaded.name, preset_path=str(loaded.path), config=cfg, swept=swept,
+                                 edited=dict(edited)))
     return specs
+
+
+_NOT_EDITS = ("sweep", "seeds", "seed", "name", "description", "tags")
+
+
+def edited_keys(loaded: LoadedPreset) -> dict[str, Any]:
+    """Dotted keys whose value differs from the preset file's (set by ``--set`` or edited in the console's form),
+    in file order; {} when the file cannot be read (a preset built in memory)."""
+    base = loaded.file_raw
+    if base is None:
+        try:
+            base = tomllib.loads(Path(loaded.path).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
+            return {}
+    old = flatten({k: v for k, v in base.items() if k not in _NOT_EDITS and isinstance(k, str)})
+    new = flatten({k: v for k, v in loaded.raw.items() if k not in _NOT_EDITS and isinstance(k, str)})
+    return {k: v for k, v in new.items() if k not in old or not _same_value(old[k], v)}
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    """1e-3 and 0.001 are the same value; true and 1 are not."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    return a == b
+
+
 
 
 def config_from_json(data: dict) -> RunConfig:

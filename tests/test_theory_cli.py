@@ -280,3 +280,22 @@ def test_fig9_preset_has_toy_and_ode_runs():
     toy = next(s.config for s in specs if s.config.model.kind == "toy")
     assert (toy.task.d, toy.task.T, toy.train.batch_size, toy.train.lr, toy.train.optimizer) == (256, 256, 32, 1.0,
                                                                                                 "sgd")
+
+
+def test_bare_fit_on_a_store_of_several_presets_names_them(synth_store, tmp_path):
+    """Issue 12: `sparse-tui fit` with no arguments on a mixed store said "variable 'd' missing in row 0" with no
+    hint; now the one-line error names the presets and the flag, and --preset still fits."""
+    other = tmp_path / "recall.toml"
+    other.write_text('name = "recall-mix"\n[task]\nkind = "recall"\nn_tokens = 8\nn_pairs = 2\n'
+                     '[model]\nkind = "transformer"\nn_layers = 2\nd_model = 16\n[train]\nsteps = 100\n')
+    store = RunStore(synth_store)
+    _, ids = store.create_runs(expand(load_preset(other)))
+    store.finish(ids[0], "finished", plateau_step=40.0, step=100, summary={"final": {"test/loss": 0.1}})
+    store.close()
+    msg = one_line_error(invoke("fit", "--runs-dir", str(synth_store)))
+    assert "missing" in msg and "2 presets (recall-mix, synth)" in msg and "--preset NAME" in msg
+    r = invoke("fit", "--runs-dir", str(synth_store), "--preset", "synth", "--vars", "d,T,B", "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["fit"]["n"] == 44
+    # one preset: the error stays as it was (no hint about presets)
+    msg = one_line_error(invoke("fit", "--runs-dir", str(synth_store), "--preset", "recall-mix"))
+    assert "presets" not in msg
