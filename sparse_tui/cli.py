@@ -456,7 +456,7 @@ def runs(
     store = _open_store(runs_dir)
     recs = store.runs(status=status, preset=preset)
     _store_warnings(store)
-    if tag:
+    if isinstance(tag, (list, tuple)) and tag:  # (called as a function, the default is typer's OptionInfo)
         recs = [r for r in recs if set(tag) <= set((r.config or {}).get("tags") or [])]
     if limit:
         recs = recs[:limit]
