@@ -305,8 +305,8 @@ class SparseTuiApp(Guarded, App[int]):
             ("Launch the preset in the form", "ctrl+l: record its runs and start them", "presets", "launch"),
             ("Save the preset", "ctrl+s", "presets", "save"),
             ("Diff of the unsaved preset edits", "ctrl+d", "presets", "diff"),
-            ("Compare two runs", "the two marked runs (or the current one and the next): config diff and curves",
-             "runs", "compare"),
+            ("Compare two runs", "x: the two marked runs (or the current one and the next): config diff, then "
+             "their curves", "runs", "compare"),
             ("Export runs", "e: CSV / JSON lines / Parquet, run table or per-step metrics", "runs", "export"),
             ("Cancel runs", "c: the marked (or current) queued / running runs", "runs", "cancel"),
             ("Resume runs", "u: the marked (or current) failed / interrupted / queued runs, from their checkpoint",
@@ -559,6 +559,29 @@ class SparseTuiApp(Guarded, App[int]):
         where = "; ".join(f"batch {b} pid {pid}" for b, _, pid in started)
         self.post_message(Done(f"resuming {n} run(s) from their last checkpoint: {where}", switch_to="runs",
                                run_ids=[rid for _, r, _ in started for rid in r]))
+
+    @on(RunsPanel.CompareRequested)
+    def _compare_requested(self, msg: RunsPanel.CompareRequested) -> None:
+        """``x`` in Runs (or the palette): the config keys two runs differ in; Enter there overlays their curves,
+        each labelled by its run name."""
+        from sparse_tui.tui import render
+        from sparse_tui.tui.screens.compare import CompareScreen
+
+        recs = {r.run_id: r for r in self.records}
+        pair = [recs[r] for r in msg.run_ids if r in recs]
+        if len(pair) != 2:
+            self.notify("compare needs two runs: mark two (space), or put the cursor on a run with one below it",
+                        severity="warning", markup=False)
+            return
+        a, b = pair
+
+        def done(overlay: bool | None) -> None:
+            if overlay:
+                self.query_one(RunsPanel).set_marked([a.run_id, b.run_id])
+                self.show_panel("curves")
+
+        self.push_screen(CompareScreen((render.run_name(a), render.run_name(b)), (a.run_id, b.run_id),
+                                       render.config_diff(a, b)), done)
 
     def delete_runs(self, ids: list[str]) -> None:
         if not ids:

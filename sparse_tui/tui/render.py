@@ -39,6 +39,32 @@ def run_tags(rec: RunRecord) -> list[str]:
     return [str(t) for t in tags] if isinstance(tags, list) else []
 
 
+def _flat(d: Any, prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if isinstance(d, dict):
+        for k, v in d.items():
+            if isinstance(v, dict):
+                out.update(_flat(v, f"{prefix}{k}."))
+            else:
+                out[f"{prefix}{k}"] = v
+    return out
+
+
+def config_diff(a: RunRecord, b: RunRecord) -> list[tuple[str, str, str]]:
+    """The config keys two runs differ in, as (dotted key, value of a, value of b), in a's key order then b's; a key
+    one of them lacks shows "-". What the compare view lists (with the preset when that differs)."""
+    fa, fb = _flat(a.config or {}), _flat(b.config or {})
+    rows = []
+    if a.preset != b.preset:
+        rows.append(("preset", a.preset, b.preset))
+    for k in dict.fromkeys([*fa, *fb]):
+        va, vb = fa.get(k, "-"), fb.get(k, "-")
+        if k in ("name", "description") or va == vb:
+            continue
+        rows.append((k, str(va), str(vb)))
+    return rows
+
+
 def fmt_num(v: Any, spec: str = ".3g") -> str:
     if v is None:
         return "-"

@@ -41,6 +41,7 @@ class RunsPanel(Guarded, Vertical):
         Binding("slash", "filter", "Filter"),
         Binding("c", "cancel", "Cancel run"),
         Binding("u", "resume", "Resume"),
+        Binding("x", "compare", "Compare", show=False),
         Binding("d,delete", "delete", "Delete"),
         Binding("e", "export", "Export"),
         Binding("f", "fit", "Fit", show=False),
@@ -54,6 +55,13 @@ class RunsPanel(Guarded, Vertical):
     RunsPanel #runs-summary { height: 1; color: $text-muted; }
     RunsPanel #run-detail { height: 2; color: $text-muted; }
     """
+
+    class CompareRequested(Message):
+        """``x``: compare two runs (config differences, then their curves overlaid)."""
+
+        def __init__(self, run_ids: list[str]) -> None:
+            super().__init__()
+            self.run_ids = run_ids
 
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
@@ -273,6 +281,24 @@ class RunsPanel(Guarded, Vertical):
 
     def action_resume(self) -> None:
         self.post_message(self.ResumeRequested(self.chosen()))
+
+    def action_compare(self) -> None:
+        """The two marked runs; with one marked, it and the current run; else the current run and the next."""
+        cur = self.current_run()
+        if len(self.marked) >= 2:
+            pair = self.marked[:2]
+        elif self.marked and cur and cur != self.marked[0]:
+            pair = [self.marked[0], cur]
+        elif cur and cur in self.shown and self.shown.index(cur) + 1 < len(self.shown):
+            pair = [cur, self.shown[self.shown.index(cur) + 1]]
+        else:
+            pair = [cur] if cur else []
+        self.post_message(self.CompareRequested(pair))
+
+    def set_marked(self, ids: list[str]) -> None:
+        self.marked = list(ids)
+        self.render_rows()
+        self.app.set_marked(self.marked)
 
     def action_delete(self) -> None:
         self.app.delete_runs(self.chosen())

@@ -1,0 +1,86 @@
+"""The compare view (issue 12: "a compare view shows two runs' config differences and overlays their curves,
+labelled by name"): ``x`` in Runs and the palette's "Compare two runs"."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sparse_tui.store import RunStore
+from sparse_tui.tui import render
+from sparse_tui.tui.widgets.curves import CurvesPanel
+from sparse_tui.tui.widgets.run_table import RunsPanel
+
+from .conftest import make, run_async, wait_for
+
+
+def test_config_diff_lists_only_the_differing_keys(synthetic: Path):
+    store = RunStore(synthetic)
+    a, b = store.get("0000000c"), store.get("0000000d")  # recall-lr: lr 0.01 vs 0.001, same otherwise
+    assert render.config_diff(a, b) == [("train.lr", "0.01", "0.001")]
+    lin = store.get("00000002")  # another preset: the preset and the task differ
+    rows = dict((k, (x, y)) for k, x, y in render.config_diff(a, lin))
+    assert rows["preset"] == ("recall-lr", "toy-sweep") and rows["task.kind"] == ("recall", "linreg")
+    assert render.config_diff(a, a) == []
+
+
+@run_async
+async def test_x_compares_two_marked_runs_then_overlays_their_curves(synthetic: Path, presets_dir: Path):
+    app = make(synthetic, presets_dir)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.updates >= 1)
+        await pilot.press("2")
+        await pilot.pause(0.2)
+        panel = app.query_one(RunsPanel)
+        for rid in ("0000000c", "0000000d"):
+            panel.table.move_cursor(row=panel.shown.index(rid), animate=False)
+            await pilot.pause(0.1)
+            await pilot.press("space")
+        await pilot.pause(0.2)
+        assert panel.marked == ["0000000c", "0000000d"]
+        await pilot.press("x")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "CompareScreen", 5)
+        from rich.console import Console
+
+        con = Console(width=160, record=True, file=open("/dev/null", "w"))
+        con.print(app.screen.body)
+        text = con.export_text()
+        assert "train.lr" in text and "0.01" in text and "0.001" in text
+        assert "recall-lr lr=0.01 seed=0" in text and "recall-lr lr=0.001 seed=0" in text
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.query_one("#panels").active == "tab-curves", 5)
+        curves = app.query_one(CurvesPanel)
+        await wait_for(pilot, lambda: set(app.view_ids()) == {"0000000c", "0000000d"}, 5)
+        await wait_for(pilot, lambda: getattr(curves, "data", None) is not None
+                       and set(curves.data.labels.values()) == {"recall-lr lr=0.01 seed=0",
+                                                                 "recall-lr lr=0.001 seed=0"}, 10)
+        # one run only (nothing marked, cursor on the last row): refused with a notification
+        await pilot.press("2")
+        await pilot.pause(0.2)
+        await pilot.press("a")  # two marked: a unmarks them
+        await pilot.pause(0.2)
+        assert panel.marked == []
+        panel.table.move_cursor(row=len(panel.shown) - 1, animate=False)
+        await pilot.pause(0.2)
+        await pilot.press("x")
+        await pilot.pause(0.3)
+        assert type(app.screen).__name__ != "CompareScreen"
+        assert any("compare needs two runs" in n.message for n in app._notifications)
+    assert app.errors == []
+
+
+@run_async
+async def test_palette_entry_points_to_a_real_action(synthetic: Path, presets_dir: Path):
+    """Every "panel action" of the command palette exists on its panel (none points to a missing action)."""
+    app = make(synthetic, presets_dir)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.updates >= 1)
+        cmds = list(app.get_system_commands(app.screen))
+        for c in cmds:
+            cb = c.callback
+            args = getattr(cb, "args", ())
+            if getattr(cb, "func", None) == app._panel_action:
+                pid, action = args
+                panel = app.query_one(f"#{pid}")
+                assert hasattr(panel, f"action_{action}"), (c.title, pid, action)
+        assert any(c.title == "Compare two runs" for c in cmds)
+    assert app.errors == []
