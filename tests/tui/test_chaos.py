@@ -81,6 +81,8 @@ def chaos_dirs(tmp_path: Path, monkeypatch) -> tuple[Path, Path, str]:
         return batch_id, ids, 0
 
     monkeypatch.setattr(runner, "start_detached", fake_start)
+    # u (resume) on the failed run re-queues it for real; no coordinator process is started
+    monkeypatch.setattr(runner, "detach", lambda store, batch_id, **kw: 0)
     return runs, presets, lid
 
 
