@@ -14,19 +14,16 @@ precision and CUDA-graph mode. Toy models (paper Eq. 2) stack only with toy mode
 
 from __future__ import annotations
 
+from sparse_tui.resources import dims
+
 # Model fields that may differ inside one stack: initial values, and (Transformers) the padded widths.
 _PER_MODEL_MODEL_FIELDS = ("init_std", "init", "init_scale", "pos_init_std")
 _PADDED_MODEL_FIELDS = ("d_model", "d_qk", "mlp_factor")
 
 
-def task_dims(cfg) -> dict:
-    """Shapes the task gives the model, from the config alone (no task is built)."""
-    t = cfg.task
-    if t.kind == "recall":
-        return {"seq_len": 2 * t.n_pairs + 1, "vocab": t.n_tokens, "in_dim": None, "out_dim": t.n_tokens}
-    if t.kind == "nearest":
-        return {"seq_len": t.context, "vocab": t.vocab, "in_dim": None, "out_dim": t.vocab}
-    return {"seq_len": t.T, "vocab": None, "in_dim": t.d + int(t.indicator), "out_dim": t.d}
+# Shapes the task gives the model, from the config alone (no task is built): one definition, shared with the
+# resource estimate.
+task_dims = dims
 
 
 def group_key(cfg) -> tuple | None:
