@@ -354,6 +354,13 @@ class PlateauConfig(_Section):
         ),
     )
     value: float = Field(0.2, description="Threshold value.")
+    stop_after: int = Field(
+        -1,
+        ge=-1,
+        description="End a run this many steps after its plateau is crossed (checked at evaluations; the run is "
+        "recorded finished at that step); -1 = train every step. Saves most of a scaling grid's time: the short "
+        "plateaus stop early instead of running as long as the longest.",
+    )
 
 
 MAX_TAGS = 16

@@ -167,3 +167,30 @@ def test_flush_denormal_is_on_while_a_cpu_run_trains_and_restored_after():
         assert denormals_flushed() == before
         assert seen[-3:] == [flush] * 3
     torch.set_flush_denormal(False)
+
+
+def test_plateau_stop_after_ends_a_run_after_its_plateau_and_spares_its_stack_mates():
+    """plateau.stop_after = K: a run ends (finished) at the first evaluation K or more steps after its plateau;
+    a run in the same stack that has not crossed trains on, with the curve it has alone."""
+    from sparse_tui.training.loop import train_stack
+
+    base = cfg_of(LINREG_TOY)
+    assert base.plateau.stop_after == -1  # default: every step
+    crossing = cfg_of(LINREG_TOY, ["plateau.stop_after=100"])
+    never = cfg_of(LINREG_TOY, ["plateau.stop_after=100", "plateau.mode=below", "plateau.value=0.0"])
+    full = train_run(base)
+    alone_logs, alone_never = [], []
+    stopped = train_run(crossing, logger=RunLogger(on_eval=lambda s, v: "test/loss" in v and alone_logs.append(s)))
+    train_run(never, logger=RunLogger(on_eval=lambda s, v: "test/loss" in v and alone_never.append((s, v["test/loss"]))))
+    p = full.plateau_step
+    assert p is not None and stopped.plateau_step == p
+    assert stopped.status == "finished" and stopped.step == p + 100 < 400  # evaluations every 50 steps
+    assert stopped.summary["steps_done"] == p + 100 and "plateau.stop_after" in stopped.reason
+    assert alone_logs[-1] == p + 100
+    # in one stack: the crossing run stops, the other trains all 400 steps with the same curve as alone
+    logs = {0: [], 1: []}
+    loggers = [RunLogger(on_eval=lambda s, v, i=i: "test/loss" in v and logs[i].append((s, v["test/loss"]))) for i in (0, 1)]
+    res = train_stack([crossing, never], loggers=loggers)
+    assert res[0].step == p + 100 and res[1].step == 400 and res[1].plateau_step is None
+    assert [s for s, _ in logs[1]] == [s for s, _ in alone_never]
+    assert [v for _, v in logs[1]] == pytest.approx([v for _, v in alone_never], rel=1e-5)

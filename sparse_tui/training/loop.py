@@ -431,6 +431,11 @@ def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_m
             if mb.result is None:
                 mb.last = do_eval(mb, step, loss_host)
                 loss_sum[mb.index] = 0.0
+                after = mb.cfg.plateau.stop_after
+                if after >= 0 and mb.det.step is not None and step - mb.det.step >= after and mb in live:
+                    end(mb, "finished", step,
+                        f"stopped at step {step}, {step - mb.det.step} steps after its plateau (plateau.stop_after)")
+                    live.remove(mb)
         # train/loss between evaluations: the mean over the last eval.train_every steps (one host sync then)
         logging = [mb for mb in live if mb.result is None and step % mb.cfg.eval.train_every == 0
                    and mb not in evaluating and mb.n_since]
