@@ -90,6 +90,15 @@ RunsDirOpt = typer.Option(
     show_default=False,
 )
 
+ExecutorOpt = typer.Option(
+    "local", "--executor", help="Where the stacks train: local (this machine) or ray (a Ray cluster: docs/CLUSTER.md)."
+)
+RayAddressOpt = typer.Option(
+    None, "--ray-address", help="With --executor ray: auto (the cluster 'ray start' runs here; default), local (a "
+    "private Ray on this machine) or HOST:PORT of the head.", show_default=False,
+)
+
+
 
 def _runs_dir(value: Optional[Path]) -> Path:
     from sparse_tui.store import default_runs_dir
@@ -191,8 +200,11 @@ def run(
     ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Validate and list the runs, train nothing."),
     tag: List[str] = typer.Option([], "--tag", help="Add a tag to every run (repeatable; after the preset's tags)."),
+    executor: str = ExecutorOpt,
+    ray_address: Optional[str] = RayAddressOpt,
 ) -> None:
     """Run every run of a preset (sweep x seeds), recording them in the run store."""
+    _executor_flags(executor, ray_address)
     overrides = list(set_)
     if tag:
         from sparse_tui.presets import tag_problem
@@ -219,10 +231,11 @@ def run(
     from sparse_tui.presets import expand
 
     specs = expand(loaded)
-    try:
-        runner.preflight(specs, device, preset.name)
-    except runner.PreflightError as e:
-        raise fail(str(e)) from None
+    if executor == "local" or dry_run:
+        try:
+            runner.preflight(specs, device, preset.name)
+        except runner.PreflightError as e:
+            raise fail(str(e)) from None
     if dry_run:
         t = Table(title=_esc(f"{loaded.name}: {len(specs)} run(s)"))
         for col in ("#", "run", "task", "model", "steps", "device"):
@@ -233,25 +246,79 @@ def run(
         out.print(t)
         raise typer.Exit(0)
 
+    # The cluster is checked before the store is opened: nothing is written when it is unreachable.
+    ex = _connect_executor(executor, ray_address, specs, device, check_only=detach)
     store = _open_store(runs_dir, create=True)
     if detach:
         batch_id, ids, pid = runner.start_detached(
-            store, specs, schedule=schedule, workers=n_workers or None, device=device
+            store, specs, schedule=schedule, workers=n_workers or None, device=device, executor=executor,
+            ray_address=ray_address,
         )
         out.print(f"batch {batch_id}: {len(ids)} run(s) started in the background (pid {pid})")
         out.print(f"log: {runner.log_path(store, batch_id)} (its first line is the schedule the coordinator chose)")
         raise typer.Exit(0)
-    workers, group = runner.plan_batch(specs, schedule, n_workers, device, say=_say)
+    workers, group = _plan(ex, specs, schedule, n_workers, device)
     batch_id, ids = store.create_runs(specs)  # this process is the batch's coordinator
-    _train_batch(store, batch_id, workers, device, group, only=ids)
+    _train_batch(store, batch_id, workers, device, group, only=ids, executor=ex)
 
 
 def _say(line: str) -> None:
     err.print(line, markup=False)
 
 
+def _executor_flags(executor: str, ray_address: Optional[str]) -> None:
+    """``--executor`` / ``--ray-address`` values (exit 2, one line); nothing is imported yet."""
+    from sparse_tui.executors import EXECUTORS
+
+    if executor not in EXECUTORS:
+        raise fail(f"--executor: must be one of {', '.join(EXECUTORS)}, got {executor!r}")
+    if ray_address is not None and executor != "ray":
+        raise fail("--ray-address: only with --executor ray")
+    if ray_address is not None:
+        from sparse_tui.executors import ExecutorError
+        from sparse_tui.executors.ray_executor import parse_address
+
+        try:
+            parse_address(ray_address)
+        except ExecutorError as e:
+            raise fail(str(e)) from None
+
+
+def _connect_executor(executor: str, ray_address: Optional[str], specs: list, device: Optional[str],
+                      check_only: bool = False):
+    """None for local; for ray, the connected executor after its checks (exit 2, one line, before any write).
+    ``check_only`` with ``--ray-address local`` (a detached batch starts its private Ray itself): Ray's install
+    only."""
+    from sparse_tui.executors import ExecutorError, make_executor
+
+    try:
+        if check_only and executor == "ray" and ray_address == "local":
+            from sparse_tui.executors.ray_executor import _import_ray
+
+            _import_ray()
+            return None
+        ex = make_executor(executor, ray_address)
+        if ex is not None:
+            ex.preflight(specs, device)
+    except ExecutorError as e:
+        raise fail(str(e)) from None
+    return ex
+
+
+def _plan(ex, specs: list, schedule: str, n_workers: int, device: Optional[str]) -> tuple[int, int]:
+    """(workers, runs per stack): the sweep scheduler's plan here, or the Ray executor's on its cluster."""
+    from sparse_tui import runner
+
+    if ex is None:
+        return runner.plan_batch(specs, schedule, n_workers, device, say=_say)
+    group = ex.plan(specs, schedule, device)
+    _say(f"{ex.describe()}: stacks of up to {group} run(s), "
+         f"{n_workers or 'as many as the cluster has room for'} at once")
+    return n_workers, group
+
+
 def _train_batch(store, batch_id: str, workers: int, device: Optional[str], group: int = 1,
-                 only: Optional[list] = None) -> None:
+                 only: Optional[list] = None, executor=None) -> None:
     """Coordinate a batch here (``runner.coordinate``) with progress on stderr, then print the summary of its runs
     (``only``: those of them) and exit with the batch's exit code."""
     from sparse_tui import runner
@@ -261,10 +328,12 @@ def _train_batch(store, batch_id: str, workers: int, device: Optional[str], grou
     runner.install_signal_handlers(flag)
     n = len(store.runs(batch_id=batch_id, status="queued", reap=False))
     stacks = f", stacks of up to {group} run(s)" if group > 1 else ""
-    err.print(f"batch {batch_id}: {n} run(s), {workers} worker(s){stacks}, store {_esc(store.path)}", markup=False)
+    where = f"{workers} worker(s)" if executor is None else f"Ray executor ({executor.address})"
+    err.print(f"batch {batch_id}: {n} run(s), {where}{stacks}, store {_esc(store.path)}", markup=False)
     try:
         with BatchProgress(store, batch_id, err):
-            runner.coordinate(store, batch_id, workers=workers, device=device, flag=flag, group=group)
+            runner.coordinate(store, batch_id, workers=workers, device=device, flag=flag, group=group,
+                              executor=executor)
     except KeyboardInterrupt:
         flag.status = flag.status or "interrupted"
         store.end_queued(batch_id, "interrupted", "never started")
@@ -334,18 +403,23 @@ def work(
     device: Optional[str] = typer.Option(None, "--device"),
     group: int = typer.Option(0, "--group", help="Stacks of up to this many same-shape runs (0: as planned)."),
     schedule: str = typer.Option("auto", "--schedule"),
+    executor: str = ExecutorOpt,
+    ray_address: Optional[str] = RayAddressOpt,
 ) -> None:
     """Coordinator of a detached batch (started by run --detach and by the console): plans when the runs start."""
     from sparse_tui import runner
 
+    _executor_flags(executor, ray_address)
     store = _open_store(runs_dir)
     store.set_coordinator(batch_id)
+    specs = runner.batch_specs(store, batch_id)
+    ex = _connect_executor(executor, ray_address, specs, device) if executor != "local" else None
     if workers == 0 or group == 0:
-        specs = runner.batch_specs(store, batch_id)
         if specs:
-            planned_workers, planned_group = runner.plan_batch(specs, schedule, workers, device, say=_say)
+            planned_workers, planned_group = _plan(ex, specs, schedule, workers, device)
             workers, group = planned_workers, group or planned_group
-    _train_batch(store, batch_id, max(1, workers), device, max(1, group))
+    _train_batch(store, batch_id, workers if ex is not None else max(1, workers), device, max(1, group),
+                 executor=ex)
 
 
 @app.command(hidden=True)
@@ -383,9 +457,12 @@ def resume(
     workers: str = typer.Option("auto", "--workers", help="Worker processes: a number, or auto."),
     schedule: str = typer.Option("auto", "--schedule", help="auto, sequential, processes or stacked."),
     detach: bool = typer.Option(False, "--detach", help="Continue in the background and return at once."),
+    executor: str = ExecutorOpt,
+    ray_address: Optional[str] = RayAddressOpt,
 ) -> None:
     """Continue the failed and interrupted runs (and runs left queued) of a batch, or one run, from their latest
     checkpoints, through the same launch path as 'run'."""
+    _executor_flags(executor, ray_address)
     from sparse_tui import runner
     from sparse_tui.presets import RunSpec, config_from_json
     from sparse_tui.store import StoreError
@@ -403,19 +480,22 @@ def resume(
         raise fail(str(e)) from None
     recs = [store.get(r) for r in ids]
     specs = [RunSpec(r.preset, r.preset_path or "", config_from_json(r.config), r.swept) for r in recs]
-    try:
-        runner.preflight(specs, device, recs[0].preset)
-    except runner.PreflightError as e:
-        raise fail(str(e)) from None
+    if executor == "local":
+        try:
+            runner.preflight(specs, device, recs[0].preset)
+        except runner.PreflightError as e:
+            raise fail(str(e)) from None
+    ex = _connect_executor(executor, ray_address, specs, device)
     if detach:
         runner.requeue_for_resume(store, batch_id, ids)
-        pid = runner.detach(store, batch_id, workers=n_workers, device=device, schedule=schedule)
+        pid = runner.detach(store, batch_id, workers=n_workers, device=device, schedule=schedule, executor=executor,
+                            ray_address=ray_address)
         out.print(f"batch {batch_id}: {len(ids)} run(s) resumed in the background (pid {pid})")
         out.print(f"log: {_esc(runner.log_path(store, batch_id))}")
         raise typer.Exit(0)
-    workers_n, group = runner.plan_batch(specs, schedule, n_workers, device, say=_say)
+    workers_n, group = _plan(ex, specs, schedule, n_workers, device)
     runner.requeue_for_resume(store, batch_id, ids)
-    _train_batch(store, batch_id, workers_n, device, group, only=ids)
+    _train_batch(store, batch_id, workers_n, device, group, only=ids, executor=ex)
 
 
 def _workers_flag(workers: str) -> int:

@@ -211,24 +211,41 @@ def work(
             _train_claimed(store, [rec], [config_from_json(rec.config)], dev, should_stop)
             n += 1
             continue
-        from sparse_tui.training.scheduler import MAX_GROUP, device_budget, group_size
-        from sparse_tui.training.stacked import group_key
+        from sparse_tui.training.scheduler import device_budget
 
         cfgs = {r.run_id: config_from_json(r.config) for r in queued}
-        key = group_key(cfgs[first.run_id])
-        ordered = sorted(queued, key=lambda r: r.position)
-        pick = [first.run_id] + [r.run_id for r in ordered if r.run_id != first.run_id and key is not None
-                                 and group_key(cfgs[r.run_id]) == key]
-        size = 1 if key is None else group_size([cfgs[i] for i in pick], device_budget(dev), group or MAX_GROUP)
-        recs = store.claim_runs(pick[:size], device=str(dev), versions=library_versions(dev))
+        pick = next_stack(queued, cfgs, group, device_budget(dev))
+        recs = store.claim_runs(pick, device=str(dev), versions=library_versions(dev))
         if recs:
             _train_claimed(store, recs, [cfgs[r.run_id] for r in recs], dev, should_stop)
             n += len(recs)
 
 
-def _train_claimed(store: RunStore, recs: list[RunRecord], cfgs: list, dev, should_stop) -> None:
+def next_stack(queued: list[RunRecord], cfgs: dict, group: int, budget: int | None) -> list[str]:
+    """The run ids of the next stack to train from the ``queued`` runs of a batch (``cfgs``: their configs by run
+    id): the first queued run and the following ones that share its ``grouping.group_key``, at most ``group``
+    and as many as fit ``budget`` bytes (None: no memory limit). The one stack-forming rule of every executor
+    (``work`` here, the Ray coordinator in executors/ray_executor.py)."""
+    from sparse_tui.training.grouping import group_key
+    from sparse_tui.training.scheduler import MAX_GROUP, group_size
+
+    ordered = sorted(queued, key=lambda r: r.position)
+    first = ordered[0].run_id
+    if group <= 1:
+        return [first]
+    key = group_key(cfgs[first])
+    pick = [first] + [r.run_id for r in ordered[1:] if key is not None and group_key(cfgs[r.run_id]) == key]
+    size = 1 if key is None else group_size([cfgs[i] for i in pick], budget, group or MAX_GROUP)
+    return pick[:size]
+
+
+def _train_claimed(store: RunStore, recs: list[RunRecord], cfgs: list, dev, should_stop,
+                   notes: list[str] | None = None) -> None:
     """Train claimed runs (one alone through ``trainer.train_run``, several stacked) and record how each ended.
-    A crash is recorded with its reason (a full disk as "disk full at step N"); Ctrl-C as interrupted."""
+    A crash is recorded with its reason (a full disk as "disk full at step N"); Ctrl-C as interrupted.
+
+    ``store`` is where the records go: the ``RunStore``, or a Ray worker's channel to it (executors/channel.py).
+    ``notes`` go into every run's summary (e.g. that a Ray retry resumed it)."""
     import torch
 
     from sparse_tui.training.trainer import RunLogger, train_run
@@ -243,11 +260,12 @@ def _train_claimed(store: RunStore, recs: list[RunRecord], cfgs: list, dev, shou
     _training_section(True)
     try:
         if len(recs) == 1:
-            finish(0, train_run(cfgs[0], device=dev, logger=RunLogger(store, recs[0].run_id), should_stop=should_stop))
+            finish(0, train_run(cfgs[0], device=dev, logger=RunLogger(store, recs[0].run_id), should_stop=should_stop,
+                                notes=notes))
         else:
             from sparse_tui.training.stacked import _train_group
 
-            _train_group(store, recs, cfgs, dev, should_stop)
+            _train_group(store, recs, cfgs, dev, should_stop, notes)
             done.update(range(len(recs)))
     except KeyboardInterrupt:
         _training_section(False)
@@ -311,10 +329,11 @@ def coordinate(
     flag: StopFlag | None = None,
     poll: Callable[[], None] | None = None,
     group: int = 1,
+    executor=None,
 ) -> None:
     """Record this process as ``batch_id``'s coordinator and train every queued run of it (``run_batch``)."""
     store.set_coordinator(batch_id)
-    run_batch(store, batch_id, workers=workers, device=device, flag=flag, poll=poll, group=group)
+    run_batch(store, batch_id, workers=workers, device=device, flag=flag, poll=poll, group=group, executor=executor)
 
 
 def worker_command(
@@ -339,12 +358,17 @@ def run_batch(
     flag: StopFlag | None = None,
     poll: Callable[[], None] | None = None,
     group: int = 1,
+    executor=None,
 ) -> None:
     """Train every queued run of a batch, in-process or with ``workers`` worker processes (stacks of up to
-    ``group`` same-shape runs each)."""
+    ``group`` same-shape runs each), or, given an ``executor`` (executors/: the Ray cluster), through it: it
+    forms the stacks with ``next_stack``, trains them elsewhere with the same training loop, and this process
+    alone writes the store."""
     flag = flag or StopFlag()
     try:
-        if workers <= 1:
+        if executor is not None:
+            executor.run_batch(store, batch_id, workers=workers, device=device, flag=flag, poll=poll, group=group)
+        elif workers <= 1:
             work(store, batch_id, device=device, should_stop=flag, group=group)
         else:
             _run_with_workers(store, batch_id, workers=workers, device=device, flag=flag, poll=poll, group=group)
@@ -411,11 +435,12 @@ def _run_with_workers(
 
 def detach(
     store: RunStore, batch_id: str, *, workers: int = 0, device: str | None = None, group: int = 0,
-    schedule: str = "auto",
+    schedule: str = "auto", executor: str = "local", ray_address: str | None = None,
 ) -> int:
     """Start ``python -m sparse_tui work BATCH`` in its own session, logging to RUNS_DIR/logs/BATCH.log.
 
     ``workers`` / ``group`` 0: the coordinator asks the sweep scheduler (``schedule``) when the runs start.
+    ``executor`` ``ray``: the coordinator trains the stacks on the Ray cluster at ``ray_address``.
     Returns the coordinator's pid. The process survives the caller (TUI quit, SSH hangup)."""
     logs = store.runs_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -423,6 +448,8 @@ def detach(
     cmd += ["--workers", str(workers), "--group", str(group), "--schedule", schedule]
     if device:
         cmd += ["--device", device]
+    if executor != "local":
+        cmd += ["--executor", executor] + (["--ray-address", ray_address] if ray_address else [])
     log = open(logs / f"{batch_id}.log", "ab")
     proc = subprocess.Popen(
         cmd,
@@ -445,10 +472,13 @@ def start_detached(
     schedule: str = "auto",
     workers: int | None = None,
     device: str | None = None,
+    executor: str = "local",
+    ray_address: str | None = None,
 ) -> tuple[str, list[str], int]:
     """Record ``specs`` as a new batch and start it in the background; the coordinator asks the sweep scheduler
     for the plan when the runs start (it may time a few training steps: ``scheduler.plan``), and writes it as
-    the first line of the batch's log.
+    the first line of the batch's log. ``executor`` ``ray``: the caller has checked the cluster
+    (``executors.make_executor``) before calling.
 
     The one launch path of ``sparse-tui run --detach`` and of the console. Returns (batch_id, run_ids, pid)."""
     from sparse_tui.training.scheduler import SCHEDULES
@@ -456,7 +486,8 @@ def start_detached(
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
     batch_id, ids = store.create_runs(specs)
-    pid = detach(store, batch_id, workers=workers or 0, device=device, schedule=schedule)
+    pid = detach(store, batch_id, workers=workers or 0, device=device, schedule=schedule, executor=executor,
+                 ray_address=ray_address)
     return batch_id, ids, pid
 
 

@@ -30,7 +30,7 @@ def test_help_is_light():
         "import sys; from sparse_tui.cli import app; import typer.testing as t;"
         "r = t.CliRunner().invoke(app, ['--help']); assert r.exit_code == 0, r.output;"
         "assert 'run' in r.output and 'export' in r.output;"
-        "heavy = [m for m in ('torch', 'textual') if m in sys.modules]; assert not heavy, heavy"
+        "heavy = [m for m in ('torch', 'textual', 'ray') if m in sys.modules]; assert not heavy, heavy"
     )
     subprocess.run([sys.executable, "-c", code], check=True, env=ENV, timeout=60)
     r = cli("--help")

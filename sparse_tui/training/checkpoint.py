@@ -16,6 +16,12 @@ metrics are bit-identical to a run that was never interrupted (tests/test_resume
 stack that wrote them (the same runs in the same order); a run resumed in another company starts from step 0.
 A checkpoint is removed when every run of its stack ended for good (finished, diverged, cancelled); failed and
 interrupted runs keep theirs.
+
+Where a checkpoint is kept is the run store's business, not the loop's: ``checkpoint_files(store, run_ids)`` asks
+the records' sink (training/runlog.py) for its ``checkpoint_files`` and falls back to ``CheckpointFiles``, the
+file in RUNS_DIR/checkpoints. A Ray worker's sink (executors/channel.py) keeps nothing on its node: it sends each
+checkpoint to the coordinator, which writes it with ``CheckpointFiles`` into the head's store, and it starts from
+the checkpoint bytes the coordinator read there (docs/CLUSTER.md).
 """
 
 from __future__ import annotations
@@ -47,6 +53,68 @@ def has_checkpoint(runs_dir: Path, run_id: str) -> int | None:
         return None
 
 
+class CheckpointFiles:
+    """The checkpoint of one stack (``run_ids``, in order) in ``RUNS_DIR/checkpoints``: the latest only, written to
+    a temporary file and renamed, with its step in a small header file beside it (``has_checkpoint``)."""
+
+    def __init__(self, runs_dir: Path, run_ids: list[str]):
+        self.runs_dir, self.run_ids = Path(runs_dir), list(run_ids)
+        self.path = checkpoint_path(self.runs_dir, self.run_ids)
+
+    def write(self, state, step: int) -> None:
+        """Save ``state`` (a dict, or the bytes of a ``torch.save`` of one: what a Ray worker sends). Raises
+        OSError (a full disk) with the temporary file removed and the previous checkpoint intact."""
+        import torch
+
+        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(state, (bytes, bytearray)):
+                tmp.write_bytes(state)
+            else:
+                torch.save(state, tmp)
+            os.replace(tmp, self.path)  # atomic: the previous checkpoint or this one, never half
+            self.path.with_suffix(".step").write_text(f"{step}\n")
+        except OSError:
+            try:
+                tmp.unlink()
+            except OSError:
+                pass
+            raise
+
+    def read_bytes(self) -> bytes | None:
+        """The checkpoint file's bytes (what the Ray coordinator hands a worker), None when there is none."""
+        try:
+            return self.path.read_bytes()
+        except OSError:
+            return None
+
+    def load(self, device):
+        """The saved state, None when there is none; raises whatever ``torch.load`` raises on a damaged file."""
+        import torch
+
+        if not self.path.exists():
+            return None
+        return torch.load(self.path, map_location=device, weights_only=False)
+
+    def remove(self) -> None:
+        for p in (self.path, self.path.with_suffix(".step")):
+            try:
+                p.unlink()
+            except OSError:
+                pass
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+
+def checkpoint_files(store, run_ids: list[str]):
+    """Where the checkpoint of the stack ``run_ids`` lives for records going to ``store`` (a ``RunStore`` or a
+    sink with its own ``checkpoint_files``: executors/channel.py)."""
+    own = getattr(store, "checkpoint_files", None)
+    return own(run_ids) if own is not None else CheckpointFiles(store.runs_dir, run_ids)
+
+
 def _generators(task) -> dict:
     import torch
 
@@ -54,11 +122,11 @@ def _generators(task) -> dict:
 
 
 class Checkpointer:
-    """Saves and restores the state of one stack (``loop.Prepared``) for the runs ``run_ids`` in ``runs_dir``."""
+    """Saves and restores the state of one stack (``loop.Prepared``) for the runs ``run_ids`` in ``files``
+    (``CheckpointFiles`` or a Ray worker's channel to the head)."""
 
-    def __init__(self, runs_dir: Path, run_ids: list[str], every: int):
-        self.runs_dir, self.run_ids, self.every = Path(runs_dir), list(run_ids), every
-        self.path = checkpoint_path(self.runs_dir, self.run_ids)
+    def __init__(self, files, run_ids: list[str], every: int):
+        self.files, self.run_ids, self.every = files, list(run_ids), every
         self.last_save = self.started = time.monotonic()
         self.wall_before = 0.0  # seconds trained before this process resumed the runs
         self.warned = False
@@ -70,7 +138,8 @@ class Checkpointer:
         every = min(mb.cfg.train.checkpoint_every for mb in members)
         if len(stores) != 1 or None in stores or every <= 0:
             return None
-        return cls(next(iter(stores)).runs_dir, [mb.logger.run_id for mb in members], every)
+        run_ids = [mb.logger.run_id for mb in members]
+        return cls(checkpoint_files(next(iter(stores)), run_ids), run_ids, every)
 
     # -- saving ------------------------------------------------------------------------------------------------
     def maybe_save(self, step: int, prep, live, now: bool = False) -> None:
@@ -104,21 +173,13 @@ class Checkpointer:
             ],
             "wall": self.wall_before + time.monotonic() - self.started,
         }
-        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            torch.save(state, tmp)
-            os.replace(tmp, self.path)  # atomic: the previous checkpoint or this one, never half
-            self.path.with_suffix(".step").write_text(f"{step}\n")
+            self.files.write(state, step)
             self.last_save = time.monotonic()
         except OSError as e:  # a full disk: training goes on (the store records the reason when it fails too)
-            try:
-                tmp.unlink()
-            except OSError:
-                pass
             if not self.warned:
                 self.warned = True
-                print(f"sparse-tui: cannot write checkpoint {self.path}: {e.strerror or e}", file=sys.stderr,
+                print(f"sparse-tui: cannot write checkpoint {self.files}: {e.strerror or e}", file=sys.stderr,
                       flush=True)
 
     # -- restoring ---------------------------------------------------------------------------------------------
@@ -127,13 +188,13 @@ class Checkpointer:
         live members); (0, all members) when there is none, or it belongs to other runs or another format."""
         import torch
 
-        if not self.path.exists():
-            return 0, list(prep.members)
         try:
-            state = torch.load(self.path, map_location=prep.device, weights_only=False)
+            state = self.files.load(prep.device)
         except Exception as e:  # noqa: BLE001 - a damaged checkpoint: start over, say so
-            print(f"sparse-tui: ignoring damaged checkpoint {self.path}: {type(e).__name__}: {e}", file=sys.stderr,
+            print(f"sparse-tui: ignoring damaged checkpoint {self.files}: {type(e).__name__}: {e}", file=sys.stderr,
                   flush=True)
+            return 0, list(prep.members)
+        if state is None:
             return 0, list(prep.members)
         if state.get("format") != FORMAT or state.get("run_ids") != self.run_ids:
             return 0, list(prep.members)
@@ -157,11 +218,7 @@ class Checkpointer:
     def finished(self, members) -> None:
         """Remove the checkpoint once every run of the stack ended for good (nothing left to resume)."""
         if all(mb.result is not None and mb.result.status in ("finished", "diverged", "cancelled") for mb in members):
-            for p in (self.path, self.path.with_suffix(".step")):
-                try:
-                    p.unlink()
-                except OSError:
-                    pass
+            self.files.remove()
 
 
 def _optimizer_state(opt) -> dict:

@@ -1,0 +1,26 @@
+"""Executors: where the stacks of a batch are trained. ``local`` (the default) is this machine, in-process or with
+worker processes (runner.py); ``ray`` is a Ray cluster (executors/ray_executor.py; docs/CLUSTER.md).
+
+Whatever the executor, the coordinator plans the stacks (``runner.next_stack``), every stack is trained by the one
+training loop (training/loop.py) through ``runner._train_claimed``, and the coordinator's process alone writes the
+run store on its machine. Nothing here imports Ray, torch or Textual: ``ray`` is imported when a Ray executor is
+made (``sparse-tui --help`` stays light; tests/test_cli.py).
+"""
+
+from __future__ import annotations
+
+from sparse_tui.executors.errors import EXECUTORS, INSTALL_HINT, ExecutorError  # noqa: F401  (the package's API)
+
+
+def make_executor(name: str, address: str | None = None):
+    """None for ``local`` (runner.py trains here), a connected ``RayExecutor`` for ``ray``. Raises
+    ``ExecutorError`` (before anything is written to a store) when Ray is missing or the cluster unreachable."""
+    if name == "local":
+        if address is not None:
+            raise ExecutorError("--ray-address: only with --executor ray")
+        return None
+    if name != "ray":
+        raise ExecutorError(f"--executor: must be one of {', '.join(EXECUTORS)}, got {name!r}")
+    from sparse_tui.executors.ray_executor import connect
+
+    return connect(address or "auto")

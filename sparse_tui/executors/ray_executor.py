@@ -1,0 +1,384 @@
+"""The Ray executor: a batch's stacks trained on a Ray cluster, coordinated from the head (docs/CLUSTER.md).
+
+``sparse-tui run PRESET --headless --executor ray [--ray-address auto|local|HOST:PORT]``:
+
+* ``connect`` checks the cluster before anything is written (Ray missing, a bad or unreachable address: one line,
+  exit 2) and joins it as a driver.
+* ``RayExecutor.run_batch`` is ``runner.run_batch``'s Ray branch. The coordinator forms stacks exactly as the local
+  path does (``runner.next_stack`` over the queued runs, the stack size from ``scheduler.plan``), claims them in the
+  store, and submits each as a Ray task asking for the stack's resources: one GPU for a CUDA stack, ``CPUS_PER_STACK``
+  CPUs (and as many torch threads) for a CPU stack. It keeps as many stacks in flight as the cluster's live nodes
+  have resources for (``--workers N``: at most N), so runs marked running are running.
+* The task (``train_stack_task``) trains with ``runner._train_claimed``, the local path's own function, over the
+  one training loop; its records reach the store through a bounded channel (executors/channel.py). Only the
+  coordinator writes the store, and checkpoints, on the head.
+
+Faults (tests/test_ray.py):
+
+* A worker process or a node that dies ends its task with a Ray system error. Every run of the stack that had not
+  ended is recorded ``failed`` ("Ray worker died at step N: ..." / "Ray node died ...") at once, then, up to
+  ``RETRIES`` times per run, put back in the queue and submitted again, to any live node, starting from its latest
+  checkpoint in the head's store (or from step 0 without one). A resumed run's summary notes the failure; on CPUs
+  its metrics equal an uninterrupted run's (the checkpoint is exact: training/checkpoint.py).
+* An error in the training code is not retried: it is recorded ``failed`` with its reason, as locally.
+* The coordinator is the batch's coordinator in the store (its pid on the head; the runs are claimed under it), so
+  losing it is the reliability lifecycle: readers reap its runs as failed, ``sparse-tui resume BATCH`` continues
+  them (with ``--executor ray`` on the cluster again, or here), from the checkpoints in the head's store.
+* Ctrl-C / SIGTERM on the head: the workers are told to stop (they save a checkpoint and end their runs
+  ``interrupted`` at their next heartbeat); tasks that do not answer within ``STOP_SECONDS`` are cancelled and
+  their runs recorded interrupted.
+
+Ray is imported here only, and only when an executor is made.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from sparse_tui.executors.errors import INSTALL_HINT, ExecutorError
+from sparse_tui.executors.channel import PUT_TIMEOUT, Channel, ChannelSink, apply
+
+CPUS_PER_STACK = 1  # CPUs (and torch threads) per CPU stack: small models train best on one thread each
+RETRIES = 2  # times a run whose worker or node died is submitted again
+STOP_SECONDS = 10.0  # after a stop, seconds the coordinator waits for workers to record their runs interrupted
+CONNECT_TIMEOUT = 5.0  # seconds to reach HOST:PORT before ray.init is tried
+BEAT_SECONDS = 5.0
+
+
+def _import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise ExecutorError(f"--executor ray: Ray is not installed; {INSTALL_HINT}") from None
+    return ray
+
+
+def parse_address(address: str) -> tuple[str, int] | None:
+    """(host, port) of ``HOST:PORT``, None for ``auto`` and ``local``; ExecutorError for anything else."""
+    if address in ("auto", "local"):
+        return None
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ExecutorError(f"--ray-address: must be auto, local or HOST:PORT, got {address!r}")
+    return host.strip("[]"), int(port)
+
+
+def connect(address: str = "auto") -> "RayExecutor":
+    """Join the Ray cluster at ``address`` (``auto``: the one ``ray start`` runs on this machine; ``local``: a
+    private single-machine Ray started here; ``HOST:PORT``: the head's GCS address) as a driver. A process that is
+    already connected (tests) keeps its connection. Raises ExecutorError, one line, naming the flag."""
+    ray = _import_ray()
+    hostport = parse_address(address)
+    if ray.is_initialized():
+        return RayExecutor(address)
+    if hostport is not None:
+        try:
+            socket.create_connection(hostport, timeout=CONNECT_TIMEOUT).close()
+        except OSError as e:
+            why = e.strerror or type(e).__name__
+            raise ExecutorError(f"--ray-address: cannot reach a Ray cluster at {address} ({why})") from None
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    kw: dict = dict(log_to_driver=False, logging_level=logging.ERROR, configure_logging=True)
+    if address == "local":
+        kw["include_dashboard"] = False
+    try:
+        ray.init(address=None if address == "local" else address, **kw)
+    except Exception as e:  # noqa: BLE001 - ConnectionError, RuntimeError, ValueError: all one line
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise ExecutorError(f"--ray-address: cannot connect to Ray at {address}: {first}") from None
+    return RayExecutor(address)
+
+
+def train_stack_task(put_channel, run_ids: list[str], configs: list[dict], device: str, threads: int,
+                     checkpoints: dict[str, bytes], notes: list[str], runs_dir: str) -> None:
+    """A Ray task: train one stack with the local path's ``runner._train_claimed`` over the one training loop,
+    sending every record to the coordinator through ``put_channel`` (a ``Channel`` actor handle)."""
+    import ray
+    import torch
+
+    from sparse_tui import runner
+    from sparse_tui.presets import config_from_json
+    from sparse_tui.training.trainer import library_versions, resolve_device
+
+    if device == "cpu":
+        torch.set_num_threads(threads)
+    sink = ChannelSink(lambda msg: ray.get(put_channel.put.remote(msg), timeout=PUT_TIMEOUT), runs_dir, checkpoints)
+    from types import SimpleNamespace
+
+    recs = [SimpleNamespace(run_id=r) for r in run_ids]
+    try:
+        dev = resolve_device(device)
+    except RuntimeError as e:
+        for r in run_ids:
+            sink.finish(r, "failed", reason=str(e))
+        sink.flush()
+        return
+    ctx = ray.get_runtime_context()
+    versions = {**library_versions(dev), "ray": ray.__version__, "ray_node": ctx.get_node_id(),
+                "node": socket.gethostname(), "worker_pid": os.getpid()}
+    sink.started(run_ids, str(dev), versions)
+    try:
+        runner._train_claimed(sink, recs, [config_from_json(c) for c in configs], dev, sink.should_stop, notes)
+    finally:
+        sink.flush()
+
+
+@dataclass
+class _Stack:
+    run_ids: list[str]
+    device: str  # cpu | cuda | mps
+    notes: list[str] = field(default_factory=list)
+
+
+def _short(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0][:160]}" if text else type(e).__name__
+
+
+def failure_reason(e: BaseException, step: int) -> tuple[str, bool]:
+    """(reason, retry) for a task that ended with ``e``: a dead worker process or node is retried, an error of
+    the training code is not (it would fail again)."""
+    import ray.exceptions as rex
+
+    if isinstance(e, rex.NodeDiedError) or "node" in str(e).lower() and "died" in str(e).lower():
+        return f"Ray node died at step {step} ({_short(e)})", True
+    if isinstance(e, rex.RayTaskError):
+        return f"{_short(e.cause if getattr(e, 'cause', None) else e)} at step {step}", False
+    if isinstance(e, rex.TaskCancelledError):
+        return f"cancelled at step {step}", False
+    return f"Ray worker died at step {step} ({_short(e)})", True
+
+
+class RayExecutor:
+    """Trains a batch's stacks as Ray tasks (see the module docstring); made by ``connect``."""
+
+    def __init__(self, address: str = "auto"):
+        self.ray = _import_ray()
+        self.address = address
+
+    # -- the cluster ------------------------------------------------------------------------------------------
+    def resources(self) -> dict:
+        """CPU and GPU totals of the cluster's live nodes."""
+        res = self.ray.cluster_resources()
+        return {"CPU": float(res.get("CPU", 0.0)), "GPU": float(res.get("GPU", 0.0))}
+
+    def describe(self) -> str:
+        nodes = [n for n in self.ray.nodes() if n.get("Alive")]
+        r = self.resources()
+        return f"Ray cluster {self.address}: {len(nodes)} node(s), {r['CPU']:g} CPU(s), {r['GPU']:g} GPU(s)"
+
+    def stack_device(self, want: str) -> str:
+        """Where a stack trains on the cluster: ``auto`` is a GPU when the cluster has one; ``cuda:N`` is any one
+        GPU (Ray assigns it; docs/CLUSTER.md)."""
+        if want == "auto":
+            return "cuda" if self.resources()["GPU"] > 0 else "cpu"
+        return "cuda" if want.startswith("cuda") else want
+
+    def preflight(self, specs: list, device: str | None) -> None:
+        """Refuse (ExecutorError) a batch that asks for a GPU on a cluster without one."""
+        wants = {self.stack_device(device or s.config.train.device) for s in specs}
+        if "cuda" in wants and self.resources()["GPU"] < 1:
+            flag = "--device" if device else "train.device"
+            raise ExecutorError(f"{flag}: cuda requested but the Ray cluster at {self.address} has no GPU "
+                                f"({self.describe()})")
+
+    def plan(self, specs: list, schedule: str, device: str | None) -> int:
+        """Runs per stack, by the sweep scheduler's rule for the device the stacks get (stacked on GPUs, one run
+        per stack on CPUs unless ``--schedule stacked``)."""
+        from sparse_tui.training.scheduler import plan
+
+        kind = self.stack_device(device or (specs[0].config.train.device if specs else "auto"))
+        return plan(specs, schedule, kind, idle=1).group
+
+    def slots(self, device: str) -> int:
+        """Stacks the cluster's live nodes can train at once."""
+        r = self.resources()
+        n = r["GPU"] if device == "cuda" else r["CPU"] // CPUS_PER_STACK
+        return max(1, int(n))
+
+    # -- the coordinator ----------------------------------------------------------------------------------------
+    def run_batch(self, store, batch_id: str, *, workers: int = 0, device: str | None = None, flag=None,
+                  poll: Callable[[], None] | None = None, group: int = 1) -> None:
+        """Train every queued run of ``batch_id`` on the cluster; this process writes every record to ``store``."""
+        return _Coordinator(self, store, batch_id, workers, device, flag, poll, group).run()
+
+
+class _Coordinator:
+    def __init__(self, ex: RayExecutor, store, batch_id, workers, device, flag, poll, group):
+        from sparse_tui.runner import StopFlag
+
+        self.ex, self.ray, self.store, self.batch_id = ex, ex.ray, store, batch_id
+        self.workers, self.device, self.poll, self.group = workers, device, poll, max(1, group)
+        self.flag = flag or StopFlag()
+        self.inflight: dict = {}  # ObjectRef -> _Stack
+        self.retry: list[_Stack] = []  # stacks whose worker died, submitted again first
+        self.failures: dict[str, int] = {}
+        self.cancels_sent: set[str] = set()
+        ray = self.ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        here = ray.get_runtime_context().get_node_id()  # the head (this driver's node): the channel dies with us
+        self.channel = ray.remote(Channel).options(
+            num_cpus=0, max_concurrency=1000,
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=here, soft=True),
+        ).remote()
+        self.task = ray.remote(max_retries=0)(train_stack_task)
+
+    def say(self, msg: str) -> None:
+        print(f"sparse-tui: {msg}", file=sys.stderr, flush=True)
+
+    # -- records ------------------------------------------------------------------------------------------------
+    def drain(self) -> None:
+        """Write every waiting record into the store, in the order the workers sent them."""
+        for message in self.ray.get(self.channel.take.remote(), timeout=120):
+            for record in message:
+                cancelled = apply(self.store, record, on_error=self.say)
+                if cancelled and cancelled not in self.cancels_sent:
+                    self.cancels_sent.add(cancelled)
+                    self.channel.control.remote(None, [cancelled])
+
+    # -- submitting ---------------------------------------------------------------------------------------------
+    def next_stack(self) -> _Stack | None:
+        from sparse_tui.presets import config_from_json
+        from sparse_tui.runner import next_stack
+
+        if self.retry:
+            return self.retry.pop(0)
+        queued = [r for r in self.store.runs(batch_id=self.batch_id, status="queued", reap=False)
+                  if not r.cancel_requested]
+        if not queued:
+            return None
+        cfgs = {r.run_id: config_from_json(r.config) for r in queued}
+        pick = next_stack(queued, cfgs, self.group, None)
+        first = next(r for r in queued if r.run_id == pick[0])
+        dev = self.ex.stack_device(self.device or first.config.get("train", {}).get("device", "auto"))
+        return _Stack(pick, dev)
+
+    def submit(self, stack: _Stack) -> bool:
+        from sparse_tui.training.checkpoint import CheckpointFiles
+
+        recs = self.store.claim_runs(stack.run_ids, device=stack.device, versions={})
+        if not recs:
+            return False
+        ids = [r.run_id for r in recs]
+        ckpts = {}
+        for rid in ids:
+            data = CheckpointFiles(self.store.runs_dir, [rid]).read_bytes()
+            if data is not None:
+                ckpts[rid] = data
+        opts = {"num_gpus": 1, "num_cpus": 1} if stack.device == "cuda" else {"num_cpus": CPUS_PER_STACK}
+        opts["scheduling_strategy"] = "SPREAD"  # one stack per node first: a sweep uses every node
+        ref = self.task.options(**opts).remote(self.channel, ids, [r.config for r in recs], stack.device,
+                                              CPUS_PER_STACK, ckpts, stack.notes, str(self.store.runs_dir))
+        self.inflight[ref] = _Stack(ids, stack.device, stack.notes)
+        return True
+
+    def fill(self) -> bool:
+        """Submit stacks while the cluster has room. Returns whether anything is left to submit."""
+        while True:
+            limit = self.workers or self.ex.slots(self.device_kind())
+            if len(self.inflight) >= limit:
+                return True
+            stack = self.next_stack()
+            if stack is None:
+                return False
+            self.submit(stack)
+
+    def device_kind(self) -> str:
+        if self.inflight:
+            return next(iter(self.inflight.values())).device
+        return self.ex.stack_device(self.device or "auto") if self.device else "cpu"
+
+    # -- ends -----------------------------------------------------------------------------------------------------
+    def ended(self, ref, stack: _Stack) -> None:
+        from sparse_tui.store import TERMINAL
+
+        error = None
+        try:
+            self.ray.get(ref, timeout=60)
+        except Exception as e:  # noqa: BLE001 - any way a task ends badly
+            error = e
+        self.drain()  # everything the worker sent before it ended is in the channel by now
+        left = [r for r in stack.run_ids if self.store.get(r).status not in TERMINAL]
+        if not left:
+            return
+        if error is None:  # the task returned without ending them: cannot happen unless the worker was stopped
+            error = RuntimeError("the Ray task ended without recording its runs")
+        if self.flag.status:
+            for r in left:
+                self.store.finish(r, "interrupted", reason=f"interrupted at step {self.store.get(r).step}")
+            return
+        step = max(self.store.get(r).step for r in left)
+        why, retry = failure_reason(error, step)
+        for r in left:
+            self.store.finish(r, "failed", reason=why)
+        self.say(f"{', '.join(left)}: {why}")
+        if retry and all(self.failures.get(r, 0) < RETRIES for r in left):
+            for r in left:
+                self.failures[r] = self.failures.get(r, 0) + 1
+            if self.store.requeue(left):
+                self.retry.append(_Stack(left, stack.device, stack.notes + [f"resumed after: {why}"]))
+                self.say(f"{', '.join(left)}: submitted again (from the latest checkpoint in the head's store)")
+
+    def stop(self) -> None:
+        """Tell every worker to stop, record what they send for up to STOP_SECONDS, cancel the rest."""
+        self.channel.control.remote(self.flag.status, [])
+        end = time.monotonic() + STOP_SECONDS
+        while self.inflight and time.monotonic() < end:
+            ready, _ = self.ray.wait(list(self.inflight), num_returns=1, timeout=0.2)
+            for ref in ready:
+                self.ended(ref, self.inflight.pop(ref))
+            self.drain()
+        for ref, stack in list(self.inflight.items()):
+            self.ray.cancel(ref, force=True)
+            self.ended(ref, self.inflight.pop(ref))
+
+    def run(self) -> None:
+        last_beat = 0.0
+        try:
+            while True:
+                if self.poll is not None:
+                    self.poll()
+                if self.flag.status:
+                    self.stop()
+                    return
+                self.drain()
+                more = self.fill()
+                if not self.inflight and not more:
+                    return
+                if time.monotonic() - last_beat > BEAT_SECONDS:  # what other hosts judge this coordinator by
+                    last_beat = time.monotonic()
+                    self.store.beat_batch(self.batch_id)
+                    self.forward_cancels()
+                ready, _ = self.ray.wait(list(self.inflight), num_returns=1, timeout=0.2)
+                for ref in ready:
+                    self.ended(ref, self.inflight.pop(ref))
+        except KeyboardInterrupt:
+            self.flag.status = self.flag.status or "interrupted"
+            self.stop()
+            raise
+        finally:
+            self.drain_quietly()
+            self.ray.kill(self.channel)
+
+    def forward_cancels(self) -> None:
+        """Cancels requested in the store (the console, ``sparse-tui``) for runs in flight go to their workers."""
+        ids = [r for s in self.inflight.values() for r in s.run_ids if r not in self.cancels_sent]
+        if not ids:
+            return
+        want = [r for r in ids if self.store.get(r).cancel_requested]
+        if want:
+            self.cancels_sent.update(want)
+            self.channel.control.remote(None, want)
+
+    def drain_quietly(self) -> None:
+        try:
+            self.drain()
+        except Exception:  # noqa: BLE001 - the channel is gone (the cluster went away): nothing more to record
+            pass

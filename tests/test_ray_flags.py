@@ -1,0 +1,153 @@
+"""The executor flags as a user meets them, without a Ray cluster (issue 13): bad values, Ray not installed and a
+bad address are usage errors (exit 2, one line, no traceback, no store written); ``--executor local`` is the
+default and unchanged; the record channel (executors/channel.py) stores exactly what the local path stores, and
+blocks a worker when it is full."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from sparse_tui import runner
+from sparse_tui.cli import app
+from sparse_tui.executors.channel import Channel, ChannelSink, apply
+from sparse_tui.presets import config_from_json, expand, load_preset
+from sparse_tui.store import RunStore
+
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", "COLUMNS": "200"}
+
+FLAG_CASES = [
+    ("executor-unknown", ["--executor", "slurm"], "--executor: must be one of local, ray, got 'slurm'"),
+    ("address-without-ray", ["--ray-address", "auto"], "--ray-address: only with --executor ray"),
+    ("address-no-port", ["--executor", "ray", "--ray-address", "head"],
+     "--ray-address: must be auto, local or HOST:PORT, got 'head'"),
+    ("address-bad-port", ["--executor", "ray", "--ray-address", "head:99999"],
+     "--ray-address: must be auto, local or HOST:PORT, got 'head:99999'"),
+    ("address-empty-host", ["--executor", "ray", "--ray-address", ":6379"],
+     "--ray-address: must be auto, local or HOST:PORT, got ':6379'"),
+]
+
+
+@pytest.mark.parametrize("cmd", ["run", "resume"])
+@pytest.mark.parametrize("case,flags,line", FLAG_CASES, ids=[c[0] for c in FLAG_CASES])
+def test_bad_executor_flags_exit_2_one_line(case, flags, line, cmd, tiny_preset, tmp_path):
+    runs_dir = tmp_path / "runs"
+    first = [str(tiny_preset), "--headless"] if cmd == "run" else ["abc"]
+    r = CliRunner().invoke(app, [cmd, *first, "--runs-dir", str(runs_dir), *flags])
+    assert r.exit_code == 2, r.output
+    assert r.output.strip() == f"error: {line}"
+    assert not runs_dir.exists()
+
+
+def test_executor_ray_without_ray_says_how_to_install(tiny_preset, tmp_path):
+    """Ray absent (its import fails): exit 2, one line with the pip command, nothing written."""
+    runs_dir = tmp_path / "runs"
+    code = ("import sys; sys.modules['ray'] = None; from sparse_tui.cli import main; "
+            f"sys.argv = ['sparse-tui', 'run', {str(tiny_preset)!r}, '--headless', '--runs-dir', {str(runs_dir)!r},"
+            " '--executor', 'ray']; main()")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=ENV)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip() == 'error: --executor ray: Ray is not installed; pip install "sparse-tui[ray]"'
+    assert r.stdout == "" and not runs_dir.exists()
+
+
+def test_dry_run_with_ray_executor_needs_no_cluster(tiny_preset):
+    r = CliRunner().invoke(app, ["run", str(tiny_preset), "--dry-run", "--executor", "ray"])
+    assert r.exit_code == 0 and "tiny: 1 run(s)" in r.output
+
+
+class _Direct:
+    """The coordinator's side of the channel, in-process: each message is applied to ``store`` at once."""
+
+    def __init__(self, store: RunStore):
+        self.store, self.messages = store, 0
+
+    def __call__(self, message: list):
+        self.messages += 1
+        for record in message:
+            apply(self.store, record)
+        return None, []
+
+
+def test_channel_records_equal_the_local_store_writes(tiny_preset, tmp_path):
+    """A run trained through the worker's path (``runner._train_claimed`` writing to a ``ChannelSink``, its records
+    applied by the coordinator's ``apply``) leaves the store exactly as the local path does: metrics, attention
+    snapshots, final metrics, plateau step; its checkpoint reaches the head's store and is removed at the end."""
+    opts = ["train.steps=60", "eval.every=10", "train.checkpoint_every=20", "seeds=[2]"]
+    ref = RunStore(tmp_path / "local")
+    rb, (rid_ref,) = ref.create_runs(expand(load_preset(tiny_preset, opts)))
+    runner.work(ref, rb)
+
+    store = RunStore(tmp_path / "head")
+    batch, (rid,) = store.create_runs(expand(load_preset(tiny_preset, opts)))
+    (rec,) = store.claim_runs([rid], device="cpu", versions={})
+    seen = []
+
+    def put(message):
+        seen.extend(r[0] for r in message)
+        return direct(message)
+
+    direct = _Direct(store)
+    import torch
+
+    sink = ChannelSink(put, str(store.runs_dir))
+    runner._train_claimed(sink, [rec], [config_from_json(rec.config)], torch.device("cpu"), sink.should_stop)
+    sink.flush()
+    got, want = store.get(rid), ref.get(rid_ref)
+    assert got.status == "finished" and store.metrics(rid) == ref.metrics(rid_ref)
+    assert got.final == want.final and got.plateau_step == want.plateau_step
+    assert store.attention_steps(rid) == ref.attention_steps(rid_ref)
+    a, b = store.attention(rid, 60), ref.attention(rid_ref, 60)
+    assert a[1] == b[1] and all((a[0][k] == b[0][k]).all() for k in b[0])
+    assert seen.count("checkpoint") == 3 and seen[-2:] == ["checkpoint_remove", "finish"]
+    assert not (store.runs_dir / "checkpoints" / f"{rid}.pt").exists()
+    assert direct.messages < 20  # records travel in batches, not one call each
+
+
+def test_channel_blocks_a_full_put_until_the_coordinator_takes():
+    """Backpressure: with the channel full, a worker's put waits; the coordinator's take frees it, and the answer
+    carries the coordinator's stop and cancels."""
+
+    async def scenario():
+        ch = Channel(capacity=2)
+        await ch.put(["a"])
+        await ch.put(["b"])
+        waiting = asyncio.ensure_future(ch.put(["c"]))
+        await asyncio.sleep(0.05)
+        assert not waiting.done() and await ch.size() == 2
+        await ch.control("interrupted", ["r1"])
+        assert await ch.take() == [["a"], ["b"]]
+        answer = await asyncio.wait_for(waiting, 5)
+        assert answer == ("interrupted", ["r1"])
+        assert await ch.take() == [["c"]]
+
+    asyncio.run(scenario())
+
+
+def test_sink_sees_stop_and_cancel_at_its_next_message():
+    sent = []
+
+    def put(message):
+        sent.append(message)
+        return "interrupted", ["r2"]
+
+    sink = ChannelSink(put, "/head/runs")
+    assert sink.should_stop() is None
+    assert sink.heartbeat("r1", 5) is False  # buffered: no message yet
+    sink.finish("r1", "finished", step=5)  # a run's end is sent at once
+    assert sent and sink.should_stop() == "interrupted" and sink.heartbeat("r2", 6) is True
+    assert sink.get("r1").step == 5
+
+
+def test_local_executor_is_the_default_and_unchanged(tiny_preset, tmp_path):
+    r = CliRunner().invoke(app, ["run", str(tiny_preset), "--headless", "--runs-dir", str(tmp_path / "a"),
+                                 "--executor", "local"])
+    assert r.exit_code == 0, r.output
+    (rec,) = RunStore(tmp_path / "a").runs()
+    assert rec.status == "finished" and "worker_pid" not in rec.versions
