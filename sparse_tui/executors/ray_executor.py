@@ -226,7 +226,7 @@ class _Coordinator:
         here = ray.get_runtime_context().get_node_id()  # the head (this driver's node): the channel dies with us
         self.channel = ray.remote(Channel).options(
             num_cpus=0, max_concurrency=1000,
-            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=here, soft=True),
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=here, soft=False),
         ).remote()
         self.task = ray.remote(max_retries=0)(train_stack_task)
 
@@ -363,9 +363,24 @@ class _Coordinator:
             self.flag.status = self.flag.status or "interrupted"
             self.stop()
             raise
+        except Exception as e:  # the coordinator cannot go on (its channel or the cluster is gone): say why
+            self.abandon(f"coordinator error: {_short(e)}")
+            raise
         finally:
             self.drain_quietly()
             self.ray.kill(self.channel)
+
+    def abandon(self, why: str) -> None:
+        """Record the runs in flight as failed with ``why`` (their checkpoints stay for ``resume``)."""
+        from sparse_tui.store import TERMINAL
+
+        for ref, stack in list(self.inflight.items()):
+            self.ray.cancel(ref, force=True)
+            for r in stack.run_ids:
+                rec = self.store.get(r)
+                if rec.status not in TERMINAL:
+                    self.store.finish(r, "failed", reason=f"{why} at step {rec.step}")
+        self.inflight.clear()
 
     def forward_cancels(self) -> None:
         """Cancels requested in the store (the console, ``sparse-tui``) for runs in flight go to their workers."""
