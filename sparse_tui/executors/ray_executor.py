@@ -146,13 +146,15 @@ def failure_reason(e: BaseException, step: int) -> tuple[str, bool]:
     the training code is not (it would fail again)."""
     import ray.exceptions as rex
 
-    if isinstance(e, rex.NodeDiedError) or "node" in str(e).lower() and "died" in str(e).lower():
-        return f"Ray node died at step {step} ({_short(e)})", True
     if isinstance(e, rex.RayTaskError):
         return f"{_short(e.cause if getattr(e, 'cause', None) else e)} at step {step}", False
     if isinstance(e, rex.TaskCancelledError):
         return f"cancelled at step {step}", False
-    return f"Ray worker died at step {step} ({_short(e)})", True
+    if not isinstance(e, rex.RayError):  # not Ray's verdict on the task: nothing says a retry would do better
+        return f"{_short(e)} at step {step}", False
+    if isinstance(e, rex.NodeDiedError) or ("node" in str(e).lower() and "died" in str(e).lower()):
+        return f"Ray node died at step {step} ({_short(e)})", True
+    return f"Ray worker died at step {step} ({_short(e)})", True  # a crashed, killed or OOM-killed worker
 
 
 class RayExecutor:
@@ -229,6 +231,10 @@ class _Coordinator:
             scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=here, soft=False),
         ).remote()
         self.task = ray.remote(max_retries=0)(train_stack_task)
+        first = min(store.runs(batch_id=batch_id, status="queued", reap=False), key=lambda r: r.position,
+                    default=None)
+        want = device or (first.config.get("train", {}).get("device", "auto") if first is not None else "cpu")
+        self.kind = ex.stack_device(want)  # what the cluster's room is counted in: GPUs or CPUs
 
     def say(self, msg: str) -> None:
         print(f"sparse-tui: {msg}", file=sys.stderr, flush=True)
@@ -282,18 +288,13 @@ class _Coordinator:
     def fill(self) -> bool:
         """Submit stacks while the cluster has room. Returns whether anything is left to submit."""
         while True:
-            limit = self.workers or self.ex.slots(self.device_kind())
+            limit = self.workers or self.ex.slots(self.kind)
             if len(self.inflight) >= limit:
                 return True
             stack = self.next_stack()
             if stack is None:
                 return False
             self.submit(stack)
-
-    def device_kind(self) -> str:
-        if self.inflight:
-            return next(iter(self.inflight.values())).device
-        return self.ex.stack_device(self.device or "auto") if self.device else "cpu"
 
     # -- ends -----------------------------------------------------------------------------------------------------
     def ended(self, ref, stack: _Stack) -> None:
