@@ -186,7 +186,7 @@ def fit_figure(rep: Any, path: str | Path, *, title: str | None = None) -> Path:
     paper = _paper_law(rep)
     n = len(variables)
     with mpl.rc_context(_style()):
-        fig = Figure(figsize=(3.3 * n, 3.0), layout="constrained")
+        fig = Figure(figsize=(4.4 * n, 3.1), layout="constrained")
         axes = fig.subplots(1, n, squeeze=False)[0]
         partial_any = False
         for ax, v in zip(axes, variables):
@@ -235,7 +235,9 @@ def fit_figure(rep: Any, path: str | Path, *, title: str | None = None) -> Path:
                            for g in groups]
                 if len(handles) > 8:
                     handles = handles[:: math.ceil(len(handles) / 8)]
-                ax.legend(handles=handles, loc="best", frameon=False, handlelength=1.4)
+                # beside the panel: inside, "best" still covered points (it only avoids lines)
+                ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
+                          handlelength=1.4, borderaxespad=0.0)
         key = [Line2D([], [], color="0.2", lw=1.2, label=f"fit {res.formula()}")]
         if paper is not None:
             pf, _, const = paper
@@ -280,8 +282,8 @@ def _finish_axis(ax: Any, v: str, xs: Sequence[Mapping[str, float]], res: Any, p
         pv = next((k for k, fv in mp.items() if fv == v), None)
         if pv is not None:
             txt += f"\npaper: slope {pf.exponents[pv]:+.2f}"
-    ax.text(0.03, 0.97, txt, transform=ax.transAxes, va="top", ha="left", fontsize=7.5,
-            bbox={"boxstyle": "round,pad=0.25", "fc": "white", "ec": "0.8", "lw": 0.5})
+    # above the panel, not inside it: a box in a corner hid the points (and censored triangles) under it
+    ax.set_title(txt, fontsize=7.5, loc="left")
 
 
 def _partial_panel(ax: Any, v: str, others: Sequence[str], xs: Sequence[Mapping[str, float]], ys: Sequence[float],
