@@ -68,7 +68,7 @@ def start_cluster(nodes: int, cpus: int):
 def overhead(steps: int, repeat: int, tmp: Path) -> dict:
     cores = os.cpu_count() or 1
     preset = str(ROOT / "presets" / "blog_nembd.toml")
-    common = [preset, "--headless", "--set", f"train.steps={steps}", "--set", "eval.every=50"]
+    common = ["run", preset, "--headless", "--set", f"train.steps={steps}", "--set", "eval.every=50"]
     cluster, start_s = start_cluster(1, cores)
     print(f"one-node Ray cluster ({cores} CPUs) started in {start_s:.1f} s; load {load()}", flush=True)
     out = {"steps": steps, "cores": cores, "ray_cluster_start_s": round(start_s, 2), "local_s": [], "ray_s": [],
@@ -104,16 +104,22 @@ def scaling(runs: int, steps: int, tmp: Path) -> dict:
         cluster, start_s = start_cluster(nodes, 1)
         try:
             before = load()
-            wall = timed_run([preset, "--headless", "--set", f"train.steps={steps}", "--set", f"seeds={seeds}",
+            wall = timed_run(["run", preset, "--headless", "--set", f"train.steps={steps}", "--set", f"seeds={seeds}",
                               "--runs-dir", str(tmp / f"nodes{nodes}"), "--executor", "ray", "--ray-address",
                               cluster.address])
         finally:
             cluster.shutdown()
+        from sparse_tui.store import RunStore
+
+        busy = sum(r.duration or 0.0 for r in RunStore(tmp / f"nodes{nodes}").runs())
+        out[f"nodes{nodes}_parallelism"] = round(busy / wall, 2)  # run-seconds per wall second
+        out[f"nodes{nodes}_mean_run_s"] = round(busy / runs, 2)
         out[f"nodes{nodes}_s"] = round(wall, 2)
         out[f"nodes{nodes}_runs_per_min"] = round(60 * runs / wall, 2)
         out[f"nodes{nodes}_load"] = f"{before} -> {load()}"
         print(f"  {runs} x {steps}-step smoke runs on {nodes} node(s) x 1 CPU: {wall:6.1f} s = "
-              f"{60 * runs / wall:.2f} runs/min   (load {before} -> {load()}; cluster start {start_s:.1f} s)",
+              f"{60 * runs / wall:.2f} runs/min; a run took {busy / runs:.1f} s, {busy / wall:.2f} runs at once "
+              f"(load {before} -> {load()}; cluster start {start_s:.1f} s)",
               flush=True)
     out["speedup"] = round(out["nodes1_s"] / out["nodes2_s"], 2)
     out["same_final_metrics"] = finals(tmp / "nodes1") == finals(tmp / "nodes2")

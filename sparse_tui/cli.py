@@ -153,6 +153,8 @@ def main_callback(
     runs_dir: Optional[Path] = RunsDirOpt,
     presets_dir: Path = typer.Option(Path("presets"), "--presets-dir", help="Directory of preset files."),
     version: bool = typer.Option(False, "--version", help="Print the version and exit."),
+    executor: str = typer.Option("local", "--executor", help="Where the console's launches train: local or ray."),
+    ray_address: Optional[str] = RayAddressOpt,
 ) -> None:
     if version:
         from sparse_tui import __version__
@@ -160,15 +162,24 @@ def main_callback(
         out.print(f"sparse-tui {__version__}")
         raise typer.Exit(0)
     if ctx.invoked_subcommand is None:
-        _open_tui(_runs_dir(runs_dir), presets_dir, None, [])
+        _executor_flags(executor, ray_address)
+        _open_tui(_runs_dir(runs_dir), presets_dir, None, [], executor, ray_address)
 
 
-def _open_tui(runs_dir: Path, presets_dir: Path, preset: Optional[Path], overrides: list[str]) -> None:
+def _open_tui(runs_dir: Path, presets_dir: Path, preset: Optional[Path], overrides: list[str],
+              executor: str = "local", ray_address: Optional[str] = None) -> None:
     try:
         from sparse_tui.tui.app import run_app
     except ImportError as e:  # pragma: no cover - a broken install
         raise fail(f"the console is not available: {e}") from None
-    code = run_app(runs_dir=runs_dir, presets_dir=presets_dir, preset=preset, overrides=overrides)
+    if executor != "local":  # launches go to Ray: say now, not at the first launch, when it cannot be reached
+        from sparse_tui.executors import probe
+
+        problem = probe(executor, ray_address)
+        if problem:
+            raise fail(problem)
+    code = run_app(runs_dir=runs_dir, presets_dir=presets_dir, preset=preset, overrides=overrides,
+                   executor=executor, ray_address=ray_address)
     raise typer.Exit(int(code or 0))
 
 
@@ -221,7 +232,7 @@ def run(
     if tag:
         loaded = _add_tags(loaded, list(tag), preset)
     if not headless and not dry_run and not detach:
-        _open_tui(_runs_dir(runs_dir), presets_dir, preset, list(set_))
+        _open_tui(_runs_dir(runs_dir), presets_dir, preset, list(set_), executor, ray_address)
     n_workers = _workers_flag(workers)
     from sparse_tui.training.scheduler import SCHEDULES
 

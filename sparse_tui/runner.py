@@ -486,8 +486,8 @@ def start_detached(
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
     batch_id, ids = store.create_runs(specs)
-    pid = detach(store, batch_id, workers=workers or 0, device=device, schedule=schedule, executor=executor,
-                 ray_address=ray_address)
+    pid = detach(store, batch_id, workers=workers or 0, device=device, schedule=schedule,
+                 **_executor_kw(executor, ray_address))
     return batch_id, ids, pid
 
 
@@ -530,34 +530,44 @@ def requeue_for_resume(store: RunStore, batch_id: str, run_ids: list[str], coord
     return store.requeue(run_ids)
 
 
+def _executor_kw(executor: str, ray_address: str | None) -> dict:
+    """``detach``'s executor arguments, only when not the default (``local``)."""
+    return {} if executor == "local" else {"executor": executor, "ray_address": ray_address}
+
+
 def resume_detached(store: RunStore, target: str, *, schedule: str = "auto", workers: int | None = None,
-                    device: str | None = None) -> tuple[str, list[str], int]:
+                    device: str | None = None, executor: str = "local",
+                    ray_address: str | None = None) -> tuple[str, list[str], int]:
     """``sparse-tui resume TARGET --detach`` as one call (what the console offers on a failed or interrupted run):
     re-queue the runs and start a detached coordinator for them. Returns (batch_id, run_ids, pid)."""
     batch_id, ids = resume_targets(store, target)
     requeue_for_resume(store, batch_id, ids)
-    pid = detach(store, batch_id, workers=workers or 0, device=device, schedule=schedule)
+    pid = detach(store, batch_id, workers=workers or 0, device=device, schedule=schedule,
+                 **_executor_kw(executor, ray_address))
     return batch_id, ids, pid
 
 
 def resume_runs_detached(store: RunStore, run_ids: list[str], *, workers: int | None = None,
-                         device: str | None = None) -> list[tuple[str, list[str], int]]:
+                         device: str | None = None, executor: str = "local",
+                         ray_address: str | None = None) -> list[tuple[str, list[str], int]]:
     """Resume several chosen runs (the console's marked runs): the resumable ones (failed, interrupted, queued) are
     re-queued per batch, with one detached coordinator per batch (a batch has one coordinator). Returns
-    [(batch_id, run_ids, pid)]; StoreError when none of them can be resumed."""
+    [(batch_id, run_ids, pid)]; StoreError when none of them can be resumed. ``executor`` ``ray``: the
+    coordinators train on the Ray cluster at ``ray_address``."""
     store.reap()
     recs = [store.get(r) for r in run_ids]
     todo = [r for r in recs if r.status in RESUMABLE]
     if not todo:
         states = ", ".join(sorted({r.status for r in recs})) or "no runs"
         raise StoreError(f"nothing to resume: only failed, interrupted or queued runs can be ({states})")
+    ex_kw = _executor_kw(executor, ray_address)
     if len(todo) == 1:
-        return [resume_detached(store, todo[0].run_id, workers=workers, device=device)]
+        return [resume_detached(store, todo[0].run_id, workers=workers, device=device, **ex_kw)]
     out = []
     for batch_id in dict.fromkeys(r.batch_id for r in todo):
         ids = [r.run_id for r in sorted(todo, key=lambda r: r.position) if r.batch_id == batch_id]
         requeue_for_resume(store, batch_id, ids)
-        out.append((batch_id, ids, detach(store, batch_id, workers=workers or 0, device=device)))
+        out.append((batch_id, ids, detach(store, batch_id, workers=workers or 0, device=device, **ex_kw)))
     return out
 
 

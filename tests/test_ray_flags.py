@@ -151,3 +151,53 @@ def test_local_executor_is_the_default_and_unchanged(tiny_preset, tmp_path):
     assert r.exit_code == 0, r.output
     (rec,) = RunStore(tmp_path / "a").runs()
     assert rec.status == "finished" and "worker_pid" not in rec.versions
+
+
+def test_console_launches_through_the_chosen_executor(tiny_preset, tmp_path, monkeypatch):
+    """The console (``sparse-tui --executor ray``) launches through ``runner.start_detached`` with the executor,
+    says so in its header, and refuses a launch (one line, nothing recorded) while the cluster is unreachable."""
+    import asyncio
+
+    from sparse_tui.tui.app import make_app
+
+    calls = []
+
+    def fake_start(store, specs, **kw):  # record the runs, start no process
+        calls.append(kw)
+        batch_id, ids = store.create_runs(specs)
+        return batch_id, ids, 0
+
+    monkeypatch.setattr(runner, "start_detached", fake_start)
+    presets = tmp_path / "presets"
+    presets.mkdir()
+    (presets / "tiny.toml").write_text(tiny_preset.read_text())
+
+    async def launch(address: str, runs_dir: Path) -> object:
+        app = make_app(runs_dir, presets, gpu=False, poll_interval=0.1, executor="ray", ray_address=address)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.pause(0.5)
+            assert f"ray {address}" in app.sub_title
+            await pilot.press("1")
+            await pilot.pause(0.2)
+            await pilot.press("ctrl+l")
+            for _ in range(100):
+                await pilot.pause(0.1)
+                if app.errors or calls:
+                    break
+        return app
+
+    app = asyncio.run(launch("127.0.0.1:1", tmp_path / "a"))
+    assert calls == [] and RunStore(tmp_path / "a").runs() == []
+    assert app.errors == ["ExecutorError: --ray-address: cannot reach a Ray cluster at 127.0.0.1:1 (Connection refused)"]
+    app = asyncio.run(launch("local", tmp_path / "b"))
+    assert app.errors == [] and calls and calls[0]["executor"] == "ray" and calls[0]["ray_address"] == "local"
+    assert len(RunStore(tmp_path / "b").runs()) == 1
+
+
+def test_console_with_an_unreachable_cluster_exits_2(tiny_preset, tmp_path):
+    r = CliRunner().invoke(app, ["--runs-dir", str(tmp_path / "runs"), "--executor", "ray", "--ray-address",
+                                 "127.0.0.1:1"])
+    assert r.exit_code == 2
+    assert r.output.strip() == "error: --ray-address: cannot reach a Ray cluster at 127.0.0.1:1 (Connection refused)"
+    r = CliRunner().invoke(app, ["run", str(tiny_preset), "--executor", "ray", "--ray-address", "127.0.0.1:1"])
+    assert r.exit_code == 2 and "cannot reach a Ray cluster" in r.output

@@ -24,3 +24,37 @@ def make_executor(name: str, address: str | None = None):
     from sparse_tui.executors.ray_executor import connect
 
     return connect(address or "auto")
+
+
+def probe(name: str, address: str | None = None) -> str | None:
+    """Whether ``--executor name`` can be used now, without importing Ray (the console's check before it launches
+    a batch; the detached coordinator then connects for real): None, or the one-line problem. ``auto`` is the
+    cluster ``ray start --head`` runs on this machine (its address file under Ray's temporary directory)."""
+    import importlib.util
+    import os
+    import socket
+    from pathlib import Path
+
+    if name == "local":
+        return None
+    if importlib.util.find_spec("ray") is None:
+        return f"--executor ray: Ray is not installed; {INSTALL_HINT}"
+    address = address or "auto"
+    if address == "local":
+        return None
+    if address == "auto":
+        current = Path(os.environ.get("RAY_TMPDIR", "/tmp")) / "ray" / "ray_current_cluster"
+        try:
+            address = current.read_text().split()[0]
+        except (OSError, IndexError):
+            return "--ray-address auto: no Ray cluster runs on this machine (start one with 'ray start --head')"
+    from sparse_tui.executors.ray_executor import CONNECT_TIMEOUT, parse_address
+
+    try:
+        host, port = parse_address(address)
+        socket.create_connection((host, port), timeout=CONNECT_TIMEOUT).close()
+    except ExecutorError as e:
+        return str(e)
+    except OSError as e:
+        return f"--ray-address: cannot reach a Ray cluster at {address} ({e.strerror or type(e).__name__})"
+    return None

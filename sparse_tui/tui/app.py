@@ -106,8 +106,11 @@ class SparseTuiApp(Guarded, App[int]):
         poll_interval: float = 0.3,
         gpu: bool = True,
         workers: int | None = None,
+        executor: str = "local",
+        ray_address: str | None = None,
     ) -> None:
         super().__init__()
+        self.executor, self.ray_address = executor, ray_address  # launches and resumes go there (docs/CLUSTER.md)
         self.runs_dir = Path(runs_dir)
         self.presets_dir = Path(presets_dir)
         self.preset = Path(preset) if preset else None
@@ -476,6 +479,8 @@ class SparseTuiApp(Guarded, App[int]):
             parts.append(f"{n_queued} queued")
         if self._gpu_text:
             parts.append(self._gpu_text)
+        if self.executor != "local":
+            parts.append(f"{self.executor} {self.ray_address or 'auto'}")
         self.sub_title = " · ".join(parts)
 
     @guarded
@@ -510,11 +515,21 @@ class SparseTuiApp(Guarded, App[int]):
         from sparse_tui.presets import expand
 
         # the same launch path as `sparse-tui run --detach`: detached processes, planned by the sweep scheduler
-        batch_id, ids, pid = runner.start_detached(self.store, expand(loaded), workers=self.n_workers or None)
+        self._check_executor()
+        batch_id, ids, pid = runner.start_detached(self.store, expand(loaded), workers=self.n_workers or None,
+                                                   executor=self.executor, ray_address=self.ray_address)
         self.post_message(
             Done(f"launched {loaded.name}: batch {batch_id}, {len(ids)} run(s), pid {pid} "
                  f"(log {runner.log_path(self.store, batch_id)})", switch_to="runs", run_ids=list(ids))
         )
+
+    def _check_executor(self) -> None:
+        """``--executor ray``: refuse to launch while Ray is missing or its cluster unreachable (one line)."""
+        from sparse_tui.executors import ExecutorError, probe
+
+        problem = probe(self.executor, self.ray_address)
+        if problem:
+            raise ExecutorError(problem)
 
     # -- run actions ---------------------------------------------------------------------------------------------
     def cancel_runs(self, ids: list[str]) -> None:
@@ -551,7 +566,9 @@ class SparseTuiApp(Guarded, App[int]):
         from sparse_tui.store import StoreError
 
         try:
-            started = runner.resume_runs_detached(self.store, ids, workers=self.n_workers or None)
+            self._check_executor()
+            started = runner.resume_runs_detached(self.store, ids, workers=self.n_workers or None,
+                                                  executor=self.executor, ray_address=self.ray_address)
         except StoreError as e:  # the run changed since the table was drawn (it finished, or another resume won)
             self.post_message(Problem(f"cannot resume: {e}", severity="warning"))
             return
@@ -783,9 +800,10 @@ def make_app(
     return SparseTuiApp(Path(runs_dir), Path(presets_dir), Path(preset) if preset else None, overrides, **kw)
 
 
-def run_app(runs_dir: Path, presets_dir: Path, preset: Path | None = None, overrides: list[str] | None = None) -> int:
+def run_app(runs_dir: Path, presets_dir: Path, preset: Path | None = None, overrides: list[str] | None = None,
+            executor: str = "local", ray_address: str | None = None) -> int:
     """Run the console until the user quits. Returns the process exit code."""
-    app = make_app(runs_dir, presets_dir, preset, overrides)
+    app = make_app(runs_dir, presets_dir, preset, overrides, executor=executor, ray_address=ray_address)
     result = app.run()
     if app.return_code not in (None, 0):
         return int(ExitCode.RUN_FAILED)
