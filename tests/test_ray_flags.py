@@ -157,6 +157,7 @@ def test_console_launches_through_the_chosen_executor(tiny_preset, tmp_path, mon
     """The console (``sparse-tui --executor ray``) launches through ``runner.start_detached`` with the executor,
     says so in its header, and refuses a launch (one line, nothing recorded) while the cluster is unreachable."""
     import asyncio
+    import logging
 
     from sparse_tui.tui.app import make_app
 
@@ -172,7 +173,17 @@ def test_console_launches_through_the_chosen_executor(tiny_preset, tmp_path, mon
     presets.mkdir()
     (presets / "tiny.toml").write_text(tiny_preset.read_text())
 
-    async def launch(address: str, runs_dir: Path) -> object:
+    class Errors(logging.Handler):  # what the console reported (its sparse_tui.tui logger)
+        def __init__(self) -> None:
+            super().__init__(logging.WARNING)
+            self.texts: list[str] = []
+
+        def emit(self, record: logging.LogRecord) -> None:
+            self.texts.append(record.getMessage())
+
+    async def launch(address: str, runs_dir: Path) -> list[str]:
+        errors = Errors()
+        logging.getLogger("sparse_tui.tui").addHandler(errors)
         app = make_app(runs_dir, presets, gpu=False, poll_interval=0.1, executor="ray", ray_address=address)
         async with app.run_test(size=(100, 30)) as pilot:
             await pilot.pause(0.5)
@@ -182,15 +193,16 @@ def test_console_launches_through_the_chosen_executor(tiny_preset, tmp_path, mon
             await pilot.press("ctrl+l")
             for _ in range(100):
                 await pilot.pause(0.1)
-                if app.errors or calls:
+                if errors.texts or calls:
                     break
-        return app
+        logging.getLogger("sparse_tui.tui").removeHandler(errors)
+        return errors.texts
 
-    app = asyncio.run(launch("127.0.0.1:1", tmp_path / "a"))
+    errors = asyncio.run(launch("127.0.0.1:1", tmp_path / "a"))
     assert calls == [] and RunStore(tmp_path / "a").runs() == []
-    assert app.errors == ["ExecutorError: --ray-address: cannot reach a Ray cluster at 127.0.0.1:1 (Connection refused)"]
-    app = asyncio.run(launch("local", tmp_path / "b"))
-    assert app.errors == [] and calls and calls[0]["executor"] == "ray" and calls[0]["ray_address"] == "local"
+    assert errors == ["ExecutorError: --ray-address: cannot reach a Ray cluster at 127.0.0.1:1 (Connection refused)"]
+    errors = asyncio.run(launch("local", tmp_path / "b"))
+    assert errors == [] and calls and calls[0]["executor"] == "ray" and calls[0]["ray_address"] == "local"
     assert len(RunStore(tmp_path / "b").runs()) == 1
 
 

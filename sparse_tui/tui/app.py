@@ -1,20 +1,20 @@
-"""The sparse-tui console: a Textual app over the run store and the preset files.
+"""The sparse-tui console: the app shell (panels, keys, focus, reporting) and the routing of messages.
 
 ``make_app`` builds the app (the CLI and the tests share it); ``run_app`` runs it and returns an exit code.
 
-Threading model (after harlequin / toolong): one thread worker polls the store a few times per second
-(``PRAGMA data_version`` is cheap) and posts ``RunsUpdated`` / ``CurvesData`` messages; launching, cancelling,
-deleting, exporting, fitting, attention loading and the GPU probe run in thread workers too. Workers only
-``post_message``; widgets are touched on the UI thread only. Worker loops check ``is_cancelled``.
+How it is built (after harlequin / toolong): the panels (``widgets/``) only draw and post messages
+(``messages.py``): what the user asked for (``LaunchRequested``, ``FitRequested`` ...) and what changed
+(``RunHighlighted``, ``MarkedChanged``). The app handles them here: it keeps the UI state (the current and the
+marked runs, as reactives), runs the work (``actions.py``) in thread workers, and hands the results back to the
+panels. One thread reads the store (``poller.py``) and posts coalescing ``RunsUpdated`` / ``CurvesData``. Workers
+only ``post_message``; widgets are touched on the UI thread only; worker loops check cancellation.
 
 Training runs in detached processes (``runner.detach``), so quitting the app or losing the terminal stops nothing.
 """
 
 from __future__ import annotations
 
-import functools
-import math
-import threading
+import logging
 import time
 import traceback
 from pathlib import Path
@@ -23,15 +23,40 @@ from typing import Any, Callable
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.css.query import NoMatches
+from textual.lazy import Lazy
+from textual.message import Message
+from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Header, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState, get_current_worker
 
-from sparse_tui.tui.guard import Guarded
 from sparse_tui.exitcodes import ExitCode
 from sparse_tui.store import RunRecord, RunStore
-from sparse_tui.tui.messages import AttentionData, CurvesData, Done, FitDone, GpuInfo, Problem, RunsUpdated
+from sparse_tui.tui import actions, selection
+from sparse_tui.tui.guard import Guarded, guarded
+from sparse_tui.tui.messages import (
+    AttentionData,
+    AttentionRequested,
+    CancelRequested,
+    CompareRequested,
+    CurvesData,
+    DeleteRequested,
+    Done,
+    ExportRequested,
+    FitDone,
+    FitRequested,
+    GpuInfo,
+    GuessRequested,
+    LaunchRequested,
+    MarkedChanged,
+    PanelRequested,
+    Problem,
+    ResumeRequested,
+    RunHighlighted,
+    RunsUpdated,
+)
+from sparse_tui.tui.panels import LAZY, PANELS
+from sparse_tui.tui.poller import StorePoller
 from sparse_tui.tui.widgets.attention_map import AttentionPanel
 from sparse_tui.tui.widgets.curves import CurvesPanel
 from sparse_tui.tui.widgets.fit_panel import FitPanel
@@ -40,37 +65,28 @@ from sparse_tui.tui.widgets.phase_diagram import PhasePanel
 from sparse_tui.tui.widgets.presets_panel import PresetsPanel
 from sparse_tui.tui.widgets.run_table import RunsPanel
 
-PANELS = (
-    ("presets", "Presets", PresetsPanel),
-    ("runs", "Runs", RunsPanel),
-    ("curves", "Curves", CurvesPanel),
-    ("attention", "Attention", AttentionPanel),
-    ("fit", "Fit", FitPanel),
-    ("phase", "Phase", PhasePanel),
-)
-CURVE_POINTS = 1500  # points per series kept by the poller (the plot downsamples further to its width)
+# Every problem the console shows is logged here too (RUNS_DIR/logs/console.log is written separately, per store);
+# a NullHandler keeps Python's last-resort handler from printing over the screen.
+LOG = logging.getLogger("sparse_tui.tui")
+LOG.addHandler(logging.NullHandler())
 
 
-def guarded(fn: Callable) -> Callable:
-    """Run a UI-thread action; an exception becomes an error notification instead of a crash."""
+HIGHLIGHT_RULES = ("border_top", "border_right", "border_bottom", "border_left", "border_title_color",
+                   "auto_border_title_color", "border_title_style")
 
-    @functools.wraps(fn)
-    def wrapper(self: "SparseTuiApp", *a: Any, **kw: Any) -> Any:
-        try:
-            return fn(self, *a, **kw)
-        except NoMatches as e:
-            # A worker's message can arrive while the app is still composing or already tearing down its panels
-            # (quit with a poll in flight): nothing to update then. With the panels mounted it is a real bug.
-            if self._exit or not all(self.query(f"#{pid}") for pid, _, _ in PANELS):
-                self.log.warning(f"{fn.__name__}: {e} (panels not mounted; ignored)")
-                return None
-            self.report(e)
-            return None
-        except Exception as e:  # noqa: BLE001 - the catch-all that keeps the console alive
-            self.report(e)
-            return None
 
-    return wrapper
+def highlight(widget, color: str | None) -> None:
+    """Give ``widget`` a round border and a bold title in ``color`` (None: back to its CSS, app.tcss)."""
+    styles = widget.styles
+    if color is None:
+        for rule in HIGHLIGHT_RULES:
+            styles.clear_rule(rule)
+        widget.refresh(layout=True)
+    else:
+        styles.border = ("round", color)
+        styles.border_title_color = color
+        styles.auto_border_title_color = False  # the CSS colour ($text-muted) is an 'auto' one: it would win
+        styles.border_title_style = "bold"
 
 
 class MainScreen(Guarded, Screen):
@@ -82,7 +98,7 @@ class SparseTuiApp(Guarded, App[int]):
 
     CSS_PATH = "app.tcss"
     TITLE = "sparse-tui"
-    ENABLE_COMMAND_PALETTE = True  # ctrl+p: panels, presets and actions (get_system_commands)
+    ENABLE_COMMAND_PALETTE = True  # ctrl+p: panels, presets and actions (commands.py)
     BINDINGS = [
         Binding("1", "panel('presets')", "Presets", show=False),
         Binding("2", "panel('runs')", "Runs", show=False),
@@ -94,6 +110,9 @@ class SparseTuiApp(Guarded, App[int]):
         Binding("q", "quit", "Quit"),
         Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
     ]
+
+    current: reactive[str | None] = reactive(None, init=False)  # the run under the Runs table's cursor
+    marked: reactive[list[str]] = reactive(list, init=False)  # the marked runs (always assigned a new list)
 
     def __init__(
         self,
@@ -120,17 +139,10 @@ class SparseTuiApp(Guarded, App[int]):
         self.gpu = gpu
         self.n_workers = workers
         self.store: RunStore | None = None
+        self.poller: StorePoller | None = None
         self.records: list[RunRecord] = []
         self.last: dict[str, dict] = {}
-        self.marked: list[str] = []
-        self.current: str | None = None
-        self.errors: list[str] = []  # every problem reported (tests assert on it)
-        self.updates = 0  # RunsUpdated messages applied
-        self.curve_updates = 0
-        self._watch: tuple[str, ...] = ()
-        self._wake = threading.Event()
         self._gpu_text = ""
-        self._theory_cache: dict[str, tuple[list[float], list[float]]] = {}
         self._active_panel = None  # the .panel shown with focus (see _sync_active_panel)
         self._export_folder = "."  # the export dialog's folder (the last one used)
 
@@ -140,12 +152,13 @@ class SparseTuiApp(Guarded, App[int]):
     # -- layout --------------------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield Header(icon="◆")
-        initial = "tab-presets"
-        with TabbedContent(initial=initial, id="panels"):
-            for pid, title, cls in PANELS:
-                with TabPane(f"{PANELS.index((pid, title, cls)) + 1} {title}", id=f"tab-{pid}"):
+        with TabbedContent(initial="tab-presets", id="panels"):
+            for i, (pid, title, cls) in enumerate(PANELS, 1):
+                with TabPane(f"{i} {title}", id=f"tab-{pid}"):
                     if cls is PresetsPanel:
                         yield PresetsPanel(self.presets_dir, self.preset, self.overrides, id=pid)
+                    elif pid in LAZY:
+                        yield Lazy(cls(id=pid, classes="panel"))
                     else:
                         yield cls(id=pid, classes="panel")
         yield KeysFooter()
@@ -157,19 +170,23 @@ class SparseTuiApp(Guarded, App[int]):
             self.report(f"cannot open the run store in {self.runs_dir}: {e}")
             return
         self.sub_title = f"store {self.runs_dir}"
-        self.poll_store()
+        self.poller = StorePoller(self.store, self.post_message, self.poll_interval)
+        self.run_worker(self.poller.run, name="store poller", group="poll", thread=True, exclusive=True,
+                        exit_on_error=False)
         if self.gpu:
             self.probe_gpu()
         self.set_interval(5.0, self._tick_ages)
 
     # -- reporting -----------------------------------------------------------------------------------------------
-    def report(self, error: Exception | str, severity: str = "error") -> None:
-        """Show a problem (a notification and a red line in the panel on screen), keep it in ``errors`` and append
-        it, with its traceback, to RUNS_DIR/logs/console.log."""
+    def report(self, error: BaseException | str, severity: str = "error", exc: BaseException | None = None) -> None:
+        """Show a problem: a notification; an error also a red line in the panel on screen, an entry (with the
+        traceback of ``error`` or ``exc``) in RUNS_DIR/logs/console.log, and a record of the ``sparse_tui.tui``
+        logger."""
         text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
-        self.errors.append(text)
-        detail = text if isinstance(error, str) else "".join(traceback.format_exception(error))
+        exc = exc if isinstance(error, str) else error
+        LOG.log(logging.ERROR if severity == "error" else logging.WARNING, text, exc_info=exc)
         if severity == "error":
+            detail = text if exc is None else "".join(traceback.format_exception(exc))
             self.log.error(detail)
             self._log_to_file(detail)
             self._panel_error(text)
@@ -214,7 +231,7 @@ class SparseTuiApp(Guarded, App[int]):
         super()._handle_exception(error)
 
     def on_problem(self, msg: Problem) -> None:
-        self.report(msg.text, msg.severity)
+        self.report(msg.text, msg.severity, exc=msg.error)
 
     def on_done(self, msg: Done) -> None:
         self.notify(msg.text, markup=False)
@@ -225,13 +242,44 @@ class SparseTuiApp(Guarded, App[int]):
         self.wake()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.state == WorkerState.ERROR:
-            self.report(event.worker.error or RuntimeError(f"worker {event.worker.name} failed"))
+        if event.state != WorkerState.ERROR:
+            return
+        from textual.command import CommandPalette
+        from textual.css.query import NoMatches
+
+        node, error = event.worker.node, event.worker.error
+        cause = getattr(error, "error", error)  # WorkerFailed wraps the exception
+        if node is not self and (not getattr(node, "is_attached", True)
+                                 or (isinstance(node, CommandPalette) and isinstance(cause, NoMatches))):
+            # a worker of a dialog that is closing or closed: Textual 8.2.8's palette, closed (Enter, Esc) while it
+            # gathers commands, queries its result list after the list is gone. Nothing is left to show or fix.
+            self.log.warning(f"worker {event.worker.name} of closing {node!r}: {error!r}")
+            return
+        self.report(error or RuntimeError(f"worker {event.worker.name} failed"))
+
+    def _work(self, fn: Callable[..., Message | None], *args: Any, group: str, exclusive: bool = False) -> None:
+        """Run ``fn(*args)`` (one of ``actions``) in a thread worker and post the message it returns."""
+
+        def body() -> None:
+            msg = fn(*args)
+            if msg is not None and not get_current_worker().is_cancelled:
+                self.post_message(msg)
+
+        self.run_worker(body, name=fn.__name__, group=group, thread=True, exclusive=exclusive, exit_on_error=False)
 
     # -- panels --------------------------------------------------------------------------------------------------
     @guarded
     def action_panel(self, pid: str) -> None:
         self.show_panel(pid)
+
+    @on(PanelRequested)
+    @guarded
+    def _panel_requested(self, msg: PanelRequested) -> None:
+        self.show_panel(msg.panel)
+
+    def panels_mounted(self) -> bool:
+        """Every panel is in the DOM (not while composing, before a Lazy panel is mounted, or while tearing down)."""
+        return bool(self.screen_stack) and all(self.query(f"#{pid}") for pid, _, _ in PANELS)
 
     def show_panel(self, pid: str) -> None:
         tabs = self.query_one("#panels", TabbedContent)
@@ -241,7 +289,11 @@ class SparseTuiApp(Guarded, App[int]):
     def _focus_panel(self, pid: str) -> None:
         if self.query_one("#panels", TabbedContent).active != f"tab-{pid}":
             return  # a later switch won
-        panel = self.query_one(f"#{pid}")
+        panels = self.query(f"#{pid}")
+        if not panels:  # a Lazy panel not mounted yet: it is, after the next frame
+            self.call_after_refresh(self._focus_panel, pid)
+            return
+        panel = panels.first()
         panel.query(".panel-error").remove()  # a problem shown earlier was seen (it stays in the log)
         if pid == "runs":
             self.query_one(RunsPanel).table.focus()
@@ -251,7 +303,29 @@ class SparseTuiApp(Guarded, App[int]):
             panel.focus()
         self._panel_shown(pid)
 
-    # -- focus highlight ---------------------------------------------------------------------------------------------
+    def _panel_shown(self, pid: str) -> None:
+        if pid == "attention":
+            self.query_one(AttentionPanel).set_run(self.current)
+        elif pid == "phase":
+            self.query_one(PhasePanel).update_data(self.records, self.last)
+        elif pid == "fit":
+            self.query_one(FitPanel).selection_changed(
+                selection.fit_selection_key(self.records, self.marked, self.current))
+
+    def _panel_action(self, pid: str, action: str) -> None:
+        """A palette command: show the panel, then run its action."""
+        self.show_panel(pid)
+        self.call_after_refresh(lambda: self.run_action(action, self.query_one(f"#{pid}")))
+
+    @on(TabbedContent.TabActivated)
+    @guarded
+    def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        pid = (event.pane.id or "").removeprefix("tab-")
+        panel = self.query(f"#{pid}")
+        if pid and not (self.focused and panel and panel.first() in [self.focused, *self.focused.ancestors]):
+            self.call_later(self._focus_panel, pid)
+
+    # -- focus highlight -------------------------------------------------------------------------------------------
     def on_descendant_focus(self, event) -> None:
         self._sync_active_panel()
 
@@ -259,9 +333,10 @@ class SparseTuiApp(Guarded, App[int]):
         self.call_later(self._sync_active_panel)  # focus may have left every panel (the next focus event fixes it)
 
     def _sync_active_panel(self) -> None:
-        """Put ``-active`` (the highlighted round border, app.tcss) on the innermost ``.panel`` holding the focus of
-        the main screen, touching classes only when that panel changes: a class change restyles the panel's subtree,
-        which for the preset form is ~340 widgets (that, and :focus-within, made each Tab take ~1 s)."""
+        """Highlight (round border and title in the accent colour) the innermost ``.panel`` holding the focus of the
+        main screen, touching styles only when that panel changes. The highlight is an inline style of that one
+        widget: a class (or :focus-within) would restyle the panel's whole subtree, ~340 widgets for the preset
+        form (that made each Tab take ~1 s, and each switch to the Presets panel ~70 ms)."""
         if not self.screen_stack:
             return
         focused = self.screen_stack[0].focused  # the main screen's focus, kept while a dialog is open
@@ -272,187 +347,79 @@ class SparseTuiApp(Guarded, App[int]):
         if panel is old:
             return
         if old is not None:
-            old.remove_class("-active")
+            highlight(old, None)
         if panel is not None:
-            panel.add_class("-active")
+            highlight(panel, self.get_css_variables().get("accent", "orange"))
         self._active_panel = panel
 
-    @on(TabbedContent.TabActivated)
-    def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        pid = (event.pane.id or "").removeprefix("tab-")
-        if pid and not (self.focused and self.query_one(f"#{pid}") in [self.focused, *self.focused.ancestors]):
-            self.call_later(self._focus_panel, pid)
+    def watch_theme(self) -> None:
+        """A new theme (ctrl+p → theme): the highlighted panel takes the new accent colour."""
+        panel = self._active_panel
+        if panel is not None and panel.is_attached:
+            self.call_after_refresh(lambda: highlight(panel, self.get_css_variables().get("accent", "orange")))
 
-    def _panel_shown(self, pid: str) -> None:
-        if pid == "attention":
-            self.query_one(AttentionPanel).set_run(self.current)
-        elif pid == "phase":
-            self.query_one(PhasePanel).update_data(self.records, self.last)
-        elif pid == "fit":
-            self.query_one(FitPanel).selection_changed(self.fit_selection_key())
+    @property
+    def active_panel(self):
+        """The highlighted panel (the one holding the focus), or None."""
+        return self._active_panel
 
+    # -- palette and help ------------------------------------------------------------------------------------------
     def get_system_commands(self, screen: Screen):
-        """The command palette (ctrl+p): every panel, every preset file, the actions of the panels, then Textual's
-        own (theme, keys, quit)."""
-        from functools import partial
+        from sparse_tui.tui.commands import system_commands
 
-        from textual.app import SystemCommand
-
-        for i, (pid, title, cls) in enumerate(PANELS, 1):
-            yield SystemCommand(f"Panel: {title}", f"switch to the {title} panel (key {i})", partial(self.show_panel, pid))
-        presets = self.query_one(PresetsPanel)
-        for path in presets.files:
-            yield SystemCommand(f"Preset: {path.name}", f"open {path} in the form",
-                                partial(self.call_later, presets.open_path, path))
-        actions = [
-            ("Launch the preset in the form", "ctrl+l: record its runs and start them", "presets", "launch"),
-            ("Save the preset", "ctrl+s", "presets", "save"),
-            ("Diff of the unsaved preset edits", "ctrl+d", "presets", "diff"),
-            ("Compare two runs", "x: the two marked runs (or the current one and the next): config diff, then "
-             "their curves", "runs", "compare"),
-            ("Export runs", "e: CSV / JSON lines / Parquet, run table or per-step metrics", "runs", "export"),
-            ("Cancel runs", "c: the marked (or current) queued / running runs", "runs", "cancel"),
-            ("Resume runs", "u: the marked (or current) failed / interrupted / queued runs, from their checkpoint",
-             "runs", "resume"),
-            ("Fit the plateau law", "enter in the Fit panel", "fit", "fit"),
-            ("Guess the fit variables", "g in the Fit panel", "fit", "guess"),
-            ("Next phase-diagram value", "m in the Phase panel", "phase", "value"),
-            ("Attention of the current run", "t in the Runs panel", "runs", "attention"),
-        ]
-        for title, help_, pid, action in actions:
-            yield SystemCommand(title, help_, partial(self._panel_action, pid, action))
-        yield SystemCommand("Help: all keys", "f1 / ?", self.action_help)
+        yield from system_commands(self)
         yield from super().get_system_commands(screen)
 
-    def _panel_action(self, pid: str, action: str) -> None:
-        self.show_panel(pid)
-        panel = self.query_one(f"#{pid}")
-        self.call_later(self.run_action, action, panel)
+    def action_command_palette(self) -> None:
+        from sparse_tui.tui.commands import CommandPalette
+
+        if self.use_command_palette and not CommandPalette.is_open(self):
+            self.push_screen(CommandPalette(id="--command-palette"))
+
+    def search_themes(self) -> None:
+        from textual.theme import ThemeProvider
+
+        from sparse_tui.tui.commands import CommandPalette
+
+        self.push_screen(CommandPalette(providers=[ThemeProvider], placeholder="Search for themes…"))
 
     def action_help(self) -> None:
+        from sparse_tui.tui.commands import help_groups
         from sparse_tui.tui.screens.help import HelpScreen
 
-        groups = [("everywhere", [b for b in self.BINDINGS if isinstance(b, Binding)])]
-        for pid, title, cls in PANELS:
-            groups.append((title, list(cls.BINDINGS)))
-        from sparse_tui.tui.widgets.preset_form import PresetForm  # noqa: F401
+        self.push_screen(HelpScreen(help_groups(self)))
 
-        groups.append(("Presets form", [Binding("tab, shift+tab", "", "next / previous field"),
-                                        Binding("escape", "", "back to the preset list (then 1-6 switch panels)"),
-                                        Binding("down, up", "", "next / previous field (also on a closed list)"),
-                                        Binding("enter, space", "", "open a choice list"),
-                                        Binding("enter", "", "add a sweep key (on its line)")]))
-        self.push_screen(HelpScreen(groups))
+    # -- selection (UI state) --------------------------------------------------------------------------------------
+    @on(RunHighlighted)
+    def _run_highlighted(self, msg: RunHighlighted) -> None:
+        self.current = msg.run_id
 
-    # -- selection -----------------------------------------------------------------------------------------------
-    def set_current_run(self, run_id: str | None) -> None:
-        self.current = run_id
+    @on(MarkedChanged)
+    def _marked_changed(self, msg: MarkedChanged) -> None:
+        self.marked = list(msg.run_ids)
+
+    def watch_current(self) -> None:
         self._update_watch()
 
-    def set_marked(self, ids: list[str]) -> None:
-        self.marked = list(ids)
+    def watch_marked(self) -> None:
         self._update_watch()
 
     def view_ids(self) -> list[str]:
+        """The runs whose curves are shown: the marked runs, else the current one."""
         return list(self.marked) if self.marked else ([self.current] if self.current else [])
 
     def _update_watch(self) -> None:
-        new = tuple(self.view_ids())
-        if new != self._watch:
-            self._watch = new
-            self.wake()
+        if self.poller is not None:
+            self.poller.watch(self.view_ids())
 
     def wake(self) -> None:
-        self._wake.set()
+        if self.poller is not None:
+            self.poller.wake()
 
-    # -- the store poller ------------------------------------------------------------------------------------------
-    @work(thread=True, exclusive=True, group="poll", exit_on_error=False)
-    def poll_store(self) -> None:
-        worker = get_current_worker()
-        store = self.store
-        last_version = None
-        last_reap = 0.0
-        sent_watch: tuple[str, ...] | None = None
-        failures = 0
-        while not worker.is_cancelled:
-            woken = self._wake.is_set()
-            self._wake.clear()
-            try:
-                reaped: list[str] = []
-                now = time.monotonic()
-                if now - last_reap >= 1.0:
-                    reaped = store.reap()
-                    last_reap = now
-                version = store.data_version()
-                watch = self._watch
-                changed = version != last_version or bool(reaped)
-                if changed:
-                    records = store.runs(reap=False)
-                    last = {r.run_id: store.last_metrics(r.run_id) for r in records if r.status == "running"}
-                    if worker.is_cancelled:
-                        break
-                    self.post_message(RunsUpdated(records, last))
-                    last_version = version
-                if changed or woken or watch != sent_watch:
-                    self.post_message(self._curves(store, watch))
-                    sent_watch = watch
-                failures = 0
-            except Exception as e:  # noqa: BLE001 - reported, then retried with back-off
-                failures += 1
-                if failures in (1, 10) or failures % 100 == 0:
-                    self.post_message(Problem(f"reading the run store failed: {e}"))
-                self._wake.wait(min(5.0, self.poll_interval * failures))
-                continue
-            self._wake.wait(self.poll_interval)
-
-    def _curves(self, store: RunStore, watch: tuple[str, ...]) -> CurvesData:
-        from sparse_tui.plotting import downsample
-        from sparse_tui.tui import render
-
-        series: dict[str, dict] = {}
-        theory: dict[str, tuple[list[float], list[float]]] = {}
-        plateau: dict[str, float | None] = {}
-        labels: dict[str, str] = {}
-        for rid in watch:
-            try:
-                rec = store.get(rid)
-            except Exception:  # noqa: BLE001 - deleted meanwhile
-                continue
-            raw = store.metrics(rid)
-            series[rid] = {
-                k: tuple(map(list, downsample(v[0], v[1], CURVE_POINTS))) for k, v in raw.items() if "/H" not in k
-            }
-            plateau[rid] = rec.plateau_step
-            labels[rid] = render.run_name(rec)
-            th = self._theory(rec)
-            if th is not None:
-                theory[rid] = th
-        return CurvesData(list(watch), series, theory, plateau, labels)
-
-    def _theory(self, rec: RunRecord) -> tuple[list[float], list[float]] | None:
-        """The reduced dynamics' test loss for linreg runs (toy, ode, transformer), cached per run."""
-        if rec.config.get("task", {}).get("kind") != "linreg":
-            return None
-        if rec.run_id in self._theory_cache:
-            return self._theory_cache[rec.run_id]
-        try:
-            from sparse_tui.models.ode import ode_curve
-            from sparse_tui.presets import config_from_json
-
-            cfg = config_from_json(rec.config)
-            total = int(rec.total_steps or cfg.train.steps)
-            steps = [round(i * total / 300) for i in range(301)]
-            vals = [float(v) for v in ode_curve(cfg, steps)]
-            out = ([float(s) for s in steps], vals)
-        except Exception:  # noqa: BLE001 - no theory curve for this run; the plot says nothing then
-            out = None
-        self._theory_cache[rec.run_id] = out
-        return out
-
+    # -- what the store poller reads -------------------------------------------------------------------------------
     @guarded
     def on_runs_updated(self, msg: RunsUpdated) -> None:
         self.records, self.last = msg.records, msg.last
-        self.updates += 1
         self.query_one(RunsPanel).show(msg.records, msg.last, self.clock())
         active = self.query_one("#panels", TabbedContent).active
         if active == "tab-phase":
@@ -466,6 +433,11 @@ class SparseTuiApp(Guarded, App[int]):
                     ap.request()
         self._set_header()
 
+    @guarded
+    def on_curves_data(self, msg: CurvesData) -> None:
+        self.query_one(CurvesPanel).update_data(msg)
+
+    @guarded
     def _tick_ages(self) -> None:
         panels = self.query(RunsPanel)  # empty while the app tears down (the timer can fire then)
         if self.records and panels:
@@ -482,11 +454,6 @@ class SparseTuiApp(Guarded, App[int]):
         if self.executor != "local":
             parts.append(f"{self.executor} {self.ray_address or 'auto'}")
         self.sub_title = " · ".join(parts)
-
-    @guarded
-    def on_curves_data(self, msg: CurvesData) -> None:
-        self.curve_updates += 1
-        self.query_one(CurvesPanel).update_data(msg)
 
     # -- GPU -----------------------------------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="gpu", exit_on_error=False)
@@ -508,45 +475,22 @@ class SparseTuiApp(Guarded, App[int]):
         self._gpu_text = msg.text or "no GPU"
         self._set_header()
 
-    # -- launching -----------------------------------------------------------------------------------------------
-    @work(thread=True, group="launch", exit_on_error=False)
-    def launch(self, loaded: Any) -> None:
-        from sparse_tui import runner
-        from sparse_tui.presets import expand
+    # -- what the panels ask for -----------------------------------------------------------------------------------
+    @on(LaunchRequested)
+    def _launch(self, msg: LaunchRequested) -> None:
+        self._work(actions.launch, self.store, msg.loaded, self.n_workers, self.executor, self.ray_address,
+                   group="launch")
 
-        # the same launch path as `sparse-tui run --detach`: detached processes, planned by the sweep scheduler
-        self._check_executor()
-        batch_id, ids, pid = runner.start_detached(self.store, expand(loaded), workers=self.n_workers or None,
-                                                   executor=self.executor, ray_address=self.ray_address)
-        self.post_message(
-            Done(f"launched {loaded.name}: batch {batch_id}, {len(ids)} run(s), pid {pid} "
-                 f"(log {runner.log_path(self.store, batch_id)})", switch_to="runs", run_ids=list(ids))
-        )
-
-    def _check_executor(self) -> None:
-        """``--executor ray``: refuse to launch while Ray is missing or its cluster unreachable (one line)."""
-        from sparse_tui.executors import ExecutorError, probe
-
-        problem = probe(self.executor, self.ray_address)
-        if problem:
-            raise ExecutorError(problem)
-
-    # -- run actions ---------------------------------------------------------------------------------------------
-    def cancel_runs(self, ids: list[str]) -> None:
-        live = [r.run_id for r in self.records if r.run_id in ids and r.status in ("queued", "running")]
+    @on(CancelRequested)
+    def _cancel(self, msg: CancelRequested) -> None:
+        live = [r.run_id for r in self.records if r.run_id in msg.run_ids and r.status in ("queued", "running")]
         if not live:
             self.notify("nothing to cancel (only queued or running runs can be)", severity="warning")
             return
-        self._cancel(live)
+        self._work(actions.cancel, self.store, live, group="actions")
 
-    @work(thread=True, group="actions", exit_on_error=False)
-    def _cancel(self, ids: list[str]) -> None:
-        running = self.store.request_cancel(ids)
-        self.post_message(Done(f"cancel requested for {len(ids)} run(s)"
-                               + (f"; {len(running)} running will stop within ~1 s" if running else "")))
-
-    @on(RunsPanel.ResumeRequested)
-    def _resume_requested(self, msg: RunsPanel.ResumeRequested) -> None:
+    @on(ResumeRequested)
+    def _resume(self, msg: ResumeRequested) -> None:
         """``u`` in Runs: continue failed / interrupted / queued runs from their last checkpoint, the same path as
         ``sparse-tui resume RUN --detach`` (runner.resume_detached); anything else is refused with a notification."""
         from sparse_tui.runner import RESUMABLE
@@ -558,30 +502,13 @@ class SparseTuiApp(Guarded, App[int]):
             self.notify(f"cannot resume ({states}): only failed, interrupted or queued runs can be",
                         severity="warning", markup=False)
             return
-        self._resume(todo)
+        self._work(actions.resume, self.store, todo, self.n_workers, self.executor, self.ray_address, group="launch")
 
-    @work(thread=True, group="launch", exit_on_error=False)
-    def _resume(self, ids: list[str]) -> None:
-        from sparse_tui import runner
-        from sparse_tui.store import StoreError
-
-        try:
-            self._check_executor()
-            started = runner.resume_runs_detached(self.store, ids, workers=self.n_workers or None,
-                                                  executor=self.executor, ray_address=self.ray_address)
-        except StoreError as e:  # the run changed since the table was drawn (it finished, or another resume won)
-            self.post_message(Problem(f"cannot resume: {e}", severity="warning"))
-            return
-        n = sum(len(r) for _, r, _ in started)
-        where = "; ".join(f"batch {b} pid {pid}" for b, _, pid in started)
-        self.post_message(Done(f"resuming {n} run(s) from their last checkpoint: {where}", switch_to="runs",
-                               run_ids=[rid for _, r, _ in started for rid in r]))
-
-    @on(RunsPanel.CompareRequested)
-    def _compare_requested(self, msg: RunsPanel.CompareRequested) -> None:
+    @on(CompareRequested)
+    def _compare(self, msg: CompareRequested) -> None:
         """``x`` in Runs (or the palette): the config keys two runs differ in; Enter there overlays their curves,
         each labelled by its run name."""
-        from sparse_tui.tui import render
+        from sparse_tui.tui.render.runs import config_diff, run_name
         from sparse_tui.tui.screens.compare import CompareScreen
 
         recs = {r.run_id: r for r in self.records}
@@ -597,10 +524,11 @@ class SparseTuiApp(Guarded, App[int]):
                 self.query_one(RunsPanel).set_marked([a.run_id, b.run_id])
                 self.show_panel("curves")
 
-        self.push_screen(CompareScreen((render.run_name(a), render.run_name(b)), (a.run_id, b.run_id),
-                                       render.config_diff(a, b)), done)
+        self.push_screen(CompareScreen((run_name(a), run_name(b)), (a.run_id, b.run_id), config_diff(a, b)), done)
 
-    def delete_runs(self, ids: list[str]) -> None:
+    @on(DeleteRequested)
+    def _delete(self, msg: DeleteRequested) -> None:
+        ids = list(msg.run_ids)
         if not ids:
             return
         live = [r.run_id for r in self.records if r.run_id in ids and r.status in ("queued", "running")]
@@ -611,16 +539,13 @@ class SparseTuiApp(Guarded, App[int]):
 
         def done(yes: bool | None) -> None:
             if yes:
-                self._delete(ids)
+                self._work(actions.delete, self.store, ids, group="actions")
 
         self.push_screen(ConfirmScreen(f"Delete {len(ids)} run(s) with their metrics and attention maps?"), done)
 
-    @work(thread=True, group="actions", exit_on_error=False)
-    def _delete(self, ids: list[str]) -> None:
-        n = self.store.delete(ids)
-        self.post_message(Done(f"deleted {n} run(s)"))
-
-    def export_runs(self, ids: list[str]) -> None:
+    @on(ExportRequested)
+    def _export(self, msg: ExportRequested) -> None:
+        ids = list(msg.run_ids)
         if not ids:
             self.notify("no runs to export", severity="warning")
             return
@@ -630,63 +555,15 @@ class SparseTuiApp(Guarded, App[int]):
 
         def done(req) -> None:
             if req is not None and req.path:
-                self._export(ids, req)
+                self._export_folder = str(Path(req.path).expanduser().parent)
+                self._work(actions.export, self.store, ids, req, group="actions")
 
         self.push_screen(ExportScreen(len(ids), stamp, folder=self._export_folder), done)
 
-    @work(thread=True, group="actions", exit_on_error=False)
-    def _export(self, ids: list[str], req: Any) -> None:
-        import os
-
-        from sparse_tui.export import export
-
-        store = self.store
-        recs = sorted((store.get(r) for r in ids), key=lambda r: (r.created_at, r.run_id))
-        out = Path(req.path).expanduser()
-        out.parent.mkdir(parents=True, exist_ok=True)
-        self._export_folder = str(out.parent)
-        tmp = out.with_name(out.name + ".part")
-        try:
-            if req.fmt == "parquet":
-                with open(tmp, "wb") as fh:
-                    n = export(store, recs, "parquet", fh, metrics=req.metrics)
-            else:
-                with open(tmp, "w", newline="") as fh:
-                    n = export(store, recs, req.fmt, fh, metrics=req.metrics)
-            os.replace(tmp, out)
-        except RuntimeError as e:
-            tmp.unlink(missing_ok=True)
-            self.post_message(Problem(str(e)))
-            return
-        self.post_message(Done(f"exported {n} row(s) to {out}"))
-
-    # -- attention -----------------------------------------------------------------------------------------------
-    def load_attention(self, run_id: str, step: int | None, layer: str | None, head: int, example: int,
-                       width: int) -> None:
-        self._attention(run_id, step, layer, head, example, width)
-
-    @work(thread=True, exclusive=True, group="attention", exit_on_error=False)
-    def _attention(self, run_id: str, step: int | None, layer: str | None, head: int, example: int,
-                   width: int) -> None:
-        from sparse_tui.tui.render import render_attention
-
-        store = self.store
-        steps = store.attention_steps(run_id)
-        if not steps:
-            self.post_message(AttentionData(run_id, [], -1, [], 1, 1, "", f"run {run_id}: no attention snapshots yet"))
-            return
-        if step not in steps:
-            step = steps[-1]
-        maps, meta = store.attention(run_id, step)
-        layers = sorted(maps, key=lambda k: int(k[1:]) if k[1:].isdigit() else 0)
-        if layer not in maps:
-            layer = layers[0]
-        H, E = maps[layer].shape[:2]
-        task = store.get(run_id).config.get("task", {}).get("kind")
-        body, info = render_attention(maps, meta, layer, head, example, width, task)
-        if get_current_worker().is_cancelled:
-            return
-        self.post_message(AttentionData(run_id, steps, step, layers, H, E, body, info))
+    @on(AttentionRequested)
+    def _attention(self, m: AttentionRequested) -> None:
+        self._work(actions.attention, self.store, m.run_id, m.step, m.layer, m.head, m.example, m.width,
+                   group="attention", exclusive=True)
 
     @guarded
     def on_attention_data(self, msg: AttentionData) -> None:
@@ -696,89 +573,33 @@ class SparseTuiApp(Guarded, App[int]):
         else:
             ap.update_data(msg)
 
-    # -- fitting -------------------------------------------------------------------------------------------------
-    def _fit_records(self, query: str) -> list[RunRecord]:
-        from sparse_tui.tui.render import matches, run_row
+    @on(GuessRequested)
+    def _guess(self, msg: GuessRequested) -> None:
+        self.query_one(FitPanel).set_guess(self._guess_variables(msg.query))
 
-        if not query and self.marked:
-            ids = set(self.marked)
-            return [r for r in self.records if r.run_id in ids]
-        if not query:  # the runs of the current run's preset
-            cur = next((r for r in self.records if r.run_id == self.current), None)
-            if cur is None:
-                return list(self.records)
-            return [r for r in self.records if r.preset == cur.preset]
-        return [r for r in self.records if matches(run_row(r, None, 0.0), query)]
+    def _guess_variables(self, query: str) -> list[str]:
+        return selection.guess_fit_variables(self.records, self.marked, self.current, query)
 
-    def fit_selection_key(self) -> tuple:
-        """What the Fit panel's default runs are (marked runs, else the current run's preset): guessed variables
-        are guessed again when this changes (a fit of the previous preset's variables fails: 'unknown variable')."""
-        if self.marked:
-            return ("marked", tuple(self.marked))
-        cur = next((r for r in self.records if r.run_id == self.current), None)
-        return ("preset", cur.preset if cur is not None else None)
-
-    def guess_fit_variables(self, query: str) -> list[str]:
-        from sparse_tui.fitting import short_name
-        from sparse_tui.tui.render import swept_keys
-
-        recs = self._fit_records(query)
-        keys = [k for k in swept_keys(recs)
-                if all(isinstance(r.params.get(k), (int, float)) and not isinstance(r.params.get(k), bool)
-                       for r in recs if k in r.params)]
-        shorts = [short_name(k) for k in keys]
-        return [s if shorts.count(s) == 1 else k for s, k in zip(shorts, keys)]
-
-    def fit_request(self, query: str, variables: list[str], options: str = "") -> Any:
-        """The ``sparse-tui fit`` arguments for the panel's fields: the marked runs (their ids), else the runs of
-        the current run's preset (--preset), else the runs matching the filter words (their ids); ``options`` adds
-        --tie / --bootstrap / --seed / --target / --paper / --where / --preset / --batch. None when nothing matches.
-        Raises ``FitError`` for a bad options line."""
-        from sparse_tui.tui.render import FitRequest, parse_fit_options
-
-        opts = parse_fit_options(options)
-        req = FitRequest(list(variables), **opts)
-        if not query and self.marked:
-            req.run_ids = list(self.marked)
-        elif not query:
-            cur = next((r for r in self.records if r.run_id == self.current), None)
-            if cur is not None and "preset" not in opts and cur.preset:
-                req.preset = cur.preset
-            elif cur is not None and not cur.preset:
-                req.run_ids = [r.run_id for r in self._fit_records(query)]
-        else:
-            req.run_ids = [r.run_id for r in self._fit_records(query)]
-            if not req.run_ids:
-                return None
-        return req
-
-    def fit_runs(self, query: str, variables: list[str], options: str = "") -> None:
+    @on(FitRequested)
+    def _fit(self, msg: FitRequested) -> None:
         from sparse_tui.fitreport import FitError
 
+        variables = msg.variables
+        if variables is None:  # guessed variables follow the runs chosen now
+            variables = self._guess_variables(msg.query)
+            self.query_one(FitPanel).set_guess(variables)
+        if not variables:
+            self.post_message(actions.fit_failed("no variables: type some (e.g. d T) or sweep a parameter"))
+            return
         try:
-            req = self.fit_request(query, variables, options)
+            req = selection.fit_request(self.records, self.marked, self.current, msg.query, variables, msg.options)
         except FitError as e:
-            self.query_one(FitPanel).show_error(str(e))
+            self.post_message(actions.fit_failed(str(e)))
             return
         if req is None:
-            self.query_one(FitPanel).show_error("no runs match")
+            self.post_message(actions.fit_failed("no runs match"))
             return
-        self._fit(req)
-
-    @work(thread=True, exclusive=True, group="fit", exit_on_error=False)
-    def _fit(self, req: Any) -> None:
-        """``fitreport.fit_store`` with the request's arguments: the code path (and numbers) of ``sparse-tui fit``."""
-        from sparse_tui.fitreport import FitError
-        from sparse_tui.tui import render
-
-        try:
-            rep = render.run_fit(self.store, req)
-        except (FitError, ValueError) as e:
-            self.post_message(FitDone(None, {}, f"fit failed: {str(e).splitlines()[0] if str(e) else e!r}",
-                                      request=req))
-            return
-        info = f"{rep.result.formula()}  R²={rep.result.r2:.3f}"
-        self.post_message(FitDone(render.fit_table(rep, req), render.fit_plot(rep), info, report=rep, request=req))
+        self._work(actions.fit, self.store, req, group="fit", exclusive=True)
 
     @guarded
     def on_fit_done(self, msg: FitDone) -> None:

@@ -9,7 +9,9 @@ cannot start should say so and exit."""
 
 from __future__ import annotations
 
+import functools
 from asyncio import CancelledError
+from typing import Any, Callable
 
 from textual import events
 
@@ -29,3 +31,28 @@ class Guarded:
             if app is None or not hasattr(app, "report") or getattr(app, "_exit", False):
                 raise
             app.report(error)
+
+
+def guarded(fn: Callable) -> Callable:
+    """For the app's handlers of worker messages: a message that arrives while the panels are not all mounted (the
+    app still composing, a Lazy panel not mounted yet, or the app tearing down with a poll in flight) has nothing to
+    update (logged and ignored); any other exception is reported and the console goes on."""
+
+    @functools.wraps(fn)
+    def wrapper(self, *a: Any, **kw: Any) -> Any:
+        from textual.app import ScreenStackError
+        from textual.css.query import NoMatches
+
+        try:
+            return fn(self, *a, **kw)
+        except (NoMatches, ScreenStackError) as e:
+            if self._exit or not self.panels_mounted():
+                self.log.warning(f"{fn.__name__}: {e} (panels not mounted; ignored)")
+                return None
+            self.report(e)
+            return None
+        except Exception as e:  # noqa: BLE001 - the catch-all that keeps the console alive
+            self.report(e)
+            return None
+
+    return wrapper

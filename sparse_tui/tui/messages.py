@@ -1,4 +1,13 @@
-"""Messages that thread workers post to the app (workers never touch widgets; the UI thread applies these)."""
+"""The console's messages, in two directions (after toolong / harlequin: widgets stay thin).
+
+* Workers → app: the store poller (``tui/poller.py``) and the thread workers of ``tui/actions.py`` never touch
+  widgets; they post ``RunsUpdated``, ``CurvesData``, ``AttentionData``, ``FitDone``, ``GpuInfo``, ``Done`` and
+  ``Problem``, which the app applies on the UI thread. The poller's messages coalesce (``can_replace``): when the UI
+  thread falls behind, only the newest run table and the newest curves are drawn.
+* Widgets → app: a panel never calls a domain method. It posts what the user asked for (``LaunchRequested``,
+  ``CancelRequested``, ``FitRequested`` ...) or what changed (``RunHighlighted``, ``MarkedChanged``); the app
+  (``tui/app.py``) decides, runs the work in a thread worker, and hands the result back to the panel.
+"""
 
 from __future__ import annotations
 
@@ -10,12 +19,16 @@ from textual.message import Message
 from sparse_tui.store import RunRecord
 
 
+# -- from the store poller and the workers ---------------------------------------------------------------------------
 @dataclass
 class RunsUpdated(Message):
     """A fresh read of the run table (posted by the store poller when the store changed)."""
 
     records: list[RunRecord]
     last: dict[str, dict[str, float]]  # latest metrics of running runs
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, RunsUpdated)  # a newer read of the whole table supersedes this one
 
 
 @dataclass
@@ -27,6 +40,9 @@ class CurvesData(Message):
     theory: dict[str, tuple[list[float], list[float]]] = field(default_factory=dict)
     plateau: dict[str, float | None] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, CurvesData)  # the newest read of the newest watched runs wins
 
 
 @dataclass
@@ -49,7 +65,7 @@ class FitDone(Message):
     plot: dict  # {"x": forecast, "y": plateau, "fit": law at x, "cx"/"cy": censored}
     info: str
     report: Any = None  # the fitreport.FitReport (what `sparse-tui fit --json` prints, as an object)
-    request: Any = None  # the render.FitRequest: `sparse-tui fit ` + request.argv() gives the same numbers
+    request: Any = None  # the render.fit.FitRequest: `sparse-tui fit ` + request.argv() gives the same numbers
 
 
 @dataclass
@@ -59,10 +75,13 @@ class GpuInfo(Message):
 
 @dataclass
 class Problem(Message):
-    """Something went wrong in a worker: shown as a notification."""
+    """Something went wrong (a worker, a panel's handler, a render): the app shows it (a notification; errors also
+    a red line in the panel on screen and an entry in RUNS_DIR/logs/console.log). ``error`` keeps the exception for
+    the log's traceback."""
 
     text: str
     severity: str = "error"
+    error: BaseException | None = None
 
 
 @dataclass
@@ -72,3 +91,96 @@ class Done(Message):
     text: str
     switch_to: str | None = None
     run_ids: list[str] = field(default_factory=list)  # runs a launch created: the Runs panel shows them
+
+
+# -- from the panels -------------------------------------------------------------------------------------------------
+@dataclass
+class PanelRequested(Message):
+    """Switch to a panel (``presets``, ``runs``, ``curves``, ``attention``, ``fit``, ``phase``)."""
+
+    panel: str
+
+
+@dataclass
+class RunHighlighted(Message):
+    """The Runs table's cursor moved: the current run (None: the table is empty)."""
+
+    run_id: str | None
+
+
+@dataclass
+class MarkedChanged(Message):
+    """The marked runs changed (space, a, a compare overlay)."""
+
+    run_ids: list[str]
+
+
+@dataclass
+class LaunchRequested(Message):
+    """ctrl+l in Presets: record the runs of this validated preset (``presets.LoadedPreset``) and start them."""
+
+    loaded: Any
+
+
+@dataclass
+class CancelRequested(Message):
+    """c in Runs: cancel these runs (the app keeps the queued / running ones)."""
+
+    run_ids: list[str]
+
+
+@dataclass
+class ResumeRequested(Message):
+    """u in Runs: resume these runs from their checkpoints (the app keeps the failed / interrupted / queued ones)."""
+
+    run_ids: list[str]
+
+
+@dataclass
+class CompareRequested(Message):
+    """x in Runs: compare two runs (config differences, then their curves overlaid)."""
+
+    run_ids: list[str]
+
+
+@dataclass
+class DeleteRequested(Message):
+    """d in Runs: delete these finished runs, after a confirmation."""
+
+    run_ids: list[str]
+
+
+@dataclass
+class ExportRequested(Message):
+    """e in Runs: export these runs (the dialog asks how and where)."""
+
+    run_ids: list[str]
+
+
+@dataclass
+class AttentionRequested(Message):
+    """The Attention panel needs a snapshot drawn: ``step`` / ``layer`` None mean the newest / the first."""
+
+    run_id: str
+    step: int | None
+    layer: str | None
+    head: int
+    example: int
+    width: int
+
+
+@dataclass
+class FitRequested(Message):
+    """Enter in Fit: fit the runs the ``query`` chooses (empty: marked, else the current run's preset) over
+    ``variables`` (None: guess them first) with ``sparse-tui fit`` ``options``."""
+
+    query: str
+    variables: list[str] | None
+    options: str = ""
+
+
+@dataclass
+class GuessRequested(Message):
+    """g in Fit (or a new selection): guess the fit variables of the runs ``query`` chooses."""
+
+    query: str

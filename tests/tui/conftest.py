@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import math
 import time
 from pathlib import Path
@@ -55,6 +56,50 @@ NOW = BASE_TIME + 7200.0
 
 def tiny_text(steps: int = 300) -> str:
     return TINY.replace("{steps}", str(steps))
+
+
+class Seen:
+    """A ``run_test(message_hook=...)``: the messages of the store poller and the workers that the app handled
+    (``count(RunsUpdated)``: how many run tables it drew). Other messages (keys, focus ...) are not kept."""
+
+    def __init__(self) -> None:
+        from sparse_tui.tui import messages as m
+
+        self.kinds = (m.RunsUpdated, m.CurvesData, m.AttentionData, m.FitDone, m.Problem, m.Done)
+        self.messages: list = []
+
+    def __call__(self, message) -> None:
+        if isinstance(message, self.kinds):
+            self.messages.append(message)
+
+    def count(self, kind) -> int:
+        return sum(isinstance(m, kind) for m in self.messages)
+
+    @property
+    def tables(self) -> int:
+        """RunsUpdated messages handled (the run table was drawn from the store that many times)."""
+        from sparse_tui.tui.messages import RunsUpdated
+
+        return self.count(RunsUpdated)
+
+
+class _Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.texts: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.texts.append(record.getMessage())
+
+
+@pytest.fixture
+def console_errors():
+    """Every problem the console reported (errors and warnings, as shown), from its ``sparse_tui.tui`` logger."""
+    handler = _Collect()
+    log = logging.getLogger("sparse_tui.tui")
+    log.addHandler(handler)
+    yield handler.texts
+    log.removeHandler(handler)
 
 
 @pytest.fixture(autouse=True)

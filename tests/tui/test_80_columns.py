@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .conftest import make, run_async, wait_for
+from .conftest import Seen, make, run_async, wait_for
 
 
 def test_runs_command_keeps_full_ids_at_80_columns(synthetic: Path, monkeypatch):
@@ -29,10 +29,11 @@ def test_runs_command_keeps_full_ids_at_80_columns(synthetic: Path, monkeypatch)
 
 
 @run_async
-async def test_runs_table_footer_help_export_palette(synthetic: Path, presets_dir: Path, tmp_path: Path):
+async def test_runs_table_footer_help_export_palette(synthetic: Path, presets_dir: Path, tmp_path: Path, console_errors):
     app = make(synthetic, presets_dir)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: app.updates >= 1, 20)
+    seen = Seen()
+    async with app.run_test(size=(80, 24), message_hook=seen) as pilot:
+        await wait_for(pilot, lambda: seen.tables >= 1, 20)
         await pilot.press("2")
         await pilot.pause(0.3)
         table = app.query_one("#run-table")
@@ -77,4 +78,4 @@ async def test_runs_table_footer_help_export_palette(synthetic: Path, presets_di
         await pilot.pause(0.5)
         await pilot.press("enter")
         await wait_for(pilot, lambda: app.query_one("#panels").active == "tab-phase", 5)
-    assert app.errors == []
+    assert console_errors == []

@@ -6,28 +6,29 @@ from __future__ import annotations
 from pathlib import Path
 
 from sparse_tui.store import RunStore
-from sparse_tui.tui import render
+from sparse_tui.tui.render.runs import config_diff
 from sparse_tui.tui.widgets.curves import CurvesPanel
 from sparse_tui.tui.widgets.run_table import RunsPanel
 
-from .conftest import make, run_async, wait_for
+from .conftest import Seen, make, run_async, wait_for
 
 
 def test_config_diff_lists_only_the_differing_keys(synthetic: Path):
     store = RunStore(synthetic)
     a, b = store.get("0000000c"), store.get("0000000d")  # recall-lr: lr 0.01 vs 0.001, same otherwise
-    assert render.config_diff(a, b) == [("train.lr", "0.01", "0.001")]
+    assert config_diff(a, b) == [("train.lr", "0.01", "0.001")]
     lin = store.get("00000002")  # another preset: the preset and the task differ
-    rows = dict((k, (x, y)) for k, x, y in render.config_diff(a, lin))
+    rows = dict((k, (x, y)) for k, x, y in config_diff(a, lin))
     assert rows["preset"] == ("recall-lr", "toy-sweep") and rows["task.kind"] == ("recall", "linreg")
-    assert render.config_diff(a, a) == []
+    assert config_diff(a, a) == []
 
 
 @run_async
-async def test_x_compares_two_marked_runs_then_overlays_their_curves(synthetic: Path, presets_dir: Path):
+async def test_x_compares_two_marked_runs_then_overlays_their_curves(synthetic: Path, presets_dir: Path, console_errors):
     app = make(synthetic, presets_dir)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await wait_for(pilot, lambda: app.updates >= 1)
+    seen = Seen()
+    async with app.run_test(size=(120, 40), message_hook=seen) as pilot:
+        await wait_for(pilot, lambda: seen.tables >= 1)
         await pilot.press("2")
         await pilot.pause(0.2)
         panel = app.query_one(RunsPanel)
@@ -65,15 +66,16 @@ async def test_x_compares_two_marked_runs_then_overlays_their_curves(synthetic: 
         await pilot.pause(0.3)
         assert type(app.screen).__name__ != "CompareScreen"
         assert any("compare needs two runs" in n.message for n in app._notifications)
-    assert app.errors == []
+    assert console_errors == []
 
 
 @run_async
-async def test_palette_entry_points_to_a_real_action(synthetic: Path, presets_dir: Path):
+async def test_palette_entry_points_to_a_real_action(synthetic: Path, presets_dir: Path, console_errors):
     """Every "panel action" of the command palette exists on its panel (none points to a missing action)."""
     app = make(synthetic, presets_dir)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await wait_for(pilot, lambda: app.updates >= 1)
+    seen = Seen()
+    async with app.run_test(size=(120, 40), message_hook=seen) as pilot:
+        await wait_for(pilot, lambda: seen.tables >= 1)
         cmds = list(app.get_system_commands(app.screen))
         for c in cmds:
             cb = c.callback
@@ -83,4 +85,4 @@ async def test_palette_entry_points_to_a_real_action(synthetic: Path, presets_di
                 panel = app.query_one(f"#{pid}")
                 assert hasattr(panel, f"action_{action}"), (c.title, pid, action)
         assert any(c.title == "Compare two runs" for c in cmds)
-    assert app.errors == []
+    assert console_errors == []

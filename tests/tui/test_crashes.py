@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import make, run_async, wait_for
+from .conftest import Seen, make, run_async, wait_for
 
 SEQUENCES = {
     "curves_after_runs_enter": ["2", "enter", "2", "3"],
@@ -23,10 +23,11 @@ SEQUENCES = {
 
 @pytest.mark.parametrize("name", list(SEQUENCES))
 @run_async
-async def test_no_crash(synthetic: Path, presets_dir: Path, name: str):
+async def test_no_crash(synthetic: Path, presets_dir: Path, name: str, console_errors):
     app = make(synthetic, presets_dir)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: app.updates >= 1, 20)
+    seen = Seen()
+    async with app.run_test(size=(80, 24), message_hook=seen) as pilot:
+        await wait_for(pilot, lambda: seen.tables >= 1, 20)
         for step in SEQUENCES[name]:
             if isinstance(step, tuple):
                 await pilot.resize_terminal(*step)
@@ -38,14 +39,14 @@ async def test_no_crash(synthetic: Path, presets_dir: Path, name: str):
                 await wait_for(pilot, lambda: "fitting" not in str(fp.query_one("#fit-table").render()), 30)
         await pilot.pause(0.3)
         assert app.is_running
-        assert app.errors == []
+        assert console_errors == []
         if "fit" in name:  # the fit really happened (and was drawn) each time
             assert app.query_one("FitPanel").result is not None
 
 
 @run_async
 async def test_an_exception_in_a_panel_is_shown_logged_and_survived(synthetic: Path, presets_dir: Path,
-                                                                     monkeypatch):
+                                                                     monkeypatch, console_errors):
     from sparse_tui.tui.widgets.phase_diagram import PhasePanel
 
     def broken(self, *a, **kw):
@@ -53,14 +54,15 @@ async def test_an_exception_in_a_panel_is_shown_logged_and_survived(synthetic: P
 
     monkeypatch.setattr(PhasePanel, "action_value", broken)
     app = make(synthetic, presets_dir)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: app.updates >= 1, 20)
+    seen = Seen()
+    async with app.run_test(size=(80, 24), message_hook=seen) as pilot:
+        await wait_for(pilot, lambda: seen.tables >= 1, 20)
         await pilot.press("6")
         await pilot.pause(0.2)
         await pilot.press("m")  # the broken action
         await pilot.pause(0.3)
         assert app.is_running
-        assert app.errors == ["RuntimeError: phase exploded"]
+        assert console_errors == ["RuntimeError: phase exploded"]
         line = app.query_one("#phase .panel-error")
         assert "phase exploded" in str(line.render())
         log = (synthetic / "logs" / "console.log").read_text()

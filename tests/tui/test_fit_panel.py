@@ -9,9 +9,10 @@ import sys
 from pathlib import Path
 
 from sparse_tui.store import RunStore
+from sparse_tui.tui.messages import FitDone
 from sparse_tui.tui.widgets.fit_panel import FitPanel
 
-from .conftest import make, run_async, wait_for
+from .conftest import Seen, make, run_async, wait_for
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "COLUMNS": "200"}
 
@@ -23,19 +24,19 @@ def cli_fit_json(runs_dir: Path, argv: list[str]) -> dict:
     return json.loads(r.stdout)
 
 
-async def _fit(pilot, fit: FitPanel, runs: str, vars_: str, opts: str) -> None:
+async def _fit(pilot, seen: Seen, fit: FitPanel, runs: str, vars_: str, opts: str) -> None:
     fit.query_one("#fit-runs").value = runs
     fit.query_one("#fit-vars").value = vars_
     fit.query_one("#fit-opts").value = opts
-    shown = fit.shown
+    done = seen.count(FitDone)
     fit.focus()
     await pilot.press("enter")
-    await wait_for(pilot, lambda: fit.shown > shown, 60)
+    await wait_for(pilot, lambda: seen.count(FitDone) > done, 60)
     await pilot.pause(0.1)
 
 
 @run_async
-async def test_fit_panel_numbers_equal_the_cli(synthetic: Path, presets_dir: Path):
+async def test_fit_panel_numbers_equal_the_cli(synthetic: Path, presets_dir: Path, console_errors):
     store = RunStore(synthetic)
     # one censored run (finished without a plateau) and one failed run with a plateau: the CLI excludes the failed
     # one and counts the censored one; the panel must do the same
@@ -46,8 +47,9 @@ async def test_fit_panel_numbers_equal_the_cli(synthetic: Path, presets_dir: Pat
     store.con.execute("UPDATE runs SET status='failed' WHERE run_id=?", (other.run_id,))
     store.con.commit()
     app = make(synthetic, presets_dir)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: app.updates >= 1)
+    seen = Seen()
+    async with app.run_test(size=(80, 24), message_hook=seen) as pilot:
+        await wait_for(pilot, lambda: seen.tables >= 1)
         await pilot.press("2")
         await pilot.pause(0.2)
         await pilot.press("down", "down")  # a toy-sweep run: the panel fits its preset (--preset toy-sweep)
@@ -61,7 +63,7 @@ async def test_fit_panel_numbers_equal_the_cli(synthetic: Path, presets_dir: Pat
             ("toy", "d, T", "boot=30 --where task.d!=4 --target plateau_time --paper none"),
         ]
         for runs, vars_, opts in cases:
-            await _fit(pilot, fit, runs, vars_, opts)
+            await _fit(pilot, seen, fit, runs, vars_, opts)
             done = fit.result
             assert done is not None and done.report is not None, str(fit.query_one("#fit-table").render())
             argv = done.request.argv()
@@ -85,11 +87,11 @@ async def test_fit_panel_numbers_equal_the_cli(synthetic: Path, presets_dir: Pat
                 assert cli["fit"]["tie_scale"] is not None and f"tied s = {cli['fit']['tie_scale']:.3f}" in table
         # the same arguments, different seeds: different bootstrap intervals (the seed reaches the fit)
         b1 = done.report.result.boot_ci
-        await _fit(pilot, fit, "toy", "d T", "boot=30 --seed 7 --where task.d!=4 --target plateau_time --paper none")
+        await _fit(pilot, seen, fit, "toy", "d T", "boot=30 --seed 7 --where task.d!=4 --target plateau_time --paper none")
         assert fit.result.report.result.boot_ci != b1
         # a bad option line is one red line in the panel, not a crash
-        await _fit(pilot, fit, "", "d T", "--tie d")
+        await _fit(pilot, seen, fit, "", "d T", "--tie d")
         assert fit.result is None and "VAR:RATIO" in str(fit.query_one("#fit-table").render())
-        await _fit(pilot, fit, "", "d T", "--frobnicate 3")
+        await _fit(pilot, seen, fit, "", "d T", "--frobnicate 3")
         assert "unknown '--frobnicate'" in str(fit.query_one("#fit-table").render())
-    assert app.errors == []
+    assert console_errors == []

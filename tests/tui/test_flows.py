@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import os
 import sys
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from sparse_tui.tui.widgets.curves import CurvesPanel
 from sparse_tui.tui.widgets.field_row import FieldRow
 from sparse_tui.tui.widgets.presets_panel import PresetsPanel
 
-from .conftest import make, run_async, tiny_text, wait_for
+from .conftest import Seen, make, run_async, tiny_text, wait_for
 
 
 async def type_into(pilot, widget_id: str, text: str) -> None:
@@ -30,7 +29,6 @@ async def type_into(pilot, widget_id: str, text: str) -> None:
 
 def _kill_batches(runs_dir: Path) -> None:
     """Stop training processes a failed test may leave behind (by their recorded pids only)."""
-    import signal
 
     try:
         store = RunStore(runs_dir, create=False)
@@ -43,13 +41,14 @@ def _kill_batches(runs_dir: Path) -> None:
 
 @pytest.mark.slow
 @run_async
-async def test_edit_save_launch_watch_quit_reopen(presets_dir: Path, runs_dir: Path):
+async def test_edit_save_launch_watch_quit_reopen(presets_dir: Path, runs_dir: Path, console_errors):
     path = presets_dir / "tiny.toml"
     path.write_text(tiny_text(steps=1500), encoding="utf-8")
     app = make(runs_dir, presets_dir)
     try:
-        async with app.run_test(size=(100, 32)) as pilot:
-            await wait_for(pilot, lambda: app.query(FieldRow) and app.updates >= 1)
+        seen = Seen()
+        async with app.run_test(size=(100, 32), message_hook=seen) as pilot:
+            await wait_for(pilot, lambda: app.query(FieldRow) and seen.tables >= 1)
             panel = app.query_one(PresetsPanel)
             # an invalid learning rate is flagged at the field, with the CLI's message
             await type_into(pilot, "f-train--lr", "-1")
@@ -94,29 +93,31 @@ async def test_edit_save_launch_watch_quit_reopen(presets_dir: Path, runs_dir: P
             await pilot.pause(0.3)
             status_at_quit = RunStore(runs_dir).get(rid).status
             await pilot.press("q")
-        assert app.errors == []
+        assert console_errors == []
         # the run outlived the app
         assert status_at_quit in ("running", "finished")
         assert RunStore(runs_dir).get(rid).status in ("running", "finished")
         # reopen: the run is there, live or finished
         app2 = make(runs_dir, presets_dir)
-        async with app2.run_test(size=(80, 24)) as pilot:
-            await wait_for(pilot, lambda: app2.updates >= 1)
+        seen2 = Seen()
+        async with app2.run_test(size=(80, 24), message_hook=seen2) as pilot:
+            await wait_for(pilot, lambda: seen2.tables >= 1)
             assert [r.run_id for r in app2.records] == [rid]
             await wait_for(pilot, lambda: app2.records[0].status in TERMINAL, 90)
             assert app2.records[0].status == "finished"
             assert app2.records[0].step == 1500
-        assert app2.errors == []
+        assert console_errors == []
     finally:
         _kill_batches(runs_dir)
 
 
 @run_async
-async def test_run_preset_opens_with_it_selected(presets_dir: Path, runs_dir: Path, tmp_path: Path):
+async def test_run_preset_opens_with_it_selected(presets_dir: Path, runs_dir: Path, tmp_path: Path, console_errors):
     other = tmp_path / "elsewhere.toml"
     other.write_text(tiny_text(), encoding="utf-8")
     app = make(runs_dir, presets_dir, preset=other, overrides=["train.lr=3e-3"])
-    async with app.run_test(size=(80, 24)) as pilot:
+    seen = Seen()
+    async with app.run_test(size=(80, 24), message_hook=seen) as pilot:
         panel = app.query_one(PresetsPanel)
         await wait_for(pilot, lambda: panel.draft is not None and app.query(FieldRow), 10)
         assert panel.draft.path == other
@@ -126,19 +127,20 @@ async def test_run_preset_opens_with_it_selected(presets_dir: Path, runs_dir: Pa
         await pilot.pause(0.3)
         assert "3e-3" in app.screen.diff
         await pilot.press("escape")
-    assert app.errors == []
+    assert console_errors == []
 
 
 @run_async
-async def test_fit_phase_export_delete_on_synthetic_store(synthetic: Path, presets_dir: Path, tmp_path: Path):
+async def test_fit_phase_export_delete_on_synthetic_store(synthetic: Path, presets_dir: Path, tmp_path: Path, console_errors):
     from sparse_tui import fitting
     from sparse_tui.export import run_row
     from sparse_tui.tui.widgets.fit_panel import FitPanel
     from sparse_tui.tui.widgets.phase_diagram import PhasePanel
 
     app = make(synthetic, presets_dir)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await wait_for(pilot, lambda: app.updates >= 1)
+    seen = Seen()
+    async with app.run_test(size=(120, 40), message_hook=seen) as pilot:
+        await wait_for(pilot, lambda: seen.tables >= 1)
         await pilot.press("2")
         await pilot.pause(0.2)
         await pilot.press("down", "down")  # a toy-sweep run
@@ -188,7 +190,7 @@ async def test_fit_phase_export_delete_on_synthetic_store(synthetic: Path, prese
         await pilot.pause(0.3)
         assert type(app.screen).__name__ == "HelpScreen"
         await pilot.press("escape")
-    assert app.errors == []
+    assert console_errors == []
 
 
 def test_help_does_not_import_textual():

@@ -37,15 +37,18 @@ def test_console_source_never_imports_torch():
 
 def test_console_never_loads_torch(synthetic: Path, presets_dir: Path):
     code = f"""
-import asyncio, sys
+import asyncio, logging, sys
 sys.path.insert(0, {str(Path(__file__).parent.parent)!r})
-from tui.conftest import make
+from tui.conftest import Seen, make, _Collect
 
 async def main():
     app = make({str(synthetic)!r}, {str(presets_dir)!r})
-    async with app.run_test(size=(100, 30)) as pilot:
+    errors = _Collect()
+    logging.getLogger("sparse_tui.tui").addHandler(errors)
+    seen = Seen()
+    async with app.run_test(size=(100, 30), message_hook=seen) as pilot:
         for _ in range(200):
-            if app.updates:
+            if seen.tables:
                 break
             await pilot.pause(0.05)
         for keys in (["2", "down", "down", "enter"], ["2", "up", "up", "t"], ["5", "enter"], ["6"], ["1"]):
@@ -58,7 +61,7 @@ async def main():
                 break
             await pilot.pause(0.05)
         assert d is not None and d.theory, "no theory overlay"
-        assert not app.errors, app.errors
+        assert not errors.texts, errors.texts
     print("TORCH", "torch" in sys.modules)
 
 asyncio.run(main())

@@ -6,11 +6,11 @@ from pathlib import Path
 
 from sparse_tui.store import RunStore
 
-from .conftest import _specs, make, run_async, wait_for
+from .conftest import Seen, _specs, make, run_async, wait_for
 
 
 @run_async
-async def test_one_parameter_sweep_uses_the_seed_as_rows(tmp_path: Path, presets_dir: Path):
+async def test_one_parameter_sweep_uses_the_seed_as_rows(tmp_path: Path, presets_dir: Path, console_errors):
     from sparse_tui.tui.widgets.phase_diagram import PhasePanel
 
     runs = tmp_path / "runs"
@@ -33,8 +33,9 @@ async def test_one_parameter_sweep_uses_the_seed_as_rows(tmp_path: Path, presets
     store.close()
 
     app = make(runs, presets_dir)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await wait_for(pilot, lambda: app.updates >= 1)
+    seen = Seen()
+    async with app.run_test(size=(100, 30), message_hook=seen) as pilot:
+        await wait_for(pilot, lambda: seen.tables >= 1)
         await pilot.press("6")
         phase = app.query_one(PhasePanel)
         await wait_for(pilot, lambda: phase.keys == ["model.d_model", "seed"], 5)
@@ -43,4 +44,4 @@ async def test_one_parameter_sweep_uses_the_seed_as_rows(tmp_path: Path, presets
         for v in ("160", "167", "240", "247"):  # one run per cell: d_model 16 / 24 x seed 0 / 1
             assert v in shown, (v, shown)
         assert "seed" in str(phase.query_one("#phase-info").render())
-    assert app.errors == []
+    assert console_errors == []

@@ -9,7 +9,7 @@ from sparse_tui import runner
 from sparse_tui.store import RunStore
 from sparse_tui.tui.widgets.run_table import RunsPanel
 
-from .conftest import make, run_async, wait_for
+from .conftest import Seen, make, run_async, wait_for
 
 
 def _texts(app) -> list[str]:
@@ -24,7 +24,7 @@ async def _select(pilot, run_id: str) -> None:
 
 
 @run_async
-async def test_u_resumes_a_failed_run_and_refuses_a_finished_one(synthetic: Path, presets_dir: Path, monkeypatch):
+async def test_u_resumes_a_failed_run_and_refuses_a_finished_one(synthetic: Path, presets_dir: Path, monkeypatch, console_errors):
     started: list[tuple[str, int]] = []
 
     def fake_detach(store, batch_id, *, workers=0, device=None, group=0, schedule="auto"):
@@ -36,8 +36,9 @@ async def test_u_resumes_a_failed_run_and_refuses_a_finished_one(synthetic: Path
     before = RunStore(synthetic).get(failed)
     assert before.status == "failed" and RunStore(synthetic).get(finished).status == "finished"
     app = make(synthetic, presets_dir)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await wait_for(pilot, lambda: app.updates >= 1)
+    seen = Seen()
+    async with app.run_test(size=(120, 40), message_hook=seen) as pilot:
+        await wait_for(pilot, lambda: seen.tables >= 1)
         await pilot.press("2")
         await pilot.pause(0.2)
         # a finished run: refused, nothing re-queued, nothing started
@@ -57,7 +58,7 @@ async def test_u_resumes_a_failed_run_and_refuses_a_finished_one(synthetic: Path
         assert rec.status == "queued"
         await wait_for(pilot, lambda: any(r.run_id == failed and r.status == "queued" for r in app.records), 10)
         assert app.current == failed  # the resumed run stays under the cursor
-    assert app.errors == []
+    assert console_errors == []
 
 
 def test_resume_runs_detached_groups_by_batch_and_refuses_finished(synthetic: Path, monkeypatch):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -24,7 +23,7 @@ def snap_dirs(tmp_path_factory) -> tuple[Path, Path]:
 async def _ready(pilot) -> None:
     app = pilot.app
     for _ in range(300):
-        if app.updates >= 1 and app.query("FieldRow"):
+        if app.query_one("RunsPanel").rows and app.query("FieldRow"):
             break
         await pilot.pause(0.05)
 

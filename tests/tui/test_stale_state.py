@@ -6,14 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from .conftest import make, run_async, wait_for
+from .conftest import Seen, make, run_async, wait_for
 
 
-async def _started(pilot):
+async def _started(pilot, seen):
     app = pilot.app
-    await wait_for(pilot, lambda: app.updates >= 1 and app.query("FieldRow"), 20)
+    await wait_for(pilot, lambda: seen.tables >= 1 and app.query("FieldRow"), 20)
 
 
 async def _to_run(pilot, preset: str, status: str | None = None):
@@ -33,10 +31,11 @@ async def _to_run(pilot, preset: str, status: str | None = None):
 
 
 @run_async
-async def test_fit_variables_follow_the_preset(synthetic: Path, presets_dir: Path):
+async def test_fit_variables_follow_the_preset(synthetic: Path, presets_dir: Path, console_errors):
     app = make(synthetic, presets_dir)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await _started(pilot)
+    seen = Seen()
+    async with app.run_test(size=(100, 30), message_hook=seen) as pilot:
+        await _started(pilot, seen)
         await _to_run(pilot, "toy-sweep")
         await pilot.press("5")
         await pilot.pause(0.3)
@@ -52,14 +51,15 @@ async def test_fit_variables_follow_the_preset(synthetic: Path, presets_dir: Pat
         await pilot.press("5")
         await pilot.pause(0.3)
         assert app.query_one("#fit-vars").value == "lr"
-    assert app.errors == []
+    assert console_errors == []
 
 
 @run_async
-async def test_phase_value_follows_the_runs(synthetic: Path, presets_dir: Path):
+async def test_phase_value_follows_the_runs(synthetic: Path, presets_dir: Path, console_errors):
     app = make(synthetic, presets_dir)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await _started(pilot)
+    seen = Seen()
+    async with app.run_test(size=(100, 30), message_hook=seen) as pilot:
+        await _started(pilot, seen)
         await _to_run(pilot, "toy-sweep")
         await pilot.press("6")
         await pilot.pause(0.3)
@@ -71,11 +71,11 @@ async def test_phase_value_follows_the_runs(synthetic: Path, presets_dir: Path):
         info = str(phase.query_one("#phase-info").render())
         assert "acc: no data, showing plateau" in info
         assert "empty" not in info  # every cell of the 3x3 sweep has a plateau
-    assert app.errors == []
+    assert console_errors == []
 
 
 @run_async
-async def test_launch_under_a_filter_shows_the_new_runs(synthetic: Path, presets_dir: Path, monkeypatch):
+async def test_launch_under_a_filter_shows_the_new_runs(synthetic: Path, presets_dir: Path, monkeypatch, console_errors):
     from sparse_tui import runner
 
     def fake_start(store, specs, **kw):  # record the runs, start no process
@@ -84,8 +84,9 @@ async def test_launch_under_a_filter_shows_the_new_runs(synthetic: Path, presets
 
     monkeypatch.setattr(runner, "start_detached", fake_start)
     app = make(synthetic, presets_dir)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await _started(pilot)
+    seen = Seen()
+    async with app.run_test(size=(100, 30), message_hook=seen) as pilot:
+        await _started(pilot, seen)
         await pilot.press("2", "slash", *"toy", "enter")
         await pilot.pause(0.3)
         runs = app.query_one("RunsPanel")
@@ -99,14 +100,15 @@ async def test_launch_under_a_filter_shows_the_new_runs(synthetic: Path, presets
         assert runs.query_text == "" and new in runs.shown
         assert app.current == new
         assert app.query_one("#panels").active == "tab-runs"
-    assert app.errors == []
+    assert console_errors == []
 
 
 @run_async
-async def test_digits_switch_panels_unless_a_field_is_edited(synthetic: Path, presets_dir: Path):
+async def test_digits_switch_panels_unless_a_field_is_edited(synthetic: Path, presets_dir: Path, console_errors):
     app = make(synthetic, presets_dir)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await _started(pilot)
+    seen = Seen()
+    async with app.run_test(size=(80, 24), message_hook=seen) as pilot:
+        await _started(pilot, seen)
         await pilot.press("1")
         await pilot.pause(0.2)
         assert app.focused is app.query_one("PresetForm")  # the form, not a text field
@@ -142,21 +144,22 @@ async def test_digits_switch_panels_unless_a_field_is_edited(synthetic: Path, pr
         assert app.query_one("#panels").active == "tab-fit"
         await pilot.press("backspace", "escape", "4")
         await wait_for(pilot, lambda: app.query_one("#panels").active == "tab-attention", 5)
-    assert app.errors == []
+    assert console_errors == []
 
 
 @run_async
-async def test_attention_map_scrolls_at_once(synthetic: Path, presets_dir: Path):
+async def test_attention_map_scrolls_at_once(synthetic: Path, presets_dir: Path, console_errors):
     app = make(synthetic, presets_dir)
-    async with app.run_test(size=(80, 14)) as pilot:  # 14 rows: the map does not fit
-        await _started(pilot)
+    seen = Seen()
+    async with app.run_test(size=(80, 14), message_hook=seen) as pilot:  # 14 rows: the map does not fit
+        await _started(pilot, seen)
         await _to_run(pilot, "recall-lr", "finished")  # the run with attention snapshots
         await pilot.press("t")
         ap = app.query_one("AttentionPanel")
         try:
             await wait_for(pilot, lambda: ap.steps, 10)
         except AssertionError:
-            raise AssertionError(f"{app.errors} {ap.run_id} {app.current} {app.query_one('#panels').active}")
+            raise AssertionError(f"{console_errors} {ap.run_id} {app.current} {app.query_one('#panels').active}")
         await pilot.pause(0.2)
         box = ap.query_one("VerticalScroll")
         assert box.max_scroll_y > 0
@@ -169,4 +172,4 @@ async def test_attention_map_scrolls_at_once(synthetic: Path, presets_dir: Path)
         await pilot.press("pageup", "pageup")
         await pilot.pause(0.1)
         assert box.scroll_y == 0
-    assert app.errors == []
+    assert console_errors == []

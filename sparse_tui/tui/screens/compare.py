@@ -10,9 +10,10 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
 from sparse_tui.tui.guard import Guarded
+from sparse_tui.tui.screens.answer_once import AnswersOnce
 
 
-class CompareScreen(Guarded, ModalScreen[bool]):
+class CompareScreen(AnswersOnce, Guarded, ModalScreen[bool]):
     """``x`` in Runs: what differs between two runs' configs. Enter / v: overlay their curves (labelled by name)."""
 
     BINDINGS = [Binding("escape,q", "close", "Close"), Binding("enter,v", "curves", "Overlay curves")]

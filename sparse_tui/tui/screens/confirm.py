@@ -6,12 +6,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-
-from sparse_tui.tui.guard import Guarded
 from textual.widgets import Button, Label
 
+from sparse_tui.tui.guard import Guarded
+from sparse_tui.tui.screens.answer_once import AnswersOnce
 
-class ConfirmScreen(Guarded, ModalScreen[bool]):
+
+class ConfirmScreen(AnswersOnce, Guarded, ModalScreen[bool]):
     BINDINGS = [
         Binding("y", "answer(True)", "Yes"),
         Binding("n,escape", "answer(False)", "No"),

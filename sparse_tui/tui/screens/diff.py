@@ -7,12 +7,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-
-from sparse_tui.tui.guard import Guarded
 from textual.widgets import Label, Static
 
+from sparse_tui.tui.guard import Guarded
+from sparse_tui.tui.screens.answer_once import AnswersOnce
 
-class DiffScreen(Guarded, ModalScreen[None]):
+
+class DiffScreen(AnswersOnce, Guarded, ModalScreen[None]):
     BINDINGS = [Binding("escape,q,ctrl+d", "close", "Close")]
 
     def __init__(self, name: str, diff: str) -> None:

@@ -10,12 +10,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-
-from sparse_tui.tui.guard import Guarded
 from textual.widgets import Button, Checkbox, Input, Label, OptionList
 from textual.widgets.option_list import Option
 
 from sparse_tui.export import FORMATS
+from sparse_tui.tui.guard import Guarded
+from sparse_tui.tui.screens.answer_once import AnswersOnce
 
 EXT = {"csv": "csv", "jsonl": "jsonl", "json": "json", "parquet": "parquet"}
 
@@ -27,7 +27,7 @@ class ExportRequest:
     path: str
 
 
-class ExportScreen(Guarded, ModalScreen[ExportRequest | None]):
+class ExportScreen(AnswersOnce, Guarded, ModalScreen[ExportRequest | None]):
     BINDINGS = [
         Binding("escape", "cancel", "Cancel"),
         Binding("m", "toggle_metrics", "Metrics / runs", show=False),

@@ -7,9 +7,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
+from textual.widgets import Label, Static
 
 from sparse_tui.tui.guard import Guarded
-from textual.widgets import Label, Static
+from sparse_tui.tui.screens.answer_once import AnswersOnce
 
 NOTE = (
     "Runs are separate processes: quitting the console or losing the SSH connection does not stop them. "
@@ -42,7 +43,7 @@ def binding_table(groups: list[tuple[str, list[Binding]]]) -> Table:
     return t
 
 
-class HelpScreen(Guarded, ModalScreen[None]):
+class HelpScreen(AnswersOnce, Guarded, ModalScreen[None]):
     BINDINGS = [Binding("escape,q,question_mark,f1", "close", "Close")]
 
     def __init__(self, groups: list[tuple[str, list[Binding]]]) -> None:

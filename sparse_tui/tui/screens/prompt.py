@@ -6,12 +6,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-
-from sparse_tui.tui.guard import Guarded
 from textual.widgets import Input, Label
 
+from sparse_tui.tui.guard import Guarded
+from sparse_tui.tui.screens.answer_once import AnswersOnce
 
-class PromptScreen(Guarded, ModalScreen[str | None]):
+
+class PromptScreen(AnswersOnce, Guarded, ModalScreen[str | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
     def __init__(self, title: str, value: str = "") -> None:

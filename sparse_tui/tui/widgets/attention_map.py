@@ -11,10 +11,11 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
 from sparse_tui.tui.guard import Guarded
-from sparse_tui.tui.messages import AttentionData
+from sparse_tui.tui.messages import AttentionData, AttentionRequested
+from sparse_tui.tui.widgets.shallow_focus import ShallowFocus
 
 
-class AttentionPanel(Guarded, Vertical, can_focus=True):
+class AttentionPanel(ShallowFocus, Guarded, Vertical, can_focus=True):
     BINDINGS = [
         Binding("left,comma", "step(-1)", "Prev step"),
         Binding("right,full_stop", "step(1)", "Next step"),
@@ -68,7 +69,7 @@ class AttentionPanel(Guarded, Vertical, can_focus=True):
             return
         layer = self.layer_names[self.layer_idx] if self.layer_names and self.layer_idx < len(self.layer_names) else None
         width = max(30, (self.size.width or 78) - 2)
-        self.app.load_attention(self.run_id, self.step, layer, self.head, self.example, width)
+        self.post_message(AttentionRequested(self.run_id, self.step, layer, self.head, self.example, width))
 
     def update_data(self, d: AttentionData) -> None:
         if d.run_id != self.run_id:

@@ -19,12 +19,13 @@ from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from sparse_tui.tui.guard import Guarded
 from sparse_tui.plotting import downsample
+from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.messages import CurvesData
 from sparse_tui.tui.plot import PlotSpec, Series, ema
-from sparse_tui.tui.render import fmt_num
+from sparse_tui.tui.render.numbers import fmt_num
 from sparse_tui.tui.widgets.plot_view import PlotView
+from sparse_tui.tui.widgets.shallow_focus import ShallowFocus
 
 GROUPS = ("loss", "accuracy", "attention", "toy", "entropy")
 _ATTN = re.compile(r"^attn/L\d+/(relevant|select|copy)$")
@@ -100,7 +101,7 @@ def curves_spec(data: CurvesData | None, group: str, *, log_loss: bool = True, t
     return spec
 
 
-class CurvesPanel(Guarded, Vertical, can_focus=True):
+class CurvesPanel(ShallowFocus, Guarded, Vertical, can_focus=True):
     BINDINGS = [
         Binding("m", "next_group", "Next metric"),
         Binding("M", "prev_group", "Prev metric", show=False),

@@ -14,13 +14,15 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, Label, Static
+
 from sparse_tui.tui.guard import Guarded
-from sparse_tui.tui.messages import FitDone
+from sparse_tui.tui.messages import FitDone, FitRequested, GuessRequested
 from sparse_tui.tui.plot import PlotSpec, Series
 from sparse_tui.tui.widgets.plot_view import PlotView
+from sparse_tui.tui.widgets.shallow_focus import ShallowFocus
 
 
-class FitPanel(Guarded, Vertical, can_focus=True):
+class FitPanel(ShallowFocus, Guarded, Vertical, can_focus=True):
     BINDINGS = [
         Binding("ctrl+f", "fit", "Fit", priority=True),
         Binding("enter", "fit", "Fit", show=False),
@@ -45,7 +47,6 @@ class FitPanel(Guarded, Vertical, can_focus=True):
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
         self.result: FitDone | None = None
-        self.shown = 0  # results and errors shown (tests wait on it)
         self._guessed: str | None = None  # the vars text last filled in by a guess (typed vars are kept)
         self._selection: tuple | None = None
 
@@ -77,20 +78,20 @@ class FitPanel(Guarded, Vertical, can_focus=True):
         self.action_fit()
 
     def action_fit(self) -> None:
+        """Ask for a fit of the fields' runs and variables (variables that were guessed, or none, are guessed again
+        for the runs chosen now)."""
         runs = self.query_one("#fit-runs", Input).value.strip()
-        vars_ = self.query_one("#fit-vars", Input).value.replace(",", " ").split()
-        if not vars_ or self.query_one("#fit-vars", Input).value == self._guessed:
-            self.action_guess()  # guessed variables follow the runs chosen now
-            vars_ = self.query_one("#fit-vars", Input).value.replace(",", " ").split()
-        if not vars_:
-            self.app.notify("no variables: type some (e.g. d T) or sweep a parameter", severity="warning")
-            return
+        text = self.query_one("#fit-vars", Input).value
+        variables = None if not text.split() or text == self._guessed else text.replace(",", " ").split()
         self.query_one("#fit-table", Static).update("fitting …")
-        self.app.fit_runs(runs, vars_, self.query_one("#fit-opts", Input).value)
+        self.post_message(FitRequested(runs, variables, self.query_one("#fit-opts", Input).value))
 
     def action_guess(self) -> None:
-        runs = self.query_one("#fit-runs", Input).value.strip()
-        text = " ".join(self.app.guess_fit_variables(runs))
+        self.post_message(GuessRequested(self.query_one("#fit-runs", Input).value.strip()))
+
+    def set_guess(self, variables: list[str]) -> None:
+        """Fill in guessed variables (the app's answer to ``GuessRequested``)."""
+        text = " ".join(variables)
         self.query_one("#fit-vars", Input).value = text
         self._guessed = text
 
@@ -117,13 +118,11 @@ class FitPanel(Guarded, Vertical, can_focus=True):
 
     def show_result(self, done: FitDone) -> None:
         self.result = done
-        self.shown += 1
         self.query_one("#fit-table", Static).update(done.body)
         self._draw()
 
     def show_error(self, text: str) -> None:
         self.result = None
-        self.shown += 1
         self.query_one("#fit-table", Static).update(Text(text, style="red"))  # no markup: messages hold [..]
         self._draw()
 

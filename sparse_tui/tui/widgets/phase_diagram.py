@@ -9,16 +9,20 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Input, Label, Select, Static
+from textual.widgets import Input, Label, Static
 
-from sparse_tui.tui.guard import Guarded
 from sparse_tui.store import RunRecord
-from sparse_tui.tui.render import PHASE_VALUES, fmt_num, heatmap, matches, phase_grid, run_row, scale_bar, swept_keys
+from sparse_tui.tui.guard import Guarded
+from sparse_tui.tui.render.heatmap import heatmap, scale_bar
+from sparse_tui.tui.render.numbers import fmt_num
+from sparse_tui.tui.render.phase import PHASE_VALUES, phase_grid
+from sparse_tui.tui.render.runs import matches, run_row, swept_keys
+from sparse_tui.tui.widgets.shallow_focus import ShallowFocus
 
 VALUES = list(PHASE_VALUES)
 
 
-class PhasePanel(Guarded, Vertical, can_focus=True):
+class PhasePanel(ShallowFocus, Guarded, Vertical, can_focus=True):
     BINDINGS = [
         Binding("x", "cycle('x')", "X param"),
         Binding("y", "cycle('y')", "Y param"),

@@ -12,6 +12,7 @@ from textual.widgets import Input, Select, Static
 
 from sparse_tui.tui.form_model import PresetDraft
 from sparse_tui.tui.widgets.field_row import FieldRow
+from sparse_tui.tui.widgets.shallow_focus import ShallowFocus
 
 SECTION_TITLES = {
     "": "preset",
@@ -24,7 +25,7 @@ SECTION_TITLES = {
 }
 
 
-class PresetForm(VerticalScroll):
+class PresetForm(ShallowFocus, VerticalScroll):
     """Edits a draft in place; posts ``PresetForm.Edited`` after every change."""
 
     BINDINGS = [

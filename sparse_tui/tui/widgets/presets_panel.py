@@ -8,10 +8,11 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Input, Label, ListItem, ListView, Select, Static
+from textual.widgets import Input, Label, ListItem, ListView, Static
 
-from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.form_model import PresetDraft, list_presets
+from sparse_tui.tui.guard import Guarded
+from sparse_tui.tui.messages import LaunchRequested
 from sparse_tui.tui.widgets.field_row import FieldRow
 from sparse_tui.tui.widgets.preset_form import PresetForm
 
@@ -255,6 +256,9 @@ class PresetsPanel(Guarded, Horizontal):
     async def action_revert(self) -> None:
         if self.draft is None:
             return
+        if not self.draft.dirty:
+            self.app.notify("nothing to revert")  # no rebuild of the whole form (~340 widgets) for nothing
+            return
         await self.open(self.draft.path)
         self.app.notify("edits dropped")
 
@@ -262,4 +266,4 @@ class PresetsPanel(Guarded, Horizontal):
         v = self._checked()
         if v is None:
             return
-        self.app.launch(v.loaded)
+        self.post_message(LaunchRequested(v.loaded))

@@ -6,12 +6,21 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.message import Message
 from textual.widgets import DataTable, Input, Static
 
-from sparse_tui.tui.guard import Guarded
 from sparse_tui.store import RunRecord
-from sparse_tui.tui.render import COLUMNS, STATUS, Row, fit_name, matches, run_row, run_tags, sort_rows
+from sparse_tui.tui.guard import Guarded
+from sparse_tui.tui.messages import (
+    CancelRequested,
+    CompareRequested,
+    DeleteRequested,
+    ExportRequested,
+    MarkedChanged,
+    PanelRequested,
+    ResumeRequested,
+    RunHighlighted,
+)
+from sparse_tui.tui.render.runs import COLUMNS, STATUS, Row, fit_name, matches, run_row, run_tags, sort_rows
 
 # What 80 columns hold: the full 8-character id, the run's name (as wide as the rest leaves), status, progress and
 # results; preset, params, device and age go to the detail line of the run under the cursor.
@@ -23,13 +32,6 @@ SORTS = HEADERS + ("age",)  # s cycles through these; age (newest first) is the 
 
 
 class RunsPanel(Guarded, Vertical):
-    class ResumeRequested(Message):
-        """``u``: resume these runs (the marked ones, or the one under the cursor); the app decides and launches."""
-
-        def __init__(self, run_ids: list[str]) -> None:
-            super().__init__()
-            self.run_ids = run_ids
-
     BINDINGS = [
         Binding("space", "toggle_mark", "Mark"),
         Binding("a", "mark_all", "Mark all"),
@@ -55,13 +57,6 @@ class RunsPanel(Guarded, Vertical):
     RunsPanel #runs-summary { height: 1; color: $text-muted; }
     RunsPanel #run-detail { height: 2; color: $text-muted; }
     """
-
-    class CompareRequested(Message):
-        """``x``: compare two runs (config differences, then their curves overlaid)."""
-
-        def __init__(self, run_ids: list[str]) -> None:
-            super().__init__()
-            self.run_ids = run_ids
 
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
@@ -140,7 +135,7 @@ class RunsPanel(Guarded, Vertical):
             if target is not None:
                 self._reveal = []
                 t.move_cursor(row=target, animate=False)
-                self.app.set_current_run(ids[target])
+                self.post_message(RunHighlighted(ids[target]))
         self.marked = [m for m in self.marked if any(r.run_id == m for r in self.rows)]
         self._summary()
 
@@ -213,7 +208,7 @@ class RunsPanel(Guarded, Vertical):
     # -- events --------------------------------------------------------------------------------------------------
     @on(DataTable.RowHighlighted)
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
-        self.app.set_current_run(self.current_run())
+        self.post_message(RunHighlighted(self.current_run()))
         self._detail()
 
     @on(DataTable.RowSelected)
@@ -243,12 +238,12 @@ class RunsPanel(Guarded, Vertical):
         if t.cursor_row is not None and t.cursor_row + 1 < len(self.shown):
             t.move_cursor(row=t.cursor_row + 1, animate=False)
         self._summary()
-        self.app.set_marked(self.marked)
+        self.post_message(MarkedChanged(list(self.marked)))
 
     def action_mark_all(self) -> None:
         self.marked = [] if self.marked else list(self.shown)
         self.render_rows()
-        self.app.set_marked(self.marked)
+        self.post_message(MarkedChanged(list(self.marked)))
 
     def action_sort(self) -> None:
         self.sort_col = (self.sort_col + 1) % len(SORTS)
@@ -267,20 +262,20 @@ class RunsPanel(Guarded, Vertical):
 
     def action_view(self) -> None:
         if self.chosen():
-            self.app.show_panel("curves")
+            self.post_message(PanelRequested("curves"))
 
     def action_attention(self) -> None:
         if self.current_run():
-            self.app.show_panel("attention")
+            self.post_message(PanelRequested("attention"))
 
     def action_fit(self) -> None:
-        self.app.show_panel("fit")
+        self.post_message(PanelRequested("fit"))
 
     def action_cancel(self) -> None:
-        self.app.cancel_runs(self.chosen())
+        self.post_message(CancelRequested(self.chosen()))
 
     def action_resume(self) -> None:
-        self.post_message(self.ResumeRequested(self.chosen()))
+        self.post_message(ResumeRequested(self.chosen()))
 
     def action_compare(self) -> None:
         """The two marked runs; with one marked, it and the current run; else the current run and the next."""
@@ -293,16 +288,16 @@ class RunsPanel(Guarded, Vertical):
             pair = [cur, self.shown[self.shown.index(cur) + 1]]
         else:
             pair = [cur] if cur else []
-        self.post_message(self.CompareRequested(pair))
+        self.post_message(CompareRequested(pair))
 
     def set_marked(self, ids: list[str]) -> None:
         self.marked = list(ids)
         self.render_rows()
-        self.app.set_marked(self.marked)
+        self.post_message(MarkedChanged(list(self.marked)))
 
     def action_delete(self) -> None:
-        self.app.delete_runs(self.chosen())
+        self.post_message(DeleteRequested(self.chosen()))
 
     def action_export(self) -> None:
         ids = self.marked or list(self.shown)
-        self.app.export_runs(ids)
+        self.post_message(ExportRequested(ids))

@@ -1,0 +1,136 @@
+"""What the console does to the store, as plain functions the app runs in thread workers.
+
+Each takes the store and the request's arguments and returns the message that reports the outcome (``Done``,
+``Problem``, ``AttentionData``, ``FitDone``); the worker posts it, the app applies it on the UI thread. They use the
+code paths of the command line: launching is ``runner.start_detached`` (``sparse-tui run --detach``), resuming
+``runner.resume_runs_detached`` (``sparse-tui resume --detach``), fitting ``fitreport.fit_store``
+(``sparse-tui fit``), exporting ``export.export`` (``sparse-tui export``). Nothing here imports Textual widgets.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from textual.message import Message
+
+from sparse_tui.store import RunStore
+from sparse_tui.tui.messages import AttentionData, Done, FitDone, Problem
+
+
+def check_executor(executor: str, ray_address: str | None) -> None:
+    """``--executor ray``: refuse to launch while Ray is missing or its cluster unreachable (``ExecutorError``, one
+    line; nothing is recorded)."""
+    from sparse_tui.executors import ExecutorError, probe
+
+    problem = probe(executor, ray_address)
+    if problem:
+        raise ExecutorError(problem)
+
+
+def launch(store: RunStore, loaded: Any, workers: int | None = None, executor: str = "local",
+           ray_address: str | None = None) -> Message:
+    """Record the runs of a validated preset and start them in a detached process (the sweep scheduler plans them
+    as they start; ``executor`` local or ray, docs/CLUSTER.md); the Runs panel then shows them with the cursor on
+    the first."""
+    from sparse_tui import runner
+    from sparse_tui.presets import expand
+
+    check_executor(executor, ray_address)
+    batch_id, ids, pid = runner.start_detached(store, expand(loaded), workers=workers or None, executor=executor,
+                                               ray_address=ray_address)
+    return Done(f"launched {loaded.name}: batch {batch_id}, {len(ids)} run(s), pid {pid} "
+                f"(log {runner.log_path(store, batch_id)})", switch_to="runs", run_ids=list(ids))
+
+
+def resume(store: RunStore, ids: list[str], workers: int | None = None, executor: str = "local",
+           ray_address: str | None = None) -> Message:
+    """Continue failed / interrupted / queued runs from their latest checkpoint, one detached coordinator per batch."""
+    from sparse_tui import runner
+    from sparse_tui.store import StoreError
+
+    try:
+        check_executor(executor, ray_address)
+        started = runner.resume_runs_detached(store, ids, workers=workers or None, executor=executor,
+                                              ray_address=ray_address)
+    except StoreError as e:  # the run changed since the table was drawn (it finished, or another resume won)
+        return Problem(f"cannot resume: {e}", severity="warning")
+    n = sum(len(r) for _, r, _ in started)
+    where = "; ".join(f"batch {b} pid {pid}" for b, _, pid in started)
+    return Done(f"resuming {n} run(s) from their last checkpoint: {where}", switch_to="runs",
+                run_ids=[rid for _, r, _ in started for rid in r])
+
+
+def cancel(store: RunStore, ids: list[str]) -> Message:
+    """Set the cancel flag: queued runs are cancelled at once, running ones at their trainer's next heartbeat."""
+    running = store.request_cancel(ids)
+    return Done(f"cancel requested for {len(ids)} run(s)"
+                + (f"; {len(running)} running will stop within ~1 s" if running else ""))
+
+
+def delete(store: RunStore, ids: list[str]) -> Message:
+    n = store.delete(ids)
+    return Done(f"deleted {n} run(s)")
+
+
+def export(store: RunStore, ids: list[str], req: Any) -> Message:
+    """Write the runs (oldest first) as the dialog asked (``screens.export.ExportRequest``: format, table or
+    per-step metrics, file) to ``req.path`` through a ``.part`` file: nothing half-written is left behind."""
+    from sparse_tui.export import export as write
+
+    recs = sorted((store.get(r) for r in ids), key=lambda r: (r.created_at, r.run_id))
+    out = Path(req.path).expanduser()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".part")
+    try:
+        if req.fmt == "parquet":
+            with open(tmp, "wb") as fh:
+                n = write(store, recs, "parquet", fh, metrics=req.metrics)
+        else:
+            with open(tmp, "w", newline="") as fh:
+                n = write(store, recs, req.fmt, fh, metrics=req.metrics)
+        os.replace(tmp, out)
+    except RuntimeError as e:
+        tmp.unlink(missing_ok=True)
+        return Problem(str(e))
+    return Done(f"exported {n} row(s) to {out}")
+
+
+def attention(store: RunStore, run_id: str, step: int | None, layer: str | None, head: int, example: int,
+              width: int) -> AttentionData:
+    """One attention snapshot rendered for the panel: ``step`` None (or gone) is the newest, ``layer`` None the
+    first."""
+    from sparse_tui.tui.render.attention import render_attention
+
+    steps = store.attention_steps(run_id)
+    if not steps:
+        return AttentionData(run_id, [], -1, [], 1, 1, "", f"run {run_id}: no attention snapshots yet")
+    if step not in steps:
+        step = steps[-1]
+    maps, meta = store.attention(run_id, step)
+    layers = sorted(maps, key=lambda k: int(k[1:]) if k[1:].isdigit() else 0)
+    if layer not in maps:
+        layer = layers[0]
+    H, E = maps[layer].shape[:2]
+    task = store.get(run_id).config.get("task", {}).get("kind")
+    body, info = render_attention(maps, meta, layer, head, example, width, task)
+    return AttentionData(run_id, steps, step, layers, H, E, body, info)
+
+
+def fit(store: RunStore, req: Any) -> FitDone:
+    """``fitreport.fit_store`` with the request's arguments: the code path (and numbers) of ``sparse-tui fit``."""
+    from sparse_tui.fitreport import FitError
+    from sparse_tui.tui.render import fit as fitview
+
+    try:
+        rep = fitview.run_fit(store, req)
+    except (FitError, ValueError) as e:
+        return fit_failed(f"fit failed: {str(e).splitlines()[0] if str(e) else e!r}", req)
+    info = f"{rep.result.formula()}  R²={rep.result.r2:.3f}"
+    return FitDone(fitview.fit_table(rep, req), fitview.fit_plot(rep), info, report=rep, request=req)
+
+
+def fit_failed(text: str, req: Any = None) -> FitDone:
+    """A fit that could not run: the panel shows ``text`` in red where the table goes."""
+    return FitDone(None, {}, text, request=req)

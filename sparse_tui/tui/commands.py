@@ -1,0 +1,81 @@
+"""The command palette (ctrl+p) and the help screen's key groups: what the console offers, listed in one place."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, Iterator
+
+from textual.app import SystemCommand
+from textual.binding import Binding
+from textual.command import CommandPalette as TextualCommandPalette
+
+from sparse_tui.tui.screens.answer_once import AnswersOnce
+
+# (title, help, panel, action of that panel)
+PANEL_ACTIONS = [
+    ("Launch the preset in the form", "ctrl+l: record its runs and start them", "presets", "launch"),
+    ("Save the preset", "ctrl+s", "presets", "save"),
+    ("Diff of the unsaved preset edits", "ctrl+d", "presets", "diff"),
+    ("Compare two runs", "x: the two marked runs (or the current one and the next): config diff, then their curves",
+     "runs", "compare"),
+    ("Export runs", "e: CSV / JSON lines / Parquet, run table or per-step metrics", "runs", "export"),
+    ("Cancel runs", "c: the marked (or current) queued / running runs", "runs", "cancel"),
+    ("Resume runs", "u: the marked (or current) failed / interrupted / queued runs, from their checkpoint",
+     "runs", "resume"),
+    ("Fit the plateau law", "enter in the Fit panel", "fit", "fit"),
+    ("Guess the fit variables", "g in the Fit panel", "fit", "guess"),
+    ("Next phase-diagram value", "m in the Phase panel", "phase", "value"),
+    ("Attention of the current run", "t in the Runs panel", "runs", "attention"),
+]
+
+FORM_KEYS = [
+    Binding("tab, shift+tab", "", "next / previous field"),
+    Binding("escape", "", "back to the preset list (then 1-6 switch panels)"),
+    Binding("down, up", "", "next / previous field (also on a closed list)"),
+    Binding("enter, space", "", "open a choice list"),
+    Binding("enter", "", "add a sweep key (on its line)"),
+]
+
+
+def system_commands(app: Any) -> Iterator[SystemCommand]:
+    """Every panel, every preset file, the actions of the panels, then help (``app``: the SparseTuiApp)."""
+    from sparse_tui.tui.panels import PANELS
+    from sparse_tui.tui.widgets.presets_panel import PresetsPanel
+
+    for i, (pid, title, _) in enumerate(PANELS, 1):
+        yield SystemCommand(f"Panel: {title}", f"switch to the {title} panel (key {i})", partial(app.show_panel, pid))
+    presets = app.query_one(PresetsPanel)
+    for path in presets.files:
+        yield SystemCommand(f"Preset: {path.name}", f"open {path} in the form",
+                            partial(app.call_later, presets.open_path, path))
+    for title, help_, pid, action in PANEL_ACTIONS:
+        yield SystemCommand(title, help_, partial(app._panel_action, pid, action))
+    yield SystemCommand("Help: all keys", "f1 / ?", app.action_help)
+
+
+def help_groups(app: Any) -> list[tuple[str, list[Binding]]]:
+    """The help screen's tables: the app's keys, each panel's, the preset form's."""
+    from sparse_tui.tui.panels import PANELS
+
+    groups = [("everywhere", [b for b in app.BINDINGS if isinstance(b, Binding)])]
+    for _, title, cls in PANELS:
+        groups.append((title, list(cls.BINDINGS)))
+    groups.append(("Presets form", FORM_KEYS))
+    return groups
+
+
+class CommandPalette(AnswersOnce, TextualCommandPalette):
+    """Textual's palette (ctrl+p, and its theme picker), made safe against two races the chaos test found in
+    Textual 8.2.8: PageUp / PageDown before its result list is laid out indexed the list's lines
+    (``OptionList._move_page``) before an unsized list had built any, a ``KeyError`` (such a key has no page to move
+    then: it does nothing); and a second Enter before it closed dismissed it twice, popping the last screen
+    (``ScreenStackError``; it answers once, like the console's dialogs)."""
+
+    def _action_command_list(self, action: str) -> None:
+        if action in ("page_up", "page_down"):
+            try:
+                super()._action_command_list(action)
+            except KeyError:
+                pass
+            return
+        super()._action_command_list(action)

@@ -1,0 +1,136 @@
+"""The store poller: the one thread that reads the run store for the console (after toolong's file watcher).
+
+Every ``interval`` seconds it asks SQLite whether anything changed (``PRAGMA data_version``, a no-op query when
+nothing did), reaps dead runs about once a second (``RunStore.reap``: a run whose process died is shown failed), and
+posts what it read: ``RunsUpdated`` (the run table) when the store changed and ``CurvesData`` (the metric series of
+the watched runs, with the reduced dynamics' test loss for linreg runs) when the store or the watched runs changed.
+Both messages coalesce (``can_replace``), so a slow UI thread draws only the newest. The loop checks the worker's
+cancellation at every turn (a thread worker cannot be killed) and never touches a widget.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable
+
+from textual.message import Message
+from textual.worker import get_current_worker
+
+from sparse_tui.store import RunRecord, RunStore
+from sparse_tui.tui.messages import CurvesData, Problem, RunsUpdated
+
+CURVE_POINTS = 1500  # points per series kept (the plot downsamples further to its width)
+THEORY_POINTS = 300  # steps of the theory (ODE) curve
+
+
+class StorePoller:
+    """Reads ``store`` for the console and posts what it read with ``post`` (the app's ``post_message``).
+
+    ``watch`` (UI thread) says whose curves to read; ``wake`` asks for a read now (after a launch, a delete ...).
+    ``run`` is the body of a thread worker."""
+
+    def __init__(self, store: RunStore, post: Callable[[Message], object], interval: float = 0.3) -> None:
+        self.store = store
+        self.post = post
+        self.interval = interval
+        self._watch: tuple[str, ...] = ()
+        self._wake = threading.Event()
+        self._theory: dict[str, tuple[list[float], list[float]] | None] = {}
+
+    def watch(self, run_ids: list[str]) -> None:
+        """Read the curves of these runs from now on (the marked runs, or the current one)."""
+        new = tuple(run_ids)
+        if new != self._watch:
+            self._watch = new
+            self.wake()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def run(self) -> None:
+        worker = get_current_worker()
+        store = self.store
+        last_version = None
+        last_reap = 0.0
+        sent_watch: tuple[str, ...] | None = None
+        failures = 0
+        while not worker.is_cancelled:
+            woken = self._wake.is_set()
+            self._wake.clear()
+            try:
+                reaped: list[str] = []
+                now = time.monotonic()
+                if now - last_reap >= 1.0:
+                    reaped = store.reap()
+                    last_reap = now
+                version = store.data_version()
+                watch = self._watch
+                changed = version != last_version or bool(reaped)
+                if changed:
+                    records = store.runs(reap=False)
+                    last = {r.run_id: store.last_metrics(r.run_id) for r in records if r.status == "running"}
+                    if worker.is_cancelled:
+                        break
+                    self.post(RunsUpdated(records, last))
+                    last_version = version
+                if changed or woken or watch != sent_watch:
+                    curves = self.curves(watch)
+                    if worker.is_cancelled:
+                        break
+                    self.post(curves)
+                    sent_watch = watch
+                failures = 0
+            except Exception as e:  # noqa: BLE001 - reported, then retried with back-off
+                failures += 1
+                if failures in (1, 10) or failures % 100 == 0:
+                    self.post(Problem(f"reading the run store failed: {e}", error=e))
+                self._wake.wait(min(5.0, self.interval * failures))
+                continue
+            self._wake.wait(self.interval)
+
+    def curves(self, watch: tuple[str, ...]) -> CurvesData:
+        """The metric series (downsampled, per-head series left out), plateau steps, names and theory curves of the
+        watched runs; a run deleted meanwhile is skipped."""
+        from sparse_tui.plotting import downsample
+        from sparse_tui.tui.render.runs import run_name
+
+        series: dict[str, dict] = {}
+        theory: dict[str, tuple[list[float], list[float]]] = {}
+        plateau: dict[str, float | None] = {}
+        labels: dict[str, str] = {}
+        for rid in watch:
+            try:
+                rec = self.store.get(rid)
+            except Exception:  # noqa: BLE001 - deleted meanwhile
+                continue
+            raw = self.store.metrics(rid)
+            series[rid] = {
+                k: tuple(map(list, downsample(v[0], v[1], CURVE_POINTS))) for k, v in raw.items() if "/H" not in k
+            }
+            plateau[rid] = rec.plateau_step
+            labels[rid] = run_name(rec)
+            if rid not in self._theory:
+                self._theory[rid] = theory_curve(rec)
+            if self._theory[rid] is not None:
+                theory[rid] = self._theory[rid]
+        return CurvesData(list(watch), series, theory, plateau, labels)
+
+
+def theory_curve(rec: RunRecord) -> tuple[list[float], list[float]] | None:
+    """The reduced gradient-flow dynamics' test loss of a linreg run (toy, ode or transformer; arXiv 2505.17863 Eqs. 12-14 and 17-21, the ODE of
+    ``models.ode``, numpy only: the console never imports torch), at ``THEORY_POINTS`` + 1 steps. None for other
+    tasks, or when the run's config has no theory curve."""
+    if rec.config.get("task", {}).get("kind") != "linreg":
+        return None
+    try:
+        from sparse_tui.models.ode import ode_curve
+        from sparse_tui.presets import config_from_json
+
+        cfg = config_from_json(rec.config)
+        total = int(rec.total_steps or cfg.train.steps)
+        steps = [round(i * total / THEORY_POINTS) for i in range(THEORY_POINTS + 1)]
+        vals = [float(v) for v in ode_curve(cfg, steps)]
+        return [float(s) for s in steps], vals
+    except Exception:  # noqa: BLE001 - no theory curve for this run; the plot says nothing then
+        return None

@@ -1,0 +1,10 @@
+"""Pure helpers of the console, one module per panel or concern; nothing here imports Textual (the functions return
+plain values or Rich ``Text`` and run in worker threads too).
+
+* ``runs``: run-table rows, names, tags, filtering and sorting, the config difference of two runs;
+* ``numbers``: numbers for narrow columns;
+* ``heatmap``: the colour ramp, scale bar and heatmap grid;
+* ``attention``: the attention map of a snapshot;
+* ``phase``: phase-diagram grids;
+* ``fit``: the Fit panel's request, options, fit and report rendering.
+"""

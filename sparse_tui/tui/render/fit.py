@@ -1,0 +1,208 @@
+"""The Fit panel's request (the ``sparse-tui fit`` arguments of its fields), its options line, the fit itself
+(``fitreport.fit_store``, the function behind ``sparse-tui fit``), and what the panel shows of the report: the
+table beside the theory forecast and the paper's fits, and the log-log plot's data."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.text import Text
+
+
+@dataclass
+class FitRequest:
+    """A fit as ``sparse-tui fit`` arguments: what the Fit panel asks ``fitreport.fit_store`` for, and the command
+    line that prints the same numbers (``argv``)."""
+
+    variables: list[str]
+    run_ids: list[str] = field(default_factory=list)  # empty: every run (narrowed by preset / batch / where)
+    preset: str | None = None
+    batch: str | None = None
+    where: list[str] = field(default_factory=list)
+    tie: str | None = None
+    bootstrap: int = 0
+    seed: int = 0
+    target: str = "plateau_step"
+    paper: str = "auto"
+
+    def kwargs(self) -> dict[str, Any]:
+        return {"run_ids": list(self.run_ids), "preset": self.preset, "batch": self.batch, "where": list(self.where),
+                "tie": self.tie, "bootstrap": self.bootstrap, "seed": self.seed, "target": self.target,
+                "paper": self.paper}
+
+    def argv(self, max_ids: int | None = None) -> list[str]:
+        """``sparse-tui fit`` arguments (without --runs-dir); ``max_ids`` shortens a long id list for display."""
+        ids = list(self.run_ids)
+        if max_ids is not None and len(ids) > max_ids:
+            ids = ids[:max_ids] + [f"…(+{len(ids) - max_ids})"]
+        out = ids
+        for flag, v, default in (("--preset", self.preset, None), ("--batch", self.batch, None)):
+            if v != default:
+                out += [flag, str(v)]
+        for w in self.where:
+            out += ["--where", w]
+        out += ["--vars", ",".join(self.variables)]
+        for flag, v, default in (("--tie", self.tie, None), ("--bootstrap", self.bootstrap, 0),
+                                 ("--seed", self.seed, 0), ("--target", self.target, "plateau_step"),
+                                 ("--paper", self.paper, "auto")):
+            if v != default:
+                out += [flag, str(v)]
+        return out
+
+    def command(self, max_ids: int | None = 3) -> str:
+        import shlex
+
+        return "sparse-tui fit " + " ".join(a if a.startswith("…") else shlex.quote(a) for a in self.argv(max_ids))
+
+
+FIT_OPTIONS = {"preset": str, "batch": str, "where": list, "tie": str, "bootstrap": int, "seed": int,
+               "target": str, "paper": str}
+_FIT_ALIASES = {"boot": "bootstrap"}
+
+
+def parse_fit_options(text: str) -> dict[str, Any]:
+    """The Fit panel's options line, ``sparse-tui fit`` style: ``--tie d:0.5,T:1 --bootstrap 200 --seed 1
+    --target plateau_time --paper none --where task.B=2 --preset NAME --batch ID`` (also ``--opt=value``,
+    ``opt=value``, ``boot 200``). Returns {option: value} (``where`` a list); raises ``FitError`` in one line."""
+    import shlex
+
+    from sparse_tui.fitreport import FitError, parse_tie, parse_where
+
+    try:
+        toks = shlex.split(text or "")
+    except ValueError as e:
+        raise FitError(f"options: {e}") from None
+    out: dict[str, Any] = {}
+    known = ", ".join("--" + k for k in FIT_OPTIONS)
+    i = 0
+    while i < len(toks):
+        tok = toks[i]
+        name, sep, val = tok.lstrip("-").partition("=")
+        name = _FIT_ALIASES.get(name, name)
+        if name == "vars":
+            raise FitError("options: put the variables in the vars field (e.g. d T/B)")
+        if name not in FIT_OPTIONS:
+            raise FitError(f"options: unknown {tok!r}; use {known}")
+        if not sep:
+            if i + 1 >= len(toks):
+                raise FitError(f"options: --{name} needs a value")
+            val = toks[i + 1]
+            i += 1
+        i += 1
+        kind = FIT_OPTIONS[name]
+        if kind is int:
+            try:
+                out[name] = int(val)
+            except ValueError:
+                raise FitError(f"options: --{name} needs a whole number, got {val!r}") from None
+            if out[name] < 0:
+                raise FitError(f"options: --{name}: must be >= 0")
+        elif kind is list:
+            parse_where([val])
+            out.setdefault(name, []).append(val)
+        else:
+            if name == "tie":
+                parse_tie(val)
+            out[name] = val
+    return out
+
+
+def run_fit(store: Any, req: FitRequest) -> Any:
+    """The fit of ``sparse-tui fit REQ.argv()``: ``fitreport.fit_store`` (a ``FitReport``)."""
+    from sparse_tui import fitreport
+
+    return fitreport.fit_store(store, req.variables, **req.kwargs())
+
+
+def fit_plot(report: Any) -> dict:
+    """Plot data of a ``FitReport``: x = the theory forecast prod x_i^forecast_i (variables that have one),
+    y = the measured target and the fitted law at each run; censored runs at their lower bound."""
+    from sparse_tui import fitting
+    from sparse_tui.theory import forecast_exponents
+
+    res = report.result
+    rows = report.selection.rows
+    target = res.target
+    if target == "plateau_time":
+        from sparse_tui.fitreport import _with_time_target
+
+        rows = _with_time_target(rows)
+    fc = forecast_exponents()
+    fc["T/B"] = 1.0
+    analog = getattr(fitting, "_RECALL_ANALOGUE", {})
+    resolver = fitting._Resolver(rows)
+    censored = {c["row"]: c for c in res.censored}
+    pts, cens = [], []
+    for i, r in enumerate(rows):
+        try:
+            xv = {v: resolver.value(r, v, i) for v in res.variables}
+        except Exception:  # noqa: BLE001 - a row the fit also could not use
+            continue
+        f = 1.0
+        for v, x in xv.items():
+            e = fc.get(analog.get(fitting.short_name(v), fitting.short_name(v)))
+            if e is not None:
+                f *= x ** e
+        if i in censored:
+            lb = censored[i].get("lower_bound")
+            if lb:
+                cens.append((f, float(lb)))
+            continue
+        y = r.get(target)
+        if y is None or (isinstance(y, float) and math.isnan(y)):
+            continue
+        pts.append((f, float(y), res.predict(**xv)))
+    pts.sort()
+    return {
+        "x": [p[0] for p in pts],
+        "y": [p[1] for p in pts],
+        "fit": [p[2] for p in pts],
+        "cx": [c[0] for c in cens],
+        "cy": [c[1] for c in cens],
+    }
+
+
+def fit_table(report: Any, req: FitRequest | None = None) -> Text:
+    """Fitted exponents with intervals (and bootstrap intervals) beside the theory forecast and the paper's fit,
+    the tied scale, the selection, and the equivalent ``sparse-tui fit`` command."""
+    def f(x, fmt="+.2f"):
+        return "—" if x is None else format(x, fmt)
+
+    res, comp = report.result, report.comparison
+    boot = bool(res.boot_ci)
+    t = Text(no_wrap=True, overflow="ellipsis")
+    t.append(f"{'var':>9} {'fitted':>7} {'95% CI':>15}" + (f" {'bootstrap':>15}" if boot else "")
+             + f" {'theory':>6} {'paper':>6}\n", style="bold")
+    for r in comp:
+        v = r["variable"]
+        ci = f"[{r['ci'][0]:+.2f},{r['ci'][1]:+.2f}]"
+        ok = r["forecast_in_ci"]
+        t.append(f"{str(v)[-9:]:>9} {r['fitted']:>+7.2f} {ci:>15} ")
+        if boot:
+            b = res.boot_ci.get(v)
+            t.append(f"{'—' if b is None else f'[{b[0]:+.2f},{b[1]:+.2f}]':>15} ")
+        t.append(f"{f(r['forecast']):>6}", style="green" if ok else ("red" if ok is False else ""))
+        pok = r["paper_in_ci"]
+        t.append(f" {f(r['paper']):>6}", style="green" if pok else ("red" if pok is False else ""))
+        t.append(f" {r['paper_fig'] or ''}\n", style="dim")
+    t.append(f"R² = {res.r2:.3f} · n = {res.n} · censored = {res.n_censored}", style="bold")
+    if res.n_censored_inconsistent:
+        t.append(f" ({res.n_censored_inconsistent} above the law)", style="yellow")
+    t.append(f" · C = {res.C:.3g}")
+    if res.tie:
+        lo, hi = res.tie_scale_ci
+        t.append(f" · tied s = {res.tie_scale:.3f} [{lo:.2f},{hi:.2f}]")
+    if res.boot_skipped:
+        t.append(f" · {res.boot_skipped} resamples skipped", style="yellow")
+    sel = report.selection
+    line = f"\n{len(sel.rows)} of {sel.matched} finished"
+    if sel.skipped:
+        line += " (skipped " + ", ".join(f"{n} {st}" for st, n in sorted(sel.skipped.items())) + ")"
+    if req is not None:
+        line += " · " + req.command()
+    elif sel.criteria:
+        line += " · " + ", ".join(sel.criteria)
+    t.append(line, style="dim")
+    return t

@@ -1,0 +1,57 @@
+"""Numbers for narrow columns: ``fmt_num`` (a format spec, "-" for None, nan/inf spelled out), ``fmt_short``
+(at most about 6 characters: 0.221, 2.5e-6, 21.5k) and ``fmt_age`` (12s, 5m, 2h05, 3d)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+
+def fmt_num(v: Any, spec: str = ".3g") -> str:
+    if v is None:
+        return "-"
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return str(v)
+    if not math.isfinite(f):
+        return "nan" if math.isnan(f) else ("inf" if f > 0 else "-inf")
+    if f.is_integer() and abs(f) < 1e7 and spec == "g":
+        return str(int(f))
+    return format(f, spec)
+
+
+def fmt_short(v: Any, digits: int = 3) -> str:
+    """A number in at most about 6 characters for narrow columns: 0.221, 2.5e-6, 21.5k, 1.2M."""
+    if v is None:
+        return "-"
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return str(v)
+    if not math.isfinite(f):
+        return "nan" if math.isnan(f) else ("inf" if f > 0 else "-inf")
+    a = abs(f)
+    if a >= 1e6:
+        return f"{f / 1e6:.{max(1, digits - 1)}g}M"
+    if a >= 1e4:
+        return f"{f / 1e3:.{digits}g}k"
+    if a != 0 and a < 1e-3:
+        m, e = f"{f:.{max(0, digits - 2)}e}".split("e")
+        return f"{m.rstrip('0').rstrip('.')}e{int(e)}"
+    return f"{f:.{digits}g}" if a < 1000 else str(int(round(f)))
+
+
+
+
+def fmt_age(seconds: float | None) -> str:
+    if seconds is None or seconds < 0:
+        return "-"
+    s = int(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m"
+    if s < 86400:
+        return f"{s // 3600}h{(s % 3600) // 60:02d}"
+    return f"{s // 86400}d"

@@ -1,0 +1,68 @@
+"""Phase-diagram grids: a value (plateau step, final accuracy / loss, emerged fraction) averaged over seeds for
+runs that differ in two parameters."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable
+
+from sparse_tui.store import RunRecord
+from sparse_tui.tui.render.runs import final_metric
+
+
+def _sortable(v: Any) -> tuple:
+    return (0, float(v), "") if isinstance(v, (int, float)) and not isinstance(v, bool) else (1, 0.0, str(v))
+
+
+PHASE_VALUES = {
+    "plateau": "plateau step (mean over seeds; runs that never emerged count as missing)",
+    "acc": "final test accuracy (mean over seeds)",
+    "loss": "final test loss (mean over seeds)",
+    "emerged": "fraction of seeds whose plateau ended",
+}
+
+
+def phase_grid(records: Iterable[RunRecord], x_key: str, y_key: str, value: str = "plateau",
+               last: dict[str, dict] | None = None) -> tuple[list[Any], list[Any], list[list[float]], list[list[int]]]:
+    """Grid of a value over two params: (xs, ys, values[y][x], counts[y][x]). Only ended runs count."""
+    cells: dict[tuple[Any, Any], list[float]] = {}
+    xs: set = set()
+    ys: set = set()
+    for r in records:
+        if x_key not in r.params or y_key not in r.params:
+            continue
+        if r.status not in ("finished", "diverged", "cancelled", "interrupted", "failed") and value != "acc":
+            pass
+        x, y = r.params[x_key], r.params[y_key]
+        xs.add(x)
+        ys.add(y)
+        if value == "plateau":
+            v = r.plateau_step if r.plateau_step is not None else math.nan
+        elif value == "emerged":
+            if r.status == "running" or r.status == "queued":
+                continue
+            v = 1.0 if r.plateau_step is not None else 0.0
+        elif value == "acc":
+            v = final_metric(r, (last or {}).get(r.run_id), ("test/acc",))
+            v = math.nan if v is None else v
+        else:
+            v = final_metric(r, (last or {}).get(r.run_id), ("test/loss", "train/loss"))
+            v = math.nan if v is None else v
+        cells.setdefault((x, y), []).append(v)
+    xs_l = sorted(xs, key=_sortable)
+    ys_l = sorted(ys, key=_sortable)
+    grid, counts = [], []
+    for y in ys_l:
+        row, crow = [], []
+        for x in xs_l:
+            vals = [v for v in cells.get((x, y), []) if math.isfinite(v)]
+            row.append(sum(vals) / len(vals) if vals else math.nan)
+            crow.append(len(cells.get((x, y), [])))
+        grid.append(row)
+        counts.append(crow)
+    return xs_l, ys_l, grid, counts
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Attention maps
+# ---------------------------------------------------------------------------------------------------------------

@@ -1,0 +1,69 @@
+"""Which runs the Fit panel means: the marked runs, else the runs of the current run's preset, or the runs matching
+its filter words (the run table's filter). Pure functions of the app's UI state (records, marked, current)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sparse_tui.store import RunRecord
+
+
+def fit_records(records: list[RunRecord], marked: list[str], current: str | None, query: str) -> list[RunRecord]:
+    from sparse_tui.tui.render.runs import matches, run_row
+
+    if not query and marked:
+        ids = set(marked)
+        return [r for r in records if r.run_id in ids]
+    if not query:  # the runs of the current run's preset
+        cur = next((r for r in records if r.run_id == current), None)
+        if cur is None:
+            return list(records)
+        return [r for r in records if r.preset == cur.preset]
+    return [r for r in records if matches(run_row(r, None, 0.0), query)]
+
+
+def fit_selection_key(records: list[RunRecord], marked: list[str], current: str | None) -> tuple:
+    """What the Fit panel's default runs are (marked runs, else the current run's preset): guessed variables are
+    guessed again when this changes (a fit of the previous preset's variables fails: 'unknown variable')."""
+    if marked:
+        return ("marked", tuple(marked))
+    cur = next((r for r in records if r.run_id == current), None)
+    return ("preset", cur.preset if cur is not None else None)
+
+
+def guess_fit_variables(records: list[RunRecord], marked: list[str], current: str | None, query: str) -> list[str]:
+    """The swept numeric parameters of the chosen runs, by their short names (``d``, ``T``) where those are unique."""
+    from sparse_tui.fitting import short_name
+    from sparse_tui.tui.render.runs import swept_keys
+
+    recs = fit_records(records, marked, current, query)
+    keys = [k for k in swept_keys(recs)
+            if all(isinstance(r.params.get(k), (int, float)) and not isinstance(r.params.get(k), bool)
+                   for r in recs if k in r.params)]
+    shorts = [short_name(k) for k in keys]
+    return [s if shorts.count(s) == 1 else k for s, k in zip(shorts, keys)]
+
+
+def fit_request(records: list[RunRecord], marked: list[str], current: str | None, query: str,
+                variables: list[str], options: str = "") -> Any:
+    """The ``sparse-tui fit`` arguments for the panel's fields: the marked runs (their ids), else the runs of the
+    current run's preset (--preset), else the runs matching the filter words (their ids); ``options`` adds --tie /
+    --bootstrap / --seed / --target / --paper / --where / --preset / --batch. None when nothing matches. Raises
+    ``FitError`` for a bad options line."""
+    from sparse_tui.tui.render.fit import FitRequest, parse_fit_options
+
+    opts = parse_fit_options(options)
+    req = FitRequest(list(variables), **opts)
+    if not query and marked:
+        req.run_ids = list(marked)
+    elif not query:
+        cur = next((r for r in records if r.run_id == current), None)
+        if cur is not None and "preset" not in opts and cur.preset:
+            req.preset = cur.preset
+        elif cur is not None and not cur.preset:
+            req.run_ids = [r.run_id for r in fit_records(records, marked, current, query)]
+    else:
+        req.run_ids = [r.run_id for r in fit_records(records, marked, current, query)]
+        if not req.run_ids:
+            return None
+    return req
