@@ -39,7 +39,7 @@ async def test_x_compares_two_marked_runs_then_overlays_their_curves(synthetic: 
         await pilot.pause(0.2)
         assert panel.marked == ["0000000c", "0000000d"]
         await pilot.press("x")
-        await wait_for(pilot, lambda: type(app.screen).__name__ == "CompareScreen", 5)
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "CompareScreen", 20)
         from rich.console import Console
 
         con = Console(width=160, record=True, file=open("/dev/null", "w"))
@@ -48,12 +48,12 @@ async def test_x_compares_two_marked_runs_then_overlays_their_curves(synthetic: 
         assert "train.lr" in text and "0.01" in text and "0.001" in text
         assert "recall-lr lr=0.01 seed=0" in text and "recall-lr lr=0.001 seed=0" in text
         await pilot.press("enter")
-        await wait_for(pilot, lambda: app.query_one("#panels").active == "tab-curves", 5)
+        await wait_for(pilot, lambda: app.query_one("#panels").active == "tab-curves", 20)
         curves = app.query_one(CurvesPanel)
-        await wait_for(pilot, lambda: set(app.view_ids()) == {"0000000c", "0000000d"}, 5)
+        await wait_for(pilot, lambda: set(app.view_ids()) == {"0000000c", "0000000d"}, 20)
         await wait_for(pilot, lambda: getattr(curves, "data", None) is not None
                        and set(curves.data.labels.values()) == {"recall-lr lr=0.01 seed=0",
-                                                                 "recall-lr lr=0.001 seed=0"}, 10)
+                                                                 "recall-lr lr=0.001 seed=0"}, 20)
         # one run only (nothing marked, cursor on the last row): refused with a notification
         await pilot.press("2")
         await pilot.pause(0.2)
