@@ -175,6 +175,22 @@ def test_killed_worker_is_recorded_then_resumed_from_its_checkpoint(cluster, tin
     _same_as_local(store, batch, want)
 
 
+def test_cancel_from_the_store_reaches_the_worker(cluster, tiny_preset, tmp_path):
+    """A cancel requested in the head's store (the console's c key, `store.request_cancel`) stops the run on its
+    Ray worker at its next heartbeat: `cancelled` with its step, its metrics so far kept."""
+    store = RunStore(tmp_path / "ray")
+    # long enough to be cancelled mid-run: the cancel reaches the worker within about 2 heartbeats (2 s)
+    batch, (first,) = _batch(store, tiny_preset, "train.steps=4000", "eval.every=50", "seeds=[0]")
+    co = Coordinator(store, batch)
+    co.start()
+    assert _wait_for(lambda: (store.get(first).step or 0) >= 50, 60), store.get(first)
+    store.request_cancel([first])
+    co.finish()
+    rec = store.get(first)
+    assert rec.status == "cancelled" and rec.reason.startswith("cancelled at step") and rec.step < 4000, rec
+    assert max(store.metrics(first)["test/loss"][0]) >= 50
+
+
 def test_removed_node_fails_its_runs_then_resume_batch_matches(cluster, tiny_preset, tmp_path, monkeypatch):
     """A node removed while it trains a run: with retries off, the run ends `failed` ("Ray node died" or "Ray
     worker died", never stuck running) and the other runs finish; `sparse-tui resume BATCH --executor ray`
