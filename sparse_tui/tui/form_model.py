@@ -85,12 +85,16 @@ def section_fields(section: str, kind: str | None = None) -> list[FieldSpec]:
     return out
 
 
+TOP_KEYS = ("name", "description", "seeds", "tags")  # the preset's keys outside the sections
+
+
 def top_fields() -> list[FieldSpec]:
     fs = P.Preset.model_fields
     return [
         FieldSpec("name", "str", "", fs["name"].description or ""),
         FieldSpec("description", "str", "", fs["description"].description or ""),
         FieldSpec("seeds", "list", [0], fs["seeds"].description or ""),
+        FieldSpec("tags", "list", [], fs["tags"].description or ""),
     ]
 
 
@@ -158,7 +162,7 @@ class PresetDraft:
             doc = tomlkit.parse(self.text)
         except Exception:
             return out
-        for k in ("name", "description", "seeds"):
+        for k in TOP_KEYS:
             if k in doc:
                 out[k] = doc[k].as_string().strip()
         for sec in SECTIONS:

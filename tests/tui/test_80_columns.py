@@ -79,3 +79,15 @@ async def test_runs_table_footer_help_export_palette(synthetic: Path, presets_di
         await pilot.press("enter")
         await wait_for(pilot, lambda: app.query_one("#panels").active == "tab-phase", 5)
     assert console_errors == []
+
+
+def test_run_names_are_cut_the_same_way_keeping_their_end():
+    """At 80 columns every run name is cut from the front (it was: seed-0 names cut at the end, 'blog… d_model=8',
+    the others at the front, '…model=8 seed=1'), so the swept values and the seed stay visible and line up."""
+    from sparse_tui.tui.render.runs import fit_name
+
+    a, b = "blog_n80 model.d_model=8 seed=0", "blog_n80 model.d_model=8 seed=1"
+    cut = [fit_name(a, 16), fit_name(b, 16)]
+    assert cut == ["…_model=8 seed=0", "…_model=8 seed=1"]
+    assert all(len(c) == 16 for c in cut)
+    assert fit_name("short seed=0", 16) == "short seed=0"

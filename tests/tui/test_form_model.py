@@ -48,3 +48,29 @@ def test_overrides_preload_edits(presets_dir: Path):
     d = PresetDraft(presets_dir / "tiny.toml", ["train.lr=3e-3"])
     assert d.values["train.lr"] == "3e-3" and d.dirty
     assert d.validate().loaded.preset.train.lr == 3e-3
+
+
+def test_tags_are_a_form_field_and_launched_runs_carry_them(tmp_path: Path):
+    """Tags come from the preset (``tags = [...]``): the form edits them, validates them like the CLI, saves them
+    before the first table, and the runs recorded from the form's preset carry them (``runs --tag``, the filter)."""
+    from sparse_tui.presets import expand
+    from sparse_tui.store import RunStore
+    from sparse_tui.tui.render.runs import run_tags
+
+    f = tmp_path / "tiny.toml"
+    f.write_text(tiny_text(), encoding="utf-8")
+    d = PresetDraft(f)
+    assert "tags" in [s.key for s in d.fields()]
+    d.set("tags", '["bad tag"]')
+    assert "no spaces" in d.validate().field_errors["tags"]
+    d.set("tags", '["probe", "lr:high"]')
+    v = d.validate()
+    assert v.ok, v.field_errors
+    text = d.render()
+    assert text.index('tags = ["probe", "lr:high"]') < text.index("[task]")
+    store = RunStore(tmp_path / "runs")
+    _, ids = store.create_runs(expand(v.loaded))
+    assert run_tags(store.get(ids[0])) == ["probe", "lr:high"]
+    store.close()
+    d.save()
+    assert PresetDraft(f).original["tags"] == '["probe", "lr:high"]'

@@ -64,19 +64,12 @@ def config_diff(a: RunRecord, b: RunRecord) -> list[tuple[str, str, str]]:
 
 
 
-def fit_name(name: str, preset: str, width: int) -> str:
-    """A run name cut to ``width``, keeping its end (the swept values tell runs of one preset apart)."""
+def fit_name(name: str, width: int) -> str:
+    """A run name cut to ``width`` the same way for every run: from the front, so that its end stays (the swept
+    values and the seed tell runs of one preset apart; the detail line shows the whole name)."""
     if len(name) <= width:
         return name
-    import re
-
-    rest = name[len(preset):].strip() if name.startswith(preset) else name
-    rest = re.sub(r"\s*\bseed=0$", "", rest)  # the default seed says nothing; the detail line has it
-    if not rest:
-        return preset[: width - 1] + "…"
-    if len(rest) + 3 <= width:
-        return preset[: width - len(rest) - 2] + "… " + rest
-    return "…" + rest[-(width - 1):]
+    return "…" + name[-(width - 1):] if width > 1 else "…"
 
 
 

@@ -9,6 +9,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.reactive import reactive
 from textual.widgets import Input, Label, Static
 
 from sparse_tui.store import RunRecord
@@ -40,16 +41,25 @@ class PhasePanel(ShallowFocus, Guarded, Vertical, can_focus=True):
     PhasePanel #phase-info { height: auto; color: $text-muted; }
     """
 
+    # what the diagram shows (x / y / w / m): each change redraws it
+    x: reactive[str | None] = reactive(None, init=False)
+    y: reactive[str | None] = reactive(None, init=False)
+    value: reactive[str] = reactive("plateau", init=False)
+
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
         self.records: list[RunRecord] = []
         self.last: dict = {}
+        self.current: str | None = None  # the app's current run: its preset is the default selection
         self.keys: list[str] = []
-        self.x: str | None = None
-        self.y: str | None = None
-        self.value = "plateau"
         self.filter = ""
         self._sig = None
+
+    def _redraw_on_change(self, *_: object) -> None:
+        if self.is_mounted:
+            self.redraw(force=True)
+
+    watch_x = watch_y = watch_value = _redraw_on_change
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="phase-inputs"):
@@ -72,16 +82,16 @@ class PhasePanel(ShallowFocus, Guarded, Vertical, can_focus=True):
     def _filter_done(self, event: Input.Submitted) -> None:
         self.focus()
 
-    def update_data(self, records: list[RunRecord], last: dict) -> None:
-        self.records, self.last = records, last
-        sig = tuple((r.run_id, r.status, r.plateau_step, r.step) for r in records)
+    def update_data(self, records: list[RunRecord], last: dict, current: str | None = None) -> None:
+        self.records, self.last, self.current = records, last, current
+        sig = (current, *((r.run_id, r.status, r.plateau_step, r.step) for r in records))
         if sig != self._sig:
             self._sig = sig
             self.redraw()
 
     def _selected(self) -> list[RunRecord]:
         if not self.filter:  # default: the runs of the current run's preset (else all runs)
-            cur = next((r for r in self.records if r.run_id == getattr(self.app, "current", None)), None)
+            cur = next((r for r in self.records if r.run_id == self.current), None)
             if cur is None:
                 return self.records
             return [r for r in self.records if r.preset == cur.preset]
@@ -96,15 +106,14 @@ class PhasePanel(ShallowFocus, Guarded, Vertical, can_focus=True):
             self.x = self.keys[i]
         else:
             self.y = self.keys[i]
-        self.redraw(force=True)
 
     def action_swap(self) -> None:
-        self.x, self.y = self.y, self.x
-        self.redraw(force=True)
+        x, y = self.y, self.x
+        self.set_reactive(PhasePanel.x, x)  # one redraw for the swap
+        self.y = y
 
     def action_value(self) -> None:
         self.value = VALUES[(VALUES.index(self.value) + 1) % len(VALUES)]
-        self.redraw(force=True)
 
     def action_leave_input(self) -> None:
         """Esc in a text field: back to the panel (what was typed stays; digits switch panels again)."""
@@ -127,10 +136,10 @@ class PhasePanel(ShallowFocus, Guarded, Vertical, can_focus=True):
             )
             body.update("")
             return
-        if self.x not in self.keys:
-            self.x = self.keys[0]
+        if self.x not in self.keys:  # (set_reactive: no watcher, this is the redraw)
+            self.set_reactive(PhasePanel.x, self.keys[0])
         if self.y not in self.keys or self.y == self.x:
-            self.y = next(k for k in self.keys if k != self.x)
+            self.set_reactive(PhasePanel.y, next(k for k in self.keys if k != self.x))
         xs, ys, grid, counts = phase_grid(recs, self.x, self.y, self.value, self.last)
         note = ""
         if not any(math.isfinite(v) for row in grid for v in row):
@@ -139,7 +148,7 @@ class PhasePanel(ShallowFocus, Guarded, Vertical, can_focus=True):
                 g = phase_grid(recs, self.x, self.y, value, self.last)
                 if any(math.isfinite(v) for row in g[2] for v in row):
                     note = f" · {self.value}: no data, showing {value}"
-                    self.value = value
+                    self.set_reactive(PhasePanel.value, value)
                     xs, ys, grid, counts = g
                     break
         width = max(40, (self.size.width or 78) - 2)

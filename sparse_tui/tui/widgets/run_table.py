@@ -85,7 +85,7 @@ class RunsPanel(Guarded, Vertical):
 
     def _name_width(self) -> int:
         """The name column gets what the fixed columns leave (cell padding 1 + 1, border, scroll bar)."""
-        width = self.size.width or 80
+        width = self.size.width or self.app.size.width or 80  # hidden (another panel shown): the screen's width
         used = 1 + sum(FIXED.values()) + 2 * (len(HEADERS) + 1) + 2  # + the panel border
         return max(8, width - used)
 
@@ -154,7 +154,7 @@ class RunsPanel(Guarded, Vertical):
         """The shown cells of a row; the name cut to its column, keeping the swept values at its end."""
         w = self._name_width()
         c = dict(zip(COLUMNS, row.cells))
-        return [fit_name(str(c["name"]), str(c["preset"]), w) if h == "name" else c[h] for h in HEADERS]
+        return [fit_name(str(c["name"]), w) if h == "name" else c[h] for h in HEADERS]
 
     def _detail(self) -> None:
         """The run under the cursor in full: id, name, preset, swept params, tags, device, age, reason."""
