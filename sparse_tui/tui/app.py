@@ -25,7 +25,7 @@ from textual.binding import Binding
 from textual.lazy import Lazy
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Header, TabbedContent, TabPane
+from textual.widgets import Header, Input, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
 from sparse_tui.exitcodes import ExitCode
@@ -169,8 +169,8 @@ class SparseTuiApp(Reporting, PanelRequests, FocusHighlight, Guarded, App[int]):
             return
         panel = panels.first()
         panel.query(".panel-error").remove()  # a problem shown earlier was seen (it stays in the log)
-        if self.focused is not None and panel in self.focused.ancestors_with_self:
-            pass  # a key typed right after the switch already moved the focus in (2 then / : the filter keeps it)
+        if isinstance(self.focused, Input) and panel in self.focused.ancestors:
+            pass  # a key typed right after the switch put the focus in a field (2 then / : the filter keeps it)
         elif pid == "runs":
             self.query_one(RunsPanel).table.focus()
         elif pid == "presets":

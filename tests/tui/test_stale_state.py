@@ -64,8 +64,7 @@ async def test_phase_value_follows_the_runs(synthetic: Path, presets_dir: Path, 
         await pilot.press("6")
         await pilot.pause(0.3)
         phase = app.query_one("PhasePanel")
-        phase.value = "acc"  # chosen for recall runs; the linreg toy sweep has no accuracy
-        phase.redraw(force=True)
+        phase.value = "acc"  # chosen for recall runs; the linreg toy sweep has no accuracy (a reactive: redraws)
         await pilot.pause(0.2)
         assert phase.value == "plateau"
         info = str(phase.query_one("#phase-info").render())
