@@ -7,15 +7,23 @@ import math
 from typing import Any
 
 
-def fmt_num(v: Any, spec: str = ".3g") -> str:
+def _special(v: Any) -> tuple[str | None, float]:
+    """("-", "nan", "inf", "-inf" or the text of a non-number; nan) for what is not a finite number, else (None, v)."""
     if v is None:
-        return "-"
+        return "-", math.nan
     try:
         f = float(v)
     except (TypeError, ValueError):
-        return str(v)
+        return str(v), math.nan
     if not math.isfinite(f):
-        return "nan" if math.isnan(f) else ("inf" if f > 0 else "-inf")
+        return ("nan" if math.isnan(f) else ("inf" if f > 0 else "-inf")), f
+    return None, f
+
+
+def fmt_num(v: Any, spec: str = ".3g") -> str:
+    text, f = _special(v)
+    if text is not None:
+        return text
     if f.is_integer() and abs(f) < 1e7 and spec == "g":
         return str(int(f))
     return format(f, spec)
@@ -23,14 +31,9 @@ def fmt_num(v: Any, spec: str = ".3g") -> str:
 
 def fmt_short(v: Any, digits: int = 3) -> str:
     """A number in at most about 6 characters for narrow columns: 0.221, 2.5e-6, 21.5k, 1.2M."""
-    if v is None:
-        return "-"
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return str(v)
-    if not math.isfinite(f):
-        return "nan" if math.isnan(f) else ("inf" if f > 0 else "-inf")
+    text, f = _special(v)
+    if text is not None:
+        return text
     a = abs(f)
     if a >= 1e6:
         return f"{f / 1e6:.{max(1, digits - 1)}g}M"
