@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import asyncio
 import itertools
 import logging
@@ -248,3 +250,13 @@ def make(runs_dir, presets_dir, **kw):
     kw.setdefault("clock", lambda: NOW)
     kw.setdefault("poll_interval", 0.1)
     return make_app(runs_dir, presets_dir, **kw)
+
+
+@contextlib.asynccontextmanager
+async def opened(runs_dir, presets_dir, size=(120, 40), **kw):
+    """The console on a store, started (its first run table drawn): yields (app, pilot, seen)."""
+    app = make(runs_dir, presets_dir, **kw)
+    seen = Seen()
+    async with app.run_test(size=size, message_hook=seen) as pilot:
+        await wait_for(pilot, lambda: seen.tables >= 1)
+        yield app, pilot, seen

@@ -10,7 +10,7 @@ from sparse_tui.tui.render.runs import config_diff
 from sparse_tui.tui.widgets.curves import CurvesPanel
 from sparse_tui.tui.widgets.run_table import RunsPanel
 
-from .conftest import Seen, make, run_async, wait_for
+from .conftest import opened, run_async, wait_for
 
 
 def test_config_diff_lists_only_the_differing_keys(synthetic: Path):
@@ -25,10 +25,7 @@ def test_config_diff_lists_only_the_differing_keys(synthetic: Path):
 
 @run_async
 async def test_x_compares_two_marked_runs_then_overlays_their_curves(synthetic: Path, presets_dir: Path, console_errors):
-    app = make(synthetic, presets_dir)
-    seen = Seen()
-    async with app.run_test(size=(120, 40), message_hook=seen) as pilot:
-        await wait_for(pilot, lambda: seen.tables >= 1)
+    async with opened(synthetic, presets_dir) as (app, pilot, seen):
         await pilot.press("2")
         await pilot.pause(0.2)
         panel = app.query_one(RunsPanel)
@@ -72,10 +69,7 @@ async def test_x_compares_two_marked_runs_then_overlays_their_curves(synthetic: 
 @run_async
 async def test_palette_entry_points_to_a_real_action(synthetic: Path, presets_dir: Path, console_errors):
     """Every "panel action" of the command palette exists on its panel (none points to a missing action)."""
-    app = make(synthetic, presets_dir)
-    seen = Seen()
-    async with app.run_test(size=(120, 40), message_hook=seen) as pilot:
-        await wait_for(pilot, lambda: seen.tables >= 1)
+    async with opened(synthetic, presets_dir) as (app, pilot, seen):
         cmds = list(app.get_system_commands(app.screen))
         for c in cmds:
             cb = c.callback

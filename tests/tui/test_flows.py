@@ -14,7 +14,7 @@ from sparse_tui.tui.widgets.curves import CurvesPanel
 from sparse_tui.tui.widgets.field_row import FieldRow
 from sparse_tui.tui.widgets.presets_panel import PresetsPanel
 
-from .conftest import Seen, make, run_async, tiny_text, wait_for
+from .conftest import Seen, make, opened, run_async, tiny_text, wait_for
 
 
 async def type_into(pilot, widget_id: str, text: str) -> None:
@@ -137,10 +137,7 @@ async def test_fit_phase_export_delete_on_synthetic_store(synthetic: Path, prese
     from sparse_tui.tui.widgets.fit_panel import FitPanel
     from sparse_tui.tui.widgets.phase_diagram import PhasePanel
 
-    app = make(synthetic, presets_dir)
-    seen = Seen()
-    async with app.run_test(size=(120, 40), message_hook=seen) as pilot:
-        await wait_for(pilot, lambda: seen.tables >= 1)
+    async with opened(synthetic, presets_dir) as (app, pilot, seen):
         await pilot.press("2")
         await pilot.pause(0.2)
         await pilot.press("down", "down")  # a toy-sweep run

@@ -9,7 +9,7 @@ from sparse_tui import runner
 from sparse_tui.store import RunStore
 from sparse_tui.tui.widgets.run_table import RunsPanel
 
-from .conftest import Seen, make, run_async, wait_for
+from .conftest import opened, run_async, wait_for
 
 
 def _texts(app) -> list[str]:
@@ -35,10 +35,7 @@ async def test_u_resumes_a_failed_run_and_refuses_a_finished_one(synthetic: Path
     failed, finished = "0000000d", "0000000c"
     before = RunStore(synthetic).get(failed)
     assert before.status == "failed" and RunStore(synthetic).get(finished).status == "finished"
-    app = make(synthetic, presets_dir)
-    seen = Seen()
-    async with app.run_test(size=(120, 40), message_hook=seen) as pilot:
-        await wait_for(pilot, lambda: seen.tables >= 1)
+    async with opened(synthetic, presets_dir) as (app, pilot, seen):
         await pilot.press("2")
         await pilot.pause(0.2)
         # a finished run: refused, nothing re-queued, nothing started
