@@ -287,7 +287,7 @@ def _executor_flags(executor: str, ray_address: Optional[str]) -> None:
         raise fail("--ray-address: only with --executor ray")
     if ray_address is not None:
         from sparse_tui.executors import ExecutorError
-        from sparse_tui.executors.ray_executor import parse_address
+        from sparse_tui.executors.address import parse_address
 
         try:
             parse_address(ray_address)
@@ -300,7 +300,7 @@ def _connect_executor(executor: str, ray_address: Optional[str], specs: list, de
     """None for local; for ray, the connected executor after its checks (exit 2, one line, before any write).
     ``check_only`` with ``--ray-address local`` (a detached batch starts its private Ray itself): Ray's install
     only."""
-    from sparse_tui.executors import ExecutorError, make_executor
+    from sparse_tui.executors import ExecutorError
 
     try:
         if check_only and executor == "ray" and ray_address == "local":
@@ -308,11 +308,18 @@ def _connect_executor(executor: str, ray_address: Optional[str], specs: list, de
 
             _import_ray()
             return None
-        ex = make_executor(executor, ray_address)
-        if ex is not None:
-            ex.preflight(specs, device)
+        return _join_executor(executor, ray_address, specs, device)
     except ExecutorError as e:
         raise fail(str(e)) from None
+
+
+def _join_executor(executor: str, ray_address: Optional[str], specs: list, device: Optional[str]):
+    """The connected executor (None for local) after its preflight; ``ExecutorError`` (one line) otherwise."""
+    from sparse_tui.executors import make_executor
+
+    ex = make_executor(executor, ray_address)
+    if ex is not None:
+        ex.preflight(specs, device)
     return ex
 
 
@@ -424,7 +431,15 @@ def work(
     store = _open_store(runs_dir)
     store.set_coordinator(batch_id)
     specs = runner.batch_specs(store, batch_id)
-    ex = _connect_executor(executor, ray_address, specs, device) if executor != "local" else None
+    ex = None
+    if executor != "local":
+        from sparse_tui.executors import ExecutorError
+
+        try:
+            ex = _join_executor(executor, ray_address, specs, device)
+        except ExecutorError as e:  # refused (a token) or gone since the console's check: the runs say why
+            store.end_queued(batch_id, "failed", f"never started: {e}")
+            raise fail(str(e)) from None
     if workers == 0 or group == 0:
         if specs:
             planned_workers, planned_group = _plan(ex, specs, schedule, workers, device)

@@ -31,9 +31,8 @@ def probe(name: str, address: str | None = None) -> str | None:
     a batch; the detached coordinator then connects for real): None, or the one-line problem. ``auto`` is the
     cluster ``ray start --head`` runs on this machine (its address file under Ray's temporary directory)."""
     import importlib.util
-    import os
-    import socket
-    from pathlib import Path
+
+    from sparse_tui.executors.address import current_cluster, parse_address, reach
 
     if name == "local":
         return None
@@ -43,18 +42,11 @@ def probe(name: str, address: str | None = None) -> str | None:
     if address == "local":
         return None
     if address == "auto":
-        current = Path(os.environ.get("RAY_TMPDIR", "/tmp")) / "ray" / "ray_current_cluster"
-        try:
-            address = current.read_text().split()[0]
-        except (OSError, IndexError):
+        address = current_cluster()
+        if address is None:
             return "--ray-address auto: no Ray cluster runs on this machine (start one with 'ray start --head')"
-    from sparse_tui.executors.ray_executor import CONNECT_TIMEOUT, parse_address
-
     try:
-        host, port = parse_address(address)
-        socket.create_connection((host, port), timeout=CONNECT_TIMEOUT).close()
+        reach(address, parse_address(address))
     except ExecutorError as e:
         return str(e)
-    except OSError as e:
-        return f"--ray-address: cannot reach a Ray cluster at {address} ({e.strerror or type(e).__name__})"
     return None

@@ -33,22 +33,31 @@ Ray is imported here only, and only when an executor is made.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from sparse_tui.executors.address import (  # noqa: F401  (CONNECT_TIMEOUT, parse_address: the old home)
+    CONNECT_TIMEOUT,
+    current_cluster,
+    is_current_cluster,
+    parse_address,
+    reach,
+)
 from sparse_tui.executors.errors import INSTALL_HINT, ExecutorError
 from sparse_tui.executors.channel import PUT_TIMEOUT, Channel, ChannelSink, apply
 
 CPUS_PER_STACK = 1  # CPUs (and torch threads) per CPU stack: small models train best on one thread each
 RETRIES = 2  # times a run whose worker or node died is submitted again
 STOP_SECONDS = 10.0  # after a stop, seconds the coordinator waits for workers to record their runs interrupted
-CONNECT_TIMEOUT = 5.0  # seconds to reach HOST:PORT before ray.init is tried
 BEAT_SECONDS = 5.0
+JOIN_RETRIES = 5  # one-second tries of ray.init on a running cluster (Ray's default: 20; see _joining)
 
 
 def _import_ray():
@@ -59,39 +68,116 @@ def _import_ray():
     return ray
 
 
-def parse_address(address: str) -> tuple[str, int] | None:
-    """(host, port) of ``HOST:PORT``, None for ``auto`` and ``local``; ExecutorError for anything else."""
-    if address in ("auto", "local"):
-        return None
-    host, sep, port = address.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ExecutorError(f"--ray-address: must be auto, local or HOST:PORT, got {address!r}")
-    return host.strip("[]"), int(port)
+def _auth_refused(e: BaseException) -> bool:
+    """Whether ``ray.init`` failed because the cluster refused this driver's token (or its lack of one)."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if type(e).__name__ == "AuthenticationError" or "InvalidAuthToken" in str(e):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
+
+
+def _auth_hint(address: str) -> str:
+    """The one line for a cluster that refused the token (docs/CLUSTER.md, "Addresses and token authentication")."""
+    if os.environ.get("RAY_AUTH_MODE", "").lower() == "token":
+        return (f"--ray-address: the Ray cluster at {address} refused this machine's token: use the head's "
+                "(run 'ray get-auth-token' there; set RAY_AUTH_TOKEN or copy it to ~/.ray/auth_token)")
+    return (f"--ray-address: the Ray cluster at {address} requires token authentication: set RAY_AUTH_MODE=token and "
+            "RAY_AUTH_TOKEN to the head's token ('ray get-auth-token' there), as for 'ray start --address'; or use "
+            "--ray-address auto on the head")
+
+
+def _token_at_hand() -> bool:
+    """Turn Ray's token mode on for this process if ``RAY_AUTH_MODE`` is unset and a token is at hand
+    (``RAY_AUTH_TOKEN``, ``RAY_AUTH_TOKEN_PATH`` or ``~/.ray/auth_token``): Ray's own function, which also refreshes
+    the mode Ray read when it was imported. False when nothing changed (a Ray without token authentication too)."""
+    if "RAY_AUTH_MODE" in os.environ:
+        return False  # the user's choice, already in force
+    try:
+        from ray._private.authentication.authentication_token_setup import (
+            maybe_enable_token_auth_if_token_available,
+        )
+    except ImportError:  # pragma: no cover - Ray before token authentication
+        return False
+    return bool(maybe_enable_token_auth_if_token_available(warn_if_disabled=False))
+
+
+@contextlib.contextmanager
+def _joining(retries: int):
+    """Around ``ray.init`` joining a running cluster (its GCS port answered already): Ray retries a refused
+    connection once a second for 20 s, printing a C++ warning line each time (an ``InvalidAuthToken`` is never
+    going to pass). Retry ``retries`` times only (``RAY_gcs_server_port_wait_time_s``, unless the user set it), and
+    keep Ray's native stderr lines out of the terminal: the caller says what went wrong in one line."""
+    set_wait = "RAY_gcs_server_port_wait_time_s" not in os.environ
+    if set_wait:
+        os.environ["RAY_gcs_server_port_wait_time_s"] = str(retries)
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with tempfile.TemporaryFile() as sink:
+            os.dup2(sink.fileno(), 2)
+            try:
+                yield
+            finally:
+                os.dup2(saved, 2)
+    finally:
+        os.close(saved)
+        if set_wait:
+            os.environ.pop("RAY_gcs_server_port_wait_time_s", None)
+
+
+def _join(ray, target: str, here: bool, kw: dict) -> None:
+    """``ray.init(target)`` on a running cluster, with the token rule of docs/CLUSTER.md ("Addresses and token
+    authentication"). Ray sends no token to an explicit address unless ``RAY_AUTH_MODE=token``; its ``auto`` sends
+    one whenever a token file exists, which breaks a cluster started without authentication (its actors are
+    cancelled before they run: seen with Ray 2.60). So: first as Ray does for an explicit address; if the cluster
+    on this machine (``here``) refuses that, again with the token at hand. Another machine's refusal is the user's
+    to settle (``_auth_hint``), as for ``ray start --address``."""
+    try:
+        with _joining(retries=1):
+            ray.init(address=target, **kw)
+        return
+    except Exception as e:  # noqa: BLE001 - the second try, or the caller, says why
+        if _auth_refused(e) and not (here and _token_at_hand()):
+            raise
+    with _joining(retries=JOIN_RETRIES):  # the token (here), or a cluster slow to answer
+        ray.init(address=target, **kw)
 
 
 def connect(address: str = "auto") -> "RayExecutor":
-    """Join the Ray cluster at ``address`` (``auto``: the one ``ray start`` runs on this machine; ``local``: a
-    private single-machine Ray started here; ``HOST:PORT``: the head's GCS address) as a driver. A process that is
-    already connected (tests) keeps its connection. Raises ExecutorError, one line, naming the flag."""
+    """Join the Ray cluster at ``address`` (``auto``: the one ``ray start`` runs on this machine, by its address
+    file; ``local``: a private single-machine Ray started here; ``HOST:PORT``: the head's GCS address) as a driver.
+    A process that is already connected (tests) keeps its connection. Raises ExecutorError, one line, naming the
+    flag."""
     ray = _import_ray()
     hostport = parse_address(address)
     if ray.is_initialized():
         return RayExecutor(address)
+    target = address
+    if address == "auto":  # resolved here, so Ray's own auto token rule (_join) is not applied
+        target = current_cluster()
+        if target is None:
+            raise ExecutorError("--ray-address auto: no Ray cluster runs on this machine "
+                                "(start one with 'ray start --head')")
+        hostport = parse_address(target)
+    here = address == "auto"
     if hostport is not None:
-        try:
-            socket.create_connection(hostport, timeout=CONNECT_TIMEOUT).close()
-        except OSError as e:
-            why = e.strerror or type(e).__name__
-            raise ExecutorError(f"--ray-address: cannot reach a Ray cluster at {address} ({why})") from None
+        reach(target, hostport)
+        here = here or is_current_cluster(hostport)
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     kw: dict = dict(log_to_driver=False, logging_level=logging.ERROR, configure_logging=True)
-    if address == "local":
-        kw["include_dashboard"] = False
     try:
-        ray.init(address=None if address == "local" else address, **kw)
+        if address == "local":  # a private Ray starts here: its processes keep this process's stderr
+            ray.init(address=None, include_dashboard=False, **kw)
+        else:
+            _join(ray, target, here, kw)
     except Exception as e:  # noqa: BLE001 - ConnectionError, RuntimeError, ValueError: all one line
+        if _auth_refused(e):
+            raise ExecutorError(_auth_hint(target)) from None
         first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        raise ExecutorError(f"--ray-address: cannot connect to Ray at {address}: {first}") from None
+        raise ExecutorError(f"--ray-address: cannot connect to Ray at {target}: {first}") from None
     return RayExecutor(address)
 
 
