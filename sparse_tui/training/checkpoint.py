@@ -30,6 +30,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 CHECKPOINT_SECONDS = 300.0  # also save at least this often (5 minutes of training), whatever checkpoint_every says
 FORMAT = 1
@@ -130,6 +131,9 @@ class Checkpointer:
         self.last_save = self.started = time.monotonic()
         self.wall_before = 0.0  # seconds trained before this process resumed the runs
         self.warned = False
+        # Called before every save: the loop stores the train/loss points it buffers between evaluations, so a
+        # checkpoint never gets ahead of the records it continues from (a run resumed from step S logs from S + 1).
+        self.before_save: Callable[[], None] | None = None
 
     @classmethod
     def for_stack(cls, members) -> "Checkpointer | None":
@@ -151,6 +155,8 @@ class Checkpointer:
     def save(self, step: int, prep, live) -> None:
         import torch
 
+        if self.before_save is not None:
+            self.before_save()
         state = {
             "format": FORMAT,
             "run_ids": self.run_ids,

@@ -353,7 +353,7 @@ def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_m
     t0 = time.perf_counter()
 
     def flush_train_log(mb: _Member) -> None:
-        """Store the buffered train/loss points in one transaction (at evaluations and at the end)."""
+        """Store the buffered train/loss points in one transaction (at evaluations, checkpoints and the end)."""
         log = getattr(mb, "train_log", None)
         if log:
             mb.logger.series([p[0] for p in log], {"train/loss": [p[1] for p in log]})
@@ -408,7 +408,9 @@ def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_m
 
     zeros = [0.0] * M
     for mb in members:
-        mb.train_log = []  # (step, train/loss) between evaluations, stored at the next one
+        mb.train_log = []  # (step, train/loss) between evaluations, stored at the next one (or checkpoint)
+    if ckpt is not None:  # a process killed after a checkpoint must not lose the points logged before it
+        ckpt.before_save = lambda: [flush_train_log(mb) for mb in members]
     for mb in members if start == 0 else []:
         mb.last = do_eval(mb, 0, zeros)
         mb.logger.heartbeat(0, force=True)
