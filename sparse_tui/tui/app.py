@@ -35,9 +35,11 @@ from sparse_tui.tui.guard import Guarded, guarded
 from sparse_tui.tui.highlight import FocusHighlight
 from sparse_tui.tui.messages import (
     CurvesData,
+    ExecutorChecked,
     GpuInfo,
     MarkedChanged,
     PanelRequested,
+    Problem,
     RunHighlighted,
     RunsUpdated,
 )
@@ -312,6 +314,30 @@ class SparseTuiApp(Reporting, PanelRequests, FocusHighlight, Guarded, App[int]):
     def on_gpu_info(self, msg: GpuInfo) -> None:
         self._gpu_text = msg.text or "no GPU"
         self._set_header()
+
+    # -- executor --------------------------------------------------------------------------------------------------
+    def action_executor(self, executor: str) -> None:
+        """Train the next launches and resumes on ``executor`` (local, or ray at ``--ray-address``, default auto;
+        docs/CLUSTER.md), once it is checked: the same check as ``sparse-tui --executor ray``, in a thread (it may
+        wait seconds for an address to answer). Runs already started stay where they are."""
+        self.check_executor(executor)
+
+    @work(thread=True, exclusive=True, group="executor", exit_on_error=False)
+    def check_executor(self, executor: str) -> None:
+        from sparse_tui.executors import probe
+
+        self.post_message(ExecutorChecked(executor, probe(executor, self.ray_address)))
+
+    def on_executor_checked(self, msg: ExecutorChecked) -> None:
+        if msg.problem:
+            self.post_message(Problem(f"launches stay on {self._where()}: {msg.problem}", severity="warning"))
+            return
+        self.executor = msg.executor
+        self._set_header()
+        self.notify(f"launches and resumes now train on {self._where()}", timeout=6)
+
+    def _where(self) -> str:
+        return "this machine" if self.executor == "local" else f"the Ray cluster ({self.ray_address or 'auto'})"
 
 
 def make_app(

@@ -50,7 +50,22 @@ def system_commands(app: Any) -> Iterator[SystemCommand]:
                             partial(app.call_later, presets.open_path, path))
     for title, help_, pid, action in PANEL_ACTIONS:
         yield SystemCommand(title, help_, partial(app._panel_action, pid, action))
+    yield from executor_commands(app)
     yield SystemCommand("Help: all keys", "f1 / ?", app.action_help)
+
+
+def executor_commands(app: Any) -> Iterator[SystemCommand]:
+    """Where launches train (docs/CLUSTER.md): the other executor than the current one; Ray only when installed
+    (the app checks the cluster answers before it switches)."""
+    import importlib.util
+
+    if app.executor == "ray":
+        yield SystemCommand("Executor: this machine", "launches and resumes train here (--executor local)",
+                            partial(app.action_executor, "local"))
+    elif importlib.util.find_spec("ray") is not None:
+        yield SystemCommand("Executor: the Ray cluster",
+                            f"launches and resumes train on Ray at {app.ray_address or 'auto'} (--executor ray; "
+                            "docs/CLUSTER.md)", partial(app.action_executor, "ray"))
 
 
 def help_groups(app: Any) -> list[tuple[str, list[Binding]]]:

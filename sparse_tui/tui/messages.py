@@ -1,8 +1,8 @@
 """The console's messages, in two directions (after toolong / harlequin: widgets stay thin).
 
 * Workers → app: the store poller (``tui/poller.py``) and the thread workers of ``tui/actions.py`` never touch
-  widgets; they post ``RunsUpdated``, ``CurvesData``, ``AttentionData``, ``FitDone``, ``GpuInfo``, ``Done`` and
-  ``Problem``, which the app applies on the UI thread. The poller's messages coalesce (``can_replace``): when the UI
+  widgets; they post ``RunsUpdated``, ``CurvesData``, ``AttentionData``, ``FitDone``, ``GpuInfo``, ``ExecutorChecked``, ``Done``
+  and ``Problem``, which the app applies on the UI thread. The poller's messages coalesce (``can_replace``): when the UI
   thread falls behind, only the newest run table and the newest curves are drawn.
 * Widgets → app: a panel never calls a domain method. It posts what the user asked for (``LaunchRequested``,
   ``CancelRequested``, ``FitRequested`` ...) or what changed (``RunHighlighted``, ``MarkedChanged``); the app
@@ -71,6 +71,15 @@ class FitDone(Message):
 @dataclass
 class GpuInfo(Message):
     text: str | None
+
+
+@dataclass
+class ExecutorChecked(Message):
+    """The answer to "train the next launches on ``executor``" (the palette's Executor command): ``problem`` is the
+    one line that refuses it (Ray missing, no cluster answering), or None."""
+
+    executor: str
+    problem: str | None
 
 
 @dataclass
