@@ -1,6 +1,7 @@
 """``sparse-tui doctor``: check that this machine trains correctly, with every schedule, before a real sweep.
 
-It prints the device, the torch and CUDA versions and the free memory, then trains a tiny recall sweep (three runs
+It prints the device, the torch and CUDA versions, the free memory and whether a Ray cluster runs here (for
+``--executor ray``, docs/CLUSTER.md; information only), then trains a tiny recall sweep (three runs
 of mixed widths and sequence lengths, so that a stack has to pad) through the run store with each schedule:
 
 * ``sequential``: one run at a time, eager (the reference);
@@ -75,6 +76,24 @@ def _schedule(store, cfgs, group: int) -> tuple[float, list]:
     return time.perf_counter() - t, [store.get(i) for i in ids]
 
 
+def ray_line() -> str:
+    """Information, never a failure: the Ray extra's version and whether ``--executor ray`` (``auto``) would find a
+    cluster on this machine (docs/CLUSTER.md). Ray is not imported."""
+    from importlib import metadata
+
+    from sparse_tui.executors import INSTALL_HINT, probe
+    from sparse_tui.executors.address import current_cluster
+
+    try:
+        version = metadata.version("ray")
+    except metadata.PackageNotFoundError:
+        return f"ray: not installed (optional, for --executor ray: {INSTALL_HINT})"
+    problem = probe("ray", "auto")
+    if problem:
+        return f"ray {version}; --executor ray: {problem}"
+    return f"ray {version}; --executor ray (auto): the cluster at {current_cluster()} answers"
+
+
 def diagnose(device: str = "auto", say: Callable[[str], None] = print) -> int:
     """Run the checks on ``device``; print a report through ``say``; return the exit status (0 = all good)."""
     import torch
@@ -90,6 +109,7 @@ def diagnose(device: str = "auto", say: Callable[[str], None] = print) -> int:
     name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else f"CPU ({os.cpu_count()} logical cores)"
     say(f"device: {dev} - {name}")
     say(f"torch {torch.__version__}, CUDA {torch.version.cuda or 'none (CPU build)'}; memory: {_memory(dev)}")
+    say(ray_line())
     schedules = [("sequential", "off", 1), ("stacked", "off", 8)]
     if dev.type == "cuda":
         schedules.append(("graphed", "on", 8))

@@ -46,3 +46,30 @@ def test_doctor_on_a_missing_device_fails_cleanly():
     lines: list[str] = []
     assert doctor.diagnose("cuda", say=lines.append) == 1
     assert lines[0].startswith("FAIL device:")
+
+
+def test_doctor_says_whether_a_ray_cluster_runs_here(tmp_path, monkeypatch):
+    """Information only (the exit status is the training checks'): the Ray line names the cluster ``auto`` would
+    join, or why there is none, or that Ray is not installed."""
+    import socket
+    from importlib import metadata
+
+    from sparse_tui import doctor
+
+    monkeypatch.setenv("RAY_TMPDIR", str(tmp_path))
+    (tmp_path / "ray").mkdir()
+    try:
+        version = metadata.version("ray")
+    except metadata.PackageNotFoundError:
+        assert doctor.ray_line().startswith("ray: not installed (optional, for --executor ray: pip install")
+        return
+    assert doctor.ray_line() == (f"ray {version}; --executor ray: --ray-address auto: no Ray cluster runs on this "
+                                 "machine (start one with 'ray start --head')")
+    with socket.socket() as head:
+        head.bind(("127.0.0.1", 0))
+        head.listen()
+        address = f"127.0.0.1:{head.getsockname()[1]}"
+        (tmp_path / "ray" / "ray_current_cluster").write_text(address)
+        assert doctor.ray_line() == f"ray {version}; --executor ray (auto): the cluster at {address} answers"
+    monkeypatch.setattr(metadata, "version", lambda name: (_ for _ in ()).throw(metadata.PackageNotFoundError(name)))
+    assert doctor.ray_line() == 'ray: not installed (optional, for --executor ray: pip install "sparse-tui[ray]")'
