@@ -10,6 +10,19 @@ import pytest
 # Tiny models train far faster on one thread, and CI has two cores shared with xdist workers.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+def pytest_sessionstart(session) -> None:
+    """``SPARSE_TUI_REQUIRE_RAY=1`` (``make test``, CI): the Ray tests must run, so a missing extra is an error here
+    instead of their modules' skip (``pytest.importorskip("ray")``)."""
+    if os.environ.get("SPARSE_TUI_REQUIRE_RAY") == "1":
+        import importlib.util
+
+        try:
+            missing = importlib.util.find_spec("ray") is None
+        except (ImportError, ValueError):
+            missing = True
+        if missing:
+            raise pytest.UsageError('SPARSE_TUI_REQUIRE_RAY=1 but Ray is not installed (pip install "sparse-tui[ray]")')
+
 TINY_PRESET = """\
 # tiny.toml: a test preset (comments must survive a TUI save)
 name = "tiny"

@@ -19,13 +19,8 @@ from pathlib import Path
 
 import pytest
 
-try:
-    import ray
-    from ray.cluster_utils import Cluster
-except ImportError:  # pragma: no cover - CI installs the extra
-    if os.environ.get("SPARSE_TUI_REQUIRE_RAY") == "1":
-        raise
-    pytest.skip('Ray is not installed (pip install "sparse-tui[ray]")', allow_module_level=True)
+ray = pytest.importorskip("ray", reason="the ray extra is not installed")  # an error under SPARSE_TUI_REQUIRE_RAY=1
+from ray.cluster_utils import Cluster  # noqa: E402
 
 from sparse_tui import runner
 from sparse_tui.executors import ray_executor

