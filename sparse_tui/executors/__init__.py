@@ -32,7 +32,7 @@ def probe(name: str, address: str | None = None) -> str | None:
     cluster ``ray start --head`` runs on this machine (its address file under Ray's temporary directory)."""
     import importlib.util
 
-    from sparse_tui.executors.address import current_cluster, parse_address, reach
+    from sparse_tui.executors.address import auto_address, parse_address, reach
 
     if name == "local":
         return None
@@ -41,11 +41,9 @@ def probe(name: str, address: str | None = None) -> str | None:
     address = address or "auto"
     if address == "local":
         return None
-    if address == "auto":
-        address = current_cluster()
-        if address is None:
-            return "--ray-address auto: no Ray cluster runs on this machine (start one with 'ray start --head')"
     try:
+        if address == "auto":
+            address = auto_address()
         reach(address, parse_address(address))
     except ExecutorError as e:
         return str(e)

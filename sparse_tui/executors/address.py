@@ -51,6 +51,14 @@ def current_cluster() -> str | None:
     return text[0] if text else None
 
 
+def auto_address() -> str:
+    """What ``--ray-address auto`` names: ``current_cluster()``, or ExecutorError (one line) when there is none."""
+    current = current_cluster()
+    if current is None:
+        raise ExecutorError("--ray-address auto: no Ray cluster runs on this machine (start one with 'ray start --head')")
+    return current
+
+
 def _ips(host: str) -> set[str]:
     try:
         return {info[4][0] for info in socket.getaddrinfo(host, None)}

@@ -38,18 +38,11 @@ import logging
 import os
 import socket
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from sparse_tui.executors.address import (  # noqa: F401  (CONNECT_TIMEOUT, parse_address: the old home)
-    CONNECT_TIMEOUT,
-    current_cluster,
-    is_current_cluster,
-    parse_address,
-    reach,
-)
+from sparse_tui.executors.address import auto_address, is_current_cluster, parse_address, reach
 from sparse_tui.executors.errors import INSTALL_HINT, ExecutorError
 from sparse_tui.executors.channel import PUT_TIMEOUT, Channel, ChannelSink, apply
 
@@ -116,7 +109,7 @@ def _joining(retries: int):
     sys.stderr.flush()
     saved = os.dup(2)
     try:
-        with tempfile.TemporaryFile() as sink:
+        with open(os.devnull, "w") as sink:
             os.dup2(sink.fileno(), 2)
             try:
                 yield
@@ -157,10 +150,7 @@ def connect(address: str = "auto") -> "RayExecutor":
         return RayExecutor(address)
     target = address
     if address == "auto":  # resolved here, so Ray's own auto token rule (_join) is not applied
-        target = current_cluster()
-        if target is None:
-            raise ExecutorError("--ray-address auto: no Ray cluster runs on this machine "
-                                "(start one with 'ray start --head')")
+        target = auto_address()
         hostport = parse_address(target)
     here = address == "auto"
     if hostport is not None:
