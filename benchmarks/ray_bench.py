@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -138,11 +139,16 @@ def main() -> None:
     a = ap.parse_args()
     print(f"ray_bench: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}, {os.cpu_count()} cores, load {load()}", flush=True)
     result = {}
+    # Ray's files in a directory of their own: a simulated cluster writes Ray's "current cluster" file, which
+    # under /tmp/ray would point this machine's `--ray-address auto` at a cluster that is gone after the run.
+    ray_tmp = tempfile.mkdtemp(prefix="st-ray-", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
+    os.environ["RAY_TMPDIR"] = ENV["RAY_TMPDIR"] = ray_tmp
     with tempfile.TemporaryDirectory() as d:
         if a.only in (None, "overhead"):
             result["overhead"] = overhead(a.steps, a.repeat, Path(d))
         if a.only in (None, "scaling"):
             result["scaling"] = scaling(a.sweep_runs, a.sweep_steps, Path(d))
+    shutil.rmtree(ray_tmp, ignore_errors=True)
     print(json.dumps(result))
 
 

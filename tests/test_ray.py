@@ -10,9 +10,11 @@ Every wait has a timeout: a hang fails the test instead of the suite."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -38,6 +40,12 @@ FAULT = ("train.steps=600", "eval.every=50", "train.checkpoint_every=50")
 
 @pytest.fixture(scope="module")
 def cluster():
+    # Ray's temporary directory of its own (short: socket paths must fit 107 bytes): a Cluster writes the
+    # "current cluster" file there, which under /tmp/ray would point a developer's `--ray-address auto` (and
+    # `ray status`) at this test cluster instead of the cluster they started.
+    tmp = tempfile.mkdtemp(prefix="st-ray-", dir="/tmp")
+    before = os.environ.get("RAY_TMPDIR")
+    os.environ["RAY_TMPDIR"] = ENV["RAY_TMPDIR"] = tmp
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
     c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
     c.add_node(num_cpus=1)
@@ -46,6 +54,11 @@ def cluster():
     yield c
     ray.shutdown()
     c.shutdown()
+    if before is None:
+        os.environ.pop("RAY_TMPDIR", None)
+    else:
+        os.environ["RAY_TMPDIR"] = before
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _batch(store: RunStore, preset: Path, *overrides: str) -> tuple[str, list[str]]:
