@@ -248,6 +248,7 @@ def _train_claimed(store: RunStore, recs: list[RunRecord], cfgs: list, dev, shou
     ``notes`` go into every run's summary (e.g. that a Ray retry resumed it)."""
     import torch
 
+    from sparse_tui.training.cudagraph import free_cached_memory
     from sparse_tui.training.trainer import RunLogger, train_run
 
     done: set[int] = set()
@@ -283,8 +284,8 @@ def _train_claimed(store: RunStore, recs: list[RunRecord], cfgs: list, dev, shou
             else:
                 tb = traceback.format_exc(limit=6)
                 _finish(store, r.run_id, "failed", reason=f"{type(e).__name__}: {e}", summary={"traceback": tb})
-        if dev.type == "cuda" and isinstance(e, getattr(torch.cuda, "OutOfMemoryError", ())):
-            torch.cuda.empty_cache()
+        if isinstance(e, getattr(torch.cuda, "OutOfMemoryError", ())):
+            free_cached_memory(dev)
         if is_disk_full(e):
             raise DiskFull(store.runs_dir) from None
     finally:

@@ -121,8 +121,9 @@ class LinearRegression:
             x_rel = torch.where(repeat.unsqueeze(1), self.x_tilde.unsqueeze(0), x_rel)
         xs[rows, pos] = x_rel.unsqueeze(1).expand(n, B, d)
 
-        relevant = torch.zeros(n, T, dtype=torch.bool, device=dev)
-        relevant[rows, pos] = True
+        # scatter_ with a Python scalar: no host-to-device copy and no stream sync (``relevant[rows, pos] = True``
+        # is an index_put_ of a CPU scalar: a sync every step on CUDA, and illegal inside a CUDA graph capture)
+        relevant = torch.zeros(n, T, dtype=torch.bool, device=dev).scatter_(1, pos, True)
         if self.cfg.indicator:
             x[..., d] = relevant.to(x.dtype)
         y = x_rel @ self.w_star.T

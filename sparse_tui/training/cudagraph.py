@@ -15,6 +15,23 @@ import torch
 
 WARMUP_STEPS = 3  # eager steps on a side stream before capture (cuBLAS / allocator warm-up, as torch advises)
 
+# A capture that fails midway leaves torch's caching allocator with a capture "underway" (its private pool is
+# never released), after which ``torch.cuda.empty_cache()`` trips an internal assert, and any later capture in
+# the process is unsafe. Once one fails, this process captures nothing more and never empties the cache.
+_capture_broken: str | None = None
+
+
+def capture_broken() -> str | None:
+    """Why graphs are off in this process (a capture failed here), or None."""
+    return _capture_broken
+
+
+def free_cached_memory(device: torch.device) -> None:
+    """``torch.cuda.empty_cache()`` where it is safe: on a CUDA device, in a process with no failed capture.
+    The one place the package empties the CUDA cache (after an out-of-memory error, between fallback stacks)."""
+    if device.type == "cuda" and _capture_broken is None:
+        torch.cuda.empty_cache()
+
 
 class GraphedStep:
     """``step()`` runs ``fn`` eagerly for the first ``WARMUP_STEPS`` calls, then captures it and replays it.

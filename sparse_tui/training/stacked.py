@@ -17,6 +17,7 @@ import torch
 
 from sparse_tui.training.grouping import group_key, stackable, task_dims  # noqa: F401  (re-exported)
 from sparse_tui.training.loop import StackFailed, train_stack
+from sparse_tui.training.cudagraph import free_cached_memory
 from sparse_tui.training.runlog import RunLogger, RunResult
 
 GroupTooLarge = StackFailed  # the old name of a failed trial step
@@ -76,8 +77,7 @@ def _train_group(store, recs, cfgs, dev, should_stop, notes: list[str] | None = 
         else:
             train_stacked(cfgs, device=dev, loggers=loggers, should_stop=should_stop, on_done=finish, notes=notes)
     except StackFailed as e:
-        if dev.type == "cuda":
-            torch.cuda.empty_cache()
+        free_cached_memory(dev)
         if len(recs) == 1:  # train_run already retried it on the plain kernel: nothing smaller to try
             summary = {"notes": notes + [f"trial step failed on every kernel ({e.reason})"]}
             store.finish(recs[0].run_id, "failed", reason=f"trial step failed: {e.reason}", summary=summary)
@@ -99,5 +99,4 @@ def _train_group(store, recs, cfgs, dev, should_stop, notes: list[str] | None = 
             if i not in done:
                 summary = {"traceback": tb, **({"notes": notes} if notes else {})}
                 store.finish(r.run_id, "failed", reason=f"{type(e).__name__}: {e}", summary=summary)
-        if dev.type == "cuda":
-            torch.cuda.empty_cache()
+        free_cached_memory(dev)

@@ -27,6 +27,7 @@ from sparse_tui.training.loop import (  # noqa: F401  (re-exported: the loop's h
     snapshot_steps,
     train_stack,
 )
+from sparse_tui.training.cudagraph import free_cached_memory
 from sparse_tui.training.runlog import HEARTBEAT_SECONDS, RunLogger, RunResult  # noqa: F401
 from sparse_tui.training.schedule import lr_factor  # noqa: F401
 
@@ -84,8 +85,8 @@ def train_run(
     try:
         return train_stack([cfg], notes=notes, **kw)[0]
     except StackFailed as e:
-        if e.oom and device.type == "cuda":
-            torch.cuda.empty_cache()
+        if e.oom:
+            free_cached_memory(device)
         why = f"trial step failed on the default kernels ({e.reason}); trained on the plain attention kernel, eager"
         print(f"sparse-tui: run {getattr(logger, 'run_id', None) or cfg.name}: {why}", file=sys.stderr, flush=True)
         return train_stack([cfg], notes=list(notes or []) + [why], kernel="math", graph="off", **kw)[0]
