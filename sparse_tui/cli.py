@@ -868,6 +868,38 @@ def fit(
 
 
 @app.command()
+def reproduce(
+    name: Optional[str] = typer.Argument(None, help="A figure (fig15) or panel (fig15_adam); see --list.",
+                                         show_default=False),
+    list_: bool = typer.Option(False, "--list", help="Print the atlas: every figure, its presets and status."),
+    runs_dir: Optional[Path] = RunsDirOpt,
+    presets_dir: Optional[Path] = typer.Option(None, "--presets-dir", help="Folder of preset files (default: the "
+                                               "checkout's presets/).", show_default=False),
+) -> None:
+    """Reproduce a figure of the paper: train its preset's missing runs, fit, draw, and print the paper's numbers
+    beside the measured ones. --list prints the atlas of every figure."""
+    from sparse_tui import reproduce as rp
+
+    if not list_:
+        raise fail("reproduce: give --list (training a figure is not built yet)")
+    if name is not None:
+        raise fail("reproduce --list: takes no figure name")
+    store = None
+    try:
+        store = _open_store(runs_dir) if _runs_dir(runs_dir).joinpath("runs.db").exists() else None
+    except typer.Exit:
+        store = None
+    rows = rp.format_status(rp.status_rows(store, presets_dir), with_store=store is not None)
+    where = f"runs in {_esc(store.path)}" if store is not None else "no run store here"
+    t = Table(title=f"figure atlas ({len(rows)} entries; {where})")
+    for col in ("key", "figure", "kind", "shows", "presets", "stored", "record"):
+        t.add_column(col, overflow="fold")
+    for row in rows:
+        t.add_row(*(_cell(c) for c in row))
+    out.print(t)
+
+
+@app.command()
 def doctor(
     device: str = typer.Option("auto", "--device", help="Device to check: auto, cpu, cuda, cuda:N."),
 ) -> None:

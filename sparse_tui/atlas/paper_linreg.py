@@ -1,0 +1,90 @@
+"""Atlas entries: the linear-regression half of arXiv 2505.17863 (§2, App. A, App. B; Figs. 1-3, 6-15).
+
+Thresholds (App. D.1): the toy model's plateau ends when the test loss reaches 0.2 of its initial value, "that is
+0.1" (the flow starts at 0.5); the Transformers use the same threshold, 0.1 as an absolute loss (their initial loss
+depends on the initialisation, 2-4 with PyTorch's default), and 0.4 with cross-sample repetition.
+"""
+
+from __future__ import annotations
+
+from sparse_tui.atlas import Entry, Threshold
+
+PAPER = "arXiv 2505.17863"
+FLOW = Threshold("test/loss", "fraction", 0.2)  # App. D.1, toy model: 0.2 x the initial 0.5 = 0.1
+ABS = Threshold("test/loss", "below", 0.1)  # App. D.1, Transformers: "the same threshold", 0.1
+REP = Threshold("test/loss", "below", 0.4)  # App. D.1, Transformers with cross-sample repetition
+TODO = "not built yet (issue 18)"
+
+
+def _theory(key: str, figure: str, section: str, shows: str, preset: str, **kw) -> Entry:
+    """A figure of the reduced dynamics: an 'ode' preset (numpy/scipy, no GPU): the same preset for both sizes."""
+    return Entry(key, figure, PAPER, section, shows, kw.pop("kind", "theory"), {"cpu": preset, "gpu": preset},
+                 threshold=kw.pop("threshold", FLOW), **kw)
+
+
+ENTRIES = [
+    _theory("fig1a", "Fig. 1a", "§2.2, Eqs. 3-4", "reduced dynamics: loss curves at T = 512, a plateau then a drop",
+            "paper_fig1ab_theory", built=TODO),
+    _theory("fig1b", "Fig. 1b", "§2.2, Eqs. 3-4", "w learns before the attention α (T = 512, d = 64)",
+            "paper_fig1ab_theory", built=TODO),
+    _theory("fig1c", "Fig. 1c", "§2.2, Eq. 6", "plateau of the reduced flow vs d and T: a power law", "paper_fig1c_theory",
+            kind="law", fit_vars=("d", "T"), law="fig2_left",
+            notes="The paper gives no law for Fig. 1c (R² = 0.999 only); the same flow is fitted in Fig. 2 left "
+                  "(1.51 · d^0.49 · T^0.99 at B = 1), which is compared.",
+            record="Fig. 1c — plateau vs d and T", measured="2026-11-25, CPU: 1.56 · d^0.499 · T^0.975",
+            targets={"d": 0.05, "T": 0.05}),
+    _theory("fig2_left", "Fig. 2 left", "§2.3, App. A.3", "in-context repetition B shortens the plateau as 1/B",
+            "paper_fig2_B", kind="law", fit_vars=("d", "B"), law="fig2_left",
+            notes="Test loss with the same B as training (App. D.1).",
+            record="Fig. 2 left — in-context repetition B", measured="2026-11-25, CPU: d^0.499 · B^−0.998",
+            targets={"d": 0.05, "B": 0.05}),
+    _theory("fig2_right", "Fig. 2 right", "§2.3, App. A.4", "cross-sample repetition p shortens the plateau as 1/f(p, d)",
+            "paper_fig2_p", kind="law", fit_vars=("d", "f"), law="fig2_right",
+            notes="Test loss without repetition (App. D.1). The paper's prefactor 2.15 is 2× ours and 2× its own "
+                  "Fig. 2 left law at p = 0 (docs/REPRODUCTION.md).",
+            record="Fig. 2 right — cross-sample repetition p", measured="2026-11-25, CPU: d^0.504 · f^−1.010",
+            targets={"d": 0.05, "f": 0.05}),
+    Entry("fig3", "Fig. 3 left/middle", PAPER, "§2.4, App. B.1, D.3", "Transformer plateau vs d, T and B: one law",
+          "law", {"cpu": "paper_fig3_linreg_cpu", "gpu": "paper_fig3_linreg_small"}, fit_vars=("d", "T", "B"),
+          law="fig3", threshold=ABS, built=TODO, targets={"d": 0.2, "T": 0.2, "B": 0.2}),
+    Entry("fig3_right", "Fig. 3 right", PAPER, "§2.4, App. D.1, D.3",
+          "Transformer plateau vs d for several cross-sample repetition p (lr tuned per p); no law",
+          "table", {"cpu": "paper_fig3_p_cpu", "gpu": "paper_fig3_p"}, fit_vars=("d", "p"), threshold=REP,
+          built=TODO),
+    _theory("fig6", "Fig. 6", "App. A.3.1, Eq. 12", "loss landscape over (w, Δa) with the gradient-flow path from (0, 0)",
+            "paper_fig6_theory", built=TODO),
+    _theory("fig7", "Fig. 7", "App. A.3.2, Eq. 15", "early dynamics against their linearisation (d = 512)",
+            "paper_fig7_theory", built=TODO),
+    _theory("fig8", "Fig. 8", "App. A.3.3", "w∞(α) for several T; w against its equilibrium; Hessian eigenvalues",
+            "paper_fig8_theory", built=TODO),
+    Entry("fig9", "Fig. 9", PAPER, "App. A.3.4", "the toy model trained by SGD on samples follows the reduced flow",
+          "curves", {"cpu": "paper_fig9_sgd", "gpu": "paper_fig9_sgd"}, threshold=FLOW,
+          notes="W and W* from N(0, 1/d) as App. A.3.4; the seeds' plateaus sit 10-26% above the flow because of the "
+                "random initialisation, not SGD (docs/REPRODUCTION.md).",
+          record="Fig. 9 — SGD on the toy model vs the reduced flow",
+          measured="2026-11-25, CPU: SGD plateaus 5950-6850 vs flow 5429"),
+    _theory("fig10", "Fig. 10", "App. A.4, Eqs. 17-21", "cross-sample repetition in the reduced dynamics: w̃ learns first",
+            "paper_fig10_theory", built=TODO),
+    Entry("fig11", "Fig. 11", PAPER, "App. B.2", "Transformer learning curves at T = 128: sharp transitions",
+          "curves", {"cpu": "paper_fig11_cpu", "gpu": "paper_fig11"}, threshold=ABS, built=TODO),
+    Entry("fig12", "Fig. 12", PAPER, "App. B.2", "Transformer curves with cross-sample repetition (T = 256)",
+          "curves", {"cpu": "paper_fig12_cpu", "gpu": "paper_fig12"}, threshold=REP, built=TODO),
+    Entry("fig13", "Fig. 13", PAPER, "App. B.3", "layers × heads: width slows emergence more than depth",
+          "law", {"cpu": "paper_fig13_cpu", "gpu": "paper_fig13"}, fit_vars=("d", "T", "n_layers", "n_heads"),
+          law="fig13", threshold=ABS, built=TODO, targets={"d": 0.15, "T": 0.15, "n_layers": 0.15, "n_heads": 0.15}),
+    Entry("fig14_left", "Fig. 14 left", PAPER, "App. B.1, B.3", "relevant feature, random position",
+          "law", {"cpu": "paper_fig14_left_cpu", "gpu": "paper_fig14_left"}, fit_vars=("d", "T"),
+          law="fig14_left", threshold=ABS, built=TODO, targets={"d": 0.15, "T": 0.15}),
+    Entry("fig14_middle", "Fig. 14 middle", PAPER, "App. B.1, B.3", "relevant feature, fixed position",
+          "law", {"cpu": "paper_fig14_middle_cpu", "gpu": "paper_fig14_middle"}, fit_vars=("d", "T"),
+          law="fig14_middle", threshold=ABS, built=TODO, targets={"d": 0.15, "T": 0.15}),
+    Entry("fig14_right", "Fig. 14 right", PAPER, "App. B.1, B.3", "no relevant feature, fixed position",
+          "law", {"cpu": "paper_fig14_right_cpu", "gpu": "paper_fig14_right"}, fit_vars=("d", "T"),
+          law="fig14_right", threshold=ABS, built=TODO, targets={"d": 0.15, "T": 0.15}),
+    Entry("fig15_sgd", "Fig. 15 left", PAPER, "App. B.3, D.3", "1-layer 1-head Transformer trained by SGD (lr 5e-3)",
+          "law", {"cpu": "paper_fig15_sgd_cpu", "gpu": "paper_fig15_sgd"}, fit_vars=("d", "T"), law="fig15_sgd",
+          threshold=ABS, built=TODO),
+    Entry("fig15_adam", "Fig. 15 right", PAPER, "App. B.3, D.3", "1-layer 1-head Transformer trained by Adam (lr 1e-4)",
+          "law", {"cpu": "paper_fig15_adam_cpu", "gpu": "paper_fig15_adam"}, fit_vars=("d", "T"), law="fig15_adam",
+          threshold=ABS, built=TODO, targets={"d": 0.15, "T": 0.15}),
+]
