@@ -113,7 +113,8 @@ class LinregTask(_Section):
         "last",
         description=(
             "Where the relevant token(s) sit: 'last' = the last B positions (theory, App. A.2); "
-            "'fixed' = B positions drawn once per run; 'random' = resampled per sequence (App. B.1)."
+            "'fixed' = B positions drawn once per run, never the last (readout) one; 'random' = resampled "
+            "per sequence (App. B.1)."
         ),
     )
     indicator: bool = Field(
@@ -131,6 +132,8 @@ class LinregTask(_Section):
     def _check(self) -> "LinregTask":
         if self.B > self.T:
             raise ValueError("B: must be <= T")
+        if self.position == "fixed" and self.B > self.T - 1:
+            raise ValueError("B: must be <= T - 1 with position 'fixed' (the last, readout position is never drawn)")
         return self
 
 

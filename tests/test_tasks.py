@@ -128,13 +128,44 @@ def test_linreg_relevant_tokens_and_targets(position, indicator):
         assert float(pos.float().mean()) == pytest.approx((T - 1) / 2, abs=0.5)
 
 
-def test_linreg_fixed_positions_differ_between_seeds_and_w_star_is_per_seed():
+def test_linreg_fixed_positions_differ_between_seeds_and_w_star_is_per_seed_d_and_T():
     a = linreg(d=4, T=256, B=4, position="fixed", seed=0)
     c = linreg(d=4, T=256, B=4, position="fixed", seed=1)
     assert a.positions.tolist() != c.positions.tolist()
     assert not torch.equal(a.w_star, c.w_star)
-    # W* depends on (seed, d) only, not on T, B, p or position
-    assert torch.equal(a.w_star, linreg(d=4, T=9, B=2, p=0.5, position="random", seed=0).w_star)
+    # W* is drawn per (seed, d, T) (issue 18): another T is another draw ...
+    assert not torch.equal(a.w_star, linreg(d=4, T=9, position="fixed", B=4, seed=0).w_star)
+    # ... while B, p, the position rule and the indicator keep it (common random numbers along those sweeps)
+    same = linreg(d=4, T=256, B=2, p=0.5, position="random", indicator=True, seed=0)
+    assert torch.equal(a.w_star, same.w_star)
+
+
+@pytest.mark.parametrize("T,B", [(2, 1), (3, 2), (5, 1), (64, 4)])
+def test_linreg_fixed_position_is_never_the_readout_position(T, B):
+    """The Transformer reads out at the last position, where the skip connection would solve the task without
+    attention (issue 18): 'fixed' draws its positions among the first T - 1, for every seed."""
+    seen = set()
+    for seed in range(60):
+        t = linreg(d=3, T=T, B=B, position="fixed", seed=seed)
+        pos = t.positions.tolist()
+        assert len(set(pos)) == B and all(0 <= q <= T - 2 for q in pos)
+        seen.update(pos)
+        b = t.train_batch(8)
+        assert not b.relevant[:, T - 1].any()
+        assert not t.test_batch(8).relevant[:, T - 1].any()
+    assert seen == set(range(T - 1)) if T <= 5 else len(seen) > 20  # every allowed position is drawn
+
+
+def test_linreg_fixed_position_needs_a_position_before_the_readout():
+    from sparse_tui.presets import PresetError, validate_preset_data
+
+    with pytest.raises(PresetError) as e:
+        validate_preset_data({"task": {"kind": "linreg", "d": 2, "T": 4, "B": 4, "position": "fixed"},
+                              "model": {"kind": "toy"}}, "p.toml")
+    assert e.value.lines == ["p.toml: task.B: must be <= T - 1 with position 'fixed' (the last, readout position is "
+                             "never drawn)"]
+    validate_preset_data({"task": {"kind": "linreg", "d": 2, "T": 4, "B": 4, "position": "random"},
+                          "model": {"kind": "toy"}}, "p.toml")  # other rules may use every position
 
 
 def test_linreg_cross_sample_fraction_and_x_tilde():

@@ -25,16 +25,19 @@ import torch
 STREAMS = {"fixed": 0, "train": 1, "test": 2, "data": 3}
 
 
-def derive_seed(seed: int, stream: str) -> int:
-    """A 63-bit seed for one named random stream of a run."""
-    state = np.random.SeedSequence([int(seed), STREAMS[stream]]).generate_state(1, dtype=np.uint64)[0]
+def derive_seed(seed: int, stream: str, key: tuple[int, ...] = ()) -> int:
+    """A 63-bit seed for one named random stream of a run; ``key`` (integers) makes the stream depend on more than
+    the seed (linreg's W* is drawn per (seed, d, T))."""
+    entropy = [int(seed), STREAMS[stream], *(int(k) for k in key)]
+    state = np.random.SeedSequence(entropy).generate_state(1, dtype=np.uint64)[0]
     return int(state) & 0x7FFF_FFFF_FFFF_FFFF
 
 
-def make_generator(seed: int, stream: str, device: torch.device | str = "cpu") -> torch.Generator:
-    """A ``torch.Generator`` on ``device`` seeded for one stream of a run."""
+def make_generator(seed: int, stream: str, device: torch.device | str = "cpu",
+                   key: tuple[int, ...] = ()) -> torch.Generator:
+    """A ``torch.Generator`` on ``device`` seeded for one stream of a run (``key``: see ``derive_seed``)."""
     gen = torch.Generator(device=torch.device(device))
-    gen.manual_seed(derive_seed(seed, stream))
+    gen.manual_seed(derive_seed(seed, stream, key))
     return gen
 
 

@@ -14,7 +14,12 @@ Repetition (§2.3):
 Where the relevant positions sit (``position``):
 
 * ``'last'``: the last B positions T-B+1..T, as in the theory (App. A.2);
-* ``'fixed'``: B distinct positions drawn once per run from the seed (the Fig. 14 ablation, App. B.3);
+* ``'fixed'``: B distinct positions drawn once per run from the seed (the Fig. 14 ablation, App. B.3), among the
+  first T - 1 positions: **never the last one**, where the Transformer reads out (models/transformer.py). There the
+  skip connection hands the relevant token to the readout without any attention, so such a run has no sparse
+  attention to learn (issue 18 measured a 60-step plateau where the Fig. 14 law says 107-159). App. B.1 makes the
+  position random "to avoid skip connections playing a specific role"; App. B.1 says the fixed position is "randomly
+  sampled at the beginning of training" and does not say whether the last one can be drawn: excluding it is ours;
 * ``'random'``: B distinct positions resampled for every sequence (App. B.1), vectorised as the top-B of uniform
   noise per row.
 
@@ -36,8 +41,13 @@ Decisions where the sources are silent:
   first of the B fixed positions in drawing order (a uniformly random one of them); ``'random'`` -> one random
   position per sequence. ``positions`` (attribute) is ordered so that ``positions[0]`` is that position (for
   ``'last'`` it is T-1, T-2, ..., T-B, 0-based).
-* Per-run quantities come from the ``fixed`` stream in this order: W*, then a permutation of the T positions (the
-  fixed positions are its first B entries). So W* depends only on (seed, d), not on T, B, p or position.
+* Per-run quantities come from the ``fixed`` stream, keyed by (seed, d, T), in this order: W*, then a permutation
+  of the first T - 1 positions (the fixed positions are its first B entries). So **W* is drawn per (seed, d, T)**:
+  every point of a d x T grid gets its own draw, not one draw per (seed, d) shared by every T. The zero-model loss
+  0.5 ||W*||_F^2 / d varies between draws (0.46-0.75 at d = 4-8), and a shared draw made the residuals of a fit
+  correlated along T, so its intervals were too narrow; independent draws make a seed an honest replicate. W* does
+  not depend on B, p or position (sweeping them with one seed keeps the draw: common random numbers). Before
+  issue 18 the key was (seed, d): runs recorded earlier (docs/REPRODUCTION.md says which) drew other W*.
 * Random numbers for the cross-sample draw are consumed even when p = 0, so sweeping p with one seed changes only
   which sequences carry x~ (common random numbers).
 * float32 throughout. Tokens are drawn in chunks of whole sequences (deterministic for a given batch size), so a
@@ -76,10 +86,10 @@ class LinearRegression:
         self.in_dim = cfg.d + (1 if cfg.indicator else 0)
         self.out_dim = cfg.d
 
-        fixed = make_generator(self.seed, "fixed", "cpu")
+        fixed = make_generator(self.seed, "fixed", "cpu", key=(self.d, self.T))
         w = torch.randn(self.d, self.d, generator=fixed) / math.sqrt(self.d)
         self.w_star = w.to(self.device)
-        perm = torch.randperm(self.T, generator=fixed)
+        perm = torch.randperm(self.T - 1, generator=fixed)  # never the readout (last) position
         if cfg.position == "last":
             self.positions: torch.Tensor | None = torch.arange(self.T - 1, self.T - 1 - self.B, -1).to(self.device)
         elif cfg.position == "fixed":
