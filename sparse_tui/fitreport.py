@@ -326,6 +326,7 @@ class FitReport:
     result: FitResult
     comparison: list[dict[str, Any]]
     paper: str | None  # key of theory.PAPER_FITS compared with, or None
+    paper_note: str = ""  # why no paper law is compared (``atlas.law_of_presets``), when none is
 
     def text(self) -> str:
         return format_fit_report(self)
@@ -341,6 +342,7 @@ class FitReport:
             "paper": None if pf is None else {"key": pf.key, "figure": pf.figure, "setting": pf.setting, "C": pf.C,
                                               "exponents": pf.exponents, "r2": pf.r2},
             "forecast": forecast_exponents(),
+            "paper_note": self.paper_note,
         })
 
 
@@ -371,7 +373,8 @@ def fit_runs(selection: Selection | Sequence[Mapping[str, Any]], variables: Sequ
              seed: int = 0, paper: str | None = "auto") -> FitReport:
     """Fit ``target = C prod x^beta`` over the finished runs of ``selection`` (a ``Selection`` or run-table rows,
     which are then filtered to finished runs) and compare with the forecast and the paper (``paper``: a key of
-    ``theory.PAPER_FITS``, 'auto', or None). Raises ``FitError`` with a one-line message."""
+    ``theory.PAPER_FITS``, None, or 'auto': the law of the figure-atlas entry that names the runs' preset,
+    ``atlas.law_of_presets``, never a guess from names or the model). Raises ``FitError`` with a one-line message."""
     if not isinstance(selection, Selection):
         selection = select_rows(selection)
     if selection.matched == 0:
@@ -397,11 +400,13 @@ def fit_runs(selection: Selection | Sequence[Mapping[str, Any]], variables: Sequ
         r = rows[c["row"]]
         c["run_id"] = r.get("run_id")
         c["label"] = r.get("label")
-    cmp_rows = compare_to_theory(res, paper=paper)
-    from .fitting import _auto_paper  # the key compare_to_theory picked
+    note = ""
+    if paper == "auto":
+        from .atlas import law_of_presets
 
-    key = _auto_paper(res) if paper == "auto" else paper
-    return FitReport(selection=selection, result=res, comparison=cmp_rows, paper=key)
+        paper, note = law_of_presets(list(selection.presets))
+    cmp_rows = compare_to_theory(res, paper=paper)
+    return FitReport(selection=selection, result=res, comparison=cmp_rows, paper=paper, paper_note=note)
 
 
 def fit_store(store: Any, variables: str | Sequence[str] = "d,T", *, run_ids: Sequence[str] = (),
@@ -464,6 +469,8 @@ def format_fit_report(rep: FitReport) -> str:
         head += f" and the paper's {pf.figure} fit ({pf.C:g} · {expo}, R² = {pf.r2:g}; {pf.setting})"
     lines.append(head + ":")
     lines.append(format_comparison(rep.comparison))
+    if rep.paper_note:
+        lines.append(f"  no paper law: {rep.paper_note}")
     notes = [r["variable"] + ": " + r["forecast_note"] for r in rep.comparison if r.get("forecast_note")]
     for n in notes:
         lines.append(f"  note: {n}")
@@ -549,12 +556,11 @@ def theory_grid(grid: Mapping[str, Sequence[float]] | Sequence[str] | str, *, th
     comparison: list[dict[str, Any]] = []
     key = None
     if variables:
+        # 'auto': the reduced flow's own figure, Fig. 2 right when p varies (f), else Fig. 2 left
+        key = ("fig2_right" if "f" in variables else "fig2_left") if paper == "auto" else paper
         try:
             fit = fit_power_law(rows, variables, target="plateau")
-            comparison = compare_to_theory(fit, paper=paper)
-            from .fitting import _auto_paper
-
-            key = _auto_paper(fit) if paper == "auto" else paper
+            comparison = compare_to_theory(fit, paper=key)
         except FitError as e:
             fit_error = str(e)
     else:

@@ -477,24 +477,14 @@ def fit_power_law(
 _RECALL_ANALOGUE = {"n_tokens": "d", "n_pairs": "T"}
 
 
-def _auto_paper(result: FitResult) -> str | None:
-    names = {short_name(v) for v in result.variables}
-    if names & {"n_tokens", "n_pairs"}:
-        return "fig4"
-    if result.model_kind == "transformer":
-        return "fig13" if names & {"n_heads", "n_layers"} else "fig3"
-    if "f" in names:
-        return "fig2_right"
-    return "fig2_left"
-
-
-def compare_to_theory(result: FitResult, paper: str | None = "auto") -> list[dict[str, Any]]:
+def compare_to_theory(result: FitResult, paper: str | None = None) -> list[dict[str, Any]]:
     """Each fitted exponent beside the theory's forecast (``theory.forecast_exponents``; for recall by analogy
-    N_tokens ~ d, N_pairs ~ T) and the paper's own fit (``theory.PAPER_FITS[paper]``; 'auto' picks by variables and
-    model kind, None for none), with differences and whether each lies in the 95% interval."""
+    N_tokens ~ d, N_pairs ~ T) and the paper's own fit (``theory.PAPER_FITS[paper]``, None for none: which law
+    applies is the figure atlas's decision, ``atlas.law_of_presets``), with differences and whether each lies in the
+    95% interval."""
     fc = forecast_exponents()
     fc["T/B"] = 1.0
-    key = _auto_paper(result) if paper == "auto" else paper
+    key = paper
     if key is not None and key not in PAPER_FITS:
         raise FitError(f"unknown paper fit {key!r}; one of {', '.join(PAPER_FITS)}")
     pf = PAPER_FITS.get(key) if key else None

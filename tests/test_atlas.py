@@ -87,3 +87,28 @@ def test_reproduce_list_prints_every_figure_without_torch(tmp_path):
         assert f"Fig. {n}" in r.stdout
     assert "no run store here" in r.stdout
     assert "not built yet (issue 22)" in r.stdout  # honest about what is missing
+
+
+def test_fit_takes_the_law_of_the_runs_preset_from_the_atlas(tmp_path):
+    """Issue 18: a 1-layer run was compared with the Fig. 3 law because fit guessed by model; now the law is the one
+    of the atlas entry that names the runs' preset (Fig. 15 right for paper_fig15_adam_cpu)."""
+    import math
+
+    from sparse_tui import fitreport
+    from sparse_tui.store import RunStore
+
+    specs = expand(load_preset(ROOT / "presets" / "paper_fig15_adam_cpu.toml"))
+    store = RunStore(tmp_path / "runs")
+    _, ids = store.create_runs(specs)
+    for spec, rid in zip(specs, ids):
+        t = spec.config.task
+        pl = 1.45 * t.d**1.31 * t.T**0.57 * (1 + 0.02 * spec.seed)
+        store.finish(rid, "finished", plateau_step=pl, step=int(pl) + 100)
+    rep = fitreport.fit_store(store, "d,T", preset="paper_fig15_adam_cpu")
+    assert rep.paper == "fig15_adam" and rep.paper_note == ""
+    cmp = {r["variable"]: r for r in rep.comparison}
+    assert cmp["d"]["paper"] == 1.31 and cmp["T"]["paper"] == 0.57
+    assert math.isclose(rep.result.exponents["d"], 1.31, abs_tol=1e-3)
+    assert "Fig. 15 right" in rep.text()
+    # an explicit --paper still wins
+    assert fitreport.fit_store(store, "d,T", preset="paper_fig15_adam_cpu", paper="fig3").paper == "fig3"

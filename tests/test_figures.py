@@ -80,7 +80,7 @@ def test_fit_plot_writes_png_and_svg_with_fit_paper_law_and_censored(store_dir, 
     assert data[:8] == PNG_MAGIC and len(data) > 20_000
     assert f"wrote {png}" in r.stderr
     svg = tmp_path / "fit.svg"
-    r = invoke("fit", "--runs-dir", str(store_dir), "--vars", "d,B", "--plot", str(svg))
+    r = invoke("fit", "--runs-dir", str(store_dir), "--vars", "d,B", "--plot", str(svg), "--paper", "fig2_left")
     assert r.exit_code == 0, r.output
     text = svg.read_text()
     # svg.fonttype = none keeps the labels as text: one panel per variable, the fit, the paper's Fig. 2 left law

@@ -89,8 +89,7 @@ def test_f_variable_and_tied_fit():
     assert fit2.tie_scale == pytest.approx(fit.tie_scale)
     fit3 = fit_power_law(rows, ["d", "T", "f"], tie=[("T", 1.0), ("f", -1.0)])
     assert fit3.exponents["d"] == pytest.approx(0.51, abs=0.03) and fit3.dof == len(rows) - 3
-    # comparison picks the paper's Fig. 2 right fit
-    cmp = compare_to_theory(fit)
+    cmp = compare_to_theory(fit, paper="fig2_right")
     assert [r["paper_fig"] for r in cmp] == ["Fig. 2 right"] * 3
     assert cmp[0]["forecast"] == 0.5 and cmp[2]["forecast"] == -1.0
     assert cmp[1]["paper_diff"] == pytest.approx(fit.exponents["T"] - 1.02)
@@ -129,20 +128,18 @@ def test_bootstrap():
     assert fit.boot_ci["C"][0] < fit.C < fit.boot_ci["C"][1]
 
 
-def test_compare_to_theory_auto_choices():
+def test_compare_to_theory_with_the_law_it_is_given():
+    """Which law applies is the atlas's decision (atlas.law_of_presets); compare_to_theory never guesses one."""
     fit = fit_power_law(synthetic(6), ["d", "T", "B"])
-    cmp = compare_to_theory(fit)  # toy model -> Fig. 2 left
+    assert all(r["paper"] is None for r in compare_to_theory(fit))
+    cmp = compare_to_theory(fit, paper="fig2_left")
     assert {r["variable"]: r["paper"] for r in cmp} == {"d": 0.49, "T": 0.99, "B": -0.99}
     assert all(r["forecast_in_ci"] for r in cmp)
-    rows = synthetic(6)
-    for r in rows:
-        r["params.model.kind"] = "transformer"
-    cmp = compare_to_theory(fit_power_law(rows, ["d", "T", "B"]))
+    cmp = compare_to_theory(fit, paper="fig3")
     assert cmp[0]["paper_fig"] == "Fig. 3" and cmp[0]["paper"] == 1.29
-    assert compare_to_theory(fit, paper=None)[0]["paper"] is None
     recall = [{"task.n_tokens": v, "task.n_pairs": n, "plateau_step": 0.55 * v**0.79 * n**2.25 * (1 + 0.01 * i)}
               for i, (v, n) in enumerate([(64, 8), (64, 16), (128, 8), (128, 32), (256, 16), (256, 32)])]
-    cmp = compare_to_theory(fit_power_law(recall, ["n_tokens", "n_pairs"]))
+    cmp = compare_to_theory(fit_power_law(recall, ["n_tokens", "n_pairs"]), paper="fig4")
     assert cmp[1]["paper"] == 2.25 and cmp[1]["forecast"] == 1.0 and cmp[1]["forecast_note"]
     with pytest.raises(FitError):
         compare_to_theory(fit, paper="fig99")
