@@ -39,7 +39,8 @@ ENTRIES = [
             record="Fig. 2 left — in-context repetition B", measured="2026-11-25, CPU: d^0.499 · B^−0.998",
             targets={"d": 0.05, "B": 0.05}),
     _theory("fig2_right", "Fig. 2 right", "§2.3, App. A.4",
-            "cross-sample repetition p shortens the plateau as 1/f(p, d)", "paper_fig2_p", kind="law", fit_vars=("d", "f"), law="fig2_right",
+            "cross-sample repetition p shortens the plateau as 1/f(p, d)", "paper_fig2_p",
+            kind="law", fit_vars=("d", "f"), law="fig2_right",
             notes="Test loss without repetition (App. D.1). The paper's prefactor 2.15 is 2× ours and 2× its own "
                   "Fig. 2 left law at p = 0 (docs/REPRODUCTION.md).",
             record="Fig. 2 right — cross-sample repetition p", measured="2026-11-25, CPU: d^0.504 · f^−1.010",
