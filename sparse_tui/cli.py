@@ -336,9 +336,10 @@ def _plan(ex, specs: list, schedule: str, n_workers: int, device: Optional[str])
 
 
 def _train_batch(store, batch_id: str, workers: int, device: Optional[str], group: int = 1,
-                 only: Optional[list] = None, executor=None) -> None:
+                 only: Optional[list] = None, executor=None, then_exit: bool = True) -> ExitCode:
     """Coordinate a batch here (``runner.coordinate``) with progress on stderr, then print the summary of its runs
-    (``only``: those of them) and exit with the batch's exit code."""
+    (``only``: those of them) and exit with the batch's exit code (``then_exit`` False: return it, unless
+    interrupted)."""
     from sparse_tui import runner
     from sparse_tui.progress import BatchProgress
 
@@ -363,6 +364,8 @@ def _train_batch(store, batch_id: str, workers: int, device: Optional[str], grou
     if code == ExitCode.INTERRUPTED:
         err.print("interrupted: running runs were recorded as interrupted; everything logged is kept")
         _exit_now(code)
+    if not then_exit:
+        return code
     raise typer.Exit(int(code))
 
 
@@ -869,34 +872,110 @@ def fit(
 
 @app.command()
 def reproduce(
-    name: Optional[str] = typer.Argument(None, help="A figure (fig15) or panel (fig15_adam); see --list.",
-                                         show_default=False),
+    name: Optional[str] = typer.Argument(None, help="A figure (fig15: all its panels) or a panel (fig15_adam); "
+                                         "see --list.", show_default=False),
     list_: bool = typer.Option(False, "--list", help="Print the atlas: every figure, its presets and status."),
+    size: str = typer.Option("auto", "--size", help="cpu (grids a 2-core CPU finishes in minutes), gpu, or auto "
+                             "(gpu when CUDA is available)."),
     runs_dir: Optional[Path] = RunsDirOpt,
     presets_dir: Optional[Path] = typer.Option(None, "--presets-dir", help="Folder of preset files (default: the "
                                                "checkout's presets/).", show_default=False),
+    plot: Optional[Path] = PlotOpt,
+    workers: str = typer.Option("auto", "--workers", help="Worker processes: a number, or auto."),
+    device: Optional[str] = typer.Option(None, "--device", help="Override train.device: auto, cpu, cuda, cuda:N."),
+    as_json: bool = typer.Option(False, "--json", help="Print the reports as JSON."),
 ) -> None:
-    """Reproduce a figure of the paper: train its preset's missing runs, fit, draw, and print the paper's numbers
-    beside the measured ones. --list prints the atlas of every figure."""
+    """Reproduce a figure of the paper: train the runs of its preset that the store lacks (runs of the same
+    configuration are reused, whoever trained them), fit or summarise them, print the paper's numbers beside the
+    measured ones, and with --plot FILE draw the figure. --list prints the atlas of every figure."""
+    from sparse_tui import atlas
     from sparse_tui import reproduce as rp
 
-    if not list_:
-        raise fail("reproduce: give --list (training a figure is not built yet)")
-    if name is not None:
-        raise fail("reproduce --list: takes no figure name")
-    store = None
-    try:
+    if list_:
+        if name is not None:
+            raise fail("reproduce --list: takes no figure name")
         store = _open_store(runs_dir) if _runs_dir(runs_dir).joinpath("runs.db").exists() else None
-    except typer.Exit:
-        store = None
-    rows = rp.format_status(rp.status_rows(store, presets_dir), with_store=store is not None)
-    where = f"runs in {_esc(store.path)}" if store is not None else "no run store here"
-    t = Table(title=f"figure atlas ({len(rows)} entries; {where})")
-    for col in ("key", "figure", "kind", "shows", "presets", "stored", "record"):
-        t.add_column(col, overflow="fold")
-    for row in rows:
-        t.add_row(*(_cell(c) for c in row))
-    out.print(t)
+        rows = rp.format_status(rp.status_rows(store, presets_dir), with_store=store is not None)
+        where = f"runs in {_esc(store.path)}" if store is not None else "no run store here"
+        t = Table(title=f"figure atlas ({len(rows)} entries; {where})")
+        for col in ("key", "figure", "kind", "shows", "presets", "stored", "record"):
+            t.add_column(col, overflow="fold")
+        for row in rows:
+            t.add_row(*(_cell(c) for c in row))
+        out.print(t)
+        return
+    if name is None:
+        raise fail("reproduce: name a figure (e.g. fig15) or pass --list")
+    if size not in ("auto",) + atlas.SIZES:
+        raise fail(f"--size: must be one of auto, {', '.join(atlas.SIZES)}, got {size!r}")
+    if device is not None and not _device_ok(device):
+        raise fail(f"--device: must be one of auto, cpu, cuda, cuda:N, got {device!r}")
+    n_workers = _workers_flag(workers)
+    fig_path = _figure_path(plot)
+    try:
+        chosen = atlas.find(name)
+    except atlas.AtlasError as e:
+        raise fail(str(e)) from None
+    if size == "auto":
+        import torch
+
+        size = "gpu" if torch.cuda.is_available() else "cpu"
+    from sparse_tui import runner
+    from sparse_tui.presets import PresetError
+
+    store = _open_store(runs_dir, create=True)
+    plans = []
+    for entry in chosen:
+        try:
+            plans.append(rp.plan(store, entry, size, presets_dir))
+        except atlas.AtlasError as e:
+            raise fail(str(e)) from None
+        except PresetError as e:
+            for line in e.lines:
+                err.print(_esc(line), markup=False)
+            raise typer.Exit(int(ExitCode.USAGE)) from None
+    code = ExitCode.OK
+    for p in plans:
+        _say(p.describe())
+        todo = p.to_train()
+        if not todo:
+            continue
+        try:
+            runner.preflight(todo, device, p.preset)
+        except runner.PreflightError as e:
+            raise fail(str(e)) from None
+        n, group = runner.plan_batch(todo, "auto", n_workers, device, say=_say)
+        batch_id, ids = store.create_runs(todo)  # this process coordinates: the same runner as `run --headless`
+        code = max(code, _train_batch(store, batch_id, n, device, group, only=ids, then_exit=False))
+    reports = []
+    paths = rp.plot_paths(fig_path, chosen) if fig_path is not None else [None] * len(plans)
+    for p, path in zip(plans, paths):
+        ids = rp.plan_run_ids(store, p)
+        if not ids:
+            err.print(f"{p.entry.key}: no finished run to report", markup=False)
+            code = max(code, ExitCode.RUN_FAILED)
+            continue
+        try:
+            rep = rp.report(store, p.entry, ids)
+        except (atlas.AtlasError, ValueError) as e:
+            raise _fit_error(e) from None
+        reports.append(rep)
+        if not as_json:
+            out.print(rep.text, markup=False)
+            out.print("")
+        if path is not None:
+            from sparse_tui.figures import FigureError
+
+            try:
+                rp.draw(store, rep, path)
+            except FigureError as e:
+                raise fail(str(e)) from None
+            err.print(f"wrote {path}")
+    if as_json:
+        from sparse_tui.fitreport import json_safe
+
+        sys.stdout.write(json.dumps(json_safe([r.data for r in reports]), indent=1) + "\n")
+    raise typer.Exit(int(code))
 
 
 @app.command()

@@ -103,3 +103,231 @@ def format_status(rows: Sequence[StatusRow], with_store: bool) -> list[tuple[str
         status = e.built or e.measured or "built, not measured yet"
         out.append((e.key, e.figure, e.kind, e.shows, presets, stored or "-", status))
     return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# What a figure needs: its preset's runs, those already in the store, those to train
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Plan:
+    """An entry at one size: the preset's runs (``specs``), the store runs that already hold their results
+    (``reused``: spec index -> RunRecord) and the specs still to train (``missing``)."""
+
+    entry: Entry
+    size: str
+    preset: str
+    specs: list[Any]
+    reused: dict[int, Any]
+    missing: list[int]
+
+    def to_train(self) -> list[Any]:
+        return [self.specs[i] for i in self.missing]
+
+    def describe(self) -> str:
+        return (f"{self.entry.key} ({self.entry.figure}): preset {self.preset} ({self.size}), {len(self.specs)} "
+                f"run(s): {len(self.reused)} already in the store, {len(self.missing)} to train")
+
+
+def plan(store: Any, entry: Entry, size: str, presets_dir: Path | None = None) -> Plan:
+    """The plan of ``entry`` at ``size`` against ``store``. Raises ``AtlasError`` / ``presets.PresetError``."""
+    if entry.built:
+        raise AtlasError(f"{entry.key}: {entry.built}")
+    loaded, specs = load_specs(entry, size, presets_dir)
+    reused, missing = match_runs(store, specs) if store is not None else ({}, list(range(len(specs))))
+    return Plan(entry, size, loaded.name, specs, reused, missing)
+
+
+def plan_run_ids(store: Any, p: Plan) -> list[str]:
+    """After training: the run of every spec (reused or newly finished), in the preset's order; specs still without
+    a result (failed, interrupted) are left out."""
+    found, _ = match_runs(store, p.specs)
+    return [found[i].run_id for i in sorted(found)]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Reports: the paper beside the measurement
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Report:
+    """What ``reproduce`` prints for one entry (``text``), as data (``data``), and how to draw it (``draw``)."""
+
+    entry: Entry
+    text: str
+    data: dict[str, Any]
+    fit: Any = None  # fitreport.FitReport for law entries
+    run_ids: tuple[str, ...] = ()
+
+
+def _num(x: Any, spec: str = "+.3f") -> str:
+    if x is None:
+        width = "".join(c for c in spec.split(".")[0] if c.isdigit())
+        return "—".rjust(int(width)) if width else "—"
+    return format(x, spec)
+
+
+def law_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
+    """Fit ``entry.fit_vars`` over the runs (App. D.2) and set each exponent beside the paper's law (``entry.law``)
+    with the tolerance the record is held to (``entry.targets``)."""
+    from sparse_tui import fitreport
+    from sparse_tui.theory import PAPER_FITS
+
+    sel = fitreport.select_runs(store, run_ids=list(run_ids))
+    rep = fitreport.fit_runs(sel, list(entry.fit_vars), paper=entry.law)
+    res = rep.result
+    pf = PAPER_FITS[entry.law] if entry.law else None
+    rows = []
+    for c in rep.comparison:
+        v = c["variable"]
+        tol = entry.targets.get(v)
+        ok = None if (tol is None or c["paper"] is None) else abs(c["paper_diff"]) <= tol
+        rows.append({"variable": v, "paper": c["paper"], "measured": c["fitted"], "ci": c["ci"],
+                     "diff": c["paper_diff"], "target": tol, "within": ok})
+    lines = [f"{entry.key} — {entry.figure}: {entry.shows}",
+             f"  {sel.describe()}; fitted {res.n}, censored {res.n_censored}"]
+    if pf is not None:
+        expo = " · ".join(f"{k}^{v:g}" for k, v in pf.exponents.items())
+        lines.append(f"  paper ({pf.figure}): T_plateau = {pf.C:g} · {expo}, R² = {pf.r2:g}")
+    lines.append(f"  measured: {res.formula()}, R² = {res.r2:.3f}")
+    lines.append(f"  {'':>10}  {'paper':>7}  {'measured':>8}  {'95% CI':>18}  {'diff':>7}  target")
+    if pf is not None:
+        lines.append(f"  {'C':>10}  {pf.C:>7.3g}  {res.C:>8.3g}  {f'[{res.C_ci[0]:.3g}, {res.C_ci[1]:.3g}]':>18}")
+    for r in rows:
+        ci = f"[{r['ci'][0]:+.3f}, {r['ci'][1]:+.3f}]"
+        tgt = "" if r["target"] is None else f"±{r['target']:g} " + ("within" if r["within"] else "MISSED")
+        lines.append(f"  {r['variable']:>10}  {_num(r['paper'], '+.2f'):>7}  {r['measured']:>+8.3f}  {ci:>18}  "
+                     f"{_num(r['diff']):>7}  {tgt}")
+    for c in res.censored:
+        lines.append(f"  censored: {c.get('run_id')} {c.get('label') or ''}: no plateau by step "
+                     f"{_num(c.get('lower_bound'), 'g')} (the fit predicts {_num(c.get('predicted'), '.4g')})")
+    points = _per_point(sel.rows, entry, pf)
+    if points:
+        lines.append("  per point (mean over seeds; paper = its law at that point):")
+        names = list(points[0]["x"])
+        lines.append("    " + "  ".join(f"{n:>8}" for n in names) + f"  {'seeds':>5}  {'measured':>9}  {'paper':>9}"
+                     + f"  {'ratio':>6}")
+        for pt in points:
+            lines.append("    " + "  ".join(f"{pt['x'][n]:>8g}" for n in names)
+                         + f"  {pt['n']:>5}  {_num(pt['measured'], '9.1f')}  {_num(pt['paper'], '9.1f')}  "
+                         + f"{_num(pt['ratio'], '6.2f')}")
+    data = {"entry": entry.key, "figure": entry.figure, "law": entry.law, "rows": rows, "points": points,
+            "fit": rep.to_dict()}
+    return Report(entry, "\n".join(lines), data, fit=rep, run_ids=tuple(run_ids))
+
+
+def _per_point(rows: Sequence[dict], entry: Entry, pf: Any) -> list[dict[str, Any]]:
+    """Geometric mean plateau per grid point of the fit variables (censored runs left out, counted in ``n`` only
+    when they have a plateau) beside the paper's law there."""
+    import math
+
+    from sparse_tui.fitting import _Resolver, _rows
+
+    rs = _rows(rows)
+    res = _Resolver(rs)
+    groups: dict[tuple, list[float]] = {}
+    xs: dict[tuple, dict[str, float]] = {}
+    laws: dict[tuple, dict[str, float]] = {}
+    extra = [v for v in (pf.exponents if pf is not None else ()) if v not in entry.fit_vars and res.known(v)]
+    for i, r in enumerate(rs):
+        try:
+            x = {v: res.value(r, v, i) for v in entry.fit_vars}
+            x_law = {**x, **{v: res.value(r, v, i) for v in extra}}  # e.g. B = 1 where the law has B
+        except Exception:
+            return []
+        k = tuple(x.values())
+        xs[k] = x
+        laws[k] = x_law
+        pl = r.get("plateau_step")
+        groups.setdefault(k, [])
+        if pl is not None and isinstance(pl, (int, float)) and pl > 0:
+            groups[k].append(float(pl))
+    out = []
+    for k in sorted(groups):
+        vals = groups[k]
+        m = math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else None
+        law = None
+        if pf is not None:
+            try:
+                law = pf.predict(**{v: laws[k][v] for v in pf.exponents})
+            except KeyError:
+                law = None
+        out.append({"x": xs[k], "n": len(vals), "measured": m, "paper": law,
+                    "ratio": (m / law) if (m and law) else None})
+    return out
+
+
+def curves_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
+    """Learning curves (Figs. 9, 11, 12): per run its plateau (App. D.1) and how sharp the transition is — the steps
+    the watched loss takes from 90% of its plateau level to the threshold, against the plateau's length. The paper
+    shows these curves without numbers."""
+    lines = [f"{entry.key} — {entry.figure}: {entry.shows}", f"  {len(run_ids)} run(s); "
+             "paper: curves only (no numbers); measured: plateau, and the drop from 90% of the plateau level to the "
+             "threshold"]
+    lines.append(f"  {'run':<28} {'plateau':>8} {'drop steps':>10} {'drop/plateau':>12} {'final test':>10}"
+                 f" {'final train':>11}")
+    out = []
+    for rid in run_ids:
+        rec = store.get(rid)
+        series = store.metrics(rid)
+        drop = transition_steps(series, rec)
+        final = rec.final or {}
+        pl = rec.plateau_step
+        ratio = drop / pl if (drop is not None and pl) else None
+        out.append({"run_id": rid, "label": rec.label, "plateau": pl, "drop": drop, "ratio": ratio,
+                    "final_test": final.get("test/loss"), "final_train": final.get("train/loss")})
+        lines.append(f"  {rec.label[:28]:<28} {_num(pl, '8g')} {_num(drop, '10g')} {_num(ratio, '12.2f')} "
+                     f"{_num(final.get('test/loss'), '10.3g')} {_num(final.get('train/loss'), '11.3g')}")
+    return Report(entry, "\n".join(lines), {"entry": entry.key, "runs": out}, run_ids=tuple(run_ids))
+
+
+def transition_steps(series: dict, rec: Any) -> float | None:
+    """Steps from the last evaluation at or above 90% of the plateau level (the median of the watched metric before
+    the plateau) to the plateau step; None without a plateau."""
+    pc = (rec.config or {}).get("plateau") or {}
+    metric = pc.get("metric", "test/loss")
+    if rec.plateau_step is None or metric not in series:
+        return None
+    steps, vals = series[metric]
+    pre = sorted(v for s, v in zip(steps, vals) if s < rec.plateau_step and v is not None)
+    if not pre:
+        return None
+    level = pre[len(pre) // 2]
+    last_high = max((s for s, v in zip(steps, vals) if s < rec.plateau_step and v is not None and v >= 0.9 * level),
+                    default=None)
+    return None if last_high is None else float(rec.plateau_step - last_high)
+
+
+REPORTS = {"law": law_report, "curves": curves_report}
+
+
+def report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
+    """The report of ``entry`` over ``run_ids`` (its kind's function in ``REPORTS``, or the entry's own in
+    ``THEORY_REPORTS`` / ``TABLE_REPORTS``)."""
+    fn = REPORTS.get(entry.kind)
+    if fn is None:
+        raise AtlasError(f"{entry.key}: no report for kind {entry.kind!r} yet")
+    return fn(store, entry, run_ids)
+
+
+def draw(store: Any, rep: Report, path: Path) -> Path:
+    """Write the entry's figure: the plateau law against each variable (law), the learning curves (curves), or the
+    entry's own theory figure (``figures.THEORY_FIGURES``). Raises ``figures.FigureError``."""
+    from sparse_tui import figures
+
+    title = f"{rep.entry.figure} ({rep.entry.source}) — {rep.entry.shows}"
+    if rep.entry.kind == "law":
+        return figures.fit_figure(rep.fit, path, title=title)
+    fn = getattr(figures, "THEORY_FIGURES", {}).get(rep.entry.key)
+    if fn is not None:
+        return fn(store, list(rep.run_ids), path, title=title)
+    return figures.curves_figure(store, list(rep.run_ids), path, title=title)
+
+
+def plot_paths(path: Path, entries_: Sequence[Entry]) -> list[Path]:
+    """One file per entry: ``path`` itself for one entry, ``STEM-KEY.SUFFIX`` beside it for several."""
+    if len(entries_) == 1:
+        return [path]
+    return [path.with_name(f"{path.stem}-{e.key}{path.suffix}") for e in entries_]

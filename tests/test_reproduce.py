@@ -1,0 +1,82 @@
+"""``sparse-tui reproduce``: trains what the store lacks through the runner, reuses runs of the same configuration,
+fits with the atlas entry's law and prints the paper beside the measurement."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from sparse_tui.store import RunStore
+
+ROOT = Path(__file__).resolve().parent.parent
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "COLUMNS": "200"}
+
+
+def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "sparse_tui", *args], capture_output=True, text=True,
+                          timeout=timeout, env=ENV)
+
+
+def small_fig1c(tmp_path: Path) -> Path:
+    """The Fig. 1c preset on a 2 x 2 grid (same name, so the atlas entry fig1c uses it)."""
+    folder = tmp_path / "presets"
+    folder.mkdir()
+    text = (ROOT / "presets" / "paper_fig1c_theory.toml").read_text()
+    text = text.replace('"task.d" = [16, 32, 64, 128, 256]', '"task.d" = [16, 64]')
+    text = text.replace('"task.T" = [64, 256, 1024, 4096]', '"task.T" = [64, 256]')
+    text = text.replace("steps = 100000", "steps = 6000")
+    (folder / "paper_fig1c_theory.toml").write_text(text)
+    return folder
+
+
+def test_reproduce_trains_the_missing_runs_then_reuses_them(tmp_path):
+    presets, runs, png = small_fig1c(tmp_path), tmp_path / "runs", tmp_path / "fig1c.png"
+    r = cli("reproduce", "fig1c", "--size", "cpu", "--runs-dir", str(runs), "--presets-dir", str(presets),
+            "--plot", str(png))
+    assert r.returncode == 0, r.stderr
+    assert "4 run(s): 0 already in the store, 4 to train" in r.stderr
+    assert "paper (Fig. 2 left): T_plateau = 1.51" in r.stdout  # the entry's law (Fig. 1c gives none)
+    assert "+0.49" in r.stdout and "within" in r.stdout
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    store = RunStore(runs, create=False)
+    assert len(store.runs()) == 4 and {x.status for x in store.runs()} == {"finished"}
+    # a second call trains nothing: the four runs are reused, and the JSON report has the same fit
+    r2 = cli("reproduce", "fig1c", "--size", "cpu", "--runs-dir", str(runs), "--presets-dir", str(presets), "--json")
+    assert r2.returncode == 0, r2.stderr
+    assert "4 run(s): 4 already in the store, 0 to train" in r2.stderr
+    data = json.loads(r2.stdout)
+    assert data[0]["entry"] == "fig1c" and data[0]["law"] == "fig2_left"
+    rows = {row["variable"]: row for row in data[0]["rows"]}
+    assert rows["d"]["paper"] == 0.49 and abs(rows["d"]["measured"] - 0.5) < 0.05
+    assert len(RunStore(runs, create=False).runs()) == 4
+
+
+def test_reproduce_reuses_runs_of_the_same_config_from_another_preset_name(tmp_path):
+    """What `run` trained under another preset name is reused when the configuration is the same."""
+    presets, runs = small_fig1c(tmp_path), tmp_path / "runs"
+    other = tmp_path / "mine.toml"
+    other.write_text((presets / "paper_fig1c_theory.toml").read_text().replace('name = "paper_fig1c_theory"',
+                                                                             'name = "mine"'))
+    r = cli("run", str(other), "--headless", "--runs-dir", str(runs), "--set", 'sweep.task.T=[64]')
+    assert r.returncode == 0, r.stderr
+    r = cli("reproduce", "fig1c", "--size", "cpu", "--runs-dir", str(runs), "--presets-dir", str(presets))
+    assert r.returncode == 0, r.stderr
+    assert "4 run(s): 2 already in the store, 2 to train" in r.stderr
+
+
+def test_reproduce_bad_input_is_one_line(tmp_path):
+    runs = tmp_path / "runs"
+    r = cli("reproduce", "fig99", "--runs-dir", str(runs))
+    assert r.returncode == 2 and r.stderr.startswith("error: unknown figure 'fig99'") and "Traceback" not in r.stderr
+    r = cli("reproduce", "fig1c", "--size", "tpu", "--runs-dir", str(runs))
+    assert r.returncode == 2 and "--size: must be one of auto, cpu, gpu" in r.stderr
+    r = cli("reproduce", "fig17", "--runs-dir", str(runs))
+    assert r.returncode == 2 and "fig17: not built yet (issue 22)" in r.stderr
+    r = cli("reproduce", "fig4_right", "--size", "cpu", "--runs-dir", str(runs))
+    assert r.returncode == 2 and "fig4_right: no cpu-sized preset (sizes: gpu)" in r.stderr
+    r = cli("reproduce", "--runs-dir", str(runs))
+    assert r.returncode == 2 and "name a figure" in r.stderr
+    assert not runs.exists() or not (runs / "runs.db").exists() or not RunStore(runs, create=False).runs()
