@@ -112,6 +112,10 @@ __all__ = [
     "escape_time_linear",
     "escape_time_linear_log",
     "linear_solution",
+    "loss_eq12",
+    "delta_a_of_alpha",
+    "w_equilibrium",
+    "hessian_eq12",
     "rhs",
     "rhs_eq12",
     "losses",
@@ -317,6 +321,56 @@ def rhs_eq12(w: Any, da: Any, d: Any, T: Any, B: Any = 1) -> tuple[np.ndarray, n
     gw = (1 - ba) ** 2 * w / (d * (T - B)) + ba * (ba * w - np.sqrt(d)) / d
     ga = alpha * (1 - ba) * (-B * (1 - ba) * w**2 / (d * (T - B)) + B * w * (ba * w - np.sqrt(d)) / d)
     return -gw, -ga
+
+
+def _alpha_eq9(da: np.ndarray, T: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """alpha = 1 / ((T-B) exp(-da) + B) (Eq. 9), evaluated stably: B alpha = expit(da - log((T-B)/B))."""
+    return expit(da - np.log((T - B) / B)) / B
+
+
+def loss_eq12(w: Any, da: Any, d: Any, T: Any, B: Any = 1) -> np.ndarray:
+    """The reduced loss Eq. 12, L(w, da) = 1/2 [(1 - B alpha)^2 w^2 / (d (T-B)) + (B alpha w - sqrt(d))^2 / d]: the
+    landscape of Fig. 6 (p = 0, B < T)."""
+    w, da, d, T, B = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (w, da, d, T, B)))
+    ba = B * _alpha_eq9(da, T, B)
+    return 0.5 * ((1 - ba) ** 2 * w**2 / (d * (T - B)) + (ba * w - np.sqrt(d)) ** 2 / d)
+
+
+def delta_a_of_alpha(alpha: Any, T: Any, B: Any = 1) -> np.ndarray:
+    """Eq. 9 inverted: da = log(alpha (T-B) / (1 - B alpha)) (what an 'ode' run's toy/alpha says about da)."""
+    alpha, T, B = (np.asarray(v, dtype=float) for v in (alpha, T, B))
+    with np.errstate(divide="ignore"):
+        return np.log(alpha * (T - B)) - np.log1p(-B * alpha)
+
+
+def w_equilibrium(alpha: Any, d: Any, T: Any, B: Any = 1) -> np.ndarray:
+    """w_inf(alpha) = ((1 - B alpha)^2 / (d (T-B)) + (B alpha)^2 / d)^-1 B alpha / sqrt(d): the w at which dL/dw = 0
+    for a given attention (App. A.3.3; Fig. 8 left and middle)."""
+    alpha, d, T, B = (np.asarray(v, dtype=float) for v in (alpha, d, T, B))
+    ba = B * alpha
+    return ba / np.sqrt(d) / ((1 - ba) ** 2 / (d * (T - B)) + ba**2 / d)
+
+
+def hessian_eq12(w: Any, da: Any, d: Any, T: Any, B: Any = 1) -> np.ndarray:
+    """The Hessian of Eq. 12 in (w, da), [..., 2, 2] (Fig. 8 right plots its eigenvalues along the flow).
+
+    d2L/dw2 and d2L/dw dda are App. A.3.1's. For d2L/dda2 App. A.3.1 writes (1 - 2 B alpha) / (alpha (1 - B alpha))
+    dL/dda + alpha (1 - B alpha) (B^2 w^2 / (d (T-B)) + B^2 w^2 / d), which is the derivative of dL/dda with respect
+    to alpha, not da: with g = d alpha / d da = alpha (1 - B alpha) the second derivative in da is g times it,
+    (1 - 2 B alpha) dL/dda + g^2 (B^2 w^2 / (d (T-B)) + B^2 w^2 / d). That is what is implemented (the tests check it
+    against finite differences of Eq. 12); both vanish at initialisation, where the Hessian is App. A.3.2's."""
+    w, da, d, T, B = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (w, da, d, T, B)))
+    a = _alpha_eq9(da, T, B)
+    ba = B * a
+    g = a * (1 - ba)  # d alpha / d da
+    sd = np.sqrt(d)
+    n = T - B
+    grad_da = g * (-B * (1 - ba) * w**2 / (d * n) + B * w * (ba * w - sd) / d)  # Eq. 14
+    out = np.empty(w.shape + (2, 2))
+    out[..., 0, 0] = (1 - ba) ** 2 / (d * n) + ba**2 / d
+    out[..., 0, 1] = out[..., 1, 0] = g * (-2 * B * (1 - ba) * w / (d * n) + B * (2 * ba * w - sd) / d)
+    out[..., 1, 1] = (1 - 2 * ba) * grad_da + g * g * (B * B * w**2 / (d * n) + B * B * w**2 / d)
+    return out
 
 
 def _losses(y: np.ndarray, P: _Params) -> dict[str, np.ndarray]:

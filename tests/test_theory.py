@@ -336,3 +336,108 @@ def test_warmup_shifts_plateau_by_half_the_warmup():
     base = simulate_run(_cfg()).plateau_step
     warm = simulate_run(_cfg(train__warmup_steps=1000)).plateau_step
     assert warm == pytest.approx(base + 500, abs=1.0)
+
+
+# ------------------------------------------------------------------------------------------------ Figs. 6, 8, 10
+
+
+def _fd_hessian(d, T, B, w, da, h=1e-4):
+    """Second differences of Eq. 12 written out here (independent of theory.py)."""
+    def L(w, da):
+        a = 1.0 / ((T - B) * math.exp(-da) + B)
+        return 0.5 * ((1 - B * a) ** 2 * w**2 / (d * (T - B)) + (B * a * w - math.sqrt(d)) ** 2 / d)
+
+    hw, ha = h * max(1.0, abs(w)), h * max(1.0, abs(da))
+    hww = (L(w + hw, da) - 2 * L(w, da) + L(w - hw, da)) / hw**2
+    haa = (L(w, da + ha) - 2 * L(w, da) + L(w, da - ha)) / ha**2
+    hwa = (L(w + hw, da + ha) - L(w + hw, da - ha) - L(w - hw, da + ha) + L(w - hw, da - ha)) / (4 * hw * ha)
+    return np.array([[hww, hwa], [hwa, haa]]), L(w, da)
+
+
+@pytest.mark.parametrize("d,T,B", [(64, 512, 1), (16, 64, 2), (256, 256, 1)])
+def test_fig8_hessian_and_fig6_landscape_against_finite_differences(d, T, B):
+    rng = np.random.default_rng(5)
+    for _ in range(6):
+        w, da = rng.uniform(-1, 1.3) * math.sqrt(d), rng.uniform(-2, 12)
+        fd, loss = _fd_hessian(d, T, B, w, da)
+        assert th.loss_eq12(w, da, d, T, B) == pytest.approx(loss, rel=1e-12)
+        np.testing.assert_allclose(th.hessian_eq12(w, da, d, T, B), fd, rtol=1e-3, atol=1e-8)
+    # at initialisation: App. A.3.2's Hessian, eigenvalues close to +-B/(sqrt(d) T) (sqrt(dT) read as sqrt(d) T)
+    H = th.hessian_eq12(0.0, 0.0, d, T, B)
+    assert H[0, 0] == pytest.approx((T - B) / (d * T**2) + B**2 / (d * T**2))
+    assert H[0, 1] == pytest.approx(-(T - B) / T**2 * B / math.sqrt(d)) and H[1, 1] == 0.0
+    ev = np.linalg.eigvalsh(H)
+    lam = B / (math.sqrt(d) * T)
+    assert ev[0] == pytest.approx(-lam, rel=0.1 + 2 * B / T) and ev[1] == pytest.approx(lam, rel=0.1 + 2 * B / T)
+
+
+def test_fig8_w_equilibrium_zeroes_the_w_gradient_and_tends_to_sqrt_d():
+    d, T = 64, 512
+    for alpha in (1 / T, 0.01, 0.2, 0.9, 0.999):
+        da = float(th.delta_a_of_alpha(alpha, T))
+        assert 1.0 / ((T - 1) * math.exp(-da) + 1) == pytest.approx(alpha, rel=1e-10)
+        w = float(th.w_equilibrium(alpha, d, T))
+        dw, _ = th.rhs_eq12(w, da, d, T)  # -dL/dw (Eq. 13) vanishes at w_inf
+        assert abs(float(dw)) < 1e-12
+    # B alpha -> 1: w_inf -> sqrt(d) / (1 - eps) (App. A.3.3); increasing then decreasing in alpha (Fig. 8 left)
+    assert float(th.w_equilibrium(1 - 1e-6, d, T)) == pytest.approx(math.sqrt(d) / (1 - 1e-6), rel=1e-6)
+    ws = th.w_equilibrium(np.linspace(1 / T, 1, 400), d, T)
+    assert ws.argmax() not in (0, len(ws) - 1) and ws.max() > math.sqrt(d)
+
+
+def _solve_eq3_4(d, T, times):
+    """Eqs. 3-4 of the paper, integrated by scipy (independent of theory.py's DOPRI5 and its 3-variable form)."""
+    from scipy.integrate import solve_ivp
+
+    def f(t, y):
+        w, da = y
+        a = 1.0 / (1 + (T - 1) * math.exp(-da))
+        return [a * (math.sqrt(d) - a * w) / d - (1 - a) ** 2 * w / (d * (T - 1)),
+                a * (1 - a) * (w * (math.sqrt(d) - a * w) / d + (1 - a) * w**2 / (d * (T - 1)))]
+
+    sol = solve_ivp(f, (0, max(times)), [0.0, 0.0], t_eval=sorted(times), method="LSODA", rtol=1e-10, atol=1e-12)
+    return sol.y
+
+
+@pytest.mark.parametrize("d,T", [(64, 512), (64, 256)])
+def test_fig1ab_and_fig6_flow_against_an_independent_integration(d, T):
+    """Figs. 1a/1b (T = 512, d = 64) and Fig. 6's path (T = 256, d = 64): w, alpha and the loss of theory.trajectory
+    (what the 'ode' runs record) against scipy's LSODA on Eqs. 3-4, through the plateau, the drop and after."""
+    t_end = 3.0 * float(th.plateau_times(d, T))
+    times = np.linspace(0, t_end, 61)
+    tr = th.trajectory(times, d, T)
+    w, da = _solve_eq3_4(d, T, times)
+    alpha = 1.0 / (1 + (T - 1) * np.exp(-da))
+    np.testing.assert_allclose(tr.w, w, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(tr.alpha, alpha, rtol=1e-5, atol=1e-8)
+    np.testing.assert_allclose(tr.test_loss, th.loss_eq12(w, da, d, T), rtol=1e-4, atol=1e-9)
+    assert w.max() > w[-1] > math.sqrt(d)  # A.3.3: the projection overshoots sqrt(d), then decreases towards it
+
+
+def test_fig10_flow_with_repetition_against_an_independent_integration():
+    """Fig. 10 (T = 512, d = 64): Eqs. 18-21 integrated by scipy (written out here) against theory.trajectory."""
+    from scipy.integrate import solve_ivp
+
+    d, T, p = 64, 512, 0.1
+    st, sg = p + (1 - p) / d, (1 - p) / d
+
+    def f(t, y):
+        wt, w, da = y
+        a = 1.0 / (1 + (T - 1) * math.exp(-da))
+        q = (1 - a) ** 2 / (d * (T - 1))
+        gwt = q * wt + a * st * (a * wt - 1)
+        gw = q * w + a * sg * (a * w - math.sqrt(d - 1))
+        gda = a * (1 - a) * (-(1 - a) * (w * w + wt * wt) / (d * (T - 1)) + wt * st * (a * wt - 1)
+                             + w * sg * (a * w - math.sqrt(d - 1)))
+        return [-gwt, -gw, -gda]
+
+    times = np.linspace(0, 2.5 * float(th.plateau_times(d, T, 1, p)), 41)
+    sol = solve_ivp(f, (0, times[-1]), [0.0, 0.0, 0.0], t_eval=times, method="LSODA", rtol=1e-10, atol=1e-12)
+    tr = th.trajectory(times, d, T, 1, p)
+    np.testing.assert_allclose(tr.w_tilde, sol.y[0], rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(tr.w_rest, sol.y[1], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(tr.delta_a, sol.y[2], rtol=1e-5, atol=1e-6)
+    # the repeated component leads: w~ reaches half its optimum (1) before w / sqrt(d-1) does
+    k1 = int(np.argmax(sol.y[0] >= 0.5))
+    k2 = int(np.argmax(sol.y[1] / math.sqrt(d - 1) >= 0.5))
+    assert 0 < k1 < k2
