@@ -336,10 +336,10 @@ def _plan(ex, specs: list, schedule: str, n_workers: int, device: Optional[str])
 
 
 def _train_batch(store, batch_id: str, workers: int, device: Optional[str], group: int = 1,
-                 only: Optional[list] = None, executor=None, then_exit: bool = True) -> ExitCode:
+                 only: Optional[list] = None, executor=None, then_exit: bool = True, table: bool = True) -> ExitCode:
     """Coordinate a batch here (``runner.coordinate``) with progress on stderr, then print the summary of its runs
-    (``only``: those of them) and exit with the batch's exit code (``then_exit`` False: return it, unless
-    interrupted)."""
+    (``only``: those of them; ``table`` False: none) and exit with the batch's exit code (``then_exit`` False:
+    return it, unless interrupted)."""
     from sparse_tui import runner
     from sparse_tui.progress import BatchProgress
 
@@ -359,7 +359,8 @@ def _train_batch(store, batch_id: str, workers: int, device: Optional[str], grou
     runs = sorted(store.runs(batch_id=batch_id), key=lambda r: (r.created_at, r.position))
     if only is not None:
         runs = [r for r in runs if r.run_id in set(only)]
-    _summary_table(runs)
+    if table:
+        _summary_table(runs)
     code = _exit_code([r.status for r in runs], flag.status is not None)
     if code == ExitCode.INTERRUPTED:
         err.print("interrupted: running runs were recorded as interrupted; everything logged is kept")
@@ -946,7 +947,8 @@ def reproduce(
             raise fail(str(e)) from None
         n, group = runner.plan_batch(todo, "auto", n_workers, device, say=_say)
         batch_id, ids = store.create_runs(todo)  # this process coordinates: the same runner as `run --headless`
-        code = max(code, _train_batch(store, batch_id, n, device, group, only=ids, then_exit=False))
+        code = max(code, _train_batch(store, batch_id, n, device, group, only=ids, then_exit=False,
+                                      table=not as_json))
     reports = []
     paths = rp.plot_paths(fig_path, chosen) if fig_path is not None else [None] * len(plans)
     for p, path in zip(plans, paths):

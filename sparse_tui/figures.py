@@ -513,3 +513,259 @@ def _facet_figure(data: Sequence[tuple[Any, Mapping]], points: Sequence[str], pa
         head = title or f"{', '.join(presets)}: {len(data)} runs"
         fig.suptitle(f"{head}   ({how})" if how else head, fontsize=8.5)
         return _save(fig, path)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Figures of the reduced dynamics (sparse-tui reproduce fig1a ... fig10 --plot FILE)
+# ---------------------------------------------------------------------------------------------------------------
+# Each draws the 'ode' runs of the entry's preset (their logged toy/w, toy/alpha, toy/w_tilde and losses) beside
+# what theory.py computes for them (the landscape of Eq. 12, w_inf(alpha), the Hessian, the linearisation). The
+# flows themselves are checked against independent scipy integrations in tests/test_theory.py.
+
+
+def flow_series(store: Any, run_id: str) -> dict[str, Any]:
+    """An 'ode' run as arrays: t (flow time = step x lr), d, T, B, p, plateau time, w, alpha, da (Eq. 9 inverted),
+    the losses and, with p > 0, w~ and the other columns' w (App. A.4.1)."""
+    import numpy as np
+
+    from .theory import delta_a_of_alpha
+
+    rec = store.get(run_id)
+    cfg = rec.config or {}
+    task, lr = cfg.get("task", {}), float(cfg.get("train", {}).get("lr", 1.0))
+    series = store.metrics(run_id)
+
+    def arr(name: str) -> Any:
+        st, vals = series.get(name, ([], []))
+        return np.asarray(st, dtype=float) * lr, np.asarray([np.nan if v is None else v for v in vals], dtype=float)
+
+    t, w = arr("toy/w")
+    _, alpha = arr("toy/alpha")
+    out = {"rec": rec, "t": t, "w": w, "alpha": alpha, "d": float(task.get("d", 1)), "T": float(task.get("T", 2)),
+           "B": float(task.get("B", 1)), "p": float(task.get("p", 0.0)),
+           "plateau": None if rec.plateau_step is None else float(rec.plateau_step) * lr}
+    out["da"] = delta_a_of_alpha(alpha, out["T"], out["B"])
+    for name in ("test/loss", "train/loss", "toy/w_tilde"):
+        tt, v = arr(name)
+        out[name] = v if tt.size == t.size else np.interp(t, tt, v) if tt.size else None
+    if out["toy/w_tilde"] is not None:
+        d = out["d"]
+        out["w_rest"] = (np.sqrt(d) * w - out["toy/w_tilde"]) / np.sqrt(d - 1)
+    if t.size == 0:
+        raise FigureError(f"run {run_id} logged no toy/w (an 'ode' run of the reduced dynamics is needed)")
+    return out
+
+
+def _flows(store: Any, run_ids: Sequence[str], key: str) -> list[dict[str, Any]]:
+    flows = [flow_series(store, r) for r in run_ids]
+    return sorted(flows, key=lambda f: f[key])
+
+
+def _fig(n: int, width: float = 3.3, height: float = 2.8) -> Any:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width * n, height), layout="constrained")
+    return fig, fig.subplots(1, n, squeeze=False)[0]
+
+
+def _time_axis(ax: Any, flows: Sequence[dict[str, Any]]) -> None:
+    """Flow-time axis up to 2.5 x the longest plateau (the late phase is flat)."""
+    pls = [f["plateau"] for f in flows if f["plateau"]]
+    if pls:
+        ax.set_xlim(0, min(2.5 * max(pls), max(float(f["t"][-1]) for f in flows)))
+
+
+def _colours(n: int) -> list[Any]:
+    import matplotlib as mpl
+
+    cmap = mpl.colormaps["viridis"]
+    return [cmap(0.05 + 0.8 * i / max(1, n - 1)) for i in range(n)]
+
+
+def fig1a_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title: str | None = None) -> Path:
+    """Fig. 1a: the test loss of the reduced flow against time, one line per d (T = 512)."""
+    require_matplotlib()
+    path = check_path(path)
+    import matplotlib as mpl
+
+    flows = _flows(store, run_ids, "d")
+    with mpl.rc_context(_style()):
+        fig, (ax,) = _fig(1, 4.6, 3.0)
+        for f, c in zip(flows, _colours(len(flows))):
+            ax.plot(f["t"], f["test/loss"], color=c, label=f"d = {_fmt_num(f['d'])}")
+            if f["plateau"] is not None:
+                ax.axvline(f["plateau"], color=c, lw=0.7, ls=":")
+        ax.axhline(0.1, color="0.55", lw=0.7)
+        _time_axis(ax, flows)
+        ax.set_xlabel("flow time (step × lr)")
+        ax.set_ylabel("test loss")
+        ax.legend(frameon=False)
+        fig.suptitle(title or f"Fig. 1a: reduced dynamics, T = {_fmt_num(flows[0]['T'])}", fontsize=8.5)
+        return _save(fig, path)
+
+
+def fig1b_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title: str | None = None) -> Path:
+    """Fig. 1b: w and alpha against time at d = 64 (or the run nearest it), optimal values dashed."""
+    require_matplotlib()
+    path = check_path(path)
+    import matplotlib as mpl
+
+    f = min(_flows(store, run_ids, "d"), key=lambda f: abs(f["d"] - 64))
+    with mpl.rc_context(_style()):
+        fig, (a1, a2) = _fig(2)
+        a1.plot(f["t"], f["w"], color="C0")
+        a1.axhline(math.sqrt(f["d"]), color="C0", ls="--", lw=0.9)
+        a1.set_ylabel("w (projection on W*)")
+        a2.plot(f["t"], f["alpha"], color="C1")
+        a2.axhline(1.0, color="C1", ls="--", lw=0.9)
+        a2.set_ylabel("α (attention on the relevant token)")
+        for ax in (a1, a2):
+            ax.set_xlabel("flow time")
+            _time_axis(ax, [f])
+            if f["plateau"] is not None:
+                ax.axvline(f["plateau"], color="0.4", lw=0.7, ls=":")
+        fig.suptitle(title or f"Fig. 1b: w before α (T = {_fmt_num(f['T'])}, d = {_fmt_num(f['d'])}; dashed: optimum, "
+                     "dotted: plateau)", fontsize=8.5)
+        return _save(fig, path)
+
+
+def fig6_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title: str | None = None) -> Path:
+    """Fig. 6: log10 of the loss Eq. 12 over (w, da) and the gradient-flow path from (0, 0) (white)."""
+    require_matplotlib()
+    path = check_path(path)
+    import matplotlib as mpl
+    import numpy as np
+
+    from .theory import loss_eq12
+
+    f = _flows(store, run_ids, "d")[0]
+    ok = np.isfinite(f["da"])
+    w_hi = max(1.4 * math.sqrt(f["d"]), float(np.nanmax(f["w"])) * 1.1)
+    da_hi = float(np.nanmax(f["da"][ok])) * 1.1 + 1
+    W, A = np.meshgrid(np.linspace(-0.25 * w_hi, w_hi, 240), np.linspace(-0.15 * da_hi, da_hi, 240))
+    L = loss_eq12(W, A, f["d"], f["T"], f["B"])
+    with mpl.rc_context(_style()):
+        fig, (ax,) = _fig(1, 4.8, 3.6)
+        cs = ax.contourf(W, A, np.log10(L), levels=30, cmap="viridis")
+        fig.colorbar(cs, ax=ax, label="log10 loss (Eq. 12)")
+        ax.plot(f["w"][ok], f["da"][ok], color="white", lw=1.4)
+        ax.plot([0], [0], marker="x", color="white", ms=7, mew=1.6)
+        ax.set_xlabel("w")
+        ax.set_ylabel("Δa")
+        fig.suptitle(title or f"Fig. 6: loss landscape and gradient flow (T = {_fmt_num(f['T'])}, "
+                     f"d = {_fmt_num(f['d'])})", fontsize=8.5)
+        return _save(fig, path)
+
+
+def fig7_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title: str | None = None) -> Path:
+    """Fig. 7: w, da and the loss of the flow (plain) against the linearisation of Eq. 15 (dashed), per T, against
+    lambda t (lambda = B / (sqrt(d) T))."""
+    require_matplotlib()
+    path = check_path(path)
+    import matplotlib as mpl
+    import numpy as np
+
+    from .theory import linear_solution
+
+    flows = _flows(store, run_ids, "T")
+    with mpl.rc_context(_style()):
+        fig, axes = _fig(3)
+        for f, c in zip(flows, _colours(len(flows))):
+            lam = f["B"] / (math.sqrt(f["d"]) * f["T"])
+            x = f["t"] * lam
+            sel = x <= 2.0
+            wl, dal = linear_solution(f["t"][sel], f["d"], f["T"], f["B"])
+            ll = 0.5 * (1 - lam * np.sinh(2 * x[sel]))
+            for ax, real, lin in zip(axes, (f["w"], f["da"], f["test/loss"]), (wl, dal, ll)):
+                ax.plot(x[sel], real[sel], color=c, label=f"T = {_fmt_num(f['T'])}")
+                ax.plot(x[sel], lin, color=c, ls="--", lw=1.0)
+        for ax, name in zip(axes, ("w", "Δa", "test loss")):
+            ax.set_xlabel("λ t  (λ = B / (√d T))")
+            ax.set_title(name)
+        axes[2].set_ylim(0, 0.55)
+        axes[0].legend(frameon=False)
+        fig.suptitle(title or f"Fig. 7: early dynamics (plain) vs their linearisation (dashed), d = "
+                     f"{_fmt_num(flows[0]['d'])}", fontsize=8.5)
+        return _save(fig, path)
+
+
+def fig8_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title: str | None = None) -> Path:
+    """Fig. 8: (left) w_inf(alpha) for several T at the run's d; (middle) w and w_inf(alpha(t)) along the flow;
+    (right) the smallest and largest eigenvalue of the Hessian of Eq. 12 along the flow."""
+    require_matplotlib()
+    path = check_path(path)
+    import matplotlib as mpl
+    import numpy as np
+
+    from .theory import hessian_eq12, w_equilibrium
+
+    f = _flows(store, run_ids, "d")[0]
+    with mpl.rc_context(_style()):
+        fig, (a1, a2, a3) = _fig(3)
+        Ts = [64, 256, 1024, 4096]
+        for T, c in zip(Ts, _colours(len(Ts))):
+            al = np.geomspace(1.0 / T, 1.0 - 1e-4, 300)
+            a1.plot(al, w_equilibrium(al, f["d"], T, f["B"]), color=c, label=f"T = {T}")
+        a1.axhline(math.sqrt(f["d"]), color="0.5", lw=0.7, ls="--")
+        a1.set_xscale("log")
+        a1.set_xlabel("α")
+        a1.set_ylabel("w∞(α)")
+        a1.legend(frameon=False)
+        a2.plot(f["t"], f["w"], color="C0", label="w")
+        a2.plot(f["t"], w_equilibrium(f["alpha"], f["d"], f["T"], f["B"]), color="C3", ls="--", label="w∞(α(t))")
+        a2.set_ylim(0, 2.5 * math.sqrt(f["d"]))
+        a2.set_xlabel("flow time")
+        a2.legend(frameon=False)
+        ok = np.isfinite(f["da"])
+        ev = np.linalg.eigvalsh(hessian_eq12(f["w"][ok], f["da"][ok], f["d"], f["T"], f["B"]))
+        a3.plot(f["t"][ok], ev[:, 1], color="C2", label="largest")
+        a3.plot(f["t"][ok], ev[:, 0], color="C4", label="smallest")
+        a3.set_yscale("symlog", linthresh=1e-5)
+        a3.set_xlabel("flow time")
+        a3.set_title("Hessian eigenvalues")
+        a3.legend(frameon=False)
+        for ax in (a2, a3):
+            _time_axis(ax, [f])
+            if f["plateau"] is not None:
+                ax.axvline(f["plateau"], color="0.4", lw=0.7, ls=":")
+        fig.suptitle(title or f"Fig. 8 (T = {_fmt_num(f['T'])}, d = {_fmt_num(f['d'])})", fontsize=8.5)
+        return _save(fig, path)
+
+
+def fig10_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title: str | None = None) -> Path:
+    """Fig. 10: per p, the test loss (left), w~ (dashed) and the other columns' w / sqrt(d-1) (plain), both with
+    optimum 1 (middle), and alpha (right)."""
+    require_matplotlib()
+    path = check_path(path)
+    import matplotlib as mpl
+    import numpy as np
+
+    flows = _flows(store, run_ids, "p")
+    with mpl.rc_context(_style()):
+        fig, (a1, a2, a3) = _fig(3)
+        for f, c in zip(flows, _colours(len(flows))):
+            lab = f"p = {f['p']:g}"
+            a1.plot(f["t"], f["test/loss"], color=c, label=lab)
+            rest = f.get("w_rest")
+            if rest is None:  # p = 0: every column moves together, w~ = w_rest = w / sqrt(d)
+                rest = f["w"] / math.sqrt(f["d"])
+                a2.plot(f["t"], rest, color=c)
+            else:
+                a2.plot(f["t"], rest / math.sqrt(f["d"] - 1), color=c)
+                a2.plot(f["t"], f["toy/w_tilde"], color=c, ls="--")
+            a3.plot(f["t"], f["alpha"], color=c)
+        a1.set_ylabel("test loss (no repetition)")
+        a1.legend(frameon=False)
+        a2.set_ylabel("w~ (dashed), w / √(d−1) (plain)")
+        a3.set_ylabel("α")
+        for ax in (a1, a2, a3):
+            ax.set_xlabel("flow time")
+            _time_axis(ax, flows)
+        a2.set_ylim(-0.05, float(np.nanmax([np.nanmax(f["w"]) / math.sqrt(f["d"]) for f in flows])) * 1.6)
+        fig.suptitle(title or f"Fig. 10: cross-sample repetition (T = {_fmt_num(flows[0]['T'])}, "
+                     f"d = {_fmt_num(flows[0]['d'])})", fontsize=8.5)
+        return _save(fig, path)
+
+
+THEORY_FIGURES = {"fig1a": fig1a_figure, "fig1b": fig1b_figure, "fig6": fig6_figure, "fig7": fig7_figure,
+                  "fig8": fig8_figure, "fig10": fig10_figure}

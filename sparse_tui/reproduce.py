@@ -300,16 +300,197 @@ def transition_steps(series: dict, rec: Any) -> float | None:
     return None if last_high is None else float(rec.plateau_step - last_high)
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# The reduced dynamics (Figs. 1a, 1b, 6, 7, 8, 10): numbers read off the 'ode' runs, beside what the paper states
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _first(t: Any, cond: Any) -> float | None:
+    import numpy as np
+
+    idx = np.flatnonzero(cond)
+    return float(t[idx[0]]) if idx.size else None
+
+
+def _flows(store: Any, run_ids: Sequence[str], key: str) -> list[dict[str, Any]]:
+    from sparse_tui.figures import flow_series
+
+    return sorted((flow_series(store, r) for r in run_ids), key=lambda f: f[key])
+
+
+def _theory_text(entry: Entry, claim: str, head: str, rows: list[str]) -> str:
+    return "\n".join([f"{entry.key} — {entry.figure}: {entry.shows}", f"  paper: {claim}", f"  {head}"]
+                      + [f"  {r}" for r in rows])
+
+
+def fig1a_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
+    import math
+
+    rows, data = [], []
+    for f in _flows(store, run_ids, "d"):
+        rec = f["rec"]
+        series = store.metrics(rec.run_id)
+        drop = transition_steps(series, rec)
+        pl = f["plateau"]
+        scale = math.sqrt(f["d"]) * f["T"] / f["B"]
+        data.append({"d": f["d"], "plateau": pl, "plateau_over_scale": pl / scale if pl else None, "drop": drop})
+        rows.append(f"{f['d']:>6g} {_num(pl, '10.1f')} {_num(pl / scale if pl else None, '12.3f')} "
+                    f"{_num(drop, '10g')} {_num(drop / pl if (drop and pl) else None, '12.3f')}")
+    text = _theory_text(entry, "a plateau at 0.5, then a sharp drop (no numbers)",
+                        f"{'d':>6} {'plateau':>10} {'pl/(√d·T)':>12} {'drop':>10} {'drop/plateau':>12}", rows)
+    return Report(entry, text, {"entry": entry.key, "runs": data}, run_ids=tuple(run_ids))
+
+
+def fig1b_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
+    import math
+
+    import numpy as np
+
+    f = min(_flows(store, run_ids, "d"), key=lambda f: abs(f["d"] - 64))
+    sd = math.sqrt(f["d"])
+    t_w = _first(f["t"], f["w"] >= 0.1 * sd)
+    t_a = _first(f["t"], f["alpha"] >= 0.1)
+    alpha_at_tw = float(np.interp(t_w, f["t"], f["alpha"])) if t_w is not None else None
+    w_at_ta = float(np.interp(t_a, f["t"], f["w"])) / sd if t_a is not None else None
+    data = {"entry": entry.key, "d": f["d"], "T": f["T"], "t_w_tenth": t_w, "t_alpha_tenth": t_a,
+            "alpha_when_w_tenth": alpha_at_tw, "w_when_alpha_tenth": w_at_ta,
+            "w_max_over_sqrt_d": float(np.nanmax(f["w"])) / sd, "plateau": f["plateau"]}
+    rows = [f"w reaches 10% of its optimum √d at t = {_num(t_w, '.0f')}, when α = {_num(alpha_at_tw, '.4f')} "
+            f"(initial 1/T = {1 / f['T']:.4f});",
+            f"α reaches 10% of its optimum 1 at t = {_num(t_a, '.0f')}, when w = {_num(w_at_ta, '.2f')} × √d; "
+            f"plateau {_num(f['plateau'], '.0f')}",
+            f"w peaks at {data['w_max_over_sqrt_d']:.3f} × √d, then decreases towards √d (App. A.3.3)"]
+    text = _theory_text(entry, "w begins learning before α (T = 512, d = 64)",
+                        f"measured (T = {f['T']:g}, d = {f['d']:g}):", rows)
+    return Report(entry, text, data, run_ids=tuple(run_ids))
+
+
+def fig6_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
+    import math
+
+    import numpy as np
+
+    f = _flows(store, run_ids, "d")[0]
+    sd = math.sqrt(f["d"])
+    pl = f["plateau"] or float(f["t"][-1])
+    pts = []
+    for frac in (0.25, 0.5, 0.9, 1.0):
+        t = frac * pl
+        pts.append({"t_over_plateau": frac, "w": float(np.interp(t, f["t"], f["w"])),
+                    "da": float(np.interp(t, f["t"], f["da"]))})
+    k = int(np.nanargmax(f["w"]))
+    data = {"entry": entry.key, "path": pts, "w_max_over_sqrt_d": float(f["w"][k]) / sd,
+            "da_at_w_max": float(f["da"][k]), "w_end_over_sqrt_d": float(f["w"][-1]) / sd,
+            "da_end": float(f["da"][-1])}
+    rows = ["(w, Δa) at " + ", ".join(f"{p['t_over_plateau']:g} × plateau: ({p['w']:.2f}, {p['da']:.2f})"
+                                      for p in pts),
+            f"w peaks at {data['w_max_over_sqrt_d']:.3f} × √d (Δa = {data['da_at_w_max']:.2f}), ends at "
+            f"{data['w_end_over_sqrt_d']:.3f} × √d with Δa = {data['da_end']:.2f}"]
+    text = _theory_text(entry, "the flow from (0, 0) over the landscape (T = 256, d = 64)",
+                        "measured path:", rows)
+    return Report(entry, text, data, run_ids=tuple(run_ids))
+
+
+def fig7_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
+    import math
+
+    import numpy as np
+
+    from sparse_tui.theory import escape_time_linear, linear_solution
+
+    rows, data = [], []
+    for f in _flows(store, run_ids, "T"):
+        lam = f["B"] / (math.sqrt(f["d"]) * f["T"])
+        errs = {}
+        for x in (0.25, 0.5, 1.0):
+            t = x / lam
+            w_lin, _ = linear_solution(t, f["d"], f["T"], f["B"])
+            w = float(np.interp(t, f["t"], f["w"]))
+            errs[x] = w / float(w_lin) - 1
+        closed = float(escape_time_linear(f["d"], f["T"], f["B"]))
+        pl = f["plateau"]
+        data.append({"T": f["T"], "w_rel_err": errs, "plateau": pl, "closed_form": closed})
+        rows.append(f"{f['T']:>6g} " + " ".join(f"{errs[x]:>+9.3f}" for x in errs)
+                    + f" {_num(pl, '10.0f')} {closed:>11.0f} {_num(closed / pl if pl else None, '7.2f')}")
+    text = _theory_text(entry, "the linearisation matches the early dynamics (d = 512)",
+                        f"{'T':>6} {'w/lin-1 at λt=0.25':>9} {'0.5':>9} {'1.0':>9} {'plateau':>10} {'closed form':>11}"
+                        f" {'ratio':>7}", rows)
+    return Report(entry, text, {"entry": entry.key, "runs": data}, run_ids=tuple(run_ids))
+
+
+def fig8_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
+    import math
+
+    import numpy as np
+
+    from sparse_tui.theory import hessian_eq12, w_equilibrium
+
+    f = _flows(store, run_ids, "d")[0]
+    pl = f["plateau"] or float(f["t"][-1])
+    winf = w_equilibrium(f["alpha"], f["d"], f["T"], f["B"])
+    ratio = f["w"] / winf
+    early = f["t"] < 0.5 * pl
+    late = f["t"] > 1.5 * pl
+    ok = np.isfinite(f["da"])
+    ev = np.linalg.eigvalsh(hessian_eq12(f["w"][ok], f["da"][ok], f["d"], f["T"], f["B"]))
+    lam = f["B"] / (math.sqrt(f["d"]) * f["T"])
+    k = int(np.argmax(ev[:, 1]))
+    data = {"entry": entry.key, "w_over_winf_plateau_max": float(np.nanmax(ratio[early][1:])) if early.sum() > 1
+            else None, "w_over_winf_late_maxdev": float(np.nanmax(np.abs(ratio[late] - 1))) if late.any() else None,
+            "eig_start": [float(ev[0, 0]), float(ev[0, 1])], "lambda": lam, "eig_max": float(ev[k, 1]),
+            "t_eig_max_over_plateau": float(f["t"][ok][k]) / pl, "eig_end": [float(ev[-1, 0]), float(ev[-1, 1])],
+            "one_over_d": 1 / f["d"]}
+    rows = [f"w / w∞(α): at most {_num(data['w_over_winf_plateau_max'], '.3f')} in the first half of the plateau; "
+            f"within {_num(data['w_over_winf_late_maxdev'], '.1e')} of 1 after 1.5 × the plateau",
+            f"Hessian eigenvalues at t = 0: {ev[0, 0]:+.3e}, {ev[0, 1]:+.3e} (±1/(√d·T) = ±{lam:.3e}); largest "
+            f"{data['eig_max']:.3e} at {data['t_eig_max_over_plateau']:.2f} × the plateau; at the end "
+            f"{ev[-1, 0]:+.2e}, {ev[-1, 1]:.4f} (1/d = {1 / f['d']:.4f})"]
+    text = _theory_text(entry, "w at its equilibrium after the transition; Hessian ±B/√(dT) early, sharpest in the "
+                        "middle, 1/d and ~0 late", f"measured (T = {f['T']:g}, d = {f['d']:g}):", rows)
+    return Report(entry, text, data, run_ids=tuple(run_ids))
+
+
+def fig10_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
+    import math
+
+    from sparse_tui.theory import f_rep
+
+    flows = _flows(store, run_ids, "p")
+    base = next((f["plateau"] for f in flows if f["p"] == 0), None)
+    rows, data = [], []
+    for f in flows:
+        if f.get("w_rest") is not None:
+            t_wt = _first(f["t"], f["toy/w_tilde"] >= 0.5)
+            t_w = _first(f["t"], f["w_rest"] / math.sqrt(f["d"] - 1) >= 0.5)
+        else:
+            t_wt = t_w = _first(f["t"], f["w"] / math.sqrt(f["d"]) >= 0.5)
+        speed = base / f["plateau"] if (base and f["plateau"]) else None
+        fr = float(f_rep(f["p"], f["d"]))
+        data.append({"p": f["p"], "plateau": f["plateau"], "speedup": speed, "f": fr, "t_w_tilde_half": t_wt,
+                     "t_w_half": t_w})
+        rows.append(f"{f['p']:>6g} {_num(f['plateau'], '9.0f')} {_num(speed, '8.2f')} {fr:>8.2f} "
+                    f"{_num(t_wt, '10.0f')} {_num(t_w, '10.0f')}")
+    text = _theory_text(entry, "w~ learns faster, α rises earlier, the loss drops earlier (T = 512, d = 64)",
+                        f"{'p':>6} {'plateau':>9} {'speedup':>8} {'f(p,d)':>8} {'t(w~=.5)':>10} {'t(w=.5)':>10}",
+                        rows)
+    return Report(entry, text, {"entry": entry.key, "runs": data}, run_ids=tuple(run_ids))
+
+
 REPORTS = {"law": law_report, "curves": curves_report}
+THEORY_REPORTS = {"fig1a": fig1a_report, "fig1b": fig1b_report, "fig6": fig6_report, "fig7": fig7_report,
+                  "fig8": fig8_report, "fig10": fig10_report}
 
 
 def report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
-    """The report of ``entry`` over ``run_ids`` (its kind's function in ``REPORTS``, or the entry's own in
-    ``THEORY_REPORTS`` / ``TABLE_REPORTS``)."""
-    fn = REPORTS.get(entry.kind)
+    """The report of ``entry`` over ``run_ids``: the entry's own (``THEORY_REPORTS``, ``TABLE_REPORTS``) or its
+    kind's (``REPORTS``)."""
+    fn = THEORY_REPORTS.get(entry.key) or TABLE_REPORTS.get(entry.key) or REPORTS.get(entry.kind)
     if fn is None:
-        raise AtlasError(f"{entry.key}: no report for kind {entry.kind!r} yet")
+        raise AtlasError(f"{entry.key}: no report for kind {entry.kind!r}")
     return fn(store, entry, run_ids)
+
+
+TABLE_REPORTS: dict[str, Any] = {}
 
 
 def draw(store: Any, rep: Report, path: Path) -> Path:

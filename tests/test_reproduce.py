@@ -80,3 +80,25 @@ def test_reproduce_bad_input_is_one_line(tmp_path):
     r = cli("reproduce", "--runs-dir", str(runs))
     assert r.returncode == 2 and "name a figure" in r.stderr
     assert not runs.exists() or not (runs / "runs.db").exists() or not RunStore(runs, create=False).runs()
+
+
+def test_reproduce_theory_figures_report_and_draw(tmp_path):
+    """Figs. 8 and 10 from their shipped ode presets: the numbers the paper states qualitatively, and a PNG each."""
+    runs = tmp_path / "runs"
+    png = tmp_path / "f.png"
+    r = cli("reproduce", "fig8", "--runs-dir", str(runs), "--plot", str(png), "--json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)[0]
+    lam = data["lambda"]  # 1 / (sqrt(64) 512)
+    assert data["eig_start"][0] < 0 < data["eig_start"][1]
+    assert abs(data["eig_start"][0] + lam) < 0.1 * lam and abs(data["eig_start"][1] - lam) < 0.1 * lam
+    assert 0.9 < data["t_eig_max_over_plateau"] < 1.1  # sharpest at the transition
+    assert abs(data["eig_end"][1] - 1 / 64) < 0.1 / 64 and abs(data["eig_end"][0]) < 1e-4  # 1/d and ~0 late
+    assert data["w_over_winf_plateau_max"] < 0.2 and data["w_over_winf_late_maxdev"] < 1e-3
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    r = cli("reproduce", "fig10", "--runs-dir", str(runs), "--plot", str(png), "--json")
+    assert r.returncode == 0, r.stderr
+    rows = {row["p"]: row for row in json.loads(r.stdout)[0]["runs"]}
+    assert rows[0.3]["speedup"] > rows[0.1]["speedup"] > 1.1  # repetition shortens the plateau, about as 1/f
+    assert abs(rows[0.3]["speedup"] / rows[0.3]["f"] - 1) < 0.1
+    assert rows[0.1]["t_w_tilde_half"] < rows[0.1]["t_w_half"]  # the repeated component leads

@@ -24,9 +24,9 @@ def _theory(key: str, figure: str, section: str, shows: str, preset: str, **kw) 
 
 ENTRIES = [
     _theory("fig1a", "Fig. 1a", "§2.2, Eqs. 3-4", "reduced dynamics: loss curves at T = 512, a plateau then a drop",
-            "paper_fig1ab_theory", built=TODO),
+            "paper_fig1ab_theory"),
     _theory("fig1b", "Fig. 1b", "§2.2, Eqs. 3-4", "w learns before the attention α (T = 512, d = 64)",
-            "paper_fig1ab_theory", built=TODO),
+            "paper_fig1ab_theory"),
     _theory("fig1c", "Fig. 1c", "§2.2, Eq. 6", "plateau of the reduced flow vs d and T: a power law",
             "paper_fig1c_theory", kind="law", fit_vars=("d", "T"), law="fig2_left",
             notes="The paper gives no law for Fig. 1c (R² = 0.999 only); the same flow is fitted in Fig. 2 left "
@@ -53,11 +53,11 @@ ENTRIES = [
           "table", {"cpu": "paper_fig3_p_cpu", "gpu": "paper_fig3_p"}, fit_vars=("d", "p"), threshold=REP,
           built=TODO),
     _theory("fig6", "Fig. 6", "App. A.3.1, Eq. 12",
-            "loss landscape over (w, Δa) with the gradient-flow path from (0, 0)", "paper_fig6_theory", built=TODO),
+            "loss landscape over (w, Δa) with the gradient-flow path from (0, 0)", "paper_fig6_theory"),
     _theory("fig7", "Fig. 7", "App. A.3.2, Eq. 15", "early dynamics against their linearisation (d = 512)",
-            "paper_fig7_theory", built=TODO),
+            "paper_fig7_theory"),
     _theory("fig8", "Fig. 8", "App. A.3.3", "w∞(α) for several T; w against its equilibrium; Hessian eigenvalues",
-            "paper_fig8_theory", built=TODO),
+            "paper_fig8_theory"),
     Entry("fig9", "Fig. 9", PAPER, "App. A.3.4", "the toy model trained by SGD on samples follows the reduced flow",
           "curves", {"cpu": "paper_fig9_sgd", "gpu": "paper_fig9_sgd"}, threshold=FLOW,
           notes="W and W* from N(0, 1/d) as App. A.3.4; the seeds' plateaus sit 10-26% above the flow because of the "
@@ -65,7 +65,7 @@ ENTRIES = [
           record="Fig. 9 — SGD on the toy model vs the reduced flow",
           measured="2026-11-25, CPU: SGD plateaus 5950-6850 vs flow 5429"),
     _theory("fig10", "Fig. 10", "App. A.4, Eqs. 17-21",
-            "cross-sample repetition in the reduced dynamics: w̃ learns first", "paper_fig10_theory", built=TODO),
+            "cross-sample repetition in the reduced dynamics: w̃ learns first", "paper_fig10_theory"),
     Entry("fig11", "Fig. 11", PAPER, "App. B.2", "Transformer learning curves at T = 128: sharp transitions",
           "curves", {"cpu": "paper_fig11_cpu", "gpu": "paper_fig11"}, threshold=ABS, built=TODO),
     Entry("fig12", "Fig. 12", PAPER, "App. B.2", "Transformer curves with cross-sample repetition (T = 256)",
