@@ -769,3 +769,32 @@ def fig10_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title:
 
 THEORY_FIGURES = {"fig1a": fig1a_figure, "fig1b": fig1b_figure, "fig6": fig6_figure, "fig7": fig7_figure,
                   "fig8": fig8_figure, "fig10": fig10_figure}
+
+
+def p_table_figure(data: Mapping[str, Any], path: str | Path, *, title: str | None = None) -> Path:
+    """Fig. 3 right: the plateau (geometric mean over seeds, at the lr chosen per p) against d, one line per p;
+    open markers where censored runs make the point a lower bound. ``data``: ``reproduce.p_table_report``'s."""
+    require_matplotlib()
+    path = check_path(path)
+    import matplotlib as mpl
+
+    table = data["table"]
+    ps = sorted(table, key=float)
+    with mpl.rc_context(_style()):
+        fig, (ax,) = _fig(1, 4.4, 3.1)
+        for p, c in zip(ps, _colours(len(ps))):
+            row = table[p]
+            ds = sorted(row, key=float)
+            ax.plot([float(d) for d in ds], [row[d]["mean"] for d in ds], color=c, marker="o", ms=3.5,
+                    label=f"p = {float(p):g} (lr {data['chosen_lr'][p]:g})")
+            cens = [d for d in ds if row[d]["censored"]]
+            if cens:
+                ax.scatter([float(d) for d in cens], [row[d]["mean"] for d in cens], marker="^", s=30,
+                           facecolors="none", edgecolors=[c], zorder=3)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("d")
+        ax.set_ylabel("plateau step")
+        ax.legend(frameon=False)
+        fig.suptitle(title or "plateau vs d per cross-sample repetition p", fontsize=8.5)
+        return _save(fig, path)

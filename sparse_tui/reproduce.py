@@ -490,7 +490,61 @@ def report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     return fn(store, entry, run_ids)
 
 
-TABLE_REPORTS: dict[str, Any] = {}
+def p_table_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
+    """Fig. 3 right: the plateau against d for each cross-sample repetition p, the learning rate chosen per p among
+    the preset's as the paper does (App. D.3: "based on the shortest average plateau length"; a censored run counts
+    with its last step, a lower bound). The paper fits no law here (App. D.2); it states that repetition speeds
+    emergence up, more so as d grows (§2.4)."""
+    import math
+
+    runs: list[dict[str, Any]] = []
+    for rid in run_ids:
+        rec = store.get(rid)
+        t = (rec.config or {}).get("task", {})
+        lr = (rec.config or {}).get("train", {}).get("lr")
+        pl = rec.plateau_step
+        runs.append({"run_id": rid, "d": t.get("d"), "p": t.get("p", 0.0), "lr": lr, "seed": rec.seed,
+                     "plateau": pl, "censored": pl is None, "value": float(pl if pl is not None else rec.step)})
+    ps = sorted({r["p"] for r in runs})
+    ds = sorted({r["d"] for r in runs})
+    chosen: dict[float, Any] = {}
+    for p in ps:
+        by_lr: dict[Any, list[float]] = {}
+        for r in runs:
+            if r["p"] == p:
+                by_lr.setdefault(r["lr"], []).append(math.log(r["value"]))
+        chosen[p] = min(by_lr, key=lambda lr: sum(by_lr[lr]) / len(by_lr[lr]))
+    table: dict[float, dict[float, Any]] = {}
+    for p in ps:
+        for d in ds:
+            vals = [r for r in runs if r["p"] == p and r["d"] == d and r["lr"] == chosen[p]]
+            if vals:
+                gm = math.exp(sum(math.log(r["value"]) for r in vals) / len(vals))
+                table.setdefault(p, {})[d] = {"mean": gm, "n": len(vals), "censored": sum(r["censored"] for r in vals)}
+    lines = [f"{entry.key} — {entry.figure}: {entry.shows}",
+             "  paper: no power law fits (App. D.2); repetition speeds emergence up, more so at larger d (§2.4)",
+             "  lr chosen per p (shortest mean log plateau over d and seeds, App. D.3): "
+             + ", ".join(f"p = {p:g}: {chosen[p]:g}" for p in ps),
+             "  plateau (geometric mean over seeds; * = includes censored runs, a lower bound) and speed-up over p = 0:",
+             "  " + f"{'d':>6}" + "".join(f"{'p = ' + format(p, 'g'):>18}" for p in ps)]
+    for d in ds:
+        cells = []
+        base = table.get(ps[0], {}).get(d) if ps and ps[0] == 0 else None
+        for p in ps:
+            c = table.get(p, {}).get(d)
+            if c is None:
+                cells.append(f"{'—':>18}")
+                continue
+            star = "*" if c["censored"] else " "
+            sp = f" (×{base['mean'] / c['mean']:.2f})" if base and p != 0 else ""
+            cells.append(f"{c['mean']:>9.0f}{star}{sp:>8}")
+        lines.append("  " + f"{d:>6g}" + "".join(cells))
+    data = {"entry": entry.key, "chosen_lr": {str(p): chosen[p] for p in ps}, "runs": runs,
+            "table": {str(p): {str(d): c for d, c in row.items()} for p, row in table.items()}}
+    return Report(entry, "\n".join(lines), data, run_ids=tuple(run_ids))
+
+
+TABLE_REPORTS: dict[str, Any] = {"fig3_right": p_table_report}
 
 
 def draw(store: Any, rep: Report, path: Path) -> Path:
@@ -501,9 +555,11 @@ def draw(store: Any, rep: Report, path: Path) -> Path:
     title = f"{rep.entry.figure} ({rep.entry.source}) — {rep.entry.shows}"
     if rep.entry.kind == "law":
         return figures.fit_figure(rep.fit, path, title=title)
-    fn = getattr(figures, "THEORY_FIGURES", {}).get(rep.entry.key)
+    fn = figures.THEORY_FIGURES.get(rep.entry.key)
     if fn is not None:
         return fn(store, list(rep.run_ids), path, title=title)
+    if rep.entry.kind == "table":
+        return figures.p_table_figure(rep.data, path, title=title)
     return figures.curves_figure(store, list(rep.run_ids), path, title=title)
 
 

@@ -50,6 +50,10 @@ def system_commands(app: Any) -> Iterator[SystemCommand]:
                             partial(app.call_later, presets.open_path, path))
     for title, help_, pid, action in PANEL_ACTIONS:
         yield SystemCommand(title, help_, partial(app._panel_action, pid, action))
+    from sparse_tui.tui.screens.atlas import open_atlas
+
+    yield SystemCommand("Atlas: reproduce a figure of the paper", "pick a figure, launch its CPU preset, see the fit "
+                        "against the paper's law (sparse-tui reproduce)", partial(open_atlas, app))
     yield from executor_commands(app)
     yield SystemCommand("Help: all keys", "f1 / ?", app.action_help)
 

@@ -1,0 +1,56 @@
+"""The console's figure atlas (palette: "Atlas: reproduce a figure of the paper"): pick a figure, launch its CPU
+preset through the runner, and read the report of `sparse-tui reproduce` once its runs have finished."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .conftest import run_async, tiny_text, wait_for
+
+
+async def _palette(pilot, title: str) -> None:
+    from textual.command import CommandList
+
+    await pilot.press("ctrl+p")
+    await wait_for(pilot, lambda: bool(pilot.app.screen.query(CommandList)), 10)
+    await pilot.press(*title)
+    commands = pilot.app.screen.query_one(CommandList)
+    await wait_for(pilot, lambda: commands.option_count > 0 and
+                   str(commands.get_option_at_index(0).prompt).startswith(title), 10)
+    await pilot.press("enter")
+    await pilot.pause(0.2)
+
+
+@run_async
+async def test_atlas_launches_a_figure_and_shows_its_report(tmp_path: Path, console_errors):
+    from textual.widgets import OptionList, Static
+
+    from sparse_tui.store import RunStore
+    from sparse_tui.tui.app import make_app
+    from sparse_tui.tui.screens.atlas import AtlasScreen
+
+    presets = tmp_path / "presets"
+    presets.mkdir()
+    (presets / "tiny.toml").write_text(tiny_text(40))
+    app = make_app(tmp_path / "runs", presets, gpu=False, poll_interval=0.1)
+    async with app.run_test(size=(150, 45)) as pilot:
+        await _palette(pilot, "Atlas: reproduce")
+        await wait_for(pilot, lambda: isinstance(app.screen, AtlasScreen), 10)
+        screen = app.screen
+        ol = screen.query_one(OptionList)
+        keys = [e.key for e in screen.entries]
+        assert "fig15_adam" in keys and "fig17" in keys  # every figure of the paper, built or not
+        await wait_for(pilot, lambda: "0/1 runs" in str(ol.get_option_at_index(keys.index("fig6")).prompt), 30)
+        ol.highlighted = keys.index("fig6")
+        detail = screen.query_one("#atlas-detail", Static)
+        await wait_for(pilot, lambda: "1 to train" in str(detail.content), 30)
+        await pilot.press("enter")  # launch: a detached coordinator trains the one ode run of paper_fig6_theory
+        await wait_for(pilot, lambda: "measured path" in str(detail.content), 120)
+        await wait_for(pilot, lambda: "1/1 runs" in str(ol.get_option_at_index(keys.index("fig6")).prompt), 30)
+        recs = RunStore(tmp_path / "runs", create=False).runs()
+        assert [(r.preset, r.status) for r in recs] == [("paper_fig6_theory", "finished")]
+        ol.highlighted = keys.index("fig17")
+        await wait_for(pilot, lambda: "not built yet (issue 22)" in str(detail.content), 30)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, AtlasScreen), 10)
+    assert console_errors == []
