@@ -13,7 +13,6 @@ PAPER = "arXiv 2505.17863"
 FLOW = Threshold("test/loss", "fraction", 0.2)  # App. D.1, toy model: 0.2 x the initial 0.5 = 0.1
 ABS = Threshold("test/loss", "below", 0.1)  # App. D.1, Transformers: "the same threshold", 0.1
 REP = Threshold("test/loss", "below", 0.4)  # App. D.1, Transformers with cross-sample repetition
-TODO = "not built yet (issue 18)"
 
 
 def _theory(key: str, figure: str, section: str, shows: str, preset: str, **kw) -> Entry:
@@ -47,11 +46,10 @@ ENTRIES = [
             targets={"d": 0.05, "f": 0.05}),
     Entry("fig3", "Fig. 3 left/middle", PAPER, "§2.4, App. B.1, D.3", "Transformer plateau vs d, T and B: one law",
           "law", {"cpu": "paper_fig3_linreg_cpu", "gpu": "paper_fig3_linreg_small"}, fit_vars=("d", "T", "B"),
-          law="fig3", threshold=ABS, built=TODO, targets={"d": 0.2, "T": 0.2, "B": 0.2}),
+          law="fig3", threshold=ABS, targets={"d": 0.2, "T": 0.2, "B": 0.2}),
     Entry("fig3_right", "Fig. 3 right", PAPER, "§2.4, App. D.1, D.3",
           "Transformer plateau vs d for several cross-sample repetition p (lr tuned per p); no law",
-          "table", {"cpu": "paper_fig3_p_cpu", "gpu": "paper_fig3_p"}, fit_vars=("d", "p"), threshold=REP,
-          built=TODO),
+          "table", {"cpu": "paper_fig3_p_cpu", "gpu": "paper_fig3_p"}, fit_vars=("d", "p"), threshold=REP),
     _theory("fig6", "Fig. 6", "App. A.3.1, Eq. 12",
             "loss landscape over (w, Δa) with the gradient-flow path from (0, 0)", "paper_fig6_theory"),
     _theory("fig7", "Fig. 7", "App. A.3.2, Eq. 15", "early dynamics against their linearisation (d = 512)",
@@ -67,25 +65,25 @@ ENTRIES = [
     _theory("fig10", "Fig. 10", "App. A.4, Eqs. 17-21",
             "cross-sample repetition in the reduced dynamics: w̃ learns first", "paper_fig10_theory"),
     Entry("fig11", "Fig. 11", PAPER, "App. B.2", "Transformer learning curves at T = 128: sharp transitions",
-          "curves", {"cpu": "paper_fig11_cpu", "gpu": "paper_fig11"}, threshold=ABS, built=TODO),
+          "curves", {"cpu": "paper_fig11_cpu", "gpu": "paper_fig11"}, threshold=ABS),
     Entry("fig12", "Fig. 12", PAPER, "App. B.2", "Transformer curves with cross-sample repetition (T = 256)",
-          "curves", {"cpu": "paper_fig12_cpu", "gpu": "paper_fig12"}, threshold=REP, built=TODO),
+          "curves", {"cpu": "paper_fig12_cpu", "gpu": "paper_fig12"}, threshold=REP),
     Entry("fig13", "Fig. 13", PAPER, "App. B.3", "layers × heads: width slows emergence more than depth",
           "law", {"cpu": "paper_fig13_cpu", "gpu": "paper_fig13"}, fit_vars=("d", "T", "n_layers", "n_heads"),
-          law="fig13", threshold=ABS, built=TODO, targets={"d": 0.15, "T": 0.15, "n_layers": 0.15, "n_heads": 0.15}),
+          law="fig13", threshold=ABS, targets={"d": 0.15, "T": 0.15, "n_layers": 0.15, "n_heads": 0.15}),
     Entry("fig14_left", "Fig. 14 left", PAPER, "App. B.1, B.3", "relevant feature, random position",
           "law", {"cpu": "paper_fig14_left_cpu", "gpu": "paper_fig14_left"}, fit_vars=("d", "T"),
-          law="fig14_left", threshold=ABS, built=TODO, targets={"d": 0.15, "T": 0.15}),
+          law="fig14_left", threshold=ABS, targets={"d": 0.15, "T": 0.15}),
     Entry("fig14_middle", "Fig. 14 middle", PAPER, "App. B.1, B.3", "relevant feature, fixed position",
           "law", {"cpu": "paper_fig14_middle_cpu", "gpu": "paper_fig14_middle"}, fit_vars=("d", "T"),
-          law="fig14_middle", threshold=ABS, built=TODO, targets={"d": 0.15, "T": 0.15}),
+          law="fig14_middle", threshold=ABS, targets={"d": 0.15, "T": 0.15}),
     Entry("fig14_right", "Fig. 14 right", PAPER, "App. B.1, B.3", "no relevant feature, fixed position",
           "law", {"cpu": "paper_fig14_right_cpu", "gpu": "paper_fig14_right"}, fit_vars=("d", "T"),
-          law="fig14_right", threshold=ABS, built=TODO, targets={"d": 0.15, "T": 0.15}),
+          law="fig14_right", threshold=ABS, targets={"d": 0.15, "T": 0.15}),
     Entry("fig15_sgd", "Fig. 15 left", PAPER, "App. B.3, D.3", "1-layer 1-head Transformer trained by SGD (lr 5e-3)",
           "law", {"cpu": "paper_fig15_sgd_cpu", "gpu": "paper_fig15_sgd"}, fit_vars=("d", "T"), law="fig15_sgd",
-          threshold=ABS, built=TODO),
+          threshold=ABS),
     Entry("fig15_adam", "Fig. 15 right", PAPER, "App. B.3, D.3", "1-layer 1-head Transformer trained by Adam (lr 1e-4)",
           "law", {"cpu": "paper_fig15_adam_cpu", "gpu": "paper_fig15_adam"}, fit_vars=("d", "T"), law="fig15_adam",
-          threshold=ABS, built=TODO, targets={"d": 0.15, "T": 0.15}),
+          threshold=ABS, targets={"d": 0.15, "T": 0.15}),
 ]
