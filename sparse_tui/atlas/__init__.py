@@ -94,8 +94,8 @@ ENTRIES: dict[str, Entry] = _load()
 
 
 def entries() -> list[Entry]:
-    """Every entry, in registry order."""
-    return list(ENTRIES.values())
+    """Every entry, in figure order (entries of one figure in registry order)."""
+    return sorted(ENTRIES.values(), key=lambda e: e.number)
 
 
 def find(name: str) -> list[Entry]:
