@@ -767,8 +767,40 @@ def fig10_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title:
         return _save(fig, path)
 
 
-THEORY_FIGURES = {"fig1a": fig1a_figure, "fig1b": fig1b_figure, "fig6": fig6_figure, "fig7": fig7_figure,
-                  "fig8": fig8_figure, "fig10": fig10_figure}
+def fig12_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title: str | None = None) -> Path:
+    """Fig. 12: per p, the loss on the training distribution (with repetition: train/loss, fresh batches) on top and
+    the test loss without repetition below, against the step, with the plateau threshold."""
+    require_matplotlib()
+    path = check_path(path)
+    import matplotlib as mpl
+
+    recs = sorted((store.get(r) for r in run_ids), key=lambda r: ((r.config or {}).get("task", {}).get("p", 0.0),
+                                                                   r.seed or 0))
+    with mpl.rc_context(_style()):
+        fig, axes = _fig(2, 4.0, 2.9)
+        cols = _colours(len(recs))
+        for rec, c in zip(recs, cols):
+            series = store.metrics(rec.run_id)
+            p = (rec.config or {}).get("task", {}).get("p", 0.0)
+            for ax, name in zip(axes, ("train/loss", "test/loss")):
+                if name in series:
+                    st, vals = series[name]
+                    ax.plot(st, vals, color=c, label=f"p = {p:g}" + (f", seed {rec.seed}" if rec.seed else ""))
+        thr = (recs[0].config or {}).get("plateau", {}).get("value") if recs else None
+        for ax, head in zip(axes, ("with repetition (train loss, fresh batches)", "without repetition (test loss)")):
+            if thr is not None:
+                ax.axhline(thr, color="0.55", lw=0.7)
+            ax.set_yscale("log")
+            ax.set_xlabel("step")
+            ax.set_title(head)
+        axes[0].legend(frameon=False)
+        fig.suptitle(title or "Fig. 12: cross-sample repetition", fontsize=8.5)
+        return _save(fig, path)
+
+
+# Figures of one atlas entry (sparse-tui reproduce KEY --plot FILE); other entries: fit_figure or curves_figure.
+ENTRY_FIGURES = {"fig1a": fig1a_figure, "fig1b": fig1b_figure, "fig6": fig6_figure, "fig7": fig7_figure,
+                 "fig8": fig8_figure, "fig10": fig10_figure, "fig12": fig12_figure}
 
 
 def p_table_figure(data: Mapping[str, Any], path: str | Path, *, title: str | None = None) -> Path:

@@ -264,10 +264,10 @@ def curves_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     the watched loss takes from 90% of its plateau level to the threshold, against the plateau's length. The paper
     shows these curves without numbers."""
     lines = [f"{entry.key} — {entry.figure}: {entry.shows}", f"  {len(run_ids)} run(s); "
-             "paper: curves only (no numbers); measured: plateau, and the drop from 90% of the plateau level to the "
-             "threshold"]
-    lines.append(f"  {'run':<28} {'plateau':>8} {'drop steps':>10} {'drop/plateau':>12} {'final test':>10}"
-                 f" {'final train':>11}")
+             "paper: curves only (no numbers); measured: plateau (test loss), the train loss's crossing of the same "
+             "threshold, and the drop from 90% of the plateau level to the threshold"]
+    lines.append(f"  {'run':<28} {'plateau':>8} {'train pl.':>9} {'drop steps':>10} {'drop/plateau':>12} "
+                 f"{'final test':>10} {'final train':>11}")
     out = []
     for rid in run_ids:
         rec = store.get(rid)
@@ -276,11 +276,23 @@ def curves_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
         final = rec.final or {}
         pl = rec.plateau_step
         ratio = drop / pl if (drop is not None and pl) else None
-        out.append({"run_id": rid, "label": rec.label, "plateau": pl, "drop": drop, "ratio": ratio,
-                    "final_test": final.get("test/loss"), "final_train": final.get("train/loss")})
-        lines.append(f"  {rec.label[:28]:<28} {_num(pl, '8g')} {_num(drop, '10g')} {_num(ratio, '12.2f')} "
-                     f"{_num(final.get('test/loss'), '10.3g')} {_num(final.get('train/loss'), '11.3g')}")
+        tpl = train_plateau(series, rec)
+        out.append({"run_id": rid, "label": rec.label, "plateau": pl, "train_plateau": tpl, "drop": drop,
+                    "ratio": ratio, "final_test": final.get("test/loss"), "final_train": final.get("train/loss")})
+        lines.append(f"  {rec.label[:28]:<28} {_num(pl, '8g')} {_num(tpl, '9g')} {_num(drop, '10g')} "
+                     f"{_num(ratio, '12.2f')} {_num(final.get('test/loss'), '10.3g')} "
+                     f"{_num(final.get('train/loss'), '11.3g')}")
     return Report(entry, "\n".join(lines), {"entry": entry.key, "runs": out}, run_ids=tuple(run_ids))
+
+
+def train_plateau(series: dict, rec: Any) -> float | None:
+    """The first logged step at which train/loss crosses the run's absolute plateau threshold (on training data,
+    which repetition changes: Fig. 12's top row); None for other plateau modes or without a crossing."""
+    pc = (rec.config or {}).get("plateau") or {}
+    if pc.get("mode") != "below" or "train/loss" not in series:
+        return None
+    steps, vals = series["train/loss"]
+    return next((float(s) for s, v in zip(steps, vals) if v is not None and v <= pc.get("value", 0.0)), None)
 
 
 def transition_steps(series: dict, rec: Any) -> float | None:
@@ -549,13 +561,13 @@ TABLE_REPORTS: dict[str, Any] = {"fig3_right": p_table_report}
 
 def draw(store: Any, rep: Report, path: Path) -> Path:
     """Write the entry's figure: the plateau law against each variable (law), the learning curves (curves), or the
-    entry's own theory figure (``figures.THEORY_FIGURES``). Raises ``figures.FigureError``."""
+    entry's own figure (``figures.ENTRY_FIGURES``). Raises ``figures.FigureError``."""
     from sparse_tui import figures
 
     title = f"{rep.entry.figure} ({rep.entry.source}) — {rep.entry.shows}"
     if rep.entry.kind == "law":
         return figures.fit_figure(rep.fit, path, title=title)
-    fn = figures.THEORY_FIGURES.get(rep.entry.key)
+    fn = figures.ENTRY_FIGURES.get(rep.entry.key)
     if fn is not None:
         return fn(store, list(rep.run_ids), path, title=title)
     if rep.entry.kind == "table":
