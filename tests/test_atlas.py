@@ -112,3 +112,24 @@ def test_fit_takes_the_law_of_the_runs_preset_from_the_atlas(tmp_path):
     assert "Fig. 15 right" in rep.text()
     # an explicit --paper still wins
     assert fitreport.fit_store(store, "d,T", preset="paper_fig15_adam_cpu", paper="fig3").paper == "fig3"
+
+
+PRESET_FILES = sorted((ROOT / "presets").glob("*.toml"))
+
+
+@pytest.mark.parametrize("path", PRESET_FILES, ids=[p.stem for p in PRESET_FILES])
+def test_linear_regression_thresholds_follow_app_d1(path):
+    """App. D.1: the reduced flow's plateau ends at 0.2 x its initial 0.5; Transformers use "the same threshold" as an
+    absolute test loss of 0.1, and 0.4 with cross-sample repetition. No linreg preset measures a fraction of a
+    Transformer's own initial loss (which depends on the init and on d)."""
+    specs = expand(load_preset(path))
+    for s in specs:
+        c = s.config
+        if c.task.kind != "linreg":
+            continue
+        pc = c.plateau
+        if c.model.kind == "transformer":
+            repeated = any(x.config.task.p > 0 for x in specs)
+            assert (pc.metric, pc.mode, pc.value) == ("test/loss", "below", 0.4 if repeated else 0.1), s.label()
+        else:
+            assert (pc.metric, pc.mode, pc.value) == ("test/loss", "fraction", 0.2), s.label()
