@@ -1,10 +1,16 @@
-"""``sparse-tui reproduce``: the atlas (``sparse_tui.atlas``) put to work.
+"""``sparse-tui reproduce``: the atlas (``sparse_tui.atlas``) put to work; the console's atlas uses the same.
 
-* ``status_rows``: one row per atlas entry for ``reproduce --list`` and the console's atlas: what it shows, its
-  presets, how many of each preset's runs the store already holds finished (matched by configuration, see
-  ``match_runs``) and the last measurement the record in docs/REPRODUCTION.md reports.
-* ``match_runs``: the store's finished runs whose configuration equals a preset's run (the preset's name,
-  description and tags aside), so that a figure reuses what any earlier ``run`` or ``reproduce`` trained.
+* ``status_rows`` / ``format_status``: one row per atlas entry for ``reproduce --list``: what it shows, its presets,
+  how many of each preset's runs the store already holds as results, the last measurement of its record.
+* ``match_runs``: the store's runs whose configuration equals a preset's run (every key but the preset's name,
+  description and tags) and whose status is a result (finished, or diverged: training is seeded, it would diverge
+  again), so that a figure reuses what any earlier ``run``, ``reproduce`` or console launch trained.
+* ``plan``: an entry at one size against the store: its runs, those reused, those to train. The CLI trains the rest
+  through the runner (``runner.coordinate``, as ``run --headless``); the console through ``runner.start_detached``.
+* ``report``: the paper beside the measurement: ``law_report`` (fit of ``entry.fit_vars`` with the entry's law,
+  exponents against their targets, plateau per grid point against the law), ``curves_report`` (plateaus and the
+  transition's sharpness), ``p_table_report`` (Fig. 3 right) and one function per figure of the reduced dynamics
+  (``THEORY_REPORTS``). ``draw`` writes the entry's figure (``figures``).
 
 No torch, no textual at import.
 """
@@ -29,12 +35,20 @@ def config_key(config: dict) -> str:
     return json.dumps({k: v for k, v in config.items() if k not in _NOT_CONFIG}, sort_keys=True)
 
 
-def match_runs(store: Any, specs: Sequence[Any]) -> tuple[dict[int, Any], list[int]]:
-    """For each spec (``presets.RunSpec``) the newest store run of the same configuration whose status is a result
-    (``REUSED``; finished before diverged). Returns ({spec index: RunRecord}, [indices of specs with none])."""
+def index_runs(store: Any) -> dict[str, list[Any]]:
+    """The store's runs whose status is a result (``REUSED``), by ``config_key``."""
     by_key: dict[str, list[Any]] = {}
     for r in store.runs(status=list(REUSED)):
         by_key.setdefault(config_key(r.config), []).append(r)
+    return by_key
+
+
+def match_runs(store: Any, specs: Sequence[Any], index: dict[str, list[Any]] | None = None
+               ) -> tuple[dict[int, Any], list[int]]:
+    """For each spec (``presets.RunSpec``) the newest store run of the same configuration whose status is a result
+    (``REUSED``; finished before diverged). ``index``: ``index_runs(store)`` read once for many calls. Returns
+    ({spec index: RunRecord}, [indices of specs with none])."""
+    by_key = index_runs(store) if index is None else index
     found: dict[int, Any] = {}
     missing: list[int] = []
     for i, spec in enumerate(specs):
@@ -70,6 +84,7 @@ def status_rows(store: Any | None, presets_dir: Path | None = None, only: Iterab
                 ) -> list[StatusRow]:
     """Every atlas entry (or ``only``) with, per size, how many of its preset's runs the store holds as results."""
     rows = []
+    index = index_runs(store) if store is not None else {}
     for e in (list(only) if only is not None else entries()):
         stored: dict[str, str] = {}
         for size in SIZES:
@@ -85,7 +100,7 @@ def status_rows(store: Any | None, presets_dir: Path | None = None, only: Iterab
             except Exception:  # a broken preset is shown, not fatal for the listing
                 stored[size] = "preset invalid"
                 continue
-            found, _ = match_runs(store, specs)
+            found, _ = match_runs(store, specs, index)
             stored[size] = f"{len(found)}/{len(specs)}"
         rows.append(StatusRow(e, stored))
     return rows

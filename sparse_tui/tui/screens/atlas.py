@@ -61,7 +61,7 @@ class AtlasScreen(AnswersOnce, Guarded, ModalScreen[None]):
     def on_mount(self) -> None:
         self.query_one(OptionList).focus()
         self.refresh_status()
-        self.set_interval(3.0, self.refresh_status)
+        self.set_interval(5.0, self.refresh_status)
 
     def _entry(self) -> Any | None:
         ol = self.query_one(OptionList)
