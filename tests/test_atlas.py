@@ -133,3 +133,13 @@ def test_linear_regression_thresholds_follow_app_d1(path):
             assert (pc.metric, pc.mode, pc.value) == ("test/loss", "below", 0.4 if repeated else 0.1), s.label()
         else:
             assert (pc.metric, pc.mode, pc.value) == ("test/loss", "fraction", 0.2), s.label()
+
+
+def test_every_record_named_by_the_atlas_is_a_heading_of_reproduction_md():
+    headings = {line.lstrip("#").strip() for line in (ROOT / "docs" / "REPRODUCTION.md").read_text().splitlines()
+                if line.startswith("#")}
+    missing = {e.key: e.record for e in atlas.entries() if e.record and e.record not in headings}
+    assert missing == {}
+    for e in atlas.entries():
+        if e.measured:
+            assert e.record, f"{e.key}: a measurement names its record"
