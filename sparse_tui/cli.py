@@ -924,17 +924,17 @@ def reproduce(
     from sparse_tui import runner
     from sparse_tui.presets import PresetError
 
+    try:  # every named preset loads before the store is opened (or created)
+        for entry in chosen:
+            rp.plan(None, entry, size, presets_dir)
+    except atlas.AtlasError as e:
+        raise fail(str(e)) from None
+    except PresetError as e:
+        for line in e.lines:
+            err.print(_esc(line), markup=False)
+        raise typer.Exit(int(ExitCode.USAGE)) from None
     store = _open_store(runs_dir, create=True)
-    plans = []
-    for entry in chosen:
-        try:
-            plans.append(rp.plan(store, entry, size, presets_dir))
-        except atlas.AtlasError as e:
-            raise fail(str(e)) from None
-        except PresetError as e:
-            for line in e.lines:
-                err.print(_esc(line), markup=False)
-            raise typer.Exit(int(ExitCode.USAGE)) from None
+    plans = [rp.plan(store, entry, size, presets_dir) for entry in chosen]
     code = ExitCode.OK
     for p in plans:
         _say(p.describe())
