@@ -22,6 +22,12 @@ R_FIG2R = "Fig. 2 right — cross-sample repetition p (`presets/paper_fig2_p.tom
 R_FIG9 = "Fig. 9 — SGD on the toy model vs the reduced flow (`presets/paper_fig9_sgd.toml`)"
 R_FIG14 = "Fig. 14 — relevant feature and position (`paper_fig14_left_cpu`, `_middle_cpu`, `_right_cpu`)"
 R_FIG15A = "Fig. 15 right — Adam, 1 layer, 1 head (`paper_fig15_adam_cpu`)"
+R_FIG15S = "Fig. 15 left — SGD, 1 layer, 1 head (`paper_fig15_sgd_cpu`)"
+R_FIG3 = "Fig. 3 left/middle — d, T, B (`paper_fig3_linreg_cpu`)"
+R_FIG3R = "Fig. 3 right — cross-sample repetition (`paper_fig3_p_cpu`)"
+R_FIG11 = "Fig. 11 — learning curves at T = 128 (`paper_fig11_cpu`)"
+R_FIG12 = "Fig. 12 — curves with cross-sample repetition (`paper_fig12_cpu`)"
+R_FIG13 = "Fig. 13 — layers × heads (`paper_fig13_cpu`)"
 TRANSFORMER = ("PyTorch's default init, W* drawn per (seed, d, T), a test set without repetition (ours; "
                "docs/REPRODUCTION.md). ")
 FIG14_MODEL = TRANSFORMER + "The paper does not name Fig. 14's model: Fig. 15's 1 layer, 1 head, Adam (its law). "
@@ -64,10 +70,14 @@ ENTRIES = [
             targets={"d": 0.05, "f": 0.05}),
     Entry("fig3", "Fig. 3 left/middle", PAPER, "§2.4, App. B.1, D.3", "Transformer plateau vs d, T and B: one law",
           "law", {"cpu": "paper_fig3_linreg_cpu", "gpu": "paper_fig3_linreg_small"}, fit_vars=("d", "T", "B"),
-          law="fig3", threshold=ABS, targets={"d": 0.2, "T": 0.2, "B": 0.2}),
+          law="fig3", threshold=ABS, targets={"d": 0.2, "T": 0.2, "B": 0.2},
+          notes=TRANSFORMER + "CPU grid: T 16-32, B 2 at T = 16 (the paper's middle panel is at T = 256).",
+          record=R_FIG3, measured="2026-11-26, CPU: d +1.13, T +0.61, B -0.46 (paper +1.29, +0.80, -0.80)"),
     Entry("fig3_right", "Fig. 3 right", PAPER, "§2.4, App. D.1, D.3",
           "Transformer plateau vs d for several cross-sample repetition p (lr tuned per p); no law",
-          "table", {"cpu": "paper_fig3_p_cpu", "gpu": "paper_fig3_p"}, fit_vars=("d", "p"), threshold=REP),
+          "table", {"cpu": "paper_fig3_p_cpu", "gpu": "paper_fig3_p"}, fit_vars=("d", "p"), threshold=REP,
+          notes=TRANSFORMER + "x~ = e_1. CPU grid at T = 16 (the paper's T is 256).", record=R_FIG3R,
+          measured="2026-11-26, CPU: p = 0.3 shortens the plateau by 7-17% only (not reproduced at T = 16)"),
     _theory("fig6", "Fig. 6", "App. A.3.1, Eq. 12",
             "loss landscape over (w, Δa) with the gradient-flow path from (0, 0)", "paper_fig6_theory",
             record=R_FLOW,
@@ -94,12 +104,17 @@ ENTRIES = [
             record=R_FLOW,
             measured="2026-11-26, CPU: speed-up 2.47 at p = 0.3 (f = 2.50); w̃ first"),
     Entry("fig11", "Fig. 11", PAPER, "App. B.2", "Transformer learning curves at T = 128: sharp transitions",
-          "curves", {"cpu": "paper_fig11_cpu", "gpu": "paper_fig11"}, threshold=ABS),
-    Entry("fig12", "Fig. 12", PAPER, "App. B.2", "Transformer curves with cross-sample repetition (T = 256)",
-          "curves", {"cpu": "paper_fig12_cpu", "gpu": "paper_fig12"}, threshold=REP),
+          "curves", {"cpu": "paper_fig11_cpu", "gpu": "paper_fig11"}, threshold=ABS, notes=TRANSFORMER,
+          record=R_FIG11, measured="2026-11-26, CPU: plateaus 320 / 600, drops in 10-12% of the plateau"),
+    Entry("fig12", "Fig. 12", PAPER, "App. B.2", "Transformer curves with and without cross-sample repetition",
+          "curves", {"cpu": "paper_fig12_cpu", "gpu": "paper_fig12"}, threshold=REP,
+          notes=TRANSFORMER + "The CPU preset runs T = 64 (the paper: 256); the loss with repetition is train/loss.",
+          record=R_FIG12, measured="2026-11-26, CPU (T = 64): p = 0.3 leaves the plateau 20-40 steps earlier"),
     Entry("fig13", "Fig. 13", PAPER, "App. B.3", "layers × heads: width slows emergence more than depth",
           "law", {"cpu": "paper_fig13_cpu", "gpu": "paper_fig13"}, fit_vars=("d", "T", "n_layers", "n_heads"),
-          law="fig13", threshold=ABS, targets={"d": 0.15, "T": 0.15, "n_layers": 0.15, "n_heads": 0.15}),
+          law="fig13", threshold=ABS, targets={"d": 0.15, "T": 0.15, "n_layers": 0.15, "n_heads": 0.15},
+          notes=TRANSFORMER + "CPU grid d 16-32, T 16-32; its 2-layer, 4-head runs are Fig. 3's.", record=R_FIG13,
+          measured="2026-11-26, CPU: d +1.20, T +0.52, layers -0.13, heads +0.14 (paper +1.27, +0.70, +0.06, +0.16)"),
     Entry("fig14_left", "Fig. 14 left", PAPER, "App. B.1, B.3", "relevant feature, random position",
           "law", {"cpu": "paper_fig14_left_cpu", "gpu": "paper_fig14_left"}, fit_vars=("d", "T"),
           law="fig14_left", threshold=ABS, targets={"d": 0.15, "T": 0.15},
