@@ -211,11 +211,11 @@ def test_stack_whose_trial_step_fails_falls_back_and_says_why(tmp_path, monkeypa
     sizes = []
     real_trial = loop.trial_step
 
-    def flaky_trial(stack, *a, **kw):
-        sizes.append((stack.M, stack.kernel))
-        if stack.M > 1 or stack.kernel != "math":
+    def flaky_trial(prep, *a, **kw):
+        sizes.append((prep.M, prep.stack.kernel))
+        if prep.M > 1 or prep.stack.kernel != "math":
             raise loop.StackFailed("RuntimeError: LSE is not correctly aligned (injected)")
-        return real_trial(stack, *a, **kw)
+        return real_trial(prep, *a, **kw)
 
     monkeypatch.setattr(loop, "trial_step", flaky_trial)
     assert StackedTransformer  # the stacks being tried

@@ -16,9 +16,13 @@ eager loop calls it; on CUDA (``train.cuda_graph``) the same function is capture
 (training/cudagraph.py). The loss is read back only at evaluations on GPUs; on CPUs, where reading costs nothing,
 every step, so that a NaN stops a run at the step it appears.
 
-Before training, every stack takes a trial step (``trial_step``: forward and backward on test data, nothing
-updated, no random stream touched). A failure raises ``StackFailed``; the caller (stacked._train_group, from runner.work) then
-falls back to smaller stacks and finally to one run at a time on the plainest kernels.
+Before training, every stack takes a trial (``trial_step``): the training step itself (sampling, forward,
+backward, clipping, the optimiser's first update and its state) and an evaluation of every member, then every
+parameter, optimiser state, loss sum and random stream is put back exactly as it was (tests/test_loop_trial.py), so
+the run's numbers do not depend on it. A failure raises ``StackFailed`` before anything is logged; the caller
+(runner) then falls back to smaller stacks and finally to one run at a time on the plainest kernels. On CUDA with
+graphs wanted, the trial runs on the capture stream (the warm-up torch asks for) and checks that the step never
+waits for the host; the step is then captured (training/cudagraph.py) before step 0 is evaluated.
 """
 
 from __future__ import annotations
@@ -137,9 +141,32 @@ def precision_mode(precision: str, device: torch.device):
     yield nullcontext
 
 
+@contextmanager
+def full_fp32(device: torch.device):
+    """Evaluations run in float32 whatever ``train.precision`` says: TF32 matmuls are switched off inside."""
+    if device.type != "cuda" or not (torch.backends.cuda.matmul.allow_tf32 or torch.backends.cudnn.allow_tf32):
+        yield
+        return
+    before = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
+
+
 def graph_wanted(device: torch.device, mode: str) -> bool:
-    """Whether the step is captured as a CUDA graph (``train.cuda_graph``: auto / on capture on CUDA devices)."""
-    return device.type == "cuda" and mode != "off"
+    """Whether the step is captured as a CUDA graph (``train.cuda_graph``: auto / on capture on CUDA devices; never
+    in a process where a capture already failed: training/cudagraph.py)."""
+    from sparse_tui.training.cudagraph import capture_broken
+
+    return device.type == "cuda" and mode != "off" and capture_broken() is None
+
+
+def generator_slots(members) -> list[tuple[object, str]]:
+    """``(task, attribute)`` of every member's random generators: what the trial puts back, what a CUDA graph
+    registers (device generators only) and what a failed capture replaces."""
+    return [(mb.task, k) for mb in members for k, v in vars(mb.task).items() if isinstance(v, torch.Generator)]
 
 
 class _Member:
@@ -215,37 +242,60 @@ class Batcher:
     def train(self, bs: int):
         return self.assemble([mb.task.train_batch(bs) for mb in self.members])
 
-    def from_test(self, bs: int):
-        """A training-sized batch from each member's fixed test set (the trial step: no generator is touched)."""
-        from sparse_tui.training.metrics import _slice
 
-        out = []
-        for mb in self.members:
-            n = len(mb.test)
-            idx = torch.arange(bs, device=mb.test.x.device) % n
-            b = _slice(mb.test, 0, n)
-            out.append(type(b)(b.x[idx], b.y[idx], b.relevant[idx]))
-        return self.assemble(out)
+def trial_step(prep: "Prepared", stream=None, warmup: int = 1, check_syncs: bool = False) -> str | None:
+    """The stack's trial: ``warmup`` training steps (sampling, forward, backward, clipping, the optimiser update
+    and its state) and one evaluation of every member, then everything put back exactly: parameters, optimiser
+    state (zeroed in place: the same tensors, as fresh), the loss sum, every member's random streams. An
+    unsupported kernel, an out-of-memory error or any other failure of these raises ``StackFailed`` before anything
+    is trained or logged.
 
-
-def trial_step(stack, batcher: Batcher, bs: int, classification: bool, autocast, device: torch.device) -> None:
-    """One forward and backward of the stack on test data (no parameter changes, no random stream drawn from),
-    so an unsupported kernel or an out-of-memory error shows before anything is trained or logged."""
-    from sparse_tui.models.stack import stacked_loss
-
+    ``stream``: run the steps there (CUDA: the capture stream; the steps are then the graph's warm-up).
+    ``check_syncs``: run the last step under CUDA's sync debug mode; returns the first host sync found (then the
+    step cannot be captured), else None."""
+    slots = generator_slots(prep.members)
+    states = [getattr(o, a).get_state() for o, a in slots]
+    params = prep.stack.parameters_list()
+    saved = [p.detach().clone() for p in params]
+    synced = None
     try:
-        x, y = batcher.from_test(bs)
-        with autocast():
-            out = stack(x)
-        stacked_loss(out.float() if out.dtype == torch.bfloat16 else out, y, classification).sum().backward()
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
+        if stream is not None:
+            stream.wait_stream(torch.cuda.current_stream(prep.device))
+        with torch.cuda.stream(stream) if stream is not None else nullcontext():
+            for i in range(warmup):
+                prep.opt.set_lr(1, prep.lr_dev)
+                if check_syncs and i == warmup - 1:
+                    from sparse_tui.training.cudagraph import host_syncs
+
+                    synced = host_syncs(prep.step_fn)
+                else:
+                    prep.step_fn()
+        if stream is not None:
+            torch.cuda.current_stream(prep.device).wait_stream(stream)
+        with torch.no_grad(), full_fp32(prep.device):
+            for mb in prep.members:
+                prep.stack.load_into(mb.index, mb.module)
+                mb.module.eval()
+                evaluate(mb.module, mb.test, mb.task.kind, mb.task.classification)
+                if mb.cfg.model.kind == "toy":
+                    toy_metrics(mb.module, mb.task)
+                mb.module.train()
+        if prep.device.type == "cuda":
+            torch.cuda.synchronize(prep.device)
     except Exception as e:  # noqa: BLE001 - any failure of the trial is a reason to fall back
         oom = isinstance(e, torch.cuda.OutOfMemoryError) or "out of memory" in str(e).lower()
         raise StackFailed(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}".strip(), oom) from None
     finally:
-        for p in stack.parameters_list():
+        for p in params:
             p.grad = None
+    with torch.no_grad():
+        for p, s in zip(params, saved):
+            p.copy_(s)
+    prep.opt.reset_state()
+    prep.loss_sum.zero_()
+    for (owner, name), st in zip(slots, states):
+        getattr(owner, name).set_state(st)
+    return synced
 
 
 def train_stack(
@@ -281,7 +331,8 @@ class Prepared:
     training step (what the eager loop calls, what a CUDA graph captures, what the scheduler's calibration and
     the benchmarks time)."""
 
-    def __init__(self, cfgs, device, loggers=None, kernel="auto", dtype=None, autocast=nullcontext):
+    def __init__(self, cfgs, device, loggers=None, kernel="auto", dtype=None, autocast=nullcontext,
+                 capturable: bool = False):
         from sparse_tui.models.stack import build_stack, stacked_loss
 
         self.cfgs, self.device = cfgs, device
@@ -292,7 +343,7 @@ class Prepared:
         self.stack = stack = build_stack([mb.module for mb in self.members], kernel, classification)
         params = stack.parameters_list()
         self.table = lr_table(cfgs, self.steps)
-        self.opt = opt = StackOptimizer(params, cfgs, self.table, device, capturable=device.type == "cuda")
+        self.opt = opt = StackOptimizer(params, cfgs, self.table, device, capturable=capturable)
         self.lr_dev = torch.tensor(self.table, device=device, dtype=params[0].dtype)  # [steps, M]
         self.batcher = batcher = Batcher(stack, self.members, dtype)
         self.autocast = autocast
@@ -314,40 +365,47 @@ class Prepared:
 
         self.step_fn = step_fn
 
-    def trial(self) -> None:
-        trial_step(self.stack, self.batcher, self.bs, self.classification, self.autocast, self.device)
+    def trial(self, stream=None, warmup: int = 1, check_syncs: bool = False) -> str | None:
+        return trial_step(self, stream, warmup, check_syncs)
+
+    def reset_masks(self, idx: frozenset[int]) -> torch.Tensor:
+        """A ``[M]`` 0/1 tensor on the device that zeroes the loss sums of members ``idx`` (cached per set: the
+        loop resets sums with one multiply, never a Python scalar written into a device tensor)."""
+        cache = self.__dict__.setdefault("_reset", {})
+        if idx not in cache:
+            cache[idx] = torch.tensor([0.0 if i in idx else 1.0 for i in range(self.M)], device=self.device,
+                                      dtype=self.loss_sum.dtype)
+        return cache[idx]
 
 
 def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_mode, dtype, notes, autocast):
-    prep = Prepared(cfgs, device, loggers, kernel, dtype, autocast)
-    prep.trial()
+    from sparse_tui.training import cudagraph
+
+    graph = graph_wanted(device, graph_mode)
+    prep = Prepared(cfgs, device, loggers, kernel, dtype, autocast, capturable=graph)
+    stream = torch.cuda.Stream(device) if graph else None
+    synced = prep.trial(stream, cudagraph.WARMUP_STEPS if graph else 1, check_syncs=graph)
     ckpt = Checkpointer.for_stack(prep.members)  # training/checkpoint.py: continue from the latest checkpoint
     start, resumed = ckpt.restore(prep) if ckpt is not None else (0, prep.members)
     M, steps = prep.M, prep.steps
     members, stack, opt, lr_dev, loss_sum = prep.members, prep.stack, prep.opt, prep.lr_dev, prep.loss_sum
-    step_fn = prep.step_fn
 
-    runner = step_fn
-    if graph_wanted(device, graph_mode):
-        from sparse_tui.training.cudagraph import WARMUP_STEPS, GraphedStep
-
-        gens = [g for mb in members for g in vars(mb.task).values()
-                if isinstance(g, torch.Generator) and g.device.type == "cuda"]
-        graphed = GraphedStep(step_fn, gens, device)
-
-        def runner() -> None:
-            nonlocal runner
-            try:
-                graphed.step()
-            except Exception as e:  # noqa: BLE001
-                if graph_mode == "on" or graphed.graph is not None or graphed.calls <= WARMUP_STEPS:
-                    raise
-                why = f"CUDA graph capture failed ({type(e).__name__}: {e}); trained eagerly"
-                notes.append(why)
-                print(f"sparse-tui: {why}", file=sys.stderr, flush=True)
-                runner = step_fn
-                step_fn()  # a failed capture ran nothing: this step runs eagerly
-    graph_on = runner is not step_fn
+    runner, graphed, why = prep.step_fn, None, None
+    if synced is not None:
+        why = f"CUDA graph skipped: the step waits for the host ({synced})"
+    elif graph:
+        try:  # after the checkpoint is loaded: loading replaces the optimiser's state tensors
+            graphed = cudagraph.GraphedStep(prep.step_fn, [sl for sl in generator_slots(members)
+                                                           if getattr(*sl).device.type == "cuda"], device, stream)
+            runner = graphed.step
+        except cudagraph.CaptureFailed as e:
+            why = f"CUDA graph capture failed ({e.reason})"
+    if why is not None:
+        if graph_mode == "on":
+            raise StackFailed(why)
+        why += "; trained eagerly"
+        notes.append(why)
+        print(f"sparse-tui: {why}", file=sys.stderr, flush=True)
 
     sync_every = 1 if device.type == "cpu" else min(c.eval.every for c in cfgs)
     t0 = time.perf_counter()
@@ -364,9 +422,10 @@ def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_m
         cfg, model = mb.cfg, mb.module
         stack.load_into(mb.index, model)
         model.eval()
-        vals = evaluate(model, mb.test, mb.task.kind, mb.task.classification)
-        if cfg.model.kind == "toy":
-            vals.update(toy_metrics(model, mb.task))
+        with full_fp32(device):
+            vals = evaluate(model, mb.test, mb.task.kind, mb.task.classification)
+            if cfg.model.kind == "toy":
+                vals.update(toy_metrics(model, mb.task))
         model.train()
         if mb.n_since:
             vals["train/loss"] = loss_host[mb.index] / mb.n_since
@@ -374,7 +433,8 @@ def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_m
         vals["lr"] = cfg.train.lr * lr_factor(max(step, 1), cfg)
         mb.logger.metrics(step, vals)
         if step in mb.snaps:
-            maps, meta = attention_snapshot(model, mb.test, cfg.eval.snapshot_examples)
+            with full_fp32(device):
+                maps, meta = attention_snapshot(model, mb.test, cfg.eval.snapshot_examples)
             mb.logger.attention(step, maps, meta)
         mb.det.update(step, vals.get(cfg.plateau.metric, math.nan))
         for k, v in vals.items():
@@ -398,8 +458,8 @@ def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_m
         }
         if M > 1:
             summary["stacked_with"] = M
-        if graph_on:
-            summary["cuda_graph"] = graphed.graph is not None
+        if graph:
+            summary["cuda_graph"] = graphed is not None
         if notes:
             summary["notes"] = list(notes)
         mb.result = RunResult(status=status, reason=reason, plateau_step=mb.det.step, summary=summary, step=step)
@@ -429,10 +489,11 @@ def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_m
                 if (step % sync_every == 0 or step in mb.ev_steps) and not math.isfinite(loss_host[mb.index]):
                     end(mb, "diverged", step, f"non-finite training loss at step {step}")
                     live.remove(mb)
+        reset: set[int] = set()
         for mb in evaluating:
             if mb.result is None:
                 mb.last = do_eval(mb, step, loss_host)
-                loss_sum[mb.index] = 0.0
+                reset.add(mb.index)
                 after = mb.cfg.plateau.stop_after
                 if after >= 0 and mb.det.step is not None and step - mb.det.step >= after and mb in live:
                     end(mb, "finished", step,
@@ -445,8 +506,10 @@ def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_m
             loss_host = loss_sum.tolist() if loss_host is None else loss_host
             for mb in logging:
                 mb.train_log.append((step, loss_host[mb.index] / mb.n_since))
-                loss_sum[mb.index] = 0.0
+                reset.add(mb.index)
                 mb.n_since = 0
+        if reset:  # one multiply on the device for the whole stack
+            loss_sum.mul_(prep.reset_masks(frozenset(reset)))
         if on_step is not None:
             on_step(step)
         why_all = should_stop() if should_stop is not None else None

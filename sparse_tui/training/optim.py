@@ -136,6 +136,22 @@ class StackOptimizer:
             denom = (v.sqrt() / self._view(bc2_sqrt, p)).add_(self.eps)
             p.sub_((m / denom) * (lr_v / self._view(bc1, p)))
 
+    @torch.no_grad()
+    def reset_state(self) -> None:
+        """Back to the state of a fresh optimiser, in place (the same tensors, so a captured CUDA graph that reads
+        them stays valid): moments, momentum buffers and step counts zero. A zero momentum buffer gives
+        ``0 * momentum + g = g``, exactly the first step of a fresh SGD (dampening 0)."""
+        if self.fused:
+            for st in self.opt.state.values():
+                for v in st.values():
+                    if torch.is_tensor(v):
+                        v.zero_()
+            return
+        self.t.zero_()
+        for states in (self.state1, self.state2):
+            for t in states or []:
+                t.zero_()
+
     def zero_grad(self) -> None:
         for p in self.params:
             p.grad = None
