@@ -189,7 +189,7 @@ def work(
     from sparse_tui.presets import config_from_json
     from sparse_tui.training.trainer import library_versions, resolve_device
 
-    n = 0
+    n, planned = 0, False
     while True:
         if should_stop is not None and should_stop():
             return n
@@ -214,7 +214,12 @@ def work(
         from sparse_tui.training.scheduler import device_budget
 
         cfgs = {r.run_id: config_from_json(r.config) for r in queued}
-        pick = next_stack(queued, cfgs, group, device_budget(dev))
+        budget = device_budget(dev)
+        if not planned:
+            planned = True
+            for line in plan_lines(queued, cfgs, group, budget):
+                print(f"sparse-tui: {line}", file=sys.stderr, flush=True)
+        pick = next_stack(queued, cfgs, group, budget)
         recs = store.claim_runs(pick, device=str(dev), versions=library_versions(dev))
         if recs:
             _train_claimed(store, recs, [cfgs[r.run_id] for r in recs], dev, should_stop)
@@ -223,20 +228,31 @@ def work(
 
 def next_stack(queued: list[RunRecord], cfgs: dict, group: int, budget: int | None) -> list[str]:
     """The run ids of the next stack to train from the ``queued`` runs of a batch (``cfgs``: their configs by run
-    id): the first queued run and the following ones that share its ``grouping.group_key``, at most ``group``
-    and as many as fit ``budget`` bytes (None: no memory limit). The one stack-forming rule of every executor
-    (``work`` here, the Ray coordinator in executors/ray_executor.py)."""
+    id): the first queued run and those of the following ones that share its ``grouping.group_key`` and its part
+    of ``scheduler.partition`` (at most ``group`` runs, as many as fit ``budget`` bytes (None: no memory limit),
+    and no more padding than ``scheduler.PADDING_CAP``). The one stack-forming rule of every executor (``work``
+    here, the Ray coordinator in executors/ray_executor.py)."""
     from sparse_tui.training.grouping import group_key
-    from sparse_tui.training.scheduler import MAX_GROUP, group_size
+    from sparse_tui.training.scheduler import MAX_GROUP, partition
 
     ordered = sorted(queued, key=lambda r: r.position)
     first = ordered[0].run_id
-    if group <= 1:
-        return [first]
     key = group_key(cfgs[first])
-    pick = [first] + [r.run_id for r in ordered[1:] if key is not None and group_key(cfgs[r.run_id]) == key]
-    size = 1 if key is None else group_size([cfgs[i] for i in pick], budget, group or MAX_GROUP)
-    return pick[:size]
+    if group <= 1 or key is None:
+        return [first]
+    pick = [first] + [r.run_id for r in ordered[1:] if group_key(cfgs[r.run_id]) == key]
+    parts = partition([cfgs[i] for i in pick], max_group=group or MAX_GROUP, budget_bytes=budget)
+    return [pick[i] for i in next(p for p in parts if 0 in p)]
+
+
+def plan_lines(queued: list[RunRecord], cfgs: dict, group: int, budget: int | None) -> list[str]:
+    """The batch log's view of the stacks ``next_stack`` will form from ``queued`` (one line per stack)."""
+    from sparse_tui.training.scheduler import MAX_GROUP, describe_groups, group_runs
+
+    ordered = sorted(queued, key=lambda r: r.position)
+    cl = [cfgs[r.run_id] for r in ordered]
+    groups = group_runs(cl, max_group=group or MAX_GROUP, budget_bytes=budget)
+    return describe_groups(cl, groups)
 
 
 def _train_claimed(store: RunStore, recs: list[RunRecord], cfgs: list, dev, should_stop,

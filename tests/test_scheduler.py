@@ -86,9 +86,35 @@ def test_plan_explicit_schedules_and_bad_name():
 def test_grouping_by_shape_keeps_order_and_separates_shapes():
     cfgs = [cfg(s, d, lr=lr) for d in (8, 16) for s in (0, 1) for lr in (1e-2, 1e-3)]
     cfgs.append(cfg(0, 8, batch_size=64))  # other batch size: other shapes
+    inf = float("inf")  # no padding cap: widths share a stack (padded exactly)
+    assert sch.group_runs(cfgs, cap=inf) == [[0, 1, 2, 3, 4, 5, 6, 7], [8]]
+    assert sch.group_runs(cfgs, max_group=3, cap=inf) == [[0, 1, 2], [3, 4, 5], [6, 7], [8]]
+    # with the padding cap, a width twice another is not padded to (x1.6 its FLOPs here)
+    assert sch.padding_overhead(cfgs[:8]) > sch.PADDING_CAP
+    assert sch.group_runs(cfgs) == [[0, 1, 2, 3], [4, 5, 6, 7], [8]]
+
+
+def test_the_blog_sweep_is_planned_into_stacks_within_the_padding_cap():
+    """presets/blog_nembd.toml: 24 runs of 8 widths. One stack padded to width 80 would cost 2.9x the runs' own
+    FLOPs per step (59 against 20 GFLOP); the plan keeps every stack within PADDING_CAP and costs less than one
+    stack per width (each stack also costs STACK_OVERHEAD_FLOPS)."""
+    from pathlib import Path
+
+    from sparse_tui.presets import expand, load_preset
+
+    cfgs = [s.config for s in expand(load_preset(Path(__file__).parent.parent / "presets" / "blog_nembd.toml"))]
+    own = sum(sch.step_flops(c) for c in cfgs)
+    assert len(cfgs) == 24 and own / 1e9 == pytest.approx(20.4, abs=0.1)
+    assert sch.stack_flops(cfgs) / own == pytest.approx(2.9, abs=0.05)
     groups = sch.group_runs(cfgs)
-    assert groups == [[0, 1, 2, 3, 4, 5, 6, 7], [8]]  # widths share a stack (padded exactly)
-    assert sch.group_runs(cfgs, max_group=3) == [[0, 1, 2], [3, 4, 5], [6, 7], [8]]
+    assert sorted(i for g in groups for i in g) == list(range(24))
+    for g in groups:
+        members = [cfgs[i] for i in g]
+        assert sch.stack_flops(members) <= sch.PADDING_CAP * sum(sch.step_flops(c) for c in members) * (1 + 1e-9)
+        assert len({c.seed for c in members}) == 3  # the seeds of a width always share its stack
+    cost = lambda gs: sum(sch.STACK_OVERHEAD_FLOPS + sch.stack_flops([cfgs[i] for i in g]) for g in gs)  # noqa
+    per_width = [[i for i, c in enumerate(cfgs) if c.model.d_model == d] for d in sorted({c.model.d_model for c in cfgs})]
+    assert len(groups) < len(per_width) and cost(groups) < cost(per_width) < cost([list(range(24))])
 
 
 def test_ode_runs_never_stack():

@@ -300,11 +300,101 @@ def group_size(cfgs: RunConfig | list[RunConfig], budget_bytes: int | None, limi
     return max(1, min(limit, int(budget_bytes // max(1, stack_member_bytes(cfgs)))))
 
 
+# --------------------------------------------------------------------------------------------------------------
+# Grouping by the work padding wastes
+# --------------------------------------------------------------------------------------------------------------
+
+# A stack may cost at most this many times the training FLOPs of its members trained alone: padding a narrow run
+# to a wide one's width is work thrown away (the 24-run blog_nembd sweep padded to width 80 costs 2.9x its own
+# FLOPs per step; the 9-run Fig. 4 stack padded to length 65, 1.7x).
+PADDING_CAP = 1.25
+# What one more stack costs per step, in FLOPs: on CUDA, a replayed graph of a small model takes about 0.5 ms
+# whatever its size (measured on an H100, torch 2.11: blog model N = 48 alone, 0.55 ms per graphed step), during
+# which a stack does about 3.5 GFLOP of useful float32 work (the 24-run blog stack: 59 GFLOP in 8.5 ms).
+STACK_OVERHEAD_FLOPS = 3.5e9
+
+
+def _shape(cfg: RunConfig) -> dict[str, int]:
+    """The sizes that set a Transformer's training FLOPs (``step_flops``); per run, or padded over a stack."""
+    m, td = cfg.model, task_dims(cfg)
+    kind = m.input if m.input != "auto" else ("embedding" if td["vocab"] else "linear")
+    return {"D": m.d_model, "Q": m.n_heads * (m.d_qk or m.d_model // m.n_heads), "V": m.d_model,
+            "F": m.mlp_factor * m.d_model if m.mlp else 0, "L": td["seq_len"],
+            "in": 0 if kind == "embedding" else (td["in_dim"] or 0), "out": td["out_dim"]}
+
+
+def step_flops(cfg: RunConfig, shape: dict[str, int] | None = None) -> float:
+    """Matmul FLOPs of one training step (forward + backward = 3x forward) of ``cfg``'s model, at its own shape or
+    at ``shape`` (the padded shape of a stack: ``stack_flops``). Toy models: their one weighted sum and map."""
+    td = task_dims(cfg)
+    bs = cfg.train.batch_size
+    if cfg.model.kind != "transformer":
+        return 3.0 * bs * 2 * (td["seq_len"] * (td["in_dim"] or 1) + (td["in_dim"] or 1) * td["out_dim"])
+    s = shape or _shape(cfg)
+    D, Q, V, F, L = s["D"], s["Q"], s["V"], s["F"], s["L"]
+    n_layers = cfg.model.n_layers
+    fwd = 2 * L * s["in"] * D  # a linear input map (an embedding lookup costs no matmul)
+    for i in range(n_layers):
+        n_q = 1 if i == n_layers - 1 else L  # the last layer computes the readout position only
+        fwd += 2 * L * D * (Q + V)  # keys and values of every position
+        fwd += 2 * n_q * D * (Q + V)  # queries and the output projection
+        fwd += 2 * n_q * L * (Q + V)  # scores and the weighted values
+        fwd += 4 * n_q * D * F  # MLP
+    fwd += 2 * D * s["out"]
+    return 3.0 * bs * fwd
+
+
+def stack_flops(cfgs: list[RunConfig]) -> float:
+    """FLOPs of one step of ``cfgs`` as one stack: every member at the largest size of each dimension."""
+    if cfgs[0].model.kind != "transformer":
+        return sum(step_flops(c) for c in cfgs)
+    shapes = [_shape(c) for c in cfgs]
+    padded = {k: max(sh[k] for sh in shapes) for k in shapes[0]}
+    return len(cfgs) * step_flops(cfgs[0], padded)
+
+
+def padding_overhead(cfgs: list[RunConfig]) -> float:
+    """A stack's FLOPs over the sum of its members' own (1.0: no padding)."""
+    return stack_flops(cfgs) / max(1.0, sum(step_flops(c) for c in cfgs))
+
+
+def partition(cfgs: list[RunConfig], *, max_group: int = MAX_GROUP, budget_bytes: int | None = None,
+              cap: float = PADDING_CAP) -> list[list[int]]:
+    """Indices of ``cfgs`` (one ``group_key``) split into stacks: each stack at most ``max_group`` runs, small
+    enough for ``budget_bytes``, and costing at most ``cap`` times its members' own FLOPs; among such splits the
+    one that is predicted fastest (its padded FLOPs plus ``STACK_OVERHEAD_FLOPS`` per stack: a run joins a larger
+    stack only when that is cheaper than a stack of its own). Runs are ordered by size, and stacks are runs of
+    consecutive sizes (an exact dynamic programme over those); a run that fits nothing stacks alone."""
+    n = len(cfgs)
+    if n <= 1:
+        return [list(range(n))]
+    order = sorted(range(n), key=lambda i: (step_flops(cfgs[i]), estimate_bytes(cfgs[i]), i))
+    own = [step_flops(cfgs[i]) for i in order]
+    best = [0.0] + [float("inf")] * n  # best[j]: cost of stacking order[:j]
+    cut = [0] * (n + 1)
+    for j in range(1, n + 1):
+        for i in range(j - 1, max(-1, j - 1 - max_group), -1):  # the last stack is order[i:j]
+            members = [cfgs[k] for k in order[i:j]]
+            if j - i > 1:
+                if budget_bytes is not None and (j - i) * stack_member_bytes(members) > budget_bytes:
+                    break  # a larger stack only needs more memory
+                if stack_flops(members) > cap * sum(own[i:j]):
+                    continue
+            cost = best[i] + STACK_OVERHEAD_FLOPS + stack_flops(members)
+            if cost < best[j]:
+                best[j], cut[j] = cost, i
+    stacks, j = [], n
+    while j > 0:
+        stacks.append(sorted(order[cut[j]:j]))
+        j = cut[j]
+    return sorted(stacks, key=lambda g: g[0])
+
+
 def group_runs(
-    cfgs: list[RunConfig], *, max_group: int = MAX_GROUP, budget_bytes: int | None = None
+    cfgs: list[RunConfig], *, max_group: int = MAX_GROUP, budget_bytes: int | None = None, cap: float = PADDING_CAP
 ) -> list[list[int]]:
-    """Indices of ``cfgs`` split into stacks: equal ``group_key`` (first-appearance order), each stack at most
-    ``max_group`` runs and small enough for ``budget_bytes``. Runs that never stack (ODE) are groups of one."""
+    """Indices of ``cfgs`` split into stacks: equal ``group_key`` (first-appearance order), then ``partition``
+    (size, memory, padding). Runs that never stack (ODE) are groups of one."""
     by_key: dict = {}
     groups: list[list[int]] = []
     for i, c in enumerate(cfgs):
@@ -314,21 +404,23 @@ def group_runs(
             continue
         by_key.setdefault(k, []).append(i)
     for idx in by_key.values():
-        # Smallest first, so that a stack pads its models as little as possible (a stack costs its largest
-        # shape per model); a stack grows while all its models, padded, fit the budget.
-        idx = sorted(idx, key=lambda i: (estimate_bytes(cfgs[i]), i))
-        cur: list[int] = []
-        for i in idx:
-            trial = cur + [i]
-            fits = budget_bytes is None or len(trial) * stack_member_bytes([cfgs[j] for j in trial]) <= budget_bytes
-            if cur and (len(trial) > max_group or not fits):
-                groups.append(sorted(cur))
-                cur = [i]
-            else:
-                cur = trial
-        if cur:
-            groups.append(sorted(cur))
+        for part in partition([cfgs[i] for i in idx], max_group=max_group, budget_bytes=budget_bytes, cap=cap):
+            groups.append([idx[k] for k in part])
     return sorted(groups, key=lambda g: g[0])
+
+
+def describe_groups(cfgs: list[RunConfig], groups: list[list[int]]) -> list[str]:
+    """One line per planned stack for the batch log: its runs, their widths and lengths, the padding overhead."""
+    lines = []
+    for g in groups:
+        members = [cfgs[i] for i in g]
+        if len(g) == 1:
+            continue
+        widths = sorted({c.model.d_model for c in members if c.model.kind == "transformer"})
+        lens = sorted({task_dims(c)["seq_len"] for c in members})
+        lines.append(f"stack of {len(g)} runs (d_model {'/'.join(map(str, widths)) or '-'}, length "
+                     f"{'/'.join(map(str, lens))}): padded FLOPs x{padding_overhead(members):.2f} of their own")
+    return lines
 
 
 def device_budget(device) -> int | None:
