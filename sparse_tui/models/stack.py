@@ -17,7 +17,8 @@ Mixed shapes (``padded``): runs that differ in width (``d_model``, ``d_qk``, MLP
 ``n_pairs``), vocabulary or vector dimension share one stack, padded to the largest of each. Padding is exact:
 
 * widths: a model's real entries sit in the leading slots of each dimension (per head for q/k/v/o), every padded
-  entry is 0 at the start and its gradient is multiplied by a 0/1 mask (``grad_masks``), so it stays exactly 0 and
+  entry is 0 at the start and its gradient is multiplied by a 0/1 mask (``grad_masks``, only for parameters with a
+  padded width), so it stays exactly 0 and
   the padded stream dimensions carry zeros through every layer; LayerNorm takes mean and variance over a model's
   real dimensions only (its padded gain and bias are 0, so padded outputs stay 0); 1/sqrt(d_qk) is per model;
 * sequence length: sequences are padded on the left (the readout position is the last one for every model); a
@@ -163,7 +164,11 @@ class StackedTransformer(nn.Module):
             lay = _layout(name, self.input_kind)
             shape = [padded[k] for k in lay]
             stacked = torch.zeros(M, *shape, **f)
-            mask = torch.zeros(M, *shape, **f) if self.padded else None
+            # A 0/1 gradient mask only where a width is padded: padded positions ("L", left padding) get no
+            # gradient at all (no real query attends to them), so a stack mixing only sequence lengths multiplies
+            # nothing (tests/test_stack.py checks that every padded entry's gradient is exactly 0).
+            widths = any(sz[k] != padded[k] for sz in sizes for k in lay if k != "L")
+            mask = torch.zeros(M, *shape, **f) if widths else None
             places = []
             for i, m in enumerate(modules):
                 ix = _ix([self.dims[i].index(k).to(device) for k in lay])

@@ -240,7 +240,7 @@ class Batcher:
         return x, y
 
     def train(self, bs: int):
-        return self.assemble([mb.task.train_batch(bs) for mb in self.members])
+        return self.assemble([mb.task.train_batch(bs, meta=False) for mb in self.members])
 
 
 def trial_step(prep: "Prepared", stream=None, warmup: int = 1, check_syncs: bool = False) -> str | None:
