@@ -41,7 +41,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .toy import ToyAttention
-from .transformer import CORE_MAX_LEN, Transformer, attention_core, sinusoidal_positions
+from .transformer import Transformer, attention_core, auto_kernel, sinusoidal_positions
 
 # Per-dimension layout of each Transformer parameter (matched on the parameter name's tail): D the stream width,
 # Q the query/key width (H heads x d_qk), V the value width (H heads x d_model / H), F the MLP hidden width, L the
@@ -108,7 +108,7 @@ class StackedTransformer(nn.Module):
     ``x``: long ``[M, B, L]`` (token ids, each model's own ids, left-padded) or float ``[M, B, L, in]``;
     ``y``: long ``[M, B]`` or float ``[M, B, out]``. Built by ``from_modules`` from the runs' modules.
     ``kernel``: ``"core"`` (``_AttentionCore``), ``"sdpa"``, ``"math"`` (explicit softmax, the fallback of last
-    resort) or ``"auto"`` (core on CPUs up to ``CORE_MAX_LEN`` positions, else SDPA).
+    resort) or ``"auto"`` (``transformer.auto_kernel``: the core for short sequences, else SDPA).
     """
 
     def __init__(self, modules: list[Transformer], kernel: str = "auto", classification: bool = True):
@@ -241,7 +241,7 @@ class StackedTransformer(nn.Module):
     def kernel_for(self, device: torch.device) -> str:
         if self.kernel != "auto":
             return self.kernel
-        return "core" if device.type == "cpu" and self.L <= CORE_MAX_LEN else "sdpa"
+        return auto_kernel(device, self.L)
 
     def _ln(self, h: Tensor, prefix: str) -> Tensor:
         """LayerNorm over each model's real dimensions (h [M, N, D]); its padded gain and bias are 0."""

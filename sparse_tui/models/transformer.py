@@ -57,6 +57,17 @@ def sinusoidal_positions(length: int, d_model: int) -> Tensor:
 # at L = 65 the core takes 0.73x (d = 16) / 0.76x (d = 64) of SDPA's time, at L = 129 about the same or 0.7x, at
 # L = 257 and beyond the fused kernel wins (it never materialises the L x L scores).
 CORE_MAX_LEN = 160
+# On CUDA the core also beats SDPA's kernels (float32: the memory-efficient one; flash needs 16-bit inputs) up to the
+# longest sequence measured there: 65 positions. H100, torch 2.11, whole graphed training steps (2026-11-26): the
+# 24-run blog stack 6.07 ms with the core against 8.21 ms with SDPA (tf32: 3.88 against 6.22), the Fig. 4 stacks
+# 13.02 against 13.42 ms. Longer sequences keep SDPA on CUDA (not measured).
+CORE_MAX_LEN_CUDA = 65
+
+
+def auto_kernel(device: torch.device, L: int) -> str:
+    """The attention kernel ``"auto"`` picks for ``L`` positions on ``device``: ``"core"`` up to ``CORE_MAX_LEN``
+    (CPU) / ``CORE_MAX_LEN_CUDA`` (CUDA), else ``"sdpa"``."""
+    return "core" if L <= (CORE_MAX_LEN if device.type == "cpu" else CORE_MAX_LEN_CUDA) else "sdpa"
 
 
 class _AttentionCore(torch.autograd.Function):
@@ -310,10 +321,10 @@ class Transformer(nn.Module):
 
     def kernel_for(self, device: torch.device, L: int) -> str:
         """The attention kernel a training forward (``need_attn = False``) uses: ``attn_kernel``, or for ``"auto"``
-        ``"core"`` on CPUs up to ``CORE_MAX_LEN`` positions and ``"sdpa"`` otherwise (CUDA, long sequences)."""
+        ``auto_kernel``."""
         if self.attn_kernel != "auto":
             return self.attn_kernel
-        return "core" if device.type == "cpu" and L <= CORE_MAX_LEN else "sdpa"
+        return auto_kernel(device, L)
 
     def forward(self, x: Tensor) -> tuple[Tensor, list[Tensor | None]]:
         h = self.embed(x)  # [N, L, D]

@@ -304,14 +304,18 @@ def group_size(cfgs: RunConfig | list[RunConfig], budget_bytes: int | None, limi
 # Grouping by the work padding wastes
 # --------------------------------------------------------------------------------------------------------------
 
-# A stack may cost at most this many times the training FLOPs of its members trained alone: padding a narrow run
-# to a wide one's width is work thrown away (the 24-run blog_nembd sweep padded to width 80 costs 2.9x its own
-# FLOPs per step; the 9-run Fig. 4 stack padded to length 65, 1.7x).
-PADDING_CAP = 1.25
-# What one more stack costs per step, in FLOPs: on CUDA, a replayed graph of a small model takes about 0.5 ms
-# whatever its size (measured on an H100, torch 2.11: blog model N = 48 alone, 0.55 ms per graphed step), during
-# which a stack does about 3.5 GFLOP of useful float32 work (the 24-run blog stack: 59 GFLOP in 8.5 ms).
-STACK_OVERHEAD_FLOPS = 3.5e9
+# A stack's predicted time per step is STACK_OVERHEAD_FLOPS plus its padded training FLOPs (every member at the
+# stack's largest width and length): a stack pays a fixed cost per step (its kernels, each member's sampling) and
+# then its FLOPs, padding included. Fitted on an H100 (torch 2.11, float32, graphed steps, 2026-11-26) over 18 stacks
+# of the blog_nembd and Fig. 4 sweeps: 1.8 ms + 0.044 ms per GFLOP, i.e. about 40 GFLOP of overhead per stack.
+# What it decides, measured on that card: the 24-run blog sweep trains fastest as one stack although padding to
+# width 80 costs 2.9x its own FLOPs (6.1 ms per step, against 10.7 ms as 5 stacks each within 1.25x of their own
+# FLOPs, and 13.9 ms as one stack per width); the Fig. 4 sweep as one stack per sequence length (13.0 ms against
+# 14.4 ms as one stack padded to length 65: 1.7x its own FLOPs). docs/PERFORMANCE.md has the table.
+STACK_OVERHEAD_FLOPS = 4.0e10
+# An optional hard limit on padding: a stack may cost at most this many times its members' own FLOPs (None: the
+# predicted time alone decides; ``partition(cap=...)``).
+PADDING_CAP: float | None = None
 
 
 def _shape(cfg: RunConfig) -> dict[str, int]:
@@ -359,12 +363,14 @@ def padding_overhead(cfgs: list[RunConfig]) -> float:
 
 
 def partition(cfgs: list[RunConfig], *, max_group: int = MAX_GROUP, budget_bytes: int | None = None,
-              cap: float = PADDING_CAP) -> list[list[int]]:
+              cap: float | None = None) -> list[list[int]]:
     """Indices of ``cfgs`` (one ``group_key``) split into stacks: each stack at most ``max_group`` runs, small
-    enough for ``budget_bytes``, and costing at most ``cap`` times its members' own FLOPs; among such splits the
-    one that is predicted fastest (its padded FLOPs plus ``STACK_OVERHEAD_FLOPS`` per stack: a run joins a larger
-    stack only when that is cheaper than a stack of its own). Runs are ordered by size, and stacks are runs of
-    consecutive sizes (an exact dynamic programme over those); a run that fits nothing stacks alone."""
+    enough for ``budget_bytes`` and, with a ``cap`` (default ``PADDING_CAP``), costing at most ``cap`` times its
+    members' own FLOPs; among such splits the one predicted fastest (per stack ``STACK_OVERHEAD_FLOPS`` plus its
+    padded FLOPs: runs share a stack when the padding costs less than another stack would). Runs are ordered by
+    size, and stacks are runs of consecutive sizes (an exact dynamic programme over those); a run that fits
+    nothing stacks alone."""
+    cap = PADDING_CAP if cap is None else cap
     n = len(cfgs)
     if n <= 1:
         return [list(range(n))]
@@ -378,7 +384,7 @@ def partition(cfgs: list[RunConfig], *, max_group: int = MAX_GROUP, budget_bytes
             if j - i > 1:
                 if budget_bytes is not None and (j - i) * stack_member_bytes(members) > budget_bytes:
                     break  # a larger stack only needs more memory
-                if stack_flops(members) > cap * sum(own[i:j]):
+                if cap is not None and stack_flops(members) > cap * sum(own[i:j]):
                     continue
             cost = best[i] + STACK_OVERHEAD_FLOPS + stack_flops(members)
             if cost < best[j]:
@@ -391,7 +397,7 @@ def partition(cfgs: list[RunConfig], *, max_group: int = MAX_GROUP, budget_bytes
 
 
 def group_runs(
-    cfgs: list[RunConfig], *, max_group: int = MAX_GROUP, budget_bytes: int | None = None, cap: float = PADDING_CAP
+    cfgs: list[RunConfig], *, max_group: int = MAX_GROUP, budget_bytes: int | None = None, cap: float | None = None
 ) -> list[list[int]]:
     """Indices of ``cfgs`` split into stacks: equal ``group_key`` (first-appearance order), then ``partition``
     (size, memory, padding). Runs that never stack (ODE) are groups of one."""
