@@ -229,6 +229,20 @@ class StackedTransformer(nn.Module):
     def parameters_list(self) -> list[Tensor]:
         return [self.params[n] for n in self.names]
 
+    def member_block(self, name: str, t: Tensor, i: int) -> Tensor:
+        """Model i's real entries of ``t``, a tensor laid out like parameter ``name`` (the parameter itself, or an
+        optimiser state of it)."""
+        return t[i][self._places[name][i]]
+
+    @torch.no_grad()
+    def stacked_like(self, name: str, blocks: list[Tensor]) -> Tensor:
+        """A tensor laid out like parameter ``name`` holding ``blocks[i]`` as model i's real entries (0 elsewhere):
+        moving a state from one stack to another (``loop.Prepared.restack``)."""
+        out = torch.zeros_like(self.params[name])
+        for i, b in enumerate(blocks):
+            out[i][self._places[name][i]] = b
+        return out
+
     @torch.no_grad()
     def mask_grads(self) -> None:
         """Zero the gradient of every padded entry (exact: padding stays 0 under any optimiser)."""
@@ -387,6 +401,13 @@ class StackedToy(nn.Module):
 
     def parameters_list(self) -> list[Tensor]:
         return [self.params[n] for n in self.names]
+
+    def member_block(self, name: str, t: Tensor, i: int) -> Tensor:
+        return t[i]
+
+    @torch.no_grad()
+    def stacked_like(self, name: str, blocks: list[Tensor]) -> Tensor:
+        return torch.stack(blocks)
 
     def mask_grads(self) -> None:
         pass

@@ -166,7 +166,7 @@ class Checkpointer:
             "loss_sum": prep.loss_sum.detach().clone(),
             "rng_cpu": torch.get_rng_state(),
             "rng_cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
-            "live": [mb.index for mb in live],
+            "live": [mb.slot for mb in live],  # places in this stack (loop.Prepared: it may have shrunk)
             "members": [
                 {
                     "gens": {k: g.get_state() for k, g in _generators(mb.task).items()},

@@ -174,6 +174,7 @@ class _Member:
 
     def __init__(self, index, cfg, logger, task, module, test):
         self.index, self.cfg, self.logger, self.task, self.module, self.test = index, cfg, logger, task, module, test
+        self.slot = index  # its place in the stack it trains in now (Prepared: changes when the stack shrinks)
         self.ev_steps = set(eval_steps(cfg))
         self.snaps = snapshot_steps(cfg)
         self.det = PlateauDetector(mode=cfg.plateau.mode, value=cfg.plateau.value)
@@ -257,6 +258,8 @@ def trial_step(prep: "Prepared", stream=None, warmup: int = 1, check_syncs: bool
     states = [getattr(o, a).get_state() for o, a in slots]
     params = prep.stack.parameters_list()
     saved = [p.detach().clone() for p in params]
+    opt_saved = prep.opt.snapshot()
+    sums = prep.loss_sum.clone()
     synced = None
     try:
         if stream is not None:
@@ -274,7 +277,7 @@ def trial_step(prep: "Prepared", stream=None, warmup: int = 1, check_syncs: bool
             torch.cuda.current_stream(prep.device).wait_stream(stream)
         with torch.no_grad(), full_fp32(prep.device):
             for mb in prep.members:
-                prep.stack.load_into(mb.index, mb.module)
+                prep.stack.load_into(mb.slot, mb.module)
                 mb.module.eval()
                 evaluate(mb.module, mb.test, mb.task.kind, mb.task.classification)
                 if mb.cfg.model.kind == "toy":
@@ -291,8 +294,8 @@ def trial_step(prep: "Prepared", stream=None, warmup: int = 1, check_syncs: bool
     with torch.no_grad():
         for p, s in zip(params, saved):
             p.copy_(s)
-    prep.opt.reset_state()
-    prep.loss_sum.zero_()
+        prep.loss_sum.copy_(sums)
+    prep.opt.restore(opt_saved)
     for (owner, name), st in zip(slots, states):
         getattr(owner, name).set_state(st)
     return synced
@@ -332,13 +335,18 @@ class Prepared:
     the benchmarks time)."""
 
     def __init__(self, cfgs, device, loggers=None, kernel="auto", dtype=None, autocast=nullcontext,
-                 capturable: bool = False):
+                 capturable: bool = False, members: list[_Member] | None = None):
         from sparse_tui.models.stack import build_stack, stacked_loss
 
         self.cfgs, self.device = cfgs, device
         self.M = M = len(cfgs)
+        self.kernel, self.dtype, self.capturable = kernel, dtype, capturable
         self.steps, self.bs = cfgs[0].train.steps, cfgs[0].train.batch_size
-        self.members = build_members(cfgs, device, loggers or [RunLogger() for _ in cfgs], dtype)
+        if members is None:
+            members = build_members(cfgs, device, loggers or [RunLogger() for _ in cfgs], dtype)
+        for slot, mb in enumerate(members):
+            mb.slot = slot  # its place in this stack (``index``: its place in the caller's list, for ``on_done``)
+        self.members = members
         self.classification = classification = self.members[0].task.classification
         self.stack = stack = build_stack([mb.module for mb in self.members], kernel, classification)
         params = stack.parameters_list()
@@ -365,6 +373,26 @@ class Prepared:
 
         self.step_fn = step_fn
 
+    @classmethod
+    @torch.no_grad()
+    def restack(cls, old: "Prepared", keep: list[_Member]) -> "Prepared":
+        """A smaller stack of ``keep`` (members of ``old``) that continues exactly where they are: their parameters,
+        optimiser state, loss sums and bookkeeping move over; their tasks (and random streams) are the same
+        objects. The new stack pads only to the largest of the members kept."""
+        names = old.stack.names
+        for mb in keep:
+            old.stack.load_into(mb.slot, mb.module)
+        states = old.opt.state_tensors()
+        blocks = [{k: [old.stack.member_block(n, v, mb.slot) if v.dim() else v for mb in keep]
+                   for k, v in st.items()} for n, st in zip(names, states)]
+        sums = old.loss_sum[[mb.slot for mb in keep]].clone()
+        new = cls([mb.cfg for mb in keep], old.device, kernel=old.kernel, dtype=old.dtype, autocast=old.autocast,
+                  capturable=old.capturable, members=keep)
+        new.opt.load_member_states([{k: new.stack.stacked_like(n, b) if b[0].dim() else b[0]
+                                     for k, b in bl.items()} for n, bl in zip(names, blocks)])
+        new.loss_sum.copy_(sums)
+        return new
+
     def trial(self, stream=None, warmup: int = 1, check_syncs: bool = False) -> str | None:
         return trial_step(self, stream, warmup, check_syncs)
 
@@ -378,35 +406,47 @@ class Prepared:
         return cache[idx]
 
 
-def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_mode, dtype, notes, autocast):
+# A stack whose live members fall to half of it or fewer is rebuilt from them (``Prepared.restack``) when at least
+# this many steps remain: ended members cost a whole model's work per step until the last member ends.
+RESTACK_MIN_STEPS = 100
+
+
+def _engine(prep: Prepared, graph: bool, graph_mode: str, notes: list[str]) -> tuple[Callable[[], None], bool]:
+    """The trial of ``prep`` (on the capture stream when graphed), then its step function: the CUDA graph of the
+    step, or the eager step (with the reason noted) when the step waits for the host or its capture fails. Raises
+    ``StackFailed`` when the trial fails, or (``graph_mode == "on"``) when no graph can be had. Returns (step
+    function, graphed). A checkpoint must be loaded before (loading replaces the optimiser's state tensors)."""
     from sparse_tui.training import cudagraph
 
-    graph = graph_wanted(device, graph_mode)
-    prep = Prepared(cfgs, device, loggers, kernel, dtype, autocast, capturable=graph)
-    stream = torch.cuda.Stream(device) if graph else None
+    stream = torch.cuda.Stream(prep.device) if graph else None
     synced = prep.trial(stream, cudagraph.WARMUP_STEPS if graph else 1, check_syncs=graph)
-    ckpt = Checkpointer.for_stack(prep.members)  # training/checkpoint.py: continue from the latest checkpoint
-    start, resumed = ckpt.restore(prep) if ckpt is not None else (0, prep.members)
-    M, steps = prep.M, prep.steps
-    members, stack, opt, lr_dev, loss_sum = prep.members, prep.stack, prep.opt, prep.lr_dev, prep.loss_sum
-
-    runner, graphed, why = prep.step_fn, None, None
+    if not graph:
+        return prep.step_fn, False
+    why = None
     if synced is not None:
         why = f"CUDA graph skipped: the step waits for the host ({synced})"
-    elif graph:
-        try:  # after the checkpoint is loaded: loading replaces the optimiser's state tensors
-            graphed = cudagraph.GraphedStep(prep.step_fn, [sl for sl in generator_slots(members)
-                                                           if getattr(*sl).device.type == "cuda"], device, stream)
-            runner = graphed.step
+    else:
+        try:
+            slots = [sl for sl in generator_slots(prep.members) if getattr(*sl).device.type == "cuda"]
+            return cudagraph.GraphedStep(prep.step_fn, slots, prep.device, stream).step, True
         except cudagraph.CaptureFailed as e:
             why = f"CUDA graph capture failed ({e.reason})"
-    if why is not None:
-        if graph_mode == "on":
-            raise StackFailed(why)
-        why += "; trained eagerly"
-        notes.append(why)
-        print(f"sparse-tui: {why}", file=sys.stderr, flush=True)
+    if graph_mode == "on":
+        raise StackFailed(why)
+    why += "; trained eagerly"
+    notes.append(why)
+    print(f"sparse-tui: {why}", file=sys.stderr, flush=True)
+    return prep.step_fn, False
 
+
+def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_mode, dtype, notes, autocast):
+    graph = graph_wanted(device, graph_mode)
+    prep = Prepared(cfgs, device, loggers, kernel, dtype, autocast, capturable=graph)
+    members = prep.members
+    ckpt = Checkpointer.for_stack(members)  # training/checkpoint.py: continue from the latest checkpoint
+    start, resumed = ckpt.restore(prep) if ckpt is not None else (0, members)
+    runner, graphed = _engine(prep, graph, graph_mode, notes)  # the trial (puts the state back), the capture
+    M, steps = prep.M, prep.steps
     sync_every = 1 if device.type == "cpu" else min(c.eval.every for c in cfgs)
     t0 = time.perf_counter()
 
@@ -420,7 +460,7 @@ def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_m
     def do_eval(mb: _Member, step: int, loss_host: list[float]) -> dict[str, float]:
         flush_train_log(mb)
         cfg, model = mb.cfg, mb.module
-        stack.load_into(mb.index, model)
+        prep.stack.load_into(mb.slot, model)
         model.eval()
         with full_fp32(device):
             vals = evaluate(model, mb.test, mb.task.kind, mb.task.classification)
@@ -428,7 +468,7 @@ def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_m
                 vals.update(toy_metrics(model, mb.task))
         model.train()
         if mb.n_since:
-            vals["train/loss"] = loss_host[mb.index] / mb.n_since
+            vals["train/loss"] = loss_host[mb.slot] / mb.n_since
         mb.n_since = 0
         vals["lr"] = cfg.train.lr * lr_factor(max(step, 1), cfg)
         mb.logger.metrics(step, vals)
@@ -459,12 +499,29 @@ def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_m
         if M > 1:
             summary["stacked_with"] = M
         if graph:
-            summary["cuda_graph"] = graphed is not None
+            summary["cuda_graph"] = graphed
         if notes:
             summary["notes"] = list(notes)
         mb.result = RunResult(status=status, reason=reason, plateau_step=mb.det.step, summary=summary, step=step)
         if on_done is not None:
             on_done(mb.index, mb.result)
+
+    def restack(step: int) -> None:
+        """Continue with a stack of the live members only (its graph captured anew), and checkpoint it at once."""
+        nonlocal prep, runner, graphed, ckpt
+        before = prep.M
+        prep = Prepared.restack(prep, live)
+        runner, graphed = _engine(prep, graph, "auto", notes)
+        why = f"stack of {before} runs rebuilt as {prep.M} at step {step} (the others ended)"
+        notes.append(why)
+        print(f"sparse-tui: {why}", file=sys.stderr, flush=True)
+        if ckpt is not None:  # the new stack's checkpoint replaces the old one (other runs, other shapes)
+            old = ckpt
+            ckpt = Checkpointer.for_stack(live)
+            ckpt.started, ckpt.wall_before, ckpt.before_save = old.started, old.wall_before, old.before_save
+            ckpt.save(step, prep, live)
+            if old.run_ids[0] != ckpt.run_ids[0]:  # else the new file replaced it
+                old.files.remove()
 
     zeros = [0.0] * M
     for mb in members:
@@ -477,23 +534,23 @@ def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_m
 
     live = list(resumed)
     for step in range(start + 1, steps + 1):
-        opt.set_lr(step, lr_dev)
+        prep.opt.set_lr(step, prep.lr_dev)
         runner()
         for mb in live:
             mb.n_since += 1
         evaluating = [mb for mb in live if step in mb.ev_steps]
         loss_host = None
         if step % sync_every == 0 or evaluating:
-            loss_host = loss_sum.tolist()
+            loss_host = prep.loss_sum.tolist()
             for mb in list(live):
-                if (step % sync_every == 0 or step in mb.ev_steps) and not math.isfinite(loss_host[mb.index]):
+                if (step % sync_every == 0 or step in mb.ev_steps) and not math.isfinite(loss_host[mb.slot]):
                     end(mb, "diverged", step, f"non-finite training loss at step {step}")
                     live.remove(mb)
         reset: set[int] = set()
         for mb in evaluating:
             if mb.result is None:
                 mb.last = do_eval(mb, step, loss_host)
-                reset.add(mb.index)
+                reset.add(mb.slot)
                 after = mb.cfg.plateau.stop_after
                 if after >= 0 and mb.det.step is not None and step - mb.det.step >= after and mb in live:
                     end(mb, "finished", step,
@@ -503,13 +560,13 @@ def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_m
         logging = [mb for mb in live if mb.result is None and step % mb.cfg.eval.train_every == 0
                    and mb not in evaluating and mb.n_since]
         if logging:
-            loss_host = loss_sum.tolist() if loss_host is None else loss_host
+            loss_host = prep.loss_sum.tolist() if loss_host is None else loss_host
             for mb in logging:
-                mb.train_log.append((step, loss_host[mb.index] / mb.n_since))
-                reset.add(mb.index)
+                mb.train_log.append((step, loss_host[mb.slot] / mb.n_since))
+                reset.add(mb.slot)
                 mb.n_since = 0
         if reset:  # one multiply on the device for the whole stack
-            loss_sum.mul_(prep.reset_masks(frozenset(reset)))
+            prep.loss_sum.mul_(prep.reset_masks(frozenset(reset)))
         if on_step is not None:
             on_step(step)
         why_all = should_stop() if should_stop is not None else None
@@ -523,6 +580,8 @@ def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_m
                 live.remove(mb)
         if not live:
             break
+        if 2 * len(live) <= prep.M and steps - step >= RESTACK_MIN_STEPS:
+            restack(step)
     for mb in live:
         bad = [k for k in ("test/loss", "train/loss") if k in mb.last and not math.isfinite(mb.last[k])]
         if bad:
