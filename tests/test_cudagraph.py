@@ -237,3 +237,38 @@ def test_host_syncs_counts_synchronizing_calls_not_torchs_notice(monkeypatch):
                                                                               "operation"))) == \
         "called a synchronizing CUDA operation"
     assert mode == ["warn", 0, "warn", 0]  # set for the call, put back after
+
+
+def test_evaluations_run_in_float32_under_tf32():
+    """train.precision = "tf32" rounds the training steps' matmuls; an evaluation switches TF32 off and puts the
+    flags back (the docs promise float32 evaluations)."""
+    before = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    try:
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+        with loop.full_fp32(torch.device("cuda")):
+            assert not torch.backends.cuda.matmul.allow_tf32 and not torch.backends.cudnn.allow_tf32
+        assert torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
+
+
+def test_the_optimiser_is_capturable_only_when_the_step_is_graphed(monkeypatch):
+    """capturable=True keeps Adam's step counts on the device for a graph; an eager CUDA run does not need it (torch
+    warns once per optimiser when it is set without a graph)."""
+    seen = []
+
+    def watch():
+        inner = loop.Prepared.__init__
+
+        def init(self, *a, **kw):
+            inner(self, *a, **kw)
+            seen.append(self.opt.capturable)
+
+        monkeypatch.setattr(loop.Prepared, "__init__", init)
+
+    watch()
+    _runs("off")
+    _loop_on_fakes(monkeypatch, [])
+    watch()
+    _runs("auto")
+    assert seen == [False, True]
