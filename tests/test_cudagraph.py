@@ -268,7 +268,6 @@ def test_the_optimiser_is_capturable_only_when_the_step_is_graphed(monkeypatch):
 
     watch()
     _runs("off")
-    _loop_on_fakes(monkeypatch, [])
-    watch()
+    _loop_on_fakes(monkeypatch, [])  # wraps the watcher
     _runs("auto")
     assert seen == [False, True]
