@@ -259,6 +259,14 @@ class TransformerModel(_Section):
     tie_embeddings: bool = Field(
         False, description="Read out with the transposed token embedding (nanoGPT-style weight tying; token tasks)."
     )
+    attention: Literal["dot", "euclidean"] = Field(
+        "dot",
+        description=(
+            "Attention scores: dot = q.k / sqrt(d_qk); euclidean = -||q - k||^2 / sqrt(d_qk), the fix proposed in "
+            "the blog 'Sparse attention 3 - inefficiency of extracting similar content' (nearest content by "
+            "distance)."
+        ),
+    )
 
     @model_validator(mode="after")
     def _check(self) -> "TransformerModel":

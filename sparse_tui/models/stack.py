@@ -41,7 +41,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .toy import ToyAttention
-from .transformer import Transformer, attention_core, auto_kernel, sinusoidal_positions
+from .transformer import Transformer, attention_core, auto_kernel, euclidean_qk, sinusoidal_positions
 
 # Per-dimension layout of each Transformer parameter (matched on the parameter name's tail): D the stream width,
 # Q the query/key width (H heads x d_qk), V the value width (H heads x d_model / H), F the MLP hidden width, L the
@@ -122,6 +122,7 @@ class StackedTransformer(nn.Module):
         self.residual = ref.blocks[0].residual
         self.layernorm = isinstance(ref.ln_f, nn.LayerNorm)
         self.mlp = ref.blocks[0].mlp is not None
+        self.euclidean = ref.blocks[0].attn.euclidean
         self.causal = ref.causal
         self.readout_only = ref.readout_only
         self.tied = ref.unembed is None
@@ -133,6 +134,7 @@ class StackedTransformer(nn.Module):
                 and m.blocks[0].residual == self.residual and (m.blocks[0].mlp is not None) == self.mlp
                 and isinstance(m.ln_f, nn.LayerNorm) == self.layernorm and m.causal == self.causal
                 and (m.unembed is None) == self.tied and m.readout_only == self.readout_only
+                and m.blocks[0].attn.euclidean == self.euclidean
                 and sorted(n for n, _ in m.named_parameters()) == sorted(n for n, _ in ref.named_parameters())
             )
             if not same:
@@ -309,9 +311,12 @@ class StackedTransformer(nn.Module):
             return (t.transpose(2, 3) if H > 1 else t).reshape(M, B * H, n, d)
 
         q, k, v = heads(q, n_q, dqk), heads(k, L, dqk), heads(v, L, dv)
+        if self.euclidean:  # q is scaled per model: [M, 1, 1] -> [M, 1, 1, 1] over [M, B*H, n, d]
+            s = self.q_scale if not torch.is_tensor(self.q_scale) else self.q_scale.view(M, 1, 1, 1)
+            q, k = euclidean_qk(q, k, s)
         bias = self._attn_bias(n_q, kernel, x.device, x.dtype)
         if kernel == "core" and not self.mixed_len:
-            y = attention_core(q.reshape(M * B * H, n_q, dqk), k.reshape(M * B * H, L, dqk),
+            y = attention_core(q.reshape(M * B * H, n_q, q.shape[-1]), k.reshape(M * B * H, L, k.shape[-1]),
                                v.reshape(M * B * H, L, dv), bias).view(M, B * H, n_q, dv)
         elif kernel == "sdpa":
             if self.mixed_len:
