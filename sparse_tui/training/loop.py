@@ -247,7 +247,8 @@ class Batcher:
 def trial_step(prep: "Prepared", stream=None, warmup: int = 1, check_syncs: bool = False) -> str | None:
     """The stack's trial: ``warmup`` training steps (sampling, forward, backward, clipping, the optimiser update
     and its state) and one evaluation of every member, then everything put back exactly: parameters, optimiser
-    state (zeroed in place: the same tensors, as fresh), the loss sum, every member's random streams. An
+    state (in place: the same tensors; a state the trial made for a fresh optimiser is zeroed, as fresh), the loss
+    sums, every member's random streams. An
     unsupported kernel, an out-of-memory error or any other failure of these raises ``StackFailed`` before anything
     is trained or logged.
 
