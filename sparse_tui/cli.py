@@ -354,7 +354,7 @@ def _train_batch(store, batch_id: str, workers: int, device: Optional[str], grou
                               executor=executor)
     except KeyboardInterrupt:
         flag.status = flag.status or "interrupted"
-        store.end_queued(batch_id, "interrupted", "never started")
+        runner.end_unstarted(store, batch_id, "interrupted", "never started")
     runs = sorted(store.runs(batch_id=batch_id), key=lambda r: (r.created_at, r.position))
     if only is not None:
         runs = [r for r in runs if r.run_id in set(only)]
@@ -429,7 +429,7 @@ def work(
 
     _executor_flags(executor, ray_address)
     store = _open_store(runs_dir)
-    store.set_coordinator(batch_id)
+    store.add_coordinator(batch_id)
     specs = runner.batch_specs(store, batch_id)
     ex = None
     if executor != "local":
@@ -438,7 +438,7 @@ def work(
         try:
             ex = _join_executor(executor, ray_address, specs, device)
         except ExecutorError as e:  # refused (a token) or gone since the console's check: the runs say why
-            store.end_queued(batch_id, "failed", f"never started: {e}")
+            runner.end_unstarted(store, batch_id, "failed", f"never started: {e}")
             raise fail(str(e)) from None
     if workers == 0 or group == 0:
         if specs:
@@ -490,7 +490,7 @@ def resume(
     checkpoints, through the same launch path as 'run'."""
     _executor_flags(executor, ray_address)
     from sparse_tui import runner
-    from sparse_tui.presets import RunSpec, config_from_json
+    from sparse_tui.presets import RunSpec
     from sparse_tui.store import StoreError
     from sparse_tui.training.scheduler import SCHEDULES
 
@@ -502,10 +502,11 @@ def resume(
     store = _open_store(runs_dir)
     try:
         batch_id, ids = runner.resume_targets(store, target)
+        cfgs = runner.check_resumable(store, ids)
     except StoreError as e:
         raise fail(str(e)) from None
     recs = [store.get(r) for r in ids]
-    specs = [RunSpec(r.preset, r.preset_path or "", config_from_json(r.config), r.swept) for r in recs]
+    specs = [RunSpec(r.preset, r.preset_path or "", c, r.swept) for r, c in zip(recs, cfgs)]
     if executor == "local":
         try:
             runner.preflight(specs, device, recs[0].preset)

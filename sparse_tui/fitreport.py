@@ -278,6 +278,11 @@ def select_runs(store: Any, *, preset: str | None = None, batch: str | None = No
     from .store import StoreError
 
     criteria = []
+    if batch:  # the store's one resolver of ids and prefixes (store.find)
+        try:
+            batch = store.find(batch, ("batch",), what="--batch")[1]
+        except StoreError as e:
+            raise FitError(str(e)) from None
     if run_ids:
         recs = []
         for rid in run_ids:
@@ -289,16 +294,12 @@ def select_runs(store: Any, *, preset: str | None = None, batch: str | None = No
         if preset:
             recs = [r for r in recs if r.preset == preset]
         if batch:
-            recs = [r for r in recs if r.batch_id.startswith(batch)]
+            recs = [r for r in recs if r.batch_id == batch]
         store.reap()
     else:
         recs = store.runs(preset=preset)
         if batch:
-            exact = [r for r in recs if r.batch_id == batch]
-            recs = exact or [r for r in recs if r.batch_id.startswith(batch)]
-            ids = {r.batch_id for r in recs}
-            if len(ids) > 1:
-                raise FitError(f"--batch {batch}: prefix matches several batches ({', '.join(sorted(ids))})")
+            recs = [r for r in recs if r.batch_id == batch]
     if preset:
         criteria.insert(0, f"preset {preset}")
     if batch:

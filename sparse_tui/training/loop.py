@@ -1,7 +1,7 @@
 """The one training loop: a stack of M runs (models/stack.py) trained together; a single run is a stack of one.
 
 ``train_stack`` is the only place a Transformer or toy model is trained, whoever asked (``trainer.train_run`` for one
-run, ``stacked.train_stacked`` for a group, the headless CLI, the console, worker processes). Evaluation,
+run, ``runner._train_claimed`` for a group, the headless CLI, the console, worker processes). Evaluation,
 attention snapshots, plateau detection, divergence, cancellation, logging and the learning-rate schedule are
 written once, here, per member of the stack.
 
