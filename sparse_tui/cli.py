@@ -5,6 +5,7 @@ its body, so ``sparse-tui --help`` stays light. Exit codes: see ``exitcodes.Exit
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -15,6 +16,9 @@ from rich.console import Console
 from rich.table import Table
 
 from sparse_tui.exitcodes import ExitCode
+
+
+_TRAINING_COMMANDS = ("run", "resume", "work", "worker")  # a full disk stops runs that 'resume' continues
 
 
 class _Commands(typer.core.TyperGroup):
@@ -36,7 +40,9 @@ class _Commands(typer.core.TyperGroup):
                 _silence_stdout()
                 raise typer.Exit(0)
             if is_disk_full(e):
-                err.print(f"error: disk full ({e}); free space, then 'sparse-tui resume' continues the runs", markup=False)
+                trains = ctx.invoked_subcommand in _TRAINING_COMMANDS
+                then = "'sparse-tui resume' continues the runs" if trains else "run the command again"
+                err.print(f"error: disk full ({_esc(e)}); free space, then {then}", markup=False)
                 raise typer.Exit(int(ExitCode.RUN_FAILED))
             where = getattr(e, "filename", None)
             err.print(f"error: {_esc(str(where) + ': ') if where else ''}{_esc(str(e))}", markup=False)
@@ -83,11 +89,19 @@ out = Console(highlight=False, soft_wrap=True)
 if not out.is_terminal:  # tables into a file or a pipe: don't squeeze them into 80 columns
     out.width = max(out.width, 160)
 
+def _runs_dir_flag(text: str) -> Path:
+    """``--runs-dir DIR``: an empty DIR would silently mean the current directory; refused in one line."""
+    if not text:
+        raise fail("--runs-dir: must not be empty (leave the flag out for $SPARSE_TUI_RUNS or ./runs)")
+    return Path(text)
+
+
 RunsDirOpt = typer.Option(
     None,
     "--runs-dir",
     help="Run store directory (default: $SPARSE_TUI_RUNS or ./runs).",
     show_default=False,
+    parser=_runs_dir_flag,
 )
 
 ExecutorOpt = typer.Option(
@@ -717,20 +731,16 @@ def export_cmd(
     from sparse_tui.export import FORMATS, export
     from sparse_tui.store import StoreError
 
-    from sparse_tui.export import ExportError, write_atomic
+    from sparse_tui.export import ExportError, output_problem, write_atomic
     from sparse_tui.store import STATUSES
 
     if fmt not in FORMATS:
         raise fail(f"--format: must be one of {', '.join(FORMATS)}, got {fmt!r}")
     if status is not None and status not in STATUSES:
         raise fail(f"--status: must be one of {', '.join(STATUSES)}, got {status!r}")
-    if output is not None:
-        if output.is_dir():
-            raise fail(f"--output {output}: is a directory")
-        if not output.parent.is_dir():
-            raise fail(f"--output {output}: directory {output.parent} does not exist")
-        if not os.access(output.parent, os.W_OK):
-            raise fail(f"--output {output}: directory {output.parent} is not writable")
+    problem = output_problem(output) if output is not None else None
+    if problem:
+        raise fail(problem)
     store = _open_store(runs_dir)
     try:
         recs = [store.get(r) for r in run_ids] if run_ids else store.runs(status=status, preset=preset)
@@ -748,7 +758,9 @@ def export_cmd(
             n = export(store, recs, fmt, sys.stdout.buffer, metrics=metrics)
         else:
             n = export(store, recs, fmt, sys.stdout, metrics=metrics)
-    except (RuntimeError, ExportError) as e:
+    except ExportError as e:
+        raise fail(str(e), ExitCode.RUN_FAILED if e.disk_full else ExitCode.USAGE) from None
+    except RuntimeError as e:
         raise fail(str(e)) from None
 
 
@@ -800,7 +812,7 @@ def theory(
         if d is None or T is None:
             raise fitreport.FitError("give --d and --T (and optionally --B, --p), or --grid d=... T=...")
         for name, v in (("--d", d), ("--T", T), ("--B", B)):
-            if v < 1 or float(v) != int(v):
+            if not math.isfinite(v) or v < 1 or float(v) != int(v):
                 raise fitreport.FitError(f"{name}: must be a positive integer, got {v:g}")
         if B > T:
             raise fitreport.FitError("--B: must be <= --T")

@@ -530,7 +530,7 @@ def theory_grid(grid: Mapping[str, Sequence[float]] | Sequence[str] | str, *, th
             raise FitError(f"--grid: {e}") from None
     for k, vals in grid.items():
         for v in vals:
-            if k in ("d", "T", "B") and (v < 1 or float(v) != int(v)):
+            if k in ("d", "T", "B") and (not math.isfinite(v) or v < 1 or float(v) != int(v)):
                 raise FitError(f"--grid: {k} must be a positive integer, got {v:g}")
             if k == "p" and not 0.0 <= v <= 1.0:
                 raise FitError(f"--grid: p must be in [0, 1], got {v:g}")
