@@ -305,12 +305,14 @@ def _train_claimed(store: RunStore, recs: list[RunRecord], cfgs: list, dev, shou
 
     notes_of = {r.run_id: list(notes or []) for r in recs}
     ended: set[str] = set()
+    lost: list[str] = []  # ended, but the disk did not let the end be recorded
 
-    def end(rec, status: str, **kw) -> bool:
+    def end(rec, status: str, **kw) -> None:
         if rec.run_id in ended:
-            return True
+            return
+        if not record_end(store, rec.run_id, status, **kw):  # (an error here leaves it to the crash handler)
+            lost.append(rec.run_id)
         ended.add(rec.run_id)
-        return record_end(store, rec.run_id, status, **kw)
 
     _training_section(True)
     try:
@@ -324,13 +326,11 @@ def _train_claimed(store: RunStore, recs: list[RunRecord], cfgs: list, dev, shou
         _training_section(False)
         full = is_disk_full(e)
         tb = None if full else traceback.format_exc(limit=6)
-        lost = []
         for r in recs:
             if r.run_id in ended:
                 continue
             if full:
-                if not end(r, "failed", reason=f"disk full at step {_step(store, r.run_id)}"):
-                    lost.append(r.run_id)
+                end(r, "failed", reason=f"disk full at step {_step(store, r.run_id)}")
             else:
                 extra = {"notes": notes_of[r.run_id]} if notes_of[r.run_id] else {}
                 end(r, "failed", reason=f"{type(e).__name__}: {e}", summary={"traceback": tb, **extra})
