@@ -319,8 +319,10 @@ def _train_claimed(store: RunStore, recs: list[RunRecord], cfgs: list, dev, shou
         _train_or_split(store, recs, cfgs, dev, should_stop, notes_of, ended, end)
     except KeyboardInterrupt:
         _training_section(False)
+        # the runs of a stack step together: the furthest step any of them reported is where they all stopped
+        step = max((_step(store, r.run_id) for r in recs if r.run_id not in ended), default=0)
         for r in recs:
-            end(r, "interrupted", reason=f"interrupted at step {_step(store, r.run_id)}")
+            end(r, "interrupted", reason=f"interrupted at step {step}", step=step)
         raise
     except Exception as e:  # a crash is recorded, never lost
         _training_section(False)
@@ -336,8 +338,11 @@ def _train_claimed(store: RunStore, recs: list[RunRecord], cfgs: list, dev, shou
                 end(r, "failed", reason=f"{type(e).__name__}: {e}", summary={"traceback": tb, **extra})
         if isinstance(e, getattr(torch.cuda, "OutOfMemoryError", ())):
             free_cached_memory(dev)
-        if full:
+        if full or lost:  # whatever failed first, a store that cannot record the runs' ends stops the batch
             raise DiskFull(store.runs_dir, getattr(recs[0], "batch_id", None), lost) from None
+    else:
+        if lost:  # every run ended, but the disk did not let some of the ends be recorded
+            raise DiskFull(store.runs_dir, getattr(recs[0], "batch_id", None), lost)
     finally:
         _training_section(False)
 

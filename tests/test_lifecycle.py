@@ -160,12 +160,12 @@ def test_stack_interrupted_keeps_the_records_of_members_already_ended(tmp_path, 
 # -- a full disk in a stack -----------------------------------------------------------------------------------------
 
 
-def _disk_full_from_step(monkeypatch, step: int, finish_too: bool = False):
+def _disk_full_from_step(monkeypatch, step: int, finish_too: bool = False, error=None):
     real = RunStore.log_metrics
 
     def log_metrics(self, run_id, s, metrics):
         if s >= step:
-            raise sqlite3.OperationalError("database or disk is full")
+            raise error or sqlite3.OperationalError("database or disk is full")
         return real(self, run_id, s, metrics)
 
     monkeypatch.setattr(RunStore, "log_metrics", log_metrics)
@@ -176,15 +176,17 @@ def _disk_full_from_step(monkeypatch, step: int, finish_too: bool = False):
         monkeypatch.setattr(RunStore, "finish", finish)
 
 
-@pytest.mark.parametrize("finish_fails", [False, True], ids=["recorded", "not-recordable"])
-def test_full_disk_in_a_stack_is_recorded_and_stops_the_batch(tmp_path, monkeypatch, finish_fails):
+@pytest.mark.parametrize("finish_fails,error", [(False, None), (True, None), (True, RuntimeError("boom"))],
+                         ids=["recorded", "not-recordable", "crash-then-not-recordable"])
+def test_full_disk_in_a_stack_is_recorded_and_stops_the_batch(tmp_path, monkeypatch, finish_fails, error):
     """Issue 19: a stack meets a full disk as a single run does: its runs are recorded failed with 'disk full at
     step N' (everything logged before is kept), the batch stops (the run of another shape is not trained) and the
-    message says which runs, if any, the disk did not let it record."""
+    message says which runs, if any, the disk did not let it record (also when what failed first was not the
+    disk: the fault drill's checkpoint write)."""
     store = RunStore(tmp_path / "runs")
     cfgs = [cfg(seed=0), cfg(seed=1), cfg(seed=2, train__steps=30)]  # the third: another stack
     batch, ids = batch_of(store, cfgs)
-    _disk_full_from_step(monkeypatch, 15, finish_too=finish_fails)
+    _disk_full_from_step(monkeypatch, 15, finish_too=finish_fails, error=error)
     with pytest.raises(runner.DiskFull) as got:
         runner.run_batch(store, batch, group=8)
     msg = str(got.value)
@@ -451,6 +453,31 @@ def test_show_reports_the_step_resume_loads_after_a_kill_during_a_save(tmp_path,
     assert files.load("cpu")["step"] == 20
     files.write({"format": ck.FORMAT, "step": 30}, 30)  # the next save leaves only itself
     assert sorted(p.name for p in (tmp_path / "runs" / "checkpoints").iterdir()) == ["r1.30.pt"]
+
+
+def test_a_checkpoint_on_a_full_disk_is_an_oserror_and_leaves_no_temporary(tmp_path):
+    """torch.save reports a full disk as a RuntimeError of its zip writer (seen in the fault drill: the run crashed
+    instead of training on with a warning, and the temporary stayed). A checkpoint write raises the ENOSPC behind
+    it, the temporary is removed and the previous checkpoint stays."""
+    import errno
+
+    from sparse_tui.training import checkpoint as ck
+
+    small = tmp_path / "small"
+    small.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(small)],
+                      capture_output=True).returncode:
+        pytest.skip("cannot mount a small file system here")
+    try:
+        files = ck.CheckpointFiles(small, ["r1"])
+        files.write({"format": ck.FORMAT, "x": torch.zeros(10)}, 10)
+        with pytest.raises(OSError) as got:
+            files.write({"format": ck.FORMAT, "x": torch.zeros(100_000)}, 20)
+        assert got.value.errno == errno.ENOSPC
+        assert sorted(p.name for p in (small / "checkpoints").iterdir()) == ["r1.10.pt"]
+        assert files.load("cpu")["x"].shape == (10,)
+    finally:
+        subprocess.run(["umount", str(small)])
 
 
 def test_stale_checkpoint_temporaries_are_removed(tiny_preset, tmp_path):

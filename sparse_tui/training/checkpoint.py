@@ -168,8 +168,8 @@ class CheckpointFiles:
 
     def write(self, state, step: int) -> None:
         """Save ``state`` (a dict, or the bytes of a ``torch.save`` of one: what a Ray worker sends) as the
-        checkpoint of ``step``. Raises OSError (a full disk) with the temporary file removed and the previous
-        checkpoint intact."""
+        checkpoint of ``step``. Raises OSError (a full disk: ENOSPC) with the temporary file removed and the
+        previous checkpoint intact."""
         import torch
 
         older = _versions(self.runs_dir, self.run_ids[0])
@@ -177,16 +177,17 @@ class CheckpointFiles:
         tmp = _temporary(path)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            if isinstance(state, (bytes, bytearray)):
-                tmp.write_bytes(state)
-            else:
-                torch.save(state, tmp)
+            with open(tmp, "wb") as fh:
+                if isinstance(state, (bytes, bytearray)):
+                    fh.write(state)
+                else:
+                    torch.save(state, fh)
             os.replace(tmp, path)  # atomic: the previous checkpoint or this one, never half
-        except OSError:
-            try:
-                tmp.unlink()
-            except OSError:
-                pass
+        except BaseException as e:
+            _unlink(tmp)
+            cause = _os_error(e)  # torch's zip writer reports the file's ENOSPC as a RuntimeError of its own
+            if cause is not None and cause is not e:
+                raise cause from None
             raise
         for _, old in older:
             if old != path:
@@ -219,6 +220,17 @@ class CheckpointFiles:
 def load_bytes(data: bytes, device):
     """A checkpoint's state from its bytes (a Ray worker; data only, as ``CheckpointFiles.load``)."""
     return _load(io.BytesIO(data), device)
+
+
+def _os_error(e: BaseException) -> OSError | None:
+    """The OSError behind ``e`` (``e`` itself, or what it was raised from or while handling), if any."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        if isinstance(e, OSError):
+            return e
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return None
 
 
 def _unlink(path: Path) -> None:
