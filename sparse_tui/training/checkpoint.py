@@ -316,8 +316,8 @@ class Checkpointer:
         except OSError as e:  # a full disk: training goes on (the store records the reason when it fails too)
             if not self.warned:
                 self.warned = True
-                print(f"sparse-tui: cannot write checkpoint {self.files}: {e.strerror or e}", file=sys.stderr,
-                      flush=True)
+                print(f"sparse-tui: cannot write the checkpoint of step {step} ({e.strerror or e}); the latest"
+                      f" stays: {self.files}", file=sys.stderr, flush=True)
 
     # -- restoring ---------------------------------------------------------------------------------------------
     def restore(self, prep) -> tuple[int, list]:
