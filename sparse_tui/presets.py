@@ -691,7 +691,11 @@ def _get_section_model(path: list[str], data: dict) -> bool:
     return False
 
 
-def set_dotted(data: dict, key: str, value: Any) -> None:
+def set_dotted(data: dict, key: str, value: Any, merge: bool = True) -> None:
+    """Set a dotted key. A table set where a table of the same ``kind`` (or of no kind) already is, is merged into
+    it: ``--set 'train={lr=0.05}'`` sets train.lr and keeps the other keys of [train], and a sweep over "train"
+    with tables sweeps several keys together. A table of another kind replaces it (``model={kind="ode"}``: the
+    keys of the toy model do not apply to an ODE run); so does any table with ``merge=False``."""
     parts = key.split(".")
     node = data
     for part in parts[:-1]:
@@ -700,7 +704,18 @@ def set_dotted(data: dict, key: str, value: Any) -> None:
             nxt = {}
             node[part] = nxt
         node = nxt
+    old = node.get(parts[-1])
+    if merge and isinstance(value, dict) and isinstance(old, dict) and value.get("kind", old.get("kind")) == old.get(
+            "kind"):
+        value = _merged(old, value)
     node[parts[-1]] = value
+
+
+def _merged(old: dict, new: dict) -> dict:
+    out = dict(old)
+    for k, v in new.items():
+        out[k] = _merged(old[k], v) if isinstance(v, dict) and isinstance(old.get(k), dict) else v
+    return out
 
 
 def get_dotted(data: dict, key: str, default: Any = None) -> Any:
@@ -858,17 +873,13 @@ def validate_preset_data(
         except ValueError as e:
             errors.append(f"--set {_esc(key)}: {e}")
             continue
-        if isinstance(value, dict):  # --set 'train={lr=0.05}' would reset every other key of [train]
-            errors.append(f"--set {_esc(key)}: a table would replace every key of {_esc(key)}; set its keys one by one"
-                          f" (--set {_esc(key)}.KEY=VALUE)")
-            continue
         if key.startswith("sweep.") and len(key) > len("sweep."):
             # --set sweep.train.lr=[1e-3,1e-2]: the sweep table's keys are dotted keys themselves
             if not isinstance(raw.get("sweep", {}), dict):
                 raw["sweep"] = {}
             raw.setdefault("sweep", {})[key[len("sweep."):]] = value
         else:
-            set_dotted(raw, key, value)
+            set_dotted(raw, key, value, merge=key != "sweep")  # --set 'sweep={}': no sweep (its keys are not settings)
     if errors:
         raise PresetError(errors)
     try:
@@ -896,10 +907,6 @@ def validate_preset_data(
             continue
         if not values:
             errors.append(f"{src}: sweep.{key}: must have at least 1 value")
-            continue
-        if any(isinstance(v, dict) for v in values):  # a sweep over [train] would reset its other keys
-            errors.append(f"{src}: sweep.{key}: a table per sweep point would replace every key of {key}; sweep its"
-                          f' keys (e.g. "{key}.KEY" = [...])')
             continue
         twice = _first_duplicate(values)
         if twice is not None:

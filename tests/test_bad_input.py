@@ -102,8 +102,6 @@ PRESET_CASES = [
      '"train.warmup_steps" = [0, 1, 2]\n[eval]', "sweep: 3000000 runs (1000 x 1000 x 3"),
     ("control-chars-in-key", "lr = 1e-2", 'lr = 1e-2\n"\\u001b[31mevil" = 1', "\\x1b[31mevil: unknown key"),
     # issue 19
-    ("sweep-a-section", "[eval]", '[sweep]\n"train" = [{lr = 0.1}, {lr = 0.2}]\n[eval]',
-     "sweep.train: a table per sweep point would replace every key of train"),
     ("sweep-duplicate-values", "[eval]", '[sweep]\n"train.lr" = [0.01, 0.01]\n[eval]',
      "sweep.train.lr: value 0.01 appears twice (two identical runs)"),
     ("sweep-duplicate-spellings", "[eval]", '[sweep]\n"train.steps" = [10, 20, 10]\n[eval]',
@@ -179,10 +177,6 @@ FLAG_CASES = [
     ("fit-no-store", ["fit", "--runs-dir", "{tmp}/none"], "no run store here"),
     ("resume-no-store", ["resume", "abc", "--runs-dir", "{tmp}/none"], "no run store here"),
     # issue 19
-    ("set-a-section", ["run", "{preset}", "--headless", "--set", "train={lr=0.05}"],
-     "--set train: a table would replace every key of train; set its keys one by one"),
-    ("set-sweep-table", ["run", "{preset}", "--headless", "--set", 'sweep={"train.lr"=[0.1]}'],
-     "--set sweep: a table would replace every key of sweep"),
     ("set-newline", ["run", "{preset}", "--headless", "--set", "train.lr=0.05\ntrain.steps=3"],
      "--set train.lr: the value has a line break"),
     ("set-sweep-duplicate", ["run", "{preset}", "--headless", "--set", "sweep.train.lr=[0.01,1e-2]"],
@@ -541,3 +535,25 @@ def test_export_to_stdout_on_a_full_disk_does_not_advise_resume(tmp_path, store_
     assert r.returncode == 1
     (line,) = r.stderr.strip().splitlines()
     assert "disk full" in line and "resume" not in line, line
+
+
+SECTION_TABLES = [
+    # (case, --set overrides, (task kind, lr, steps) of each run): a table where a table of the same kind is merges
+    # into it (issue 19: it reset every other key, steps 20 -> 1000); a table of another kind replaces it
+    ("set-train-table", ["train={lr=0.05}"], [("recall", 0.05, 20)]),
+    ("set-train-table-two-keys", ["train={lr=0.05, batch_size=8}"], [("recall", 0.05, 20)]),
+    ("sweep-over-train", ["sweep.train=[{lr=0.05, steps=10}, {lr=0.03}]"], [("recall", 0.05, 10), ("recall", 0.03, 20)]),
+    ("sweep-replaced", ["sweep.train.lr=[0.3, 0.4]", 'sweep={"train.steps"=[7]}'], [("recall", 0.01, 7)]),
+    ("switch-task-kind", ['task={kind="linreg", d=4, T=8}', 'plateau.metric="test/loss"'], [("linreg", 0.01, 20)]),
+]
+
+
+@pytest.mark.parametrize("case,sets,want", SECTION_TABLES, ids=[c[0] for c in SECTION_TABLES])
+def test_a_table_value_merges_into_its_section(case, sets, want, tmp_path):
+    from sparse_tui.presets import expand, load_preset
+
+    preset = tmp_path / "tiny.toml"
+    preset.write_text(TINY_PRESET)
+    specs = expand(load_preset(preset, sets))
+    assert [(s.config.task.kind, s.config.train.lr, s.config.train.steps) for s in specs] == want
+    assert all(s.config.train.batch_size == (8 if "batch_size" in sets[0] else 16) for s in specs)
