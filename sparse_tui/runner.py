@@ -26,8 +26,9 @@ so quitting the TUI or losing the SSH connection does not stop training.
 Ctrl-C / SIGTERM / SIGHUP: the training loop sees the stop at its next step and the run ends ``interrupted``
 (everything logged is kept, and its checkpoint); a step or an evaluation that takes longer than ``STOP_GRACE``
 seconds is cut short by an alarm, so the process always ends within about 2 s. Queued runs end ``interrupted``
-(reason: never started) unless another coordinator of the batch is alive; the command exits 130. A cancel request from the TUI sets the run's
-``cancel_requested`` flag, which the trainer sees at its next heartbeat and ends the run as ``cancelled``.
+(reason: never started) unless another coordinator of the batch is alive; the command exits 130. A cancel request
+from the TUI sets the run's ``cancel_requested`` flag, which the trainer sees at its next heartbeat and ends the
+run as ``cancelled``.
 """
 
 from __future__ import annotations

@@ -542,7 +542,8 @@ SECTION_TABLES = [
     # into it (issue 19: it reset every other key, steps 20 -> 1000); a table of another kind replaces it
     ("set-train-table", ["train={lr=0.05}"], [("recall", 0.05, 20)]),
     ("set-train-table-two-keys", ["train={lr=0.05, batch_size=8}"], [("recall", 0.05, 20)]),
-    ("sweep-over-train", ["sweep.train=[{lr=0.05, steps=10}, {lr=0.03}]"], [("recall", 0.05, 10), ("recall", 0.03, 20)]),
+    ("sweep-over-train", ["sweep.train=[{lr=0.05, steps=10}, {lr=0.03}]"],
+     [("recall", 0.05, 10), ("recall", 0.03, 20)]),
     ("sweep-replaced", ["sweep.train.lr=[0.3, 0.4]", 'sweep={"train.steps"=[7]}'], [("recall", 0.01, 7)]),
     ("switch-task-kind", ['task={kind="linreg", d=4, T=8}', 'plateau.metric="test/loss"'], [("linreg", 0.01, 20)]),
 ]
