@@ -89,6 +89,7 @@ out = Console(highlight=False, soft_wrap=True)
 if not out.is_terminal:  # tables into a file or a pipe: don't squeeze them into 80 columns
     out.width = max(out.width, 160)
 
+
 def _runs_dir_flag(text: str) -> Path:
     """``--runs-dir DIR``: an empty DIR would silently mean the current directory; refused in one line."""
     if not text:
