@@ -477,7 +477,7 @@ def test_a_checkpoint_on_a_full_disk_is_an_oserror_and_leaves_no_temporary(tmp_p
         assert sorted(p.name for p in (small / "checkpoints").iterdir()) == ["r1.10.pt"]
         assert files.load("cpu")["x"].shape == (10,)
     finally:
-        subprocess.run(["umount", str(small)])
+        subprocess.run(["umount", "-l", str(small)])  # lazy: a file still open must not leave it mounted
 
 
 def test_stale_checkpoint_temporaries_are_removed(tiny_preset, tmp_path):
