@@ -38,7 +38,8 @@ STALE_AFTER = 60.0  # seconds without heartbeat before a run (or coordinator) on
 DB_NAME = "runs.db"
 # 1: runs, metrics, attention, meta.  2: + batches (each batch's coordinator: pid, host, heartbeat).
 # 3: batches -> coordinators (a batch may have several coordinators at once: its launcher and each resume of it).
-SCHEMA_VERSION = 3
+# 4: + runs.note, runs.tags (edited after launch; NULL: the preset's tags in the config), runs.archived.
+SCHEMA_VERSION = 4
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -67,7 +68,10 @@ CREATE TABLE IF NOT EXISTS runs (
     plateau_step REAL,
     summary TEXT,
     cancel_requested INTEGER NOT NULL DEFAULT 0,
-    position INTEGER NOT NULL DEFAULT 0
+    position INTEGER NOT NULL DEFAULT 0,
+    note TEXT,
+    tags TEXT,
+    archived INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS runs_batch ON runs (batch_id, status);
 CREATE INDEX IF NOT EXISTS runs_status ON runs (status);
@@ -108,6 +112,11 @@ _MIGRATIONS = {
         "INSERT OR IGNORE INTO coordinators SELECT batch_id, host, pid, started_at, heartbeat_at FROM batches"
         " WHERE host IS NOT NULL AND pid IS NOT NULL",
         "DROP TABLE batches",
+    ],
+    3: [
+        "ALTER TABLE runs ADD COLUMN note TEXT",
+        "ALTER TABLE runs ADD COLUMN tags TEXT",
+        "ALTER TABLE runs ADD COLUMN archived INTEGER NOT NULL DEFAULT 0",
     ],
 }
 
@@ -195,6 +204,9 @@ class RunRecord:
     summary: dict = field(default_factory=dict)
     cancel_requested: bool = False
     position: int = 0  # index of the run in its batch (sweep order)
+    note: str | None = None  # the researcher's note (sparse-tui note, n in the console)
+    tags: list = field(default_factory=list)  # the preset's tags, or as edited since (sparse-tui tag, T)
+    archived: bool = False  # hidden from runs and the console unless asked for (sparse-tui archive)
 
     @property
     def duration(self) -> float | None:
@@ -218,6 +230,9 @@ def _row_to_record(row: sqlite3.Row) -> RunRecord:
     for key in ("config", "params", "swept", "versions", "summary"):
         d[key] = json.loads(d[key]) if d.get(key) else {}
     d["cancel_requested"] = bool(d["cancel_requested"])
+    d["archived"] = bool(d.get("archived"))
+    tags = json.loads(d["tags"]) if d.get("tags") is not None else (d["config"] or {}).get("tags")
+    d["tags"] = [str(t) for t in tags] if isinstance(tags, list) else []
     return RunRecord(**d)
 
 
@@ -338,7 +353,11 @@ class RunStore:
         for v in range(version, SCHEMA_VERSION):
             with self._tx() as con:
                 for stmt in _MIGRATIONS[v]:
-                    con.execute(stmt)
+                    try:
+                        con.execute(stmt)
+                    except sqlite3.OperationalError as e:  # a column a partly upgraded store already has
+                        if "duplicate column" not in str(e):
+                            raise
                 con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(v + 1),))
 
     # -- connections -------------------------------------------------------------------------------------------
@@ -640,6 +659,25 @@ class RunStore:
             if rec.status == "running":
                 running.append(rec)
         return running
+
+    # -- what the researcher adds after launch ---------------------------------------------------------------------
+    def set_note(self, run_id: str, note: str | None) -> None:
+        """Replace a run's note (None or blank: none)."""
+        note = (note or "").strip() or None
+        with self._tx() as con:
+            con.execute("UPDATE runs SET note=? WHERE run_id=?", (note, run_id))
+
+    def set_tags(self, run_id: str, tags: list[str]) -> None:
+        """Replace a run's tags (checked by the caller: ``presets.tag_problem``)."""
+        with self._tx() as con:
+            con.execute("UPDATE runs SET tags=? WHERE run_id=?", (json.dumps(list(tags)), run_id))
+
+    def set_archived(self, run_ids: Iterable[str], archived: bool = True) -> int:
+        """Archive runs (hidden from ``runs`` and the console unless asked for; nothing is deleted), or bring them
+        back. Returns how many runs changed."""
+        with self._tx() as con:
+            return sum(con.execute("UPDATE runs SET archived=? WHERE run_id=? AND archived<>?",
+                                   (int(archived), r, int(archived))).rowcount for r in run_ids)
 
     def delete(self, run_ids: Iterable[str]) -> int:
         ids = list(run_ids)

@@ -3,7 +3,8 @@
 A sweep is many small runs. Trained one at a time they are dominated by per-step overhead, so ``plan`` picks one
 of three schedules (``sparse-tui run --schedule auto|sequential|processes|stacked``):
 
-* ``sequential``: one process trains the runs one after another (torch's default thread count).
+* ``sequential``: one process trains the runs one after another (torch's default thread count; a lone run on a
+  CPU gets the idle cores, ``resources.lone_run_threads``).
 * ``processes``: one worker process per idle core, one torch thread each; every worker claims runs from the
   store and trains them alone. On CPUs this pays for small models (docs/PERFORMANCE.md), which do not use
   several threads well. Whether it pays is measured, not assumed: ``auto`` times a few training steps of a
@@ -213,7 +214,13 @@ def plan(
     biggest = max((keys.count(k) for k in set(keys) if k is not None), default=0)
     if schedule == "auto":
         if n <= 1:
-            return Plan("sequential", 1, None, 1, "one run")
+            if dev != "cpu" or not specs:
+                return Plan("sequential", 1, None, 1, "one run")
+            from sparse_tui.resources import lone_run_threads
+
+            free = idle_cores(cores) if idle is None else idle
+            th = lone_run_threads(specs[0].config, free)
+            return Plan("sequential", 1, th, 1, f"one run; CPU, {free} of {cores} cores idle: {th} thread(s)")
         if dev == "cuda":
             if biggest >= 2:
                 return Plan("stacked", 1, None, MAX_GROUP, f"GPU, up to {biggest} runs share shapes")

@@ -10,6 +10,7 @@ from textual.widgets import Input, Label
 
 from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.screens.answer_once import AnswersOnce
+from sparse_tui.tui.widgets.ordered_input import OrderedInput
 
 
 class PromptScreen(AnswersOnce, Guarded, ModalScreen[str | None]):
@@ -23,7 +24,7 @@ class PromptScreen(AnswersOnce, Guarded, ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
             yield Label(self.title_text, classes="dialog-title")
-            yield Input(self.value, id="prompt-input")
+            yield OrderedInput(self.value, id="prompt-input")
             yield Label("Enter: ok · Esc: cancel", classes="dialog-hint")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:

@@ -8,6 +8,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, Label, Select, Static
 
 from sparse_tui.tui.form_model import FieldSpec, to_text
+from sparse_tui.tui.widgets.ordered_input import OrderedInput
 
 
 def field_id(key: str) -> str:
@@ -63,7 +64,7 @@ class FieldRow(Vertical):
                     tooltip=s.help,
                 )
             else:
-                yield Input(
+                yield OrderedInput(
                     self.initial,
                     placeholder=f"default {s.default_text}" if s.default_text else "(empty)",
                     compact=True,

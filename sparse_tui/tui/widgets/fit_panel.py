@@ -20,6 +20,7 @@ from sparse_tui.tui.messages import FitDone, FitRequested, GuessRequested
 from sparse_tui.tui.plot import PlotSpec, Series
 from sparse_tui.tui.widgets.plot_view import PlotView
 from sparse_tui.tui.widgets.shallow_focus import ShallowFocus
+from sparse_tui.tui.widgets.ordered_input import OrderedInput
 
 
 class FitPanel(ShallowFocus, Guarded, Vertical, can_focus=True):
@@ -53,12 +54,12 @@ class FitPanel(ShallowFocus, Guarded, Vertical, can_focus=True):
     def compose(self) -> ComposeResult:
         with Horizontal(classes="fit-inputs"):
             yield Label("runs")
-            yield Input(placeholder="marked, else current preset; or filter words", id="fit-runs", compact=True)
+            yield OrderedInput(placeholder="marked, else current preset; or filter words", id="fit-runs", compact=True)
             yield Label(" vars")
-            yield Input(placeholder="e.g. d T B, d T/B (g guesses)", id="fit-vars", compact=True)
+            yield OrderedInput(placeholder="e.g. d T B, d T/B (g guesses)", id="fit-vars", compact=True)
         with Horizontal(classes="fit-inputs"):
             yield Label("opts")
-            yield Input(
+            yield OrderedInput(
                 placeholder="--tie d:0.5,T:1 --bootstrap 200 --target plateau_time --where task.B=2",
                 id="fit-opts",
                 compact=True,

@@ -19,6 +19,7 @@ from sparse_tui.tui.render.numbers import fmt_num
 from sparse_tui.tui.render.phase import PHASE_VALUES, phase_grid
 from sparse_tui.tui.render.runs import matches, run_row, swept_keys
 from sparse_tui.tui.widgets.shallow_focus import ShallowFocus
+from sparse_tui.tui.widgets.ordered_input import OrderedInput
 
 VALUES = list(PHASE_VALUES)
 
@@ -64,7 +65,7 @@ class PhasePanel(ShallowFocus, Guarded, Vertical, can_focus=True):
     def compose(self) -> ComposeResult:
         with Horizontal(classes="phase-inputs"):
             yield Label("runs")
-            yield Input(placeholder="filter: preset name / words (default: current run's preset)", id="phase-filter", compact=True)
+            yield OrderedInput(placeholder="filter: preset name / words (default: current run's preset)", id="phase-filter", compact=True)
         yield Static("", id="phase-info")
         with VerticalScroll():
             yield Static("", id="phase-map")

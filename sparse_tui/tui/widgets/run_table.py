@@ -21,6 +21,7 @@ from sparse_tui.tui.messages import (
     RunHighlighted,
 )
 from sparse_tui.tui.render.runs import COLUMNS, STATUS, Row, fit_name, matches, run_row, run_tags, sort_rows
+from sparse_tui.tui.widgets.ordered_input import OrderedInput
 
 # What 80 columns hold: the full 8-character id, the run's name (as wide as the rest leaves), status, progress and
 # results; preset, params, device and age go to the detail line of the run under the cursor.
@@ -70,7 +71,7 @@ class RunsPanel(Guarded, Vertical):
         self._reveal: list[str] = []  # launched runs to show and put the cursor on once they are in the table
 
     def compose(self) -> ComposeResult:
-        yield Input(placeholder="/ filter: words or status:running", id="run-filter", compact=True)
+        yield OrderedInput(placeholder="/ filter: words or status:running", id="run-filter", compact=True)
         table = DataTable(id="run-table", cursor_type="row", zebra_stripes=True)
         yield table
         yield Static("", id="run-detail")
