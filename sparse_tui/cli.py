@@ -590,7 +590,7 @@ def runs(
     t = Table(title=_esc(f"{len(recs)} run(s) in {store.path}"))
     _id_columns(t, ("run_id", "preset", "run", "status", "step", "plateau", "test/loss", "test/acc", "device"))
     for r in recs:
-        f = r.final or (store.last_metrics(r.run_id) if r.status == "running" else {})
+        f = r.final or store.last_metrics(r.run_id)  # a failed run's stored values, not "-"
         t.add_row(
             r.run_id,
             _cell(r.preset),

@@ -66,6 +66,7 @@ def heatmap(
     marks: dict[tuple[int, int], str] | None = None,
     values: bool = False,
     log: bool = False,
+    ruler: int = 0,
 ) -> Text:
     """A colour heatmap as Rich text: one coloured cell per entry, row labels left, column labels on top.
 
@@ -77,10 +78,19 @@ def heatmap(
     span = hi - lo if hi > lo else 1.0
     lw = max((len(s) for s in row_labels), default=0)
     out = Text(no_wrap=True, overflow="crop")
-    # column header (labels truncated to the cell width)
+    # column header: labels truncated to the cell width, or (``ruler`` = k, cells too narrow for labels) the column
+    # index at every k-th column
     out.append(" " * (lw + 1))
-    for lab in col_labels:
-        out.append(str(lab)[:cell].rjust(cell), style="dim")
+    if ruler:
+        line = [" "] * (len(col_labels) * cell)
+        for j in range(0, len(col_labels), ruler):
+            lab = str(j)
+            if j * cell + len(lab) <= len(line):
+                line[j * cell:j * cell + len(lab)] = lab
+        out.append("".join(line), style="dim")
+    else:
+        for lab in col_labels:
+            out.append(str(lab)[:cell].rjust(cell), style="dim")
     out.append("\n")
     marks = marks or {}
     for i, row in enumerate(matrix):

@@ -4,8 +4,9 @@ tags, the config difference of two runs, the swept keys of a set of runs, and na
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
 
 from rich.text import Text
 
@@ -33,8 +34,56 @@ def run_name(rec: RunRecord) -> str:
 
 
 def run_tags(rec: RunRecord) -> list[str]:
-    tags = (rec.config or {}).get("tags") or []
-    return [str(t) for t in tags] if isinstance(tags, list) else []
+    """The run's tags: the preset's, or as edited after launch (``sparse-tui tag``, T in the console)."""
+    return list(rec.tags or [])
+
+
+_NUM = re.compile(r"(-?\d+(?:\.\d+)?(?:e[-+]?\d+)?)", re.IGNORECASE)
+
+
+def natural(text: str) -> tuple:
+    """A sort key that orders the numbers inside a text by value: ``d_model=8`` before ``d_model=60``."""
+    out = []
+    for part in _NUM.split(str(text)):
+        if not part:
+            continue
+        try:
+            out.append((0, float(part), ""))
+        except ValueError:
+            out.append((1, 0.0, part.lower()))
+    return tuple(out)
+
+
+def value_key(v: Any) -> tuple:
+    """A sort key of a parameter value: numbers by value, then texts in natural order, then missing values."""
+    if v is None:
+        return (2, 0.0, ())
+    if isinstance(v, bool):
+        return (1, 0.0, natural(str(v)))
+    if isinstance(v, (int, float)):
+        return (0, float(v), ()) if math.isfinite(v) else (2, 0.0, ())
+    return (1, 0.0, natural(str(v)))
+
+
+def short_keys(keys: Sequence[str]) -> dict[str, str]:
+    """Column titles for dotted parameter keys: the last part (``model.d_model`` -> ``d_model``), or more of it
+    when two keys would share a title."""
+    out: dict[str, str] = {}
+    for k in keys:
+        parts = k.split(".")
+        for n in range(1, len(parts) + 1):
+            title = ".".join(parts[-n:])
+            if sum(1 for o in keys if ".".join(o.split(".")[-n:]) == title) == 1:
+                break
+        out[k] = title
+    return out
+
+
+def param_text(v: Any) -> str:
+    """A parameter value in a narrow cell."""
+    if isinstance(v, float):
+        return fmt_num(v, "g")
+    return str(v)
 
 
 def _flat(d: Any, prefix: str = "") -> dict[str, Any]:
@@ -93,6 +142,7 @@ class Row:
     cells: tuple[Any, ...]  # display values (str or Text)
     keys: tuple[Any, ...]  # sort keys, one per column
     text: str  # lower-case text searched by the filter
+    params: dict = field(default_factory=dict)  # the run's parameters (the hyperparameter columns)
 
 
 def run_row(rec: RunRecord, last: dict | None, now: float) -> Row:
@@ -126,12 +176,12 @@ def run_row(rec: RunRecord, last: dict | None, now: float) -> Row:
         nan_last(loss),
         nan_last(acc),
         rec.device or "",
-        -(rec.created_at or 0.0),
-        run_name(rec),
+        rec.created_at or 0.0,
+        natural(run_name(rec)),
     )
     text = " ".join([rec.run_id, status, rec.preset, params_text(rec), rec.label or "", rec.device or "",
-                     *run_tags(rec)]).lower()
-    return Row(rec.run_id, cells, keys, text)
+                     *run_tags(rec), rec.note or ""]).lower()
+    return Row(rec.run_id, cells, keys, text, dict(rec.params))
 
 
 def matches(row: Row, query: str) -> bool:
@@ -145,8 +195,44 @@ def matches(row: Row, query: str) -> bool:
     return True
 
 
-def sort_rows(rows: list[Row], column: int, reverse: bool) -> list[Row]:
-    return sorted(rows, key=lambda r: r.keys[column], reverse=reverse)
+# Columns whose natural first order is high to low (s picks it; r reverses): accuracy, progress, age (newest first).
+DESCENDING_FIRST = {"acc", "step", "age"}
+
+
+def _missing(k: Any) -> bool:
+    return isinstance(k, tuple) and len(k) == 2 and k[0] is True  # the (missing, value) keys of run_row
+
+
+def sort_key(column: str) -> Callable[[Row], Any]:
+    """The sort key of a column: one of ``COLUMNS`` or ``hp:KEY`` (a hyperparameter, numbers by value)."""
+    if column.startswith("hp:"):
+        key = column[3:]
+        return lambda r: value_key(r.params.get(key))
+    i = COLUMNS.index(column)
+    return lambda r: r.keys[i]
+
+
+def sort_rows(rows: list[Row], column: str, descending: bool) -> list[Row]:
+    """Rows sorted by a column, ascending or descending; rows without a value (no plateau, no accuracy yet, no
+    such parameter) last either way."""
+    key = sort_key(column)
+
+    def absent(r: Row) -> bool:
+        k = key(r)
+        return _missing(k) or (isinstance(k, tuple) and len(k) == 3 and k[0] == 2)
+
+    have = [r for r in rows if not absent(r)]
+    rest = [r for r in rows if absent(r)]
+    return sorted(have, key=key, reverse=descending) + rest
+
+
+def sort_words(column: str, descending: bool) -> str:
+    """What a sort order means, in words: ``↓ high→low``, ``↑ A→Z``, ``↓ newest first``."""
+    if column == "age":
+        return "↓ newest first" if descending else "↑ oldest first"
+    if column in ("run", "name", "status", "preset", "device", "params"):
+        return "↓ Z→A" if descending else "↑ A→Z"
+    return "↓ high→low" if descending else "↑ low→high"
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ class FieldRow(Vertical):
     FieldRow > Horizontal { height: 1; }
     FieldRow .label { width: 18; color: $text-muted; }
     FieldRow .hint { width: 7; color: $text-disabled; padding-left: 1; }
-    FieldRow Input, FieldRow Select { width: 1fr; }
+    FieldRow Input, FieldRow Select { width: 1fr; max-width: 64; }
     FieldRow .error { color: $error; padding-left: 18; height: auto; display: none; }
     FieldRow.-invalid .error { display: block; }
     FieldRow.-invalid .label { color: $error; text-style: bold; }

@@ -31,6 +31,8 @@ class FitPanel(ShallowFocus, Guarded, Vertical, can_focus=True):
         Binding("slash", "focus_filter", "Runs"),
         Binding("v", "focus_vars", "Vars"),
         Binding("o", "focus_options", "Options"),
+        Binding("p", "figure('png')", "Figure"),
+        Binding("P", "figure('svg')", "Figure (SVG)", show=False),
         Binding("escape", "leave_input", "Leave field", show=False),
     ]
     HELP = "Fit"
@@ -116,6 +118,11 @@ class FitPanel(ShallowFocus, Guarded, Vertical, can_focus=True):
 
     def action_focus_options(self) -> None:
         self.query_one("#fit-opts", Input).focus()
+
+    def action_figure(self, fmt: str) -> None:
+        from sparse_tui.tui.messages import FigureRequested
+
+        self.post_message(FigureRequested("fit", fmt))
 
     def show_result(self, done: FitDone) -> None:
         self.result = done
