@@ -301,7 +301,7 @@ class SparseTuiApp(Reporting, PanelRequests, FocusHighlight, Guarded, App[int]):
             return list(self.marked)
         curves = self.query(CurvesPanel)
         if curves and curves.first().grid:
-            return self.query_one(RunsPanel).visible[: self.GRID_RUNS]
+            return self.query_one(RunsPanel).visible_ids[: self.GRID_RUNS]
         return [self.current] if self.current else []
 
     @on(GridToggled)

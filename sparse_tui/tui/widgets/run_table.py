@@ -102,7 +102,7 @@ class RunsPanel(Guarded, Vertical):
         self.expanded: set[str] = set()  # group keys shown with their runs
         self.hp_choice: list[str] | None = None  # hyperparameter columns picked with o (None: as many as fit)
         self.groups: dict[str, Group] = {}
-        self.visible: list[str] = []  # run ids the filter lets through (in collapsed groups too)
+        self.visible_ids: list[str] = []  # run ids the filter lets through (in collapsed groups too)
         self._records: dict[str, RunRecord] = {}
         self._cols: list[tuple[str, str, int]] = []
         self._hp_keys: list[str] = []  # hyperparameters that vary among the filtered runs
@@ -194,7 +194,7 @@ class RunsPanel(Guarded, Vertical):
         if len({r.params.get("seed") for r in recs}) > 1:
             keys.append("seed")
         self._hp_keys = keys
-        self.visible = [r.run_id for r in rows]
+        self.visible_ids = [r.run_id for r in rows]
         self.group_keys = [k for k in self.group_keys if k in keys] if recs else self.group_keys
         self._set_columns()
         desc = self.descending
@@ -247,7 +247,7 @@ class RunsPanel(Guarded, Vertical):
             self.post_message(MarkedChanged(vis))
 
     def visible_marks(self) -> list[str]:
-        shown = set(self.visible)
+        shown = set(self.visible_ids)
         return [m for m in self.marked if m in shown]
 
     def _mark_cell(self, key: str) -> str:
@@ -282,7 +282,7 @@ class RunsPanel(Guarded, Vertical):
 
     def _summary(self) -> None:
         n_run = sum(1 for r in self.rows if r.keys[STATUS] == "running")
-        parts = [f"{len(self.visible)}/{len(self.rows)} runs", f"{n_run} running"]
+        parts = [f"{len(self.visible_ids)}/{len(self.rows)} runs", f"{n_run} running"]
         if self.group_keys:
             parts.append(f"{len(self.groups)} groups by {', '.join(short_keys(self.group_keys).values())}")
         vis = self.visible_marks()
@@ -414,7 +414,7 @@ class RunsPanel(Guarded, Vertical):
         self._summary()
 
     def action_mark_all(self) -> None:
-        self.marked = [] if self.visible_marks() else list(self.visible)
+        self.marked = [] if self.visible_marks() else list(self.visible_ids)
         self.shown = []
         self.render_rows()
 
@@ -539,4 +539,4 @@ class RunsPanel(Guarded, Vertical):
         self.post_message(DeleteRequested(self.chosen()))
 
     def action_export(self) -> None:
-        self.post_message(ExportRequested(self.visible_marks() or list(self.visible)))
+        self.post_message(ExportRequested(self.visible_marks() or list(self.visible_ids)))
