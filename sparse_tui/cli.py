@@ -206,7 +206,7 @@ def _exit_code(statuses: list[str], interrupted: bool) -> ExitCode:
     return ExitCode.OK
 
 
-@app.command()
+@app.command(short_help="Run a preset's runs (sweep x seeds) here, in the background, or in the console.")
 def run(
     preset: Path = typer.Argument(..., help="Preset TOML file.", show_default=False),
     headless: bool = typer.Option(False, "--headless", help="Train here, without the console; progress on stderr."),
@@ -270,6 +270,11 @@ def run(
             c = s.config
             t.add_row(str(i), _cell(s.label()), c.task.kind, c.model.kind, str(c.train.steps), c.train.device)
         out.print(t)
+        from sparse_tui.resources import time_estimate
+
+        line = time_estimate(specs, schedule, n_workers, device)
+        if line:
+            out.print(line, markup=False)
         raise typer.Exit(0)
 
     # The cluster is checked before the store is opened: nothing is written when it is unreachable.
@@ -490,7 +495,7 @@ def worker(
     raise typer.Exit(0)
 
 
-@app.command()
+@app.command(short_help="Continue failed and interrupted runs from their latest checkpoints.")
 def resume(
     target: str = typer.Argument(..., help="A run id or a batch id (or a unique prefix of either).", show_default=False),
     runs_dir: Optional[Path] = RunsDirOpt,
@@ -559,7 +564,7 @@ def _device_ok(device: str) -> bool:
     return re.fullmatch(r"auto|cpu|cuda|cuda:\d+|mps", device) is not None
 
 
-@app.command()
+@app.command(short_help="List the runs in the store, newest first (archived ones with --archived).")
 def runs(
     runs_dir: Optional[Path] = RunsDirOpt,
     as_json: bool = typer.Option(False, "--json", help="One JSON object per run (a JSON array)."),
@@ -567,8 +572,9 @@ def runs(
     preset: Optional[str] = typer.Option(None, "--preset", help="Only runs of this preset name."),
     limit: int = typer.Option(0, "--limit", help="At most this many (newest first); 0 = all."),
     tag: List[str] = typer.Option([], "--tag", help="Only runs with this tag (repeatable: all of them)."),
+    archived: bool = typer.Option(False, "--archived", help="List the archived runs (hidden otherwise)."),
 ) -> None:
-    """List the runs in the store, newest first."""
+    """List the runs in the store, newest first (archived runs only with --archived)."""
     from sparse_tui.store import STATUSES
 
     if status is not None and status not in STATUSES:
@@ -579,7 +585,8 @@ def runs(
     recs = store.runs(status=status, preset=preset)
     _store_warnings(store)
     if isinstance(tag, (list, tuple)) and tag:  # (called as a function, the default is typer's OptionInfo)
-        recs = [r for r in recs if set(tag) <= set((r.config or {}).get("tags") or [])]
+        recs = [r for r in recs if set(tag) <= set(r.tags)]
+    recs = [r for r in recs if r.archived == (archived is True)]
     if limit:
         recs = recs[:limit]
     if as_json:
@@ -588,7 +595,9 @@ def runs(
         sys.stdout.write(json.dumps([run_row(r, store) for r in recs], indent=1) + "\n")
         return
     t = Table(title=_esc(f"{len(recs)} run(s) in {store.path}"))
-    _id_columns(t, ("run_id", "preset", "run", "status", "step", "plateau", "test/loss", "test/acc", "device"))
+    cols = ("run_id", "preset", "run", "status", "step", "plateau", "test/loss", "test/acc", "device")
+    annotated = any(r.tags or r.note for r in recs)
+    _id_columns(t, cols + (("tags / note",) if annotated else ()))
     for r in recs:
         f = r.final or store.last_metrics(r.run_id)  # a failed run's stored values, not "-"
         t.add_row(
@@ -601,8 +610,119 @@ def runs(
             _fmt(f.get("test/loss")),
             _fmt(f.get("test/acc"), ".3f"),
             _cell(r.device or "-"),
+            *((_cell(" ".join(r.tags) + (f" · {r.note}" if r.note else "")),) if annotated else ()),
         )
     out.print(t)
+
+
+# ==============================================================================================================
+# What a researcher adds after launch: notes, tags, archive, delete (annotate.py; the console's n, T, A, d)
+# ==============================================================================================================
+
+
+def _records(store, run_ids: list[str]) -> list:
+    from sparse_tui.store import StoreError
+
+    try:
+        return [store.get(r) for r in dict.fromkeys(run_ids)]
+    except StoreError as e:
+        raise fail(str(e)) from None
+
+
+@app.command(short_help="Add or remove tags of runs (after launch).")
+def tag(
+    run_ids: List[str] = typer.Argument(..., help="Runs (ids or unique prefixes).", show_default=False),
+    add: List[str] = typer.Option([], "--add", "-a", help="Add this tag (repeatable)."),
+    remove: List[str] = typer.Option([], "--remove", "-r", help="Remove this tag (repeatable)."),
+    runs_dir: Optional[Path] = RunsDirOpt,
+) -> None:
+    """Add (--add) or remove (--remove) tags of runs; they show in 'runs', the console and exports, and
+    'runs --tag' / the console's filter find them. Tags: 1-40 letters, digits or _.:+=/@- each."""
+    from sparse_tui.annotate import AnnotateError, edit_tags
+
+    if not add and not remove:
+        raise fail("tag: give --add TAG and/or --remove TAG")
+    store = _open_store(runs_dir)
+    recs = _records(store, list(run_ids))
+    try:
+        new = {r.run_id: edit_tags(r.tags, add, remove) for r in recs}
+    except AnnotateError as e:
+        raise fail(f"--add: {e}") from None
+    for r in recs:
+        store.set_tags(r.run_id, new[r.run_id])
+        out.print(f"{r.run_id}: {' '.join(new[r.run_id]) or '(no tags)'}", markup=False)
+
+
+@app.command(short_help="Set or clear the note of a run.")
+def note(
+    run_id: str = typer.Argument(..., help="A run (id or unique prefix).", show_default=False),
+    text: Optional[str] = typer.Argument(None, help="The note (one line); omit it to print the note.",
+                                         show_default=False),
+    clear: bool = typer.Option(False, "--clear", help="Remove the note."),
+    runs_dir: Optional[Path] = RunsDirOpt,
+) -> None:
+    """Print, set or clear (--clear) a run's note: one line shown in 'runs', the console and exports."""
+    from sparse_tui.annotate import AnnotateError, check_note
+
+    store = _open_store(runs_dir)
+    (rec,) = _records(store, [run_id])
+    if text is None and not clear:
+        out.print(rec.note or "(no note)", markup=False)
+        return
+    if text is not None and clear:
+        raise fail("note: give a note or --clear, not both")
+    try:
+        value = None if clear else check_note(text)
+    except AnnotateError as e:
+        raise fail(str(e)) from None
+    store.set_note(rec.run_id, value)
+    err.print(f"{rec.run_id}: note {'saved' if value else 'removed'}", markup=False)
+
+
+@app.command(short_help="Archive runs: hidden from 'runs' and the console, nothing deleted.")
+def archive(
+    run_ids: List[str] = typer.Argument(..., help="Runs (ids or unique prefixes).", show_default=False),
+    undo: bool = typer.Option(False, "--undo", help="Bring archived runs back."),
+    runs_dir: Optional[Path] = RunsDirOpt,
+) -> None:
+    """Archive runs (or bring them back with --undo): archived runs are kept with everything they logged but
+    hidden from 'runs' (see 'runs --archived') and the console (its filter: is:archived). Queued or running runs
+    cannot be archived."""
+    from sparse_tui.annotate import undeletable
+
+    store = _open_store(runs_dir)
+    recs = _records(store, list(run_ids))
+    live = undeletable(recs)
+    if live and not undo:
+        raise fail(f"{len(live)} run(s) still queued or running ({live[0].run_id}): cancel them first")
+    n = store.set_archived([r.run_id for r in recs], not undo)
+    err.print(f"{'brought back' if undo else 'archived'} {n} run(s)", markup=False)
+
+
+@app.command(short_help="Delete ended runs with their metrics (asks first, naming them).")
+def delete(
+    run_ids: List[str] = typer.Argument(..., help="Runs (ids or unique prefixes).", show_default=False),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask (needed without a terminal)."),
+    runs_dir: Optional[Path] = RunsDirOpt,
+) -> None:
+    """Delete runs with their metrics and attention maps, after a question that names them (the console's rule):
+    queued or running runs are refused (cancel them first); without a terminal, --yes is required."""
+    from sparse_tui.annotate import delete_question, undeletable
+
+    store = _open_store(runs_dir)
+    recs = _records(store, list(run_ids))
+    live = undeletable(recs)
+    if live:
+        raise fail(f"{len(live)} run(s) still queued or running ({live[0].run_id}): cancel them first")
+    if not yes:
+        if not sys.stdin.isatty():
+            raise fail("delete: not a terminal to ask in; pass --yes to delete without asking")
+        err.print(_esc(delete_question(recs)).replace("\\n", "\n"), markup=False)
+        if not typer.confirm("Delete?", default=False, err=True):
+            err.print("nothing deleted", markup=False)
+            raise typer.Exit(int(ExitCode.OK))
+    n = store.delete([r.run_id for r in recs])
+    err.print(f"deleted {n} run(s)", markup=False)
 
 
 def _checkpoint_line(store, rec) -> str:
@@ -640,7 +760,7 @@ PlotOpt = typer.Option(
 )
 
 
-@app.command()
+@app.command(short_help="Summary and terminal plots of a run; --plot FILE writes a figure.")
 def show(
     run_ids: List[str] = typer.Argument(..., help="Run id (or a unique prefix); several only with --plot."),
     runs_dir: Optional[Path] = RunsDirOpt,
@@ -718,7 +838,7 @@ def show(
         out.print(Text.from_ansi(chart(toy, title="toy model: w and alpha", width=w, vline=vline)))
 
 
-@app.command("export")
+@app.command("export", short_help="Export runs as CSV, JSON lines, Parquet, TensorBoard event files or MLflow runs.")
 def export_cmd(
     run_ids: List[str] = typer.Argument(None, help="Runs to export (default: all, filtered by the options)."),
     runs_dir: Optional[Path] = RunsDirOpt,
@@ -775,7 +895,7 @@ def _fit_error(e: Exception) -> "typer.Exit":
     return fail(str(e).splitlines()[0] if str(e) else type(e).__name__)
 
 
-@app.command()
+@app.command(short_help="Plateau length of the reduced dynamics against the closed-form forecast.")
 def theory(
     d: Optional[float] = typer.Option(None, "--d", help="Token / target dimension d (one point)."),
     T: Optional[float] = typer.Option(None, "--T", help="Sequence length T (one point)."),
@@ -828,7 +948,7 @@ def theory(
         out.print(fitreport.format_theory_point(pt), markup=False)
 
 
-@app.command()
+@app.command(short_help="Fit a power law to the plateau lengths of finished runs; compare with theory.")
 def fit(
     run_ids: List[str] = typer.Argument(None, help="Runs to fit (ids or unique prefixes; default: all selected)."),
     runs_dir: Optional[Path] = RunsDirOpt,
@@ -881,7 +1001,7 @@ def fit(
 # ==============================================================================================================
 
 
-@app.command()
+@app.command(short_help="Check the device and every training schedule on a tiny sweep.")
 def doctor(
     device: str = typer.Option("auto", "--device", help="Device to check: auto, cpu, cuda, cuda:N."),
 ) -> None:

@@ -1,7 +1,7 @@
 """The run table and the long per-step metric table, as CSV, JSON lines or Parquet (same code for CLI and TUI).
 
-Run table columns: ``run_id, batch_id, preset, status, reason, label, seed, device, plateau_step, step,
-total_steps, created_at, started_at, ended_at, duration_s``, then ``params.*`` (the flattened resolved config of
+Run table columns: ``run_id, batch_id, preset, status, reason, name, label, tags, note, seed, device,
+plateau_step, step, total_steps, created_at, started_at, ended_at, duration_s``, then ``params.*`` (the flattened resolved config of
 each run), ``final.*`` (the last evaluated value of every metric) and ``best.*`` (best test loss / accuracy).
 Times are ISO 8601 UTC. Runs of different presets have different params; columns are the union (empty cells where
 a run has no such key).
@@ -27,7 +27,10 @@ LEAD = [
     "preset",
     "status",
     "reason",
+    "name",
     "label",
+    "tags",
+    "note",
     "seed",
     "device",
     "plateau_step",
@@ -62,7 +65,8 @@ def run_row(rec: RunRecord, store: RunStore | None = None) -> dict[str, Any]:
         "reason": rec.reason,
         "label": rec.label,
         "name": f"{rec.preset} {rec.label or ''}".strip(),
-        "tags": [str(t) for t in ((rec.config or {}).get("tags") or [])],
+        "tags": list(rec.tags),
+        "note": rec.note,
         "seed": rec.seed,
         "device": rec.device,
         "plateau_step": _plateau(rec.plateau_step),
@@ -115,13 +119,20 @@ def metrics_table(store: RunStore, runs: Iterable[RunRecord]) -> tuple[list[str]
     return cols, rows
 
 
+def _csv_cell(v: Any) -> Any:
+    """A CSV cell: empty for None, a list (the tags) as its words joined by spaces."""
+    if v is None:
+        return ""
+    return " ".join(map(str, v)) if isinstance(v, list) else v
+
+
 def write_table(cols: list[str], rows: list[dict[str, Any]], fmt: str, out: IO) -> None:
     """Write a table to a text stream (csv, jsonl) or a binary stream (parquet)."""
     if fmt == "csv":
         w = csv.DictWriter(out, fieldnames=cols, extrasaction="ignore", lineterminator="\n")
         w.writeheader()
         for row in rows:
-            w.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in cols})
+            w.writerow({k: _csv_cell(row.get(k)) for k in cols})
     elif fmt == "jsonl":
         for row in rows:
             out.write(json.dumps({k: row.get(k) for k in cols}) + "\n")
