@@ -847,10 +847,19 @@ def export_cmd(
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file (default: stdout)."),
     preset: Optional[str] = typer.Option(None, "--preset", help="Only runs of this preset name."),
     status: Optional[str] = typer.Option(None, "--status", help="Only runs with this status."),
+    to: Optional[str] = typer.Option(
+        None, "--to", help="tensorboard DIR: event files (scalars, hparams, attention images); mlflow [URI]: an MLflow "
+        "tracking store (default sqlite:///RUNS_DIR/mlflow.db). The first argument is DIR / URI, then the runs.",
+        show_default=False),
 ) -> None:
-    """Export the run table (or the per-step metrics) as CSV, JSON lines or Parquet."""
+    """Export the run table (or the per-step metrics) as CSV, JSON lines or Parquet, or (--to) write the runs as
+    TensorBoard event files or MLflow runs."""
     from sparse_tui.export import FORMATS, export
     from sparse_tui.store import StoreError
+
+    if to is not None:
+        _export_to(to, list(run_ids or []), runs_dir, preset, status, output)
+        return
 
     from sparse_tui.export import ExportError, output_problem, write_atomic
     from sparse_tui.store import STATUSES
@@ -883,6 +892,34 @@ def export_cmd(
         raise fail(str(e), ExitCode.RUN_FAILED if e.disk_full else ExitCode.USAGE) from None
     except RuntimeError as e:
         raise fail(str(e)) from None
+
+
+def _export_to(to: str, args: list[str], runs_dir: Optional[Path], preset: Optional[str], status: Optional[str],
+               output: Optional[Path]) -> None:
+    """``export --to tensorboard DIR [RUN…]`` / ``--to mlflow [URI] [RUN…]`` (bridges.py)."""
+    from sparse_tui.bridges import BRIDGES, BridgeError, export_to
+    from sparse_tui.store import STATUSES
+
+    if to not in BRIDGES:
+        raise fail(f"--to: must be one of {', '.join(BRIDGES)}, got {to!r}")
+    if status is not None and status not in STATUSES:
+        raise fail(f"--status: must be one of {', '.join(STATUSES)}, got {status!r}")
+    dest = str(output) if output is not None else None
+    if dest is None and args and (to == "tensorboard" or "://" in args[0] or args[0].endswith(".db")):
+        dest, args = args[0], args[1:]
+    if to == "tensorboard" and dest is None:
+        raise fail("--to tensorboard: give the folder to write: sparse-tui export --to tensorboard DIR [RUN…]")
+    store = _open_store(runs_dir)
+    recs = _records(store, args) if args else store.runs(status=status, preset=preset)
+    _store_warnings(store)
+    if not recs:
+        raise fail("export: no runs to export")
+    recs = sorted(recs, key=lambda r: (r.created_at, r.batch_id, r.position))
+    try:
+        line = export_to(to, store, recs, dest, say=lambda t: err.print(_esc(t), markup=False))
+    except BridgeError as e:
+        raise fail(str(e)) from None
+    err.print(_esc(line), markup=False)
 
 
 # ==============================================================================================================

@@ -122,3 +122,30 @@ def nice_ticks(lo: float, hi: float, n: int, log: bool = False) -> list[float]:
         out.append(round(v, 12))
         v += step
     return out
+
+
+# A perceptual (viridis-like) colour ramp: the console's heatmaps and the attention images of the TensorBoard bridge.
+_RAMP = [
+    (68, 1, 84),
+    (72, 40, 120),
+    (62, 74, 137),
+    (49, 104, 142),
+    (38, 130, 142),
+    (31, 158, 137),
+    (53, 183, 121),
+    (109, 205, 89),
+    (180, 222, 44),
+    (253, 231, 37),
+]
+
+
+def ramp(x: float) -> tuple[int, int, int]:
+    """Colour of a value in [0, 1]."""
+    if not math.isfinite(x):
+        return (40, 40, 40)
+    x = min(1.0, max(0.0, x))
+    pos = x * (len(_RAMP) - 1)
+    i = min(int(pos), len(_RAMP) - 2)
+    f = pos - i
+    a, b = _RAMP[i], _RAMP[i + 1]
+    return tuple(int(round(a[j] + (b[j] - a[j]) * f)) for j in range(3))  # type: ignore[return-value]
