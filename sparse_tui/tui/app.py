@@ -356,24 +356,26 @@ class SparseTuiApp(Reporting, PanelRequests, FocusHighlight, Guarded, App[int]):
             parts.append(f"{self.executor} {self.ray_address or 'auto'}")
         self.sub_title = " · ".join(parts)
 
-    # -- GPU -----------------------------------------------------------------------------------------------------
+    # -- resources ---------------------------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="gpu", exit_on_error=False)
     def probe_gpu(self) -> None:
-        from sparse_tui.tui.sysinfo import gpu_summary
+        """CPU, RAM and (NVML) GPU use for the header, every 2 s; the loop checks cancellation."""
+        from sparse_tui.tui.sysinfo import Nvml, host_summary
 
         worker = get_current_worker()
-        while not worker.is_cancelled:
-            text = gpu_summary()
-            self.post_message(GpuInfo(text))
-            if text is None:
-                return  # no GPU here: stop probing
-            for _ in range(20):
-                if worker.is_cancelled:
-                    return
-                time.sleep(0.1)
+        nvml = Nvml()
+        try:
+            while not worker.is_cancelled:
+                self.post_message(GpuInfo(nvml.summary(), host_summary()))
+                for _ in range(20):
+                    if worker.is_cancelled:
+                        return
+                    time.sleep(0.1)
+        finally:
+            nvml.close()
 
     def on_gpu_info(self, msg: GpuInfo) -> None:
-        self._gpu_text = msg.text or "no GPU"
+        self._gpu_text = " · ".join(t for t in (msg.host, msg.text or "no GPU") if t)
         self._set_header()
 
     # -- executor --------------------------------------------------------------------------------------------------

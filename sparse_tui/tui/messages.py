@@ -71,7 +71,13 @@ class FitDone(Message):
 
 @dataclass
 class GpuInfo(Message):
+    """Resource use for the header: the GPUs (NVML; None: no GPU) and this machine's CPU and RAM."""
+
     text: str | None
+    host: str = ""
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, GpuInfo)
 
 
 @dataclass

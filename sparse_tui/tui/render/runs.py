@@ -122,6 +122,34 @@ def fit_name(name: str, width: int) -> str:
 
 
 
+def speed(rec: RunRecord) -> float | None:
+    """Training steps per second of a running run since it started (its step over the time to its last
+    heartbeat); None before it has one."""
+    if rec.status != "running" or not rec.started_at or not rec.heartbeat_at or rec.step <= 0:
+        return None
+    dt = rec.heartbeat_at - rec.started_at
+    return rec.step / dt if dt > 0 else None
+
+
+def eta(rec: RunRecord) -> float | None:
+    """Seconds a running run still needs at its speed so far."""
+    v = speed(rec)
+    if v is None or not rec.total_steps:
+        return None
+    return max(0.0, (rec.total_steps - rec.step) / v)
+
+
+def batch_eta(records: Iterable[RunRecord], batch_id: str) -> float | None:
+    """Seconds a batch still needs: the steps its running and queued runs have left, at the summed speed of its
+    running runs (queued runs start as running ones end, at about that pace)."""
+    recs = [r for r in records if r.batch_id == batch_id and r.status in ("running", "queued")]
+    rates = [v for v in (speed(r) for r in recs) if v]
+    if not rates:
+        return None
+    left = sum(max(0, (r.total_steps or 0) - r.step) for r in recs)
+    return left / sum(rates)
+
+
 def params_text(rec: RunRecord) -> str:
     """The swept params (short names) of a run, or its label."""
     parts = [f"{k.split('.')[-1]}={v}" for k, v in rec.swept.items()]

@@ -36,6 +36,8 @@ from sparse_tui.tui.render.runs import (
     DESCENDING_FIRST,
     STATUS,
     Row,
+    batch_eta,
+    eta,
     fit_name,
     matches,
     param_text,
@@ -44,8 +46,10 @@ from sparse_tui.tui.render.runs import (
     short_keys,
     sort_rows,
     sort_words,
+    speed,
     swept_keys,
 )
+from sparse_tui.tui.render.numbers import fmt_age
 from sparse_tui.tui.widgets.ordered_input import OrderedInput
 
 # What 80 columns hold: the full 8-character id, the run's name (as wide as the rest leaves), status, progress and
@@ -283,6 +287,10 @@ class RunsPanel(Guarded, Vertical):
     def _summary(self) -> None:
         n_run = sum(1 for r in self.rows if r.keys[STATUS] == "running")
         parts = [f"{len(self.visible_ids)}/{len(self.rows)} runs", f"{n_run} running"]
+        etas = [batch_eta(self._records.values(), b)
+                for b in {r.batch_id for r in self._records.values() if r.status == "running"}]
+        if any(e is not None for e in etas):
+            parts.append(f"ETA {fmt_age(max(e for e in etas if e is not None))}")
         if self.group_keys:
             parts.append(f"{len(self.groups)} groups by {', '.join(short_keys(self.group_keys).values())}")
         vis = self.visible_marks()
@@ -319,6 +327,10 @@ class RunsPanel(Guarded, Vertical):
         if rec is not None and rec.note:
             t.append(f" · note: {rec.note}", style="green")
         t.append(f" · preset {c['preset']} · {c['device']} · {c['age']} ago")
+        if rec is not None and speed(rec):
+            t.append(f" · {speed(rec):.1f} steps/s · ETA {fmt_age(eta(rec))}"
+                     f" (batch {rec.batch_id}: {fmt_age(batch_eta(self._records.values(), rec.batch_id))})",
+                     style="cyan")
         if rec is not None and rec.archived:
             t.append(" · archived", style="magenta")
         if rec is not None and rec.reason:
