@@ -41,7 +41,7 @@ def launch(store: RunStore, loaded: Any, workers: int | None = None, executor: s
     batch_id, ids, pid = runner.start_detached(store, expand(loaded), workers=workers or None, executor=executor,
                                                ray_address=ray_address)
     return Done(f"launched {loaded.name}: batch {batch_id}, {len(ids)} run(s), pid {pid} "
-                f"(log {runner.log_path(store, batch_id)})", switch_to="runs", run_ids=list(ids))
+                f"(log {runner.log_path(store, batch_id)})", switch_to="runs", run_ids=list(ids), pids=[pid])
 
 
 def launch_question(loaded: Any, executor: str = "local", ray_address: str | None = None,
@@ -116,7 +116,7 @@ def resume(store: RunStore, ids: list[str], workers: int | None = None, executor
     n = sum(len(r) for _, r, _ in started)
     where = "; ".join(f"batch {b} pid {pid}" for b, _, pid in started)
     return Done(f"resuming {n} run(s) from their last checkpoint: {where}", switch_to="runs",
-                run_ids=[rid for _, r, _ in started for rid in r])
+                run_ids=[rid for _, r, _ in started for rid in r], pids=[pid for _, _, pid in started])
 
 
 def cancel(store: RunStore, ids: list[str]) -> Message:

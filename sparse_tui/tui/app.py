@@ -114,6 +114,7 @@ class SparseTuiApp(Reporting, PanelRequests, FocusHighlight, Guarded, App[int]):
         self._gpu_text = ""
         self._export_folder: Path | None = None  # the export dialog's folder (the last one used)
         self.group_keys: list[str] = []  # the Runs table's grouping (the Curves grid draws one chart per group)
+        self.children_started: set[int] = set()  # training processes this console started (reaped when they end)
 
     def get_default_screen(self) -> Screen:
         return MainScreen(id="_default")
@@ -136,6 +137,7 @@ class SparseTuiApp(Reporting, PanelRequests, FocusHighlight, Guarded, App[int]):
         if self.gpu:
             self.probe_gpu()
         self.set_interval(5.0, self._tick_ages)
+        self.set_interval(2.0, self.reap_children)
         from sparse_tui.store import DB_NAME
 
         if (self.runs_dir / DB_NAME).exists():
@@ -178,6 +180,20 @@ class SparseTuiApp(Reporting, PanelRequests, FocusHighlight, Guarded, App[int]):
         self.run_worker(self.poller.run, name="store poller", group="poll", thread=True, exclusive=True,
                         exit_on_error=False)
         return True
+
+    def reap_children(self) -> None:
+        """Collect the exit status of the ``work`` processes this console started once they end (a detached
+        process is still the console's child: unreaped it stays a zombie as long as the console runs). Only those
+        pids are waited for, never any other child."""
+        import os
+
+        for pid in list(self.children_started):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                done = pid  # not our child (or reaped already)
+            if done:
+                self.children_started.discard(pid)
 
     def export_folder(self) -> str:
         """Where the export dialog proposes to write: the folder used last, else RUNS_DIR/exports (never the

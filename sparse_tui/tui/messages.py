@@ -107,6 +107,7 @@ class Done(Message):
     text: str
     switch_to: str | None = None
     run_ids: list[str] = field(default_factory=list)  # runs a launch created: the Runs panel shows them
+    pids: list[int] = field(default_factory=list)  # processes it started (the app reaps them when they end)
 
 
 # -- from the panels -------------------------------------------------------------------------------------------------

@@ -53,6 +53,7 @@ class PanelRequests:
         self.run_worker(body, name=fn.__name__, group=group, thread=True, exclusive=exclusive, exit_on_error=False)
 
     def on_done(self, msg: Done) -> None:
+        self.children_started.update(msg.pids)
         self.notify(msg.text, markup=False)
         if msg.run_ids:
             self.query_one(RunsPanel).reveal(msg.run_ids)

@@ -128,6 +128,9 @@ def grid_units(data: CurvesData | None, group_keys: list[str]) -> list[tuple[str
     if data is None:
         return []
     ids = [r for r in data.run_ids if r in data.series]
+    params = [data.params.get(r, {}) for r in ids]
+    keys = sorted({k for p in params for k in p if len({repr(q.get(k)) for q in params}) > 1})
+    ids.sort(key=lambda r: tuple(value_key(data.params.get(r, {}).get(k)) for k in keys))  # in parameter order
     if not group_keys:
         labels = differing_labels(data, ids)
         return [(f"{r} {labels.get(r, '')}".strip(), [r]) for r in ids]
