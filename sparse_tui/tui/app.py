@@ -115,6 +115,7 @@ class SparseTuiApp(Reporting, PanelRequests, FocusHighlight, Guarded, App[int]):
         self._export_folder: Path | None = None  # the export dialog's folder (the last one used)
         self.group_keys: list[str] = []  # the Runs table's grouping (the Curves grid draws one chart per group)
         self.children_started: set[int] = set()  # training processes this console started (reaped when they end)
+        self._figures_pending: set[Path] = set()  # figure files asked for (each request gets a name of its own)
 
     def get_default_screen(self) -> Screen:
         return MainScreen(id="_default")

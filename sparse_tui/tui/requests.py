@@ -207,6 +207,11 @@ class PanelRequests:
             return
         stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(self.clock()))
         path = self.runs_dir / "figures" / f"{msg.panel}-{stamp}.{msg.fmt}"
+        n = 1
+        while path.exists() or path in self._figures_pending:  # two in one second: figure-…-2.png
+            n += 1
+            path = self.runs_dir / "figures" / f"{msg.panel}-{stamp}-{n}.{msg.fmt}"
+        self._figures_pending.add(path)
         self._work(actions.figure, self.store, msg.panel, payload, path, group="figure")
 
     def on_attention_requested(self, m: AttentionRequested) -> None:

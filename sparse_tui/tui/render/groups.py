@@ -44,7 +44,8 @@ class Stat:
             return "-"
         if self.n == 1:
             return fmt_short(self.mean, digits)
-        return f"{fmt_short(self.mean, digits)}±{fmt_short(self.std, 2)}"
+        sd = fmt_short(self.std, 3) if 1 <= abs(self.std) < 1e4 else fmt_short(self.std, 2)  # 140, not 1.4e+02
+        return f"{fmt_short(self.mean, digits)}±{sd}"
 
 
 @dataclass

@@ -277,7 +277,7 @@ def swept_keys(records: Iterable[RunRecord]) -> list[str]:
         for k, v in r.params.items():
             if k in ("seed", "name", "description"):
                 continue
-            key = repr(v)
+            key = repr(value_key(v))  # 1 and 1.0 are one value
             if k not in seen:
                 seen[k] = set()
                 order.append(k)

@@ -192,6 +192,7 @@ class RunsPanel(Guarded, Vertical):
     def render_rows(self) -> None:
         if not self.is_mounted:
             return
+        cur = self.current_key()  # kept across a rebuild of the columns (a resize) or of the rows
         rows = self._filtered()
         recs = [self._records[r.run_id] for r in rows if r.run_id in self._records]
         keys = swept_keys(recs)
@@ -219,7 +220,6 @@ class RunsPanel(Guarded, Vertical):
             items = [(r.run_id, r, "run") for r in sort_rows(rows, self.sort, desc)]
         ids = [k for k, _, _ in items]
         t = self.table
-        cur = self.current_key()
         if ids == self.shown:
             for key, row, kind in items:
                 for (col, _, _), cell in zip(self._cols, self._cells(row, kind)):
@@ -270,13 +270,13 @@ class RunsPanel(Guarded, Vertical):
             if key == "mark":
                 out.append(self._mark_cell(row.run_id))
             elif key == "name":
-                name = str(c["name"])
-                if kind == "child":
+                name, lead = str(c["name"]), ""
+                if kind == "child":  # a group's run, under it: its label (the preset is the group's)
                     rec = self._records.get(row.run_id)
-                    name = "└ " + (rec.label if rec is not None and rec.label else name)
+                    name, lead = (rec.label if rec is not None and rec.label else name), "└ "
                 elif kind == "group":
-                    name = ("▾ " if row.run_id in self.expanded else "▸ ") + name
-                out.append(fit_name(name, w))
+                    lead = "▾ " if row.run_id in self.expanded else "▸ "
+                out.append(lead + fit_name(name, max(1, w - len(lead))))
             elif key.startswith("hp:"):
                 v = row.params.get(key[3:])
                 out.append("" if v is None else fit_name(param_text(v), w))
