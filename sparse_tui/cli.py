@@ -380,10 +380,23 @@ def _train_batch(store, batch_id: str, workers: int, device: Optional[str], grou
         runs = [r for r in runs if r.run_id in set(only)]
     _summary_table(runs)
     code = _exit_code([r.status for r in runs], flag.status is not None)
+    where = "" if store.runs_dir.resolve() == (Path.cwd() / "runs").resolve() else f" --runs-dir {store.runs_dir}"
     if code == ExitCode.INTERRUPTED:
         err.print("interrupted: running runs were recorded as interrupted; everything logged is kept")
+        _what_next([f"sparse-tui resume {batch_id}{where}   continues them from their latest checkpoints",
+                    f"sparse-tui runs --status interrupted{where}   lists them"])
         _exit_now(code)
+    first = runs[0].run_id if runs else "RUN"
+    _what_next([f"sparse-tui{where}   the console on these runs: 2 Runs (g groups seeds), 3 Curves, 5 Fit, 6 Phase",
+                f"sparse-tui show {first}{where}   one run's summary and curves (--plot FILE.png for a figure)"])
     raise typer.Exit(int(code))
+
+
+def _what_next(lines: list[str]) -> None:
+    """Two lines after a headless run: where to go from here."""
+    err.print("what next:", markup=False)
+    for line in lines:
+        err.print(f"  {_esc(line)}", markup=False)
 
 
 def _exit_now(code: int) -> None:
