@@ -127,3 +127,25 @@ def test_headless_run_ends_with_what_next_and_dry_run_estimates(tmp_path: Path):
     assert f"sparse-tui show {rid} --runs-dir {runs}" in r.stderr
     d = _cli("run", str(preset), "--dry-run")
     assert d.returncode == 0 and "estimate: about " in d.stdout and "on one thread just now" in d.stdout
+
+
+def test_parquet_to_a_terminal_is_refused(store_dir: Path):
+    """Parquet is binary: without -o and with the terminal as stdout, one line and exit 2 (nothing written)."""
+    import pty
+
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execvpe(sys.executable, [sys.executable, "-m", "sparse_tui", "export", "--format", "parquet",
+                                    "--runs-dir", str(store_dir)], ENV)
+    out = b""
+    try:
+        while True:
+            chunk = os.read(fd, 1024)
+            if not chunk:
+                break
+            out += chunk
+    except OSError:
+        pass
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 2
+    assert b"binary output; pass --output FILE or redirect stdout" in out and b"PAR1" not in out

@@ -410,6 +410,25 @@ async def test_curve_grid_draws_one_chart_per_group(synthetic: Path, presets_dir
 
 
 @run_async
+async def test_phase_and_fit_figures_from_the_console(synthetic: Path, presets_dir: Path, console_errors):
+    pytest.importorskip("matplotlib")
+    async with opened(synthetic, presets_dir) as (app, pilot, seen):
+        await _runs(pilot)
+        await _cursor(pilot, TOY[0])
+        await pilot.press("6")
+        await wait_for(pilot, lambda: app.query_one("PhasePanel").figure_data is not None, 10)
+        await pilot.press("p")
+        await wait_for(pilot, lambda: list((synthetic / "figures").glob("phase-*.png")), 30)
+        await pilot.press("5", "enter")
+        await wait_for(pilot, lambda: app.query_one("FitPanel").result is not None, 30)
+        await pilot.press("P")
+        await wait_for(pilot, lambda: list((synthetic / "figures").glob("fit-*.svg")), 30)
+        svg = next((synthetic / "figures").glob("fit-*.svg")).read_text()
+        assert "toy-sweep: plateau_step" in svg
+    assert console_errors == []
+
+
+@run_async
 async def test_note_and_tags_from_the_console(synthetic: Path, presets_dir: Path, console_errors):
     async with opened(synthetic, presets_dir) as (app, pilot, seen):
         await _runs(pilot)
