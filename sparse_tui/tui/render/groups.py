@@ -79,7 +79,7 @@ class Group:
 
 
 def group_label(values: dict[str, Any], titles: dict[str, str]) -> str:
-    return " ".join(f"{titles[k]}={param_text(v)}" for k, v in values.items()) or "all runs"
+    return " ".join(f"{titles[k]}={param_text(v)}" for k, v in values.items() if v is not None) or "other runs"
 
 
 def group_runs(records: Sequence[RunRecord], keys: Sequence[str], last: dict[str, dict] | None = None) -> list[Group]:

@@ -290,3 +290,18 @@ def swept_keys(records: Iterable[RunRecord]) -> list[str]:
             if k != "seed" and k not in declared:
                 declared.append(k)
     return [k for k in declared if k in swept] + [k for k in swept if k not in declared]
+
+
+def varied_keys(records: Sequence[RunRecord]) -> list[str]:
+    """The hyperparameters a researcher varied among these runs: the keys that take more than one value within the
+    runs of one preset (a sweep, or runs launched with --set), the seed last. Keys that differ only between presets
+    (task.kind between a recall and a linreg preset) are not: ``o`` in the Runs panel offers them too."""
+    by: dict[str, list[RunRecord]] = {}
+    for r in records:
+        by.setdefault(r.preset, []).append(r)
+    keys: list[str] = []
+    for recs in by.values():
+        keys += [k for k in swept_keys(recs) if k not in keys]
+        if "seed" not in keys and len({r.params.get("seed") for r in recs}) > 1:
+            keys.append("seed")
+    return [k for k in keys if k != "seed"] + (["seed"] if "seed" in keys else [])

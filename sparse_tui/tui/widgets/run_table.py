@@ -48,6 +48,7 @@ from sparse_tui.tui.render.runs import (
     sort_words,
     speed,
     swept_keys,
+    varied_keys,
 )
 from sparse_tui.tui.render.numbers import fmt_age
 from sparse_tui.tui.widgets.ordered_input import OrderedInput
@@ -110,6 +111,7 @@ class RunsPanel(Guarded, Vertical):
         self._records: dict[str, RunRecord] = {}
         self._cols: list[tuple[str, str, int]] = []
         self._hp_keys: list[str] = []  # hyperparameters that vary among the filtered runs
+        self._hp_auto: list[str] = []  # of those, the ones varied within a preset (shown by default)
         self._sent_marks: list[str] | None = None
         self._reveal: list[str] = []  # launched runs to show and put the cursor on once they are in the table
 
@@ -142,7 +144,7 @@ class RunsPanel(Guarded, Vertical):
         room = self._width() - used
         titles = short_keys(self._hp_keys)
         hp: list[tuple[str, str, int]] = []
-        chosen = self._hp_keys if self.hp_choice is None else [k for k in self.hp_choice if k in self._hp_keys]
+        chosen = self._hp_auto if self.hp_choice is None else [k for k in self.hp_choice if k in self._hp_keys]
         for k in chosen:
             vals = [param_text(r.params.get(k, "")) for r in self.rows[:200]]
             w = min(HP_MAX, max([len(titles[k])] + [len(v) for v in vals]))
@@ -198,9 +200,13 @@ class RunsPanel(Guarded, Vertical):
         keys = swept_keys(recs)
         if len({r.params.get("seed") for r in recs}) > 1:
             keys.append("seed")
-        self._hp_keys = keys
+        self._hp_keys = keys  # every key that varies: o offers them all
+        self._hp_auto = varied_keys(recs)  # shown unless o picked others: what was varied within a preset
         self.visible_ids = [r.run_id for r in rows]
         self.group_keys = [k for k in self.group_keys if k in keys] if recs else self.group_keys
+        if self.group_keys != list(getattr(self, "_sent_groups", [])):  # a filter took a grouping key away
+            self._sent_groups = list(self.group_keys)
+            self.post_message(GroupingChanged(list(self.group_keys)))
         self._set_columns()
         desc = self.descending
         items: list[tuple[str, Row, str]] = []  # (row key, row, kind: run | group | child)
@@ -447,7 +453,7 @@ class RunsPanel(Guarded, Vertical):
 
     def action_group(self) -> None:
         """Off → the swept values (seed aside) → each swept parameter alone → off."""
-        swept = [k for k in self._hp_keys if k != "seed"]
+        swept = [k for k in self._hp_auto if k != "seed"]
         options: list[list[str]] = [[]]
         if swept:
             options.append(swept)
@@ -456,6 +462,7 @@ class RunsPanel(Guarded, Vertical):
         i = options.index(self.group_keys) if self.group_keys in options else 0
         self.group_keys = options[(i + 1) % len(options)]
         self.expanded = set()
+        self._sent_groups = list(self.group_keys)
         if not swept:
             self.app.notify("nothing to group: the shown runs differ in no parameter but the seed", markup=False)
         self.post_message(GroupingChanged(list(self.group_keys)))
