@@ -81,6 +81,20 @@ async def test_keys_typed_in_a_burst_after_a_refused_launch_keep_their_order(run
     assert console_errors == []
 
 
+@run_async
+async def test_a_burst_after_slash_goes_into_the_filter(synthetic: Path, presets_dir: Path, console_errors):
+    """/ then "toy-sweep" in one burst (found in the tmux walk on a loaded machine): every key lands in the filter,
+    none in the table (o, g, e there would open dialogs or group the runs)."""
+    async with opened(synthetic, presets_dir) as (app, pilot, seen):
+        panel = await _runs(pilot)
+        for key, char in [("slash", "/"), *[(c if c != "-" else "minus", c) for c in "toy-sweep"]]:
+            app.post_message(events.Key(key, char))
+        await pilot.pause(0.5)
+        assert panel.query_one("#run-filter").value == "toy-sweep"
+        assert panel.group_keys == [] and type(app.screen).__name__ == "MainScreen"
+    assert console_errors == []
+
+
 def test_a_lone_cpu_run_gets_the_idle_cores_not_torch_default():
     from sparse_tui.presets import RunConfig, RunSpec
     from sparse_tui.training import scheduler as sch

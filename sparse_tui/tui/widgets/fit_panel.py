@@ -111,13 +111,13 @@ class FitPanel(ShallowFocus, Guarded, Vertical, can_focus=True):
         self.focus()
 
     def action_focus_filter(self) -> None:
-        self.query_one("#fit-runs", Input).focus()
+        self.query_one("#fit-runs", OrderedInput).focus_now()
 
     def action_focus_vars(self) -> None:
-        self.query_one("#fit-vars", Input).focus()
+        self.query_one("#fit-vars", OrderedInput).focus_now()
 
     def action_focus_options(self) -> None:
-        self.query_one("#fit-opts", Input).focus()
+        self.query_one("#fit-opts", OrderedInput).focus_now()
 
     def action_figure(self, fmt: str) -> None:
         from sparse_tui.tui.messages import FigureRequested

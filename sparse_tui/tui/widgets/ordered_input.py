@@ -24,3 +24,9 @@ class OrderedInput(Input):
                     event.prevent_default()
                     return
         await super()._on_key(event)
+
+    def focus_now(self) -> None:
+        """Take the focus at once. ``Widget.focus`` defers the change (``call_later``): keys typed in the same burst
+        as the key that asked for the field (``/blog_nembd`` in the Runs panel, on a busy machine) went to the
+        table: ``o``, ``g``, ``n``, ``e``, ``d`` opened dialogs there."""
+        self.screen.set_focus(self)

@@ -130,7 +130,7 @@ class PhasePanel(ShallowFocus, Guarded, Vertical, can_focus=True):
         self.focus()
 
     def action_focus_filter(self) -> None:
-        self.query_one("#phase-filter", Input).focus()
+        self.query_one("#phase-filter", OrderedInput).focus_now()
 
     def redraw(self, force: bool = False) -> None:
         recs = self._selected()

@@ -73,7 +73,9 @@ class RunsPanel(Guarded, Vertical):
         Binding("t", "attention", "Attention"),
         Binding("s", "sort", "Sort"),
         Binding("r", "reverse", "Reverse", show=False),
-        Binding("slash", "filter", "Filter"),
+        # priority: handled as the key arrives, so the keys typed after it in one burst go into the filter (a
+        # plain binding runs once the key has bubbled up, after the next keys were handed to the table)
+        Binding("slash", "filter", "Filter", priority=True),
         Binding("o", "columns", "Columns", show=False),
         Binding("n", "note", "Note", show=False),
         Binding("T", "tags", "Tags", show=False),
@@ -497,7 +499,12 @@ class RunsPanel(Guarded, Vertical):
         self.table.focus()
 
     def action_filter(self) -> None:
-        self.query_one("#run-filter", Input).focus()
+        field = self.query_one("#run-filter", OrderedInput)
+        if self.app.focused is field:  # a / typed in the filter itself (tags may hold one)
+            field.insert_text_at_cursor("/")
+            return
+        if self.screen is self.app.screen:  # (not under a dialog)
+            field.focus_now()
 
     def action_view(self) -> None:
         if self.chosen():
