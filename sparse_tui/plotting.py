@@ -112,6 +112,8 @@ def nice_ticks(lo: float, hi: float, n: int, log: bool = False) -> list[float]:
                          for m in (1, 2, 5) if lo <= m * 10.0 ** k <= hi)
         while len(out) > max(2, n):
             out = out[::2]
+        if len(out) < 2:  # less than a decade and no 1/2/5 inside (a loss between 4.16 and 4.32): plain steps
+            return nice_ticks(lo, hi, n)
         return out
     raw = (hi - lo) / n
     mag = 10 ** math.floor(math.log10(raw))

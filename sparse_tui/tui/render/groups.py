@@ -18,6 +18,7 @@ from sparse_tui.store import RunRecord
 from sparse_tui.tui.render.numbers import fmt_short
 from sparse_tui.tui.render.runs import STATUS_STYLE, Row, final_metric, natural, param_text, short_keys, value_key
 
+CELL = 12  # width of a group's mean ± std cells in the run table
 GROUP_PREFIX = "g:"  # row keys of group rows in the run table (run ids are hex, never contain ':')
 
 
@@ -38,14 +39,18 @@ class Stat:
         sd = math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1)) if len(xs) > 1 else 0.0
         return cls(m, sd, len(xs))
 
-    def text(self, digits: int = 3) -> str:
-        """``0.95±0.03`` (``-`` without values; no ± for one value)."""
+    def text(self, digits: int = 3, width: int = 0) -> str:
+        """``0.95±0.03`` (``-`` without values; no ± for one value); with ``width``, fewer digits until it fits."""
         if self.n == 0:
             return "-"
         if self.n == 1:
             return fmt_short(self.mean, digits)
-        sd = fmt_short(self.std, 3) if 1 <= abs(self.std) < 1e4 else fmt_short(self.std, 2)  # 140, not 1.4e+02
-        return f"{fmt_short(self.mean, digits)}±{sd}"
+        for d in range(digits, 0, -1):
+            sd = fmt_short(self.std, 3) if 1 <= abs(self.std) < 1e4 else fmt_short(self.std, min(2, d))
+            out = f"{fmt_short(self.mean, d)}±{sd}"  # the spread as 140, not 1.4e+02
+            if not width or len(out) <= width:
+                return out
+        return out
 
 
 @dataclass
@@ -113,7 +118,7 @@ def group_row(g: Group, members: Sequence[Row]) -> Row:
     progress = [m.keys[4] for m in members]
     cells = (
         f"{g.n} runs", g.status_text(), "", "", f"{sum(progress) / max(1, len(progress)):.0%}",
-        g.plateau.text(3), g.loss.text(), g.acc.text(), "", "", g.label,
+        g.plateau.text(3, CELL), g.loss.text(3, CELL), g.acc.text(3, CELL), "", "", f"{g.label} (n={g.n})",
     )
     keys = (
         natural(g.label), " ".join(sorted(g.statuses)), "", g.label, sum(progress) / max(1, len(progress)),

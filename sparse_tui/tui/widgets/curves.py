@@ -292,6 +292,12 @@ class CurvesPanel(ShallowFocus, Guarded, Vertical, can_focus=True):
         if d is None or not d.run_ids:
             info.update("No run selected: Runs panel (2), move to a run, enter. Space marks several to overlay.")
             return
+        if self.grid:  # the charts name their runs: one line, the plots keep the height
+            units = grid_units(d, self.group_keys)
+            info.update(Text(f"{len(d.run_ids)} runs in {len(units)} charts"
+                             + (f" grouped by {', '.join(short_keys(self.group_keys).values())}" if self.group_keys
+                                else " (g in Runs groups them)") + " · pgup/pgdn: more charts · g: one plot"))
+            return
         parts = []
         for rid in d.run_ids[:3]:
             s = d.series.get(rid, {})

@@ -57,7 +57,7 @@ from sparse_tui.tui.widgets.ordered_input import OrderedInput
 # results; preset, params, device and age go to the detail line of the run under the cursor.
 HEADERS = ("run", "name", "status", "step", "loss", "acc", "plateau")
 FIXED = {"run": 8, "status": 9, "step": 9, "loss": 6, "acc": 5, "plateau": 7}
-GROUPED = {"run": 8, "status": 9, "loss": 10, "acc": 10, "plateau": 10}  # mean±std cells; no step column
+GROUPED = {"status": 9, "loss": 12, "acc": 12, "plateau": 12}  # mean ± std cells (n in the name); no id, no step
 NAME_MIN = 20  # hyperparameter columns are added (auto) while the name keeps this much
 HP_MAX = 10  # widest hyperparameter column
 SORTS = ("age", "name", "status", "step", "loss", "acc", "plateau")  # s cycles these, then the hyperparameters
