@@ -46,7 +46,12 @@ class PanelRequests:
         """Run ``fn(*args)`` (one of ``actions``) in a thread worker and post the message it returns."""
 
         def body() -> None:
-            msg = fn(*args)
+            from sparse_tui.store import StoreError
+
+            try:
+                msg = fn(*args)
+            except StoreError as e:  # a run deleted meanwhile (d in another console, `sparse-tui delete`): said, not
+                msg = Done(f"nothing done: {e} (deleted meanwhile)")  # an error of the console
             if msg is not None and not get_current_worker().is_cancelled:
                 self.post_message(msg)
 
