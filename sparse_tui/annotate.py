@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from sparse_tui.store import RunRecord, RunStore
+from sparse_tui.store import RunRecord
 
 MAX_NOTE = 2000
 

@@ -270,7 +270,7 @@ def run(
             c = s.config
             t.add_row(str(i), _cell(s.label()), c.task.kind, c.model.kind, str(c.train.steps), c.train.device)
         out.print(t)
-        from sparse_tui.resources import time_estimate
+        from sparse_tui.estimate import time_estimate
 
         line = time_estimate(specs, schedule, n_workers, device)
         if line:

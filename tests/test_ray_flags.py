@@ -185,6 +185,7 @@ def test_console_launches_through_the_chosen_executor(tiny_preset, tmp_path, mon
     async def launch(address: str, runs_dir: Path) -> list[str]:
         errors = Errors()
         logging.getLogger("sparse_tui.tui").addHandler(errors)
+        RunStore(runs_dir).close()  # the console asks before it creates a store (issue 21)
         app = make_app(runs_dir, presets, gpu=False, poll_interval=0.1, executor="ray", ray_address=address)
         async with app.run_test(size=(100, 30)) as pilot:
             await pilot.pause(0.5)
@@ -192,6 +193,11 @@ def test_console_launches_through_the_chosen_executor(tiny_preset, tmp_path, mon
             await pilot.press("1")
             await pilot.pause(0.2)
             await pilot.press("ctrl+l")
+            for _ in range(100):  # a launch asks first
+                await pilot.pause(0.1)
+                if type(app.screen).__name__ == "ConfirmScreen":
+                    break
+            await pilot.press("y")
             for _ in range(100):
                 await pilot.pause(0.1)
                 if errors.texts or calls:

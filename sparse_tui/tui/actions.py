@@ -97,8 +97,8 @@ def annotate(store: RunStore, run_id: str, what: str, text: str) -> Message:
         tags = parse_tags(text)
         store.set_tags(run_id, tags)
         return Done(f"{run_id}: tags {', '.join(tags) or '(none)'}")
-    except AnnotateError as e:
-        return Problem(f"{run_id}: {e}", severity="warning")
+    except AnnotateError as e:  # the user's input: said, not a console error
+        return Done(f"{run_id}: {e}", severity="warning")
 
 
 def resume(store: RunStore, ids: list[str], workers: int | None = None, executor: str = "local",
@@ -206,8 +206,8 @@ def figure(store: RunStore, panel: str, payload: Any, path: Path) -> Message:
             from sparse_tui.tui.render.phase import cell_note
 
             out = figures.phase_figure(x, y, xs, ys, grid, value, path, note=cell_note(counts))
-    except (figures.FigureError, OSError) as e:
-        return Problem(f"figure not written: {e}", severity="warning")
+    except (figures.FigureError, OSError) as e:  # nothing to draw yet, no matplotlib: said, not a console error
+        return Done(f"figure not written: {e}", severity="warning")
     return Done(f"wrote {Path(out).resolve()}")
 
 

@@ -108,6 +108,7 @@ class Done(Message):
     switch_to: str | None = None
     run_ids: list[str] = field(default_factory=list)  # runs a launch created: the Runs panel shows them
     pids: list[int] = field(default_factory=list)  # processes it started (the app reaps them when they end)
+    severity: str = "information"  # "warning": something the user asked could not be done (not a console error)
 
 
 # -- from the panels -------------------------------------------------------------------------------------------------

@@ -51,7 +51,7 @@ class PanelRequests:
             try:
                 msg = fn(*args)
             except StoreError as e:  # a run deleted meanwhile (d in another console, `sparse-tui delete`): said, not
-                msg = Done(f"nothing done: {e} (deleted meanwhile)")  # an error of the console
+                msg = Done(f"nothing done: {e} (deleted meanwhile)", severity="warning")  # an error of the console
             if msg is not None and not get_current_worker().is_cancelled:
                 self.post_message(msg)
 
@@ -59,7 +59,7 @@ class PanelRequests:
 
     def on_done(self, msg: Done) -> None:
         self.children_started.update(msg.pids)
-        self.notify(msg.text, markup=False)
+        self.notify(msg.text, markup=False, severity=msg.severity)
         if msg.run_ids:
             self.query_one(RunsPanel).reveal(msg.run_ids)
         if msg.switch_to:

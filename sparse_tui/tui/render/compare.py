@@ -9,7 +9,18 @@ from rich.text import Text
 
 from sparse_tui.store import RunRecord
 from sparse_tui.tui.render.groups import Stat
-from sparse_tui.tui.render.runs import _flat, final_metric, run_name
+from sparse_tui.tui.render.runs import final_metric, run_name
+
+def _flat(d: Any, prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if isinstance(d, dict):
+        for k, v in d.items():
+            if isinstance(v, dict):
+                out.update(_flat(v, f"{prefix}{k}."))
+            else:
+                out[f"{prefix}{k}"] = v
+    return out
+
 
 METRICS = (("plateau step", None), ("final test/loss", ("test/loss", "train/loss")), ("final test/acc", ("test/acc",)),
            ("final train/loss", ("train/loss",)))

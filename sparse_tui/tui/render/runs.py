@@ -1,5 +1,5 @@
 """The run table's text: one ``Row`` per run (display cells, sort keys, the text the filter searches), run names,
-tags, the config difference of two runs, the swept keys of a set of runs, and name cutting for narrow columns."""
+tags, sort orders (natural, by value), the swept keys of a set of runs, and name cutting for narrow columns."""
 
 from __future__ import annotations
 
@@ -84,33 +84,6 @@ def param_text(v: Any) -> str:
     if isinstance(v, float):
         return fmt_num(v, "g")
     return str(v)
-
-
-def _flat(d: Any, prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if isinstance(d, dict):
-        for k, v in d.items():
-            if isinstance(v, dict):
-                out.update(_flat(v, f"{prefix}{k}."))
-            else:
-                out[f"{prefix}{k}"] = v
-    return out
-
-
-def config_diff(a: RunRecord, b: RunRecord) -> list[tuple[str, str, str]]:
-    """The config keys two runs differ in, as (dotted key, value of a, value of b), in a's key order then b's; a key
-    one of them lacks shows "-". What the compare view lists (with the preset when that differs)."""
-    fa, fb = _flat(a.config or {}), _flat(b.config or {})
-    rows = []
-    if a.preset != b.preset:
-        rows.append(("preset", a.preset, b.preset))
-    for k in dict.fromkeys([*fa, *fb]):
-        va, vb = fa.get(k, "-"), fb.get(k, "-")
-        if k in ("name", "description") or va == vb:
-            continue
-        rows.append((k, str(va), str(vb)))
-    return rows
-
 
 
 def fit_name(name: str, width: int) -> str:

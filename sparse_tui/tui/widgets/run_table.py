@@ -30,7 +30,7 @@ from sparse_tui.tui.messages import (
     ResumeRequested,
     RunHighlighted,
 )
-from sparse_tui.tui.render.groups import GROUP_PREFIX, Group, group_row, group_runs
+from sparse_tui.tui.render.groups import Group, group_row, group_runs
 from sparse_tui.tui.render.runs import (
     COLUMNS,
     DESCENDING_FIRST,
