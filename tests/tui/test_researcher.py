@@ -265,12 +265,11 @@ async def test_opening_another_preset_clears_the_field_help(presets_dir: Path, r
 
         await wait_for(pilot, lambda: app.query("#f-train--lr"))
         app.query_one("#f-train--lr").focus()
-        await pilot.pause(0.2)
         helpw = app.query_one("#field-help")
-        assert "train.lr" in str(helpw.render())
+        await wait_for(pilot, lambda: "train.lr" in str(helpw.render()), 10)
         panel = app.query_one(PresetsPanel)
         app.query_one("#preset-list").focus()  # back to the file list, then the other preset
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: app.focused is app.query_one("#preset-list"), 10)
         await panel.open_path(next(p for p in panel.files if p.stem != panel.draft.path.stem))
         await pilot.pause(0.2)
         assert "train.lr" not in str(helpw.render())
