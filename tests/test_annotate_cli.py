@@ -105,12 +105,12 @@ def test_archive_hides_runs_from_runs_until_asked(store_dir: Path):
     assert FINISHED in _cli("runs", "--runs-dir", s).stdout
 
 
-def test_store_of_schema_2_gains_the_new_columns(store_dir: Path):
+def test_store_of_schema_3_gains_the_new_columns(store_dir: Path):
     store = RunStore(store_dir)
-    store.con.execute("UPDATE meta SET value='2' WHERE key='schema_version'")
+    store.con.execute("UPDATE meta SET value='3' WHERE key='schema_version'")
     store.con.commit()
     store.close()
-    again = RunStore(store_dir)  # migration 2 -> 3 on columns it already has: no error
+    again = RunStore(store_dir)  # migration 3 -> 4 on columns it already has: no error
     assert again.get(FINISHED).tags == [] and again.get(FINISHED).note is None
 
 
