@@ -504,7 +504,7 @@ def test_an_unknown_column_does_not_hide_the_runs(tmp_path):
     run. Unknown columns are ignored."""
     store = RunStore(tmp_path / "runs")
     _, ids = batch_of(store, [cfg(seed=0), cfg(seed=1)])
-    store.con.execute("ALTER TABLE runs ADD COLUMN archived INTEGER NOT NULL DEFAULT 0")
+    store.con.execute("ALTER TABLE runs ADD COLUMN future_column INTEGER NOT NULL DEFAULT 0")  # (archived is real now)
     store.close()
     r = _cli("runs", "--json", "--runs-dir", str(tmp_path / "runs"))
     assert r.returncode == 0 and r.stderr == "", r.stderr

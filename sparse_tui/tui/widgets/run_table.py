@@ -194,7 +194,7 @@ class RunsPanel(Guarded, Vertical):
         return out
 
     def render_rows(self) -> None:
-        if not self.is_mounted:
+        if not self.is_mounted or not self.query("#run-table"):  # (not yet composed, or torn down with the app)
             return
         cur = self.current_key()  # kept across a rebuild of the columns (a resize) or of the rows
         rows = self._filtered()
@@ -314,7 +314,10 @@ class RunsPanel(Guarded, Vertical):
     def _detail(self) -> None:
         """The run under the cursor in full: id, name, preset, swept params, tags, note, device, age, reason."""
         key = self.current_key()
-        w = self.query_one("#run-detail", Static)
+        details = self.query("#run-detail")
+        if not details:  # torn down with the app
+            return
+        w = details.first(Static)
         if key in self.groups:
             w.update(Text(self.groups[key].detail()))
             return
@@ -347,7 +350,10 @@ class RunsPanel(Guarded, Vertical):
 
     def current_key(self) -> str | None:
         """The row key under the cursor: a run id or a group key."""
-        t = self.table
+        tables = self.query(DataTable)
+        if not tables:  # torn down with the app (a late resize or highlight)
+            return None
+        t = tables.first()
         if not self.shown or t.cursor_row is None or t.cursor_row >= len(self.shown):
             return None
         return self.shown[t.cursor_row]
