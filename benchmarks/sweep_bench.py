@@ -7,7 +7,7 @@
 Suites (the shipped presets with shorter step counts):
 
 * ``blog``: the blog's n_embd sweep (presets/blog_nembd.toml: 2-layer attention-only, vocab 64, 32 pairs,
-  batch 128, 8 n_embd values x 2 seeds = 16 runs);
+  batch 128, 8 n_embd values x 3 seeds = 24 runs);
 * ``paper``: the paper's recall configuration (presets/paper_fig4_recall.toml, Table 1: 4 layers, 4 heads,
   d_model 256, d_qk 64, MLP, LayerNorm; n_pairs {8, 16, 32} x 3 seeds = 9 runs).
 
@@ -19,10 +19,13 @@ For each suite and device it times, each in a fresh child process (so peak memor
   ``runner.run_batch`` trains them with the plan of ``training.scheduler.plan`` (``--schedules`` lists which
   schedules to time; ``auto`` is the default one).
 
-On CUDA the suites are the real workloads: the whole ``blog_nembd.toml`` as shipped (16 runs x 2,000 steps with
+On CUDA the suites are the real workloads: the whole ``blog_nembd.toml`` as shipped (24 runs x 2,000 steps with
 evaluations, snapshots and the store) and ``paper_fig4_recall.toml`` reduced to 2,000 steps (3 seeds x n_pairs
-{8, 16, 32}); the plain loop is then eager (``train.cuda_graph = "off"``), and one paper-size run is timed eagerly
-and as a CUDA graph in one process.
+{8, 16, 32}); the plain loop is then eager (``train.cuda_graph = "off"``) and trains one seed of every sweep point
+(8 and 3 runs: a plain loop's model-steps/s does not depend on how many runs it trains, and all 33 would take
+minutes), so phases are compared by model-steps/s; one paper-size run is timed eagerly and as a CUDA graph in one
+process; and an independent plain-PyTorch anchor (benchmarks/anchor.py: the blog model written the ordinary way,
+sharing no code with sparse_tui) gives what one model costs on the card, eager and as a CUDA graph.
 
 A phase in which any run did not train (failed, interrupted, or its process crashed) prints FAILED and no speed,
 and the benchmark exits 1: a time for runs that failed is not a speed.
@@ -68,8 +71,10 @@ SUITES = {
         "cuda": ["train.steps=2000"],
     },
 }
-# The plain baseline is the eager one-run-at-a-time loop: no CUDA graph (no effect on CPU).
+# The plain baseline is the eager one-run-at-a-time loop: no CUDA graph (no effect on CPU); on CUDA one seed of every
+# sweep point (its model-steps/s is what is compared).
 PLAIN = ['train.cuda_graph="off"']
+PLAIN_CUDA_SUBSET = ["seeds=[0]"]
 OK_STATUSES = ("finished", "diverged")
 
 
@@ -85,6 +90,11 @@ def load_specs(suite: str, quick: bool, device: str, extra: list[str] | None = N
     size = "quick" if quick else ("cuda" if device.startswith("cuda") else "full")
     overrides = s[size] + [f'train.device="{device}"'] + list(extra or [])
     return expand(load_preset(ROOT / s["preset"], overrides))
+
+
+def plain_specs(suite: str, quick: bool, device: str):
+    """The runs the plain loop trains: all of the suite on CPU, one seed of every sweep point on CUDA."""
+    return load_specs(suite, quick, device, PLAIN + (PLAIN_CUDA_SUBSET if device.startswith("cuda") else []))
 
 
 def matmul_gflops(threads: int, device: str = "cpu", n: int = 2048) -> float:
@@ -156,7 +166,7 @@ def phase_plain(args) -> dict:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    specs = load_specs(args.suite, args.quick, args.device, PLAIN)
+    specs = plain_specs(args.suite, args.quick, args.device)
     if args.device.startswith("cuda"):
         torch.cuda.reset_peak_memory_stats()
     t = time.perf_counter()
@@ -270,6 +280,14 @@ def phase_graph(args) -> dict:
     return out
 
 
+def phase_anchor(args) -> dict:
+    """The independent plain-PyTorch anchor (benchmarks/anchor.py), in its own process."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import anchor
+
+    return anchor.measure(args.device, 48, 60 if args.quick else 300)
+
+
 def child(phase: str, **kw) -> dict:
     cmd = [sys.executable, __file__, "--phase", phase]
     for k, v in kw.items():
@@ -299,10 +317,13 @@ def cpu_name() -> str:
     return platform.processor() or "?"
 
 
-def report_row(name: str, r: dict, plain: dict, steps: int, flops: float, ref: float) -> tuple[str, bool, dict]:
-    """One phase's line: wall, model-steps/s, ratio to the plain loop, fraction of the matmul rate, memory. A phase
-    in which any run did not finish (failed, interrupted, a crashed child) prints FAILED and no speed at all: a
-    time for runs that did not train is not a speed. The ratio needs a plain loop that trained too."""
+def report_row(name: str, r: dict, plain: dict, steps: int, flops: float, ref: float,
+               plain_steps: int | None = None) -> tuple[str, bool, dict]:
+    """One phase's line: wall, model-steps/s, ratio to the plain loop's model-steps/s, fraction of the matmul rate,
+    memory. ``steps`` / ``flops``: the phase's model-steps and training FLOPs; ``plain_steps``: the plain loop's
+    (default ``steps``). A phase in which any run did not finish (failed, interrupted, a crashed child) prints
+    FAILED and no speed at all: a time for runs that did not train is not a speed. The ratio needs a plain loop
+    that trained too."""
     bad = r.get("error") or [s for s in r.get("statuses", []) if s not in OK_STATUSES]
     if bad or not r.get("statuses"):
         why = r.get("error") or f"{len(bad)} of {len(r.get('statuses', []))} runs did not train: {sorted(set(bad))}"
@@ -313,10 +334,11 @@ def report_row(name: str, r: dict, plain: dict, steps: int, flops: float, ref: f
     if "cuda_peak_mb" in r:
         mem += f", GPU peak {r['cuda_peak_mb']:.0f} MiB"
     plain_ok = not plain.get("error") and all(s in OK_STATUSES for s in plain.get("statuses", ["?"]))
-    ratio = r["wall"] / plain["wall"] if plain_ok else None
-    ratio_txt = f"x{ratio:.2f} of plain wall" if ratio is not None else "ratio n/a (plain loop FAILED)"
+    rate = steps / r["wall"]
+    ratio = rate / ((plain_steps or steps) / plain["wall"]) if plain_ok else None
+    ratio_txt = f"x{ratio:.2f} the plain loop's rate" if ratio is not None else "ratio n/a (plain loop FAILED)"
     frac = flops / r["wall"] / 1e9 / ref
-    line = (f"  {name:24s} {r['wall']:8.1f} s  {steps / r['wall']:8.1f} model-steps/s  {ratio_txt}  "
+    line = (f"  {name:24s} {r['wall']:8.1f} s  {rate:8.1f} model-steps/s  {ratio_txt}  "
             f"{frac:.3f} of matmul peak  {mem}")
     return line, True, {"ratio_to_plain": ratio, "matmul_fraction": frac, "failed": False}
 
@@ -336,8 +358,8 @@ def main() -> int:
     args = ap.parse_args()
 
     if args.phase:
-        fn = {"plain": phase_plain, "scheduler": phase_scheduler, "single": phase_single, "graph": phase_graph}[
-            args.phase]
+        fn = {"plain": phase_plain, "scheduler": phase_scheduler, "single": phase_single, "graph": phase_graph,
+              "anchor": phase_anchor}[args.phase]
         print(json.dumps(fn(args)))
         return 0
 
@@ -380,6 +402,16 @@ def main() -> int:
         results["runs"].append({"suite": "single_n64", "device": "cpu", **r, "matmul_fraction": frac})
 
     for device in devices:
+        if device.startswith("cuda"):  # the plain-PyTorch anchor: one blog model, eager and as a CUDA graph
+            r = child("anchor", device=device, quick=args.quick)
+            if "error" in r:
+                print(f"plain-PyTorch anchor on {device}: FAILED ({r['error']})")
+                failed = True
+            else:
+                print(f"plain-PyTorch anchor on {device} (benchmarks/anchor.py, blog model N=48 alone): eager "
+                      f"{r['eager_ms']:.2f} ms/step ({1e3 / r['eager_ms']:.0f} model-steps/s), CUDA graph "
+                      f"{r['graph_ms']:.2f} ms/step ({1e3 / r['graph_ms']:.0f} model-steps/s)")
+                results["runs"].append({"suite": "anchor", "device": device, **r})
         if device.startswith("cuda"):  # one paper-size run: eager against the whole step as a CUDA graph
             r = child("graph", device=device, quick=args.quick)
             if "error" in r:
@@ -398,8 +430,11 @@ def main() -> int:
                   f"{flops / 1e12:.3f} TFLOP of training matmuls; load {load_avg()}")
             # the machine's matmul throughput: the best measured (on a busy machine N threads can lose to one)
             ref = mm[device] if device.startswith("cuda") else max(mm[f"cpu_{cores}"], mm["cpu_1"])
+            psp = plain_specs(suite, args.quick, device)
+            p_steps = sum(s.config.train.steps for s in psp)
+            p_flops = sum(step_flops(s.config, "cpu") * s.config.train.steps for s in psp)
             plain = child("plain", suite=suite, device=device, quick=args.quick)
-            rows = [("plain loop", plain)]
+            rows = [(f"plain loop ({len(psp)} runs)" if len(psp) != len(specs) else "plain loop", plain)]
             if device == "cpu" and plain.get("threads", 1) != 1:  # the plain loop as it would run best on one thread
                 rows.append(("plain loop, 1 thread", child("plain", suite=suite, device=device, quick=args.quick,
                                                            threads=1)))
@@ -407,7 +442,8 @@ def main() -> int:
                 rows.append((f"scheduler ({sched})", child("scheduler", suite=suite, device=device, quick=args.quick,
                                                           schedule=sched)))
             for name, r in rows:
-                line, ok, row = report_row(name, r, plain, steps, flops, ref)
+                mine = (p_steps, p_flops) if name.startswith("plain loop") else (steps, flops)
+                line, ok, row = report_row(name, r, plain, *mine, ref, plain_steps=p_steps)
                 failed |= not ok
                 print(line)
                 if "plan" in r:
@@ -417,9 +453,9 @@ def main() -> int:
             if len(rows) > 1 and rows[1][0] == "plain loop, 1 thread" and "error" not in rows[1][1] \
                     and "error" not in plain:
                 # One single-thread process per core can at best divide the one-thread time by the core count.
-                bound = rows[1][1]["wall"] / cores / plain["wall"]
+                bound = plain["wall"] / (rows[1][1]["wall"] / cores)
                 print(f"  {'':24s} bound for {cores} single-thread processes scaling perfectly: "
-                      f"x{bound:.2f} of plain wall (plain 1 thread / {cores} / plain)")
+                      f"x{bound:.2f} the plain loop's rate (plain / (plain 1 thread / {cores}))")
                 results.setdefault("process_bound", {})[f"{suite}/{device}"] = bound
     print(f"\nload average at end: {load_avg()}")
     results["load_end"] = load_avg()

@@ -5,6 +5,7 @@ its body, so ``sparse-tui --help`` stays light. Exit codes: see ``exitcodes.Exit
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -15,6 +16,9 @@ from rich.console import Console
 from rich.table import Table
 
 from sparse_tui.exitcodes import ExitCode
+
+
+_TRAINING_COMMANDS = ("run", "resume", "work", "worker")  # a full disk stops runs that 'resume' continues
 
 
 class _Commands(typer.core.TyperGroup):
@@ -36,7 +40,9 @@ class _Commands(typer.core.TyperGroup):
                 _silence_stdout()
                 raise typer.Exit(0)
             if is_disk_full(e):
-                err.print(f"error: disk full ({e}); free space, then 'sparse-tui resume' continues the runs", markup=False)
+                trains = ctx.invoked_subcommand in _TRAINING_COMMANDS
+                then = "'sparse-tui resume' continues the runs" if trains else "run the command again"
+                err.print(f"error: disk full ({_esc(e)}); free space, then {then}", markup=False)
                 raise typer.Exit(int(ExitCode.RUN_FAILED))
             where = getattr(e, "filename", None)
             err.print(f"error: {_esc(str(where) + ': ') if where else ''}{_esc(str(e))}", markup=False)
@@ -83,11 +89,20 @@ out = Console(highlight=False, soft_wrap=True)
 if not out.is_terminal:  # tables into a file or a pipe: don't squeeze them into 80 columns
     out.width = max(out.width, 160)
 
+
+def _runs_dir_flag(text: str) -> Path:
+    """``--runs-dir DIR``: an empty DIR would silently mean the current directory; refused in one line."""
+    if not text:
+        raise fail("--runs-dir: must not be empty (leave the flag out for $SPARSE_TUI_RUNS or ./runs)")
+    return Path(text)
+
+
 RunsDirOpt = typer.Option(
     None,
     "--runs-dir",
     help="Run store directory (default: $SPARSE_TUI_RUNS or ./runs).",
     show_default=False,
+    parser=_runs_dir_flag,
 )
 
 ExecutorOpt = typer.Option(
@@ -191,7 +206,7 @@ def _exit_code(statuses: list[str], interrupted: bool) -> ExitCode:
     return ExitCode.OK
 
 
-@app.command()
+@app.command(short_help="Run a preset's runs (sweep x seeds) here, in the background, or in the console.")
 def run(
     preset: Path = typer.Argument(..., help="Preset TOML file.", show_default=False),
     headless: bool = typer.Option(False, "--headless", help="Train here, without the console; progress on stderr."),
@@ -255,6 +270,11 @@ def run(
             c = s.config
             t.add_row(str(i), _cell(s.label()), c.task.kind, c.model.kind, str(c.train.steps), c.train.device)
         out.print(t)
+        from sparse_tui.estimate import time_estimate
+
+        line = time_estimate(specs, schedule, n_workers, device)
+        if line:
+            out.print(line, markup=False)
         raise typer.Exit(0)
 
     # The cluster is checked before the store is opened: nothing is written when it is unreachable.
@@ -355,19 +375,32 @@ def _train_batch(store, batch_id: str, workers: int, device: Optional[str], grou
                               executor=executor)
     except KeyboardInterrupt:
         flag.status = flag.status or "interrupted"
-        store.end_queued(batch_id, "interrupted", "never started")
+        runner.end_unstarted(store, batch_id, "interrupted", "never started")
     runs = sorted(store.runs(batch_id=batch_id), key=lambda r: (r.created_at, r.position))
     if only is not None:
         runs = [r for r in runs if r.run_id in set(only)]
     if table:
         _summary_table(runs)
     code = _exit_code([r.status for r in runs], flag.status is not None)
+    where = "" if store.runs_dir.resolve() == (Path.cwd() / "runs").resolve() else f" --runs-dir {store.runs_dir}"
     if code == ExitCode.INTERRUPTED:
         err.print("interrupted: running runs were recorded as interrupted; everything logged is kept")
+        _what_next([f"sparse-tui resume {batch_id}{where}   continues them from their latest checkpoints",
+                    f"sparse-tui runs --status interrupted{where}   lists them"])
         _exit_now(code)
     if not then_exit:
         return code
+    first = runs[0].run_id if runs else "RUN"
+    _what_next([f"sparse-tui{where}   the console on these runs: 2 Runs (g groups seeds), 3 Curves, 5 Fit, 6 Phase",
+                f"sparse-tui show {first}{where}   one run's summary and curves (--plot FILE.png for a figure)"])
     raise typer.Exit(int(code))
+
+
+def _what_next(lines: list[str]) -> None:
+    """Two lines after a headless run: where to go from here."""
+    err.print("what next:", markup=False)
+    for line in lines:
+        err.print(f"  {_esc(line)}", markup=False)
 
 
 def _exit_now(code: int) -> None:
@@ -433,7 +466,7 @@ def work(
 
     _executor_flags(executor, ray_address)
     store = _open_store(runs_dir)
-    store.set_coordinator(batch_id)
+    store.add_coordinator(batch_id)
     specs = runner.batch_specs(store, batch_id)
     ex = None
     if executor != "local":
@@ -442,7 +475,7 @@ def work(
         try:
             ex = _join_executor(executor, ray_address, specs, device)
         except ExecutorError as e:  # refused (a token) or gone since the console's check: the runs say why
-            store.end_queued(batch_id, "failed", f"never started: {e}")
+            runner.end_unstarted(store, batch_id, "failed", f"never started: {e}")
             raise fail(str(e)) from None
     if workers == 0 or group == 0:
         if specs:
@@ -479,7 +512,7 @@ def worker(
     raise typer.Exit(0)
 
 
-@app.command()
+@app.command(short_help="Continue failed and interrupted runs from their latest checkpoints.")
 def resume(
     target: str = typer.Argument(..., help="A run id or a batch id (or a unique prefix of either).", show_default=False),
     runs_dir: Optional[Path] = RunsDirOpt,
@@ -494,7 +527,7 @@ def resume(
     checkpoints, through the same launch path as 'run'."""
     _executor_flags(executor, ray_address)
     from sparse_tui import runner
-    from sparse_tui.presets import RunSpec, config_from_json
+    from sparse_tui.presets import RunSpec
     from sparse_tui.store import StoreError
     from sparse_tui.training.scheduler import SCHEDULES
 
@@ -506,10 +539,11 @@ def resume(
     store = _open_store(runs_dir)
     try:
         batch_id, ids = runner.resume_targets(store, target)
+        cfgs = runner.check_resumable(store, ids)
     except StoreError as e:
         raise fail(str(e)) from None
     recs = [store.get(r) for r in ids]
-    specs = [RunSpec(r.preset, r.preset_path or "", config_from_json(r.config), r.swept) for r in recs]
+    specs = [RunSpec(r.preset, r.preset_path or "", c, r.swept) for r, c in zip(recs, cfgs)]
     if executor == "local":
         try:
             runner.preflight(specs, device, recs[0].preset)
@@ -547,7 +581,7 @@ def _device_ok(device: str) -> bool:
     return re.fullmatch(r"auto|cpu|cuda|cuda:\d+|mps", device) is not None
 
 
-@app.command()
+@app.command(short_help="List the runs in the store, newest first (archived ones with --archived).")
 def runs(
     runs_dir: Optional[Path] = RunsDirOpt,
     as_json: bool = typer.Option(False, "--json", help="One JSON object per run (a JSON array)."),
@@ -555,8 +589,9 @@ def runs(
     preset: Optional[str] = typer.Option(None, "--preset", help="Only runs of this preset name."),
     limit: int = typer.Option(0, "--limit", help="At most this many (newest first); 0 = all."),
     tag: List[str] = typer.Option([], "--tag", help="Only runs with this tag (repeatable: all of them)."),
+    archived: bool = typer.Option(False, "--archived", help="List the archived runs (hidden otherwise)."),
 ) -> None:
-    """List the runs in the store, newest first."""
+    """List the runs in the store, newest first (archived runs only with --archived)."""
     from sparse_tui.store import STATUSES
 
     if status is not None and status not in STATUSES:
@@ -567,7 +602,8 @@ def runs(
     recs = store.runs(status=status, preset=preset)
     _store_warnings(store)
     if isinstance(tag, (list, tuple)) and tag:  # (called as a function, the default is typer's OptionInfo)
-        recs = [r for r in recs if set(tag) <= set((r.config or {}).get("tags") or [])]
+        recs = [r for r in recs if set(tag) <= set(r.tags)]
+    recs = [r for r in recs if r.archived == (archived is True)]
     if limit:
         recs = recs[:limit]
     if as_json:
@@ -576,9 +612,11 @@ def runs(
         sys.stdout.write(json.dumps([run_row(r, store) for r in recs], indent=1) + "\n")
         return
     t = Table(title=_esc(f"{len(recs)} run(s) in {store.path}"))
-    _id_columns(t, ("run_id", "preset", "run", "status", "step", "plateau", "test/loss", "test/acc", "device"))
+    cols = ("run_id", "preset", "run", "status", "step", "plateau", "test/loss", "test/acc", "device")
+    annotated = any(r.tags or r.note for r in recs)
+    _id_columns(t, cols + (("tags / note",) if annotated else ()))
     for r in recs:
-        f = r.final or (store.last_metrics(r.run_id) if r.status == "running" else {})
+        f = r.final or store.last_metrics(r.run_id)  # a failed run's stored values, not "-"
         t.add_row(
             r.run_id,
             _cell(r.preset),
@@ -589,8 +627,119 @@ def runs(
             _fmt(f.get("test/loss")),
             _fmt(f.get("test/acc"), ".3f"),
             _cell(r.device or "-"),
+            *((_cell(" ".join(r.tags) + (f" · {r.note}" if r.note else "")),) if annotated else ()),
         )
     out.print(t)
+
+
+# ==============================================================================================================
+# What a researcher adds after launch: notes, tags, archive, delete (annotate.py; the console's n, T, A, d)
+# ==============================================================================================================
+
+
+def _records(store, run_ids: list[str]) -> list:
+    from sparse_tui.store import StoreError
+
+    try:
+        return [store.get(r) for r in dict.fromkeys(run_ids)]
+    except StoreError as e:
+        raise fail(str(e)) from None
+
+
+@app.command(short_help="Add or remove tags of runs (after launch).")
+def tag(
+    run_ids: List[str] = typer.Argument(..., help="Runs (ids or unique prefixes).", show_default=False),
+    add: List[str] = typer.Option([], "--add", "-a", help="Add this tag (repeatable)."),
+    remove: List[str] = typer.Option([], "--remove", "-r", help="Remove this tag (repeatable)."),
+    runs_dir: Optional[Path] = RunsDirOpt,
+) -> None:
+    """Add (--add) or remove (--remove) tags of runs; they show in 'runs', the console and exports, and
+    'runs --tag' / the console's filter find them. Tags: 1-40 letters, digits or _.:+=/@- each."""
+    from sparse_tui.annotate import AnnotateError, edit_tags
+
+    if not add and not remove:
+        raise fail("tag: give --add TAG and/or --remove TAG")
+    store = _open_store(runs_dir)
+    recs = _records(store, list(run_ids))
+    try:
+        new = {r.run_id: edit_tags(r.tags, add, remove) for r in recs}
+    except AnnotateError as e:
+        raise fail(f"--add: {e}") from None
+    for r in recs:
+        store.set_tags(r.run_id, new[r.run_id])
+        out.print(f"{r.run_id}: {' '.join(new[r.run_id]) or '(no tags)'}", markup=False)
+
+
+@app.command(short_help="Set or clear the note of a run.")
+def note(
+    run_id: str = typer.Argument(..., help="A run (id or unique prefix).", show_default=False),
+    text: Optional[str] = typer.Argument(None, help="The note (one line); omit it to print the note.",
+                                         show_default=False),
+    clear: bool = typer.Option(False, "--clear", help="Remove the note."),
+    runs_dir: Optional[Path] = RunsDirOpt,
+) -> None:
+    """Print, set or clear (--clear) a run's note: one line shown in 'runs', the console and exports."""
+    from sparse_tui.annotate import AnnotateError, check_note
+
+    store = _open_store(runs_dir)
+    (rec,) = _records(store, [run_id])
+    if text is None and not clear:
+        out.print(rec.note or "(no note)", markup=False)
+        return
+    if text is not None and clear:
+        raise fail("note: give a note or --clear, not both")
+    try:
+        value = None if clear else check_note(text)
+    except AnnotateError as e:
+        raise fail(str(e)) from None
+    store.set_note(rec.run_id, value)
+    err.print(f"{rec.run_id}: note {'saved' if value else 'removed'}", markup=False)
+
+
+@app.command(short_help="Archive runs: hidden from 'runs' and the console, nothing deleted.")
+def archive(
+    run_ids: List[str] = typer.Argument(..., help="Runs (ids or unique prefixes).", show_default=False),
+    undo: bool = typer.Option(False, "--undo", help="Bring archived runs back."),
+    runs_dir: Optional[Path] = RunsDirOpt,
+) -> None:
+    """Archive runs (or bring them back with --undo): archived runs are kept with everything they logged but
+    hidden from 'runs' (see 'runs --archived') and the console (its filter: is:archived). Queued or running runs
+    cannot be archived."""
+    from sparse_tui.annotate import undeletable
+
+    store = _open_store(runs_dir)
+    recs = _records(store, list(run_ids))
+    live = undeletable(recs)
+    if live and not undo:
+        raise fail(f"{len(live)} run(s) still queued or running ({live[0].run_id}): cancel them first")
+    n = store.set_archived([r.run_id for r in recs], not undo)
+    err.print(f"{'brought back' if undo else 'archived'} {n} run(s)", markup=False)
+
+
+@app.command(short_help="Delete ended runs with their metrics (asks first, naming them).")
+def delete(
+    run_ids: List[str] = typer.Argument(..., help="Runs (ids or unique prefixes).", show_default=False),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask (needed without a terminal)."),
+    runs_dir: Optional[Path] = RunsDirOpt,
+) -> None:
+    """Delete runs with their metrics and attention maps, after a question that names them (the console's rule):
+    queued or running runs are refused (cancel them first); without a terminal, --yes is required."""
+    from sparse_tui.annotate import delete_question, undeletable
+
+    store = _open_store(runs_dir)
+    recs = _records(store, list(run_ids))
+    live = undeletable(recs)
+    if live:
+        raise fail(f"{len(live)} run(s) still queued or running ({live[0].run_id}): cancel them first")
+    if not yes:
+        if not sys.stdin.isatty():
+            raise fail("delete: not a terminal to ask in; pass --yes to delete without asking")
+        err.print(_esc(delete_question(recs)).replace("\\n", "\n"), markup=False)
+        if not typer.confirm("Delete?", default=False, err=True):
+            err.print("nothing deleted", markup=False)
+            raise typer.Exit(int(ExitCode.OK))
+    n = store.delete([r.run_id for r in recs])
+    err.print(f"deleted {n} run(s)", markup=False)
 
 
 def _checkpoint_line(store, rec) -> str:
@@ -628,7 +777,7 @@ PlotOpt = typer.Option(
 )
 
 
-@app.command()
+@app.command(short_help="Summary and terminal plots of a run; --plot FILE writes a figure.")
 def show(
     run_ids: List[str] = typer.Argument(..., help="Run id (or a unique prefix); several only with --plot."),
     runs_dir: Optional[Path] = RunsDirOpt,
@@ -706,7 +855,7 @@ def show(
         out.print(Text.from_ansi(chart(toy, title="toy model: w and alpha", width=w, vline=vline)))
 
 
-@app.command("export")
+@app.command("export", short_help="Export runs as CSV, JSON lines, Parquet, TensorBoard event files or MLflow runs.")
 def export_cmd(
     run_ids: List[str] = typer.Argument(None, help="Runs to export (default: all, filtered by the options)."),
     runs_dir: Optional[Path] = RunsDirOpt,
@@ -715,25 +864,30 @@ def export_cmd(
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file (default: stdout)."),
     preset: Optional[str] = typer.Option(None, "--preset", help="Only runs of this preset name."),
     status: Optional[str] = typer.Option(None, "--status", help="Only runs with this status."),
+    to: Optional[str] = typer.Option(
+        None, "--to", help="tensorboard DIR: event files (scalars, hparams, attention images); mlflow [URI]: an MLflow "
+        "tracking store (default sqlite:///RUNS_DIR/mlflow.db). The first argument is DIR / URI, then the runs.",
+        show_default=False),
 ) -> None:
-    """Export the run table (or the per-step metrics) as CSV, JSON lines or Parquet."""
+    """Export the run table (or the per-step metrics) as CSV, JSON lines or Parquet, or (--to) write the runs as
+    TensorBoard event files or MLflow runs."""
     from sparse_tui.export import FORMATS, export
     from sparse_tui.store import StoreError
 
-    from sparse_tui.export import ExportError, write_atomic
+    if to is not None:
+        _export_to(to, list(run_ids or []), runs_dir, preset, status, output)
+        return
+
+    from sparse_tui.export import ExportError, output_problem, write_atomic
     from sparse_tui.store import STATUSES
 
     if fmt not in FORMATS:
         raise fail(f"--format: must be one of {', '.join(FORMATS)}, got {fmt!r}")
     if status is not None and status not in STATUSES:
         raise fail(f"--status: must be one of {', '.join(STATUSES)}, got {status!r}")
-    if output is not None:
-        if output.is_dir():
-            raise fail(f"--output {output}: is a directory")
-        if not output.parent.is_dir():
-            raise fail(f"--output {output}: directory {output.parent} does not exist")
-        if not os.access(output.parent, os.W_OK):
-            raise fail(f"--output {output}: directory {output.parent} is not writable")
+    problem = output_problem(output) if output is not None else None
+    if problem:
+        raise fail(problem)
     store = _open_store(runs_dir)
     try:
         recs = [store.get(r) for r in run_ids] if run_ids else store.runs(status=status, preset=preset)
@@ -751,8 +905,38 @@ def export_cmd(
             n = export(store, recs, fmt, sys.stdout.buffer, metrics=metrics)
         else:
             n = export(store, recs, fmt, sys.stdout, metrics=metrics)
-    except (RuntimeError, ExportError) as e:
+    except ExportError as e:
+        raise fail(str(e), ExitCode.RUN_FAILED if e.disk_full else ExitCode.USAGE) from None
+    except RuntimeError as e:
         raise fail(str(e)) from None
+
+
+def _export_to(to: str, args: list[str], runs_dir: Optional[Path], preset: Optional[str], status: Optional[str],
+               output: Optional[Path]) -> None:
+    """``export --to tensorboard DIR [RUN…]`` / ``--to mlflow [URI] [RUN…]`` (bridges.py)."""
+    from sparse_tui.bridges import BRIDGES, BridgeError, export_to
+    from sparse_tui.store import STATUSES
+
+    if to not in BRIDGES:
+        raise fail(f"--to: must be one of {', '.join(BRIDGES)}, got {to!r}")
+    if status is not None and status not in STATUSES:
+        raise fail(f"--status: must be one of {', '.join(STATUSES)}, got {status!r}")
+    dest = str(output) if output is not None else None
+    if dest is None and args and (to == "tensorboard" or "://" in args[0] or args[0].endswith(".db")):
+        dest, args = args[0], args[1:]
+    if to == "tensorboard" and dest is None:
+        raise fail("--to tensorboard: give the folder to write: sparse-tui export --to tensorboard DIR [RUN…]")
+    store = _open_store(runs_dir)
+    recs = _records(store, args) if args else store.runs(status=status, preset=preset)
+    _store_warnings(store)
+    if not recs:
+        raise fail("export: no runs to export")
+    recs = sorted(recs, key=lambda r: (r.created_at, r.batch_id, r.position))
+    try:
+        line = export_to(to, store, recs, dest, say=lambda t: err.print(_esc(t), markup=False))
+    except BridgeError as e:
+        raise fail(str(e)) from None
+    err.print(_esc(line), markup=False)
 
 
 # ==============================================================================================================
@@ -765,7 +949,7 @@ def _fit_error(e: Exception) -> "typer.Exit":
     return fail(str(e).splitlines()[0] if str(e) else type(e).__name__)
 
 
-@app.command()
+@app.command(short_help="Plateau length of the reduced dynamics against the closed-form forecast.")
 def theory(
     d: Optional[float] = typer.Option(None, "--d", help="Token / target dimension d (one point)."),
     T: Optional[float] = typer.Option(None, "--T", help="Sequence length T (one point)."),
@@ -803,7 +987,7 @@ def theory(
         if d is None or T is None:
             raise fitreport.FitError("give --d and --T (and optionally --B, --p), or --grid d=... T=...")
         for name, v in (("--d", d), ("--T", T), ("--B", B)):
-            if v < 1 or float(v) != int(v):
+            if not math.isfinite(v) or v < 1 or float(v) != int(v):
                 raise fitreport.FitError(f"{name}: must be a positive integer, got {v:g}")
         if B > T:
             raise fitreport.FitError("--B: must be <= --T")
@@ -818,7 +1002,7 @@ def theory(
         out.print(fitreport.format_theory_point(pt), markup=False)
 
 
-@app.command()
+@app.command(short_help="Fit a power law to the plateau lengths of finished runs; compare with theory.")
 def fit(
     run_ids: List[str] = typer.Argument(None, help="Runs to fit (ids or unique prefixes; default: all selected)."),
     runs_dir: Optional[Path] = RunsDirOpt,
@@ -871,7 +1055,7 @@ def fit(
 # ==============================================================================================================
 
 
-@app.command()
+@app.command(short_help="Reproduce a figure of the paper: train what the store lacks, fit, compare; --list.")
 def reproduce(
     name: Optional[str] = typer.Argument(None, help="A figure (fig15: all its panels) or a panel (fig15_adam); "
                                          "see --list.", show_default=False),
@@ -980,7 +1164,7 @@ def reproduce(
     raise typer.Exit(int(code))
 
 
-@app.command()
+@app.command(short_help="Check the device and every training schedule on a tiny sweep.")
 def doctor(
     device: str = typer.Option("auto", "--device", help="Device to check: auto, cpu, cuda, cuda:N."),
 ) -> None:

@@ -1,7 +1,7 @@
 """The run table and the long per-step metric table, as CSV, JSON lines or Parquet (same code for CLI and TUI).
 
-Run table columns: ``run_id, batch_id, preset, status, reason, label, seed, device, plateau_step, step,
-total_steps, created_at, started_at, ended_at, duration_s``, then ``params.*`` (the flattened resolved config of
+Run table columns: ``run_id, batch_id, preset, status, reason, name, label, tags, note, seed, device,
+plateau_step, step, total_steps, created_at, started_at, ended_at, duration_s``, then ``params.*`` (the flattened resolved config of
 each run), ``final.*`` (the last evaluated value of every metric) and ``best.*`` (best test loss / accuracy).
 Times are ISO 8601 UTC. Runs of different presets have different params; columns are the union (empty cells where
 a run has no such key).
@@ -27,7 +27,10 @@ LEAD = [
     "preset",
     "status",
     "reason",
+    "name",
     "label",
+    "tags",
+    "note",
     "seed",
     "device",
     "plateau_step",
@@ -62,7 +65,8 @@ def run_row(rec: RunRecord, store: RunStore | None = None) -> dict[str, Any]:
         "reason": rec.reason,
         "label": rec.label,
         "name": f"{rec.preset} {rec.label or ''}".strip(),
-        "tags": [str(t) for t in ((rec.config or {}).get("tags") or [])],
+        "tags": list(rec.tags),
+        "note": rec.note,
         "seed": rec.seed,
         "device": rec.device,
         "plateau_step": _plateau(rec.plateau_step),
@@ -115,13 +119,20 @@ def metrics_table(store: RunStore, runs: Iterable[RunRecord]) -> tuple[list[str]
     return cols, rows
 
 
+def _csv_cell(v: Any) -> Any:
+    """A CSV cell: empty for None, a list (the tags) as its words joined by spaces."""
+    if v is None:
+        return ""
+    return " ".join(map(str, v)) if isinstance(v, list) else v
+
+
 def write_table(cols: list[str], rows: list[dict[str, Any]], fmt: str, out: IO) -> None:
     """Write a table to a text stream (csv, jsonl) or a binary stream (parquet)."""
     if fmt == "csv":
         w = csv.DictWriter(out, fieldnames=cols, extrasaction="ignore", lineterminator="\n")
         w.writeheader()
         for row in rows:
-            w.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in cols})
+            w.writerow({k: _csv_cell(row.get(k)) for k in cols})
     elif fmt == "jsonl":
         for row in rows:
             out.write(json.dumps({k: row.get(k) for k in cols}) + "\n")
@@ -140,25 +151,77 @@ def write_table(cols: list[str], rows: list[dict[str, Any]], fmt: str, out: IO) 
 
 
 class ExportError(Exception):
-    """An export that could not be written (one line, naming the file)."""
+    """An export that could not be written (one line, naming the file). ``disk_full``: the disk was full."""
+
+    def __init__(self, message: str, disk_full: bool = False):
+        super().__init__(message)
+        self.disk_full = disk_full
+
+
+def output_problem(path: Path) -> str | None:
+    """Why ``--output PATH`` cannot be written (one line, naming it), None when it can: checked before any work.
+    A symlink is judged by its target; a character device or a FIFO (``/dev/stdout``, a named pipe) is written
+    through; a block device, a socket or a directory is refused."""
+    import stat
+
+    path = Path(path)
+    try:
+        st = os.stat(path)  # follows a symlink
+    except FileNotFoundError:
+        st = None
+    except OSError as e:
+        return f"--output {path}: {e.strerror or e}"
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        return f"--output {path}: is a directory"
+    if st is not None and (stat.S_ISBLK(st.st_mode) or stat.S_ISSOCK(st.st_mode)):
+        return f"--output {path}: a {'block device' if stat.S_ISBLK(st.st_mode) else 'socket'}, not a file to write"
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        return None  # a character device or a FIFO: written through
+    real = Path(os.path.realpath(path))
+    if not real.parent.is_dir():
+        return f"--output {path}: directory {real.parent} does not exist"
+    if not os.access(real.parent, os.W_OK):
+        return f"--output {path}: directory {real.parent} is not writable"
+    return None
 
 
 def write_atomic(path: Path, write: Callable[[IO], int], *, binary: bool = False) -> int:
     """Write ``path`` all or nothing: ``write(fh)`` fills a file that has no name until it is complete (Linux
     ``O_TMPFILE``: even ``kill -9`` leaves nothing behind), which then atomically replaces ``path``. Elsewhere a
-    ``.part`` file is used and removed on every error. Returns what ``write`` returns."""
+    ``.part`` file is used and removed on every error. Returns what ``write`` returns.
+
+    What is replaced keeps what it was: an existing file keeps its permissions (and, where allowed, its owner); a
+    symlink stays and its target is replaced; a character device or a FIFO (``/dev/stdout``, ``/dev/null``, a
+    named pipe) is written through, never replaced by a regular file. A new file gets the umask's permissions."""
+    import stat
+
     path = Path(path)
-    directory = path.parent if str(path.parent) else Path(".")
-    tmp_name = path.with_name(f".{path.name}.{os.getpid()}.part")
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as e:
+        raise _export_error(path, e) from None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        return _write_through(path, write, binary)
+    target = Path(os.path.realpath(path))  # a symlink: its target is replaced, the link stays
+    directory = target.parent
+    tmp_name = target.with_name(f".{target.name}.{os.getpid()}.part")
     fd = None
     try:
-        fd = os.open(directory, os.O_TMPFILE | os.O_WRONLY, 0o644) if hasattr(os, "O_TMPFILE") else None
+        fd = os.open(directory, os.O_TMPFILE | os.O_WRONLY, 0o666) if hasattr(os, "O_TMPFILE") else None
     except OSError:
         fd = None
     named = fd is None
     try:
         if named:
-            fd = os.open(tmp_name, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            fd = os.open(tmp_name, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
+        if st is not None:  # the replaced file's permissions and owner, not the umask's
+            os.fchmod(fd, stat.S_IMODE(st.st_mode))
+            try:
+                os.fchown(fd, st.st_uid, st.st_gid)
+            except PermissionError:
+                pass
         mode = "wb" if binary else "w"
         with open(fd, mode, newline=None if binary else "", closefd=True) as fh:
             fd = None
@@ -167,10 +230,10 @@ def write_atomic(path: Path, write: Callable[[IO], int], *, binary: bool = False
             os.fsync(fh.fileno())
             if not named:  # give the finished file a (temporary) name, then move it over the target
                 _link_fd(fh.fileno(), tmp_name)
-        os.replace(tmp_name, path)
+        os.replace(tmp_name, target)
         return n
     except OSError as e:
-        raise ExportError(f"--output {path}: cannot write: {e.strerror or e}") from None
+        raise _export_error(path, e) from None
     finally:
         if fd is not None:
             os.close(fd)
@@ -178,6 +241,23 @@ def write_atomic(path: Path, write: Callable[[IO], int], *, binary: bool = False
             os.unlink(tmp_name)
         except FileNotFoundError:
             pass
+
+
+def _write_through(path: Path, write: Callable[[IO], int], binary: bool) -> int:
+    """Write into a character device or a FIFO as a shell's ``>`` would (nothing is replaced)."""
+    try:
+        with open(path, "wb" if binary else "w", newline=None if binary else "") as fh:
+            n = write(fh)
+            fh.flush()
+        return n
+    except OSError as e:
+        raise _export_error(path, e) from None
+
+
+def _export_error(path: Path, e: OSError) -> ExportError:
+    from sparse_tui.store import is_disk_full
+
+    return ExportError(f"--output {path}: cannot write: {e.strerror or e}", disk_full=is_disk_full(e))
 
 
 def _link_fd(fd: int, name: Path) -> None:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 __all__ = ["FigureError", "FORMATS", "INSTALL_HINT", "require_matplotlib", "check_path", "fit_figure",
-           "curves_figure"]
+           "curves_figure", "phase_figure"]
 
 FORMATS = (".png", ".svg", ".pdf")
 INSTALL_HINT = 'figures need matplotlib: pip install "sparse-tui[plot]"'
@@ -252,8 +252,11 @@ def fit_figure(rep: Any, path: str | Path, *, title: str | None = None) -> Path:
             key.append(Line2D([], [], color="0.5", lw=1.0, ls=(0, (1.5, 1.5)),
                               label="paper's slope through the data's centre (partial panels)"))
         fig.legend(handles=key, loc="outside lower center", ncol=len(key), frameon=False)
-        head = title or f"{rep.selection.describe().splitlines()[0]}"
-        fig.suptitle(f"{head}   (R² = {res.r2:.3f}, n = {res.n}, censored = {res.n_censored})", fontsize=8.5)
+        from sparse_tui.plotting import fmt_r2
+
+        presets = ", ".join(rep.selection.presets) or "runs"
+        head = title or f"{presets}: {res.formula()}"  # what was fitted, not the selection's log line
+        fig.suptitle(f"{head}   (R² = {fmt_r2(res.r2)}, n = {res.n}, censored = {res.n_censored})", fontsize=8.5)
         return _save(fig, path)
 
 
@@ -829,4 +832,46 @@ def p_table_figure(data: Mapping[str, Any], path: str | Path, *, title: str | No
         ax.set_ylabel("plateau step")
         ax.legend(frameon=False)
         fig.suptitle(title or "plateau vs d per cross-sample repetition p", fontsize=8.5)
+        return _save(fig, path)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Phase diagram (the console's Phase panel, p)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def phase_figure(x_key: str, y_key: str, xs: Sequence[Any], ys: Sequence[Any], grid: Sequence[Sequence[float]],
+                 value: str, path: str | Path, *, title: str | None = None, note: str = "") -> Path:
+    """Write a phase diagram (a value over two swept parameters; empty cells blank, each cell annotated) to
+    ``path``; the plateau step on a log colour scale. Raises ``FigureError``."""
+    require_matplotlib()
+    path = check_path(path, "figure")
+    import matplotlib as mpl
+    import numpy as np
+    from matplotlib.colors import LogNorm, Normalize
+    from matplotlib.figure import Figure
+
+    z = np.array([[np.nan if v is None else float(v) for v in row] for row in grid], dtype=float)
+    finite = z[np.isfinite(z)]
+    if finite.size == 0:
+        raise FigureError(f"no {value} value in any cell to plot")
+    log = value == "plateau" and finite.min() > 0
+    norm = LogNorm(finite.min(), max(finite.max(), finite.min() * 1.0001)) if log else (
+        Normalize(0.0, 1.0) if value in ("acc", "emerged") else Normalize(finite.min(), finite.max()))
+    with mpl.rc_context(_style()):
+        fig = Figure(figsize=(1.2 + 0.75 * len(xs), 1.0 + 0.45 * len(ys)), layout="constrained")
+        ax = fig.subplots()
+        im = ax.imshow(np.ma.masked_invalid(z), origin="lower", aspect="auto", cmap="viridis", norm=norm)
+        ax.set_xticks(range(len(xs)), [_fmt_num(v) if isinstance(v, (int, float)) else str(v) for v in xs])
+        ax.set_yticks(range(len(ys)), [_fmt_num(v) if isinstance(v, (int, float)) else str(v) for v in ys])
+        ax.set_xlabel(x_key)
+        ax.set_ylabel(y_key)
+        ax.grid(False)
+        for (i, j), v in np.ndenumerate(z):
+            if np.isfinite(v):
+                ax.text(j, i, f"{v:.3g}", ha="center", va="center", fontsize=6.5,
+                        color="white" if norm(v) < 0.5 else "black")
+        fig.colorbar(im, ax=ax, label=value)
+        head = title or f"{value}: {y_key} × {x_key}"
+        fig.suptitle(f"{head}   ({note})" if note else head, fontsize=8.5)
         return _save(fig, path)

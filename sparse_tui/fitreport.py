@@ -278,6 +278,11 @@ def select_runs(store: Any, *, preset: str | None = None, batch: str | None = No
     from .store import StoreError
 
     criteria = []
+    if batch:  # the store's one resolver of ids and prefixes (store.find)
+        try:
+            batch = store.find(batch, ("batch",), what="--batch")[1]
+        except StoreError as e:
+            raise FitError(str(e)) from None
     if run_ids:
         recs = []
         for rid in run_ids:
@@ -289,16 +294,12 @@ def select_runs(store: Any, *, preset: str | None = None, batch: str | None = No
         if preset:
             recs = [r for r in recs if r.preset == preset]
         if batch:
-            recs = [r for r in recs if r.batch_id.startswith(batch)]
+            recs = [r for r in recs if r.batch_id == batch]
         store.reap()
     else:
         recs = store.runs(preset=preset)
         if batch:
-            exact = [r for r in recs if r.batch_id == batch]
-            recs = exact or [r for r in recs if r.batch_id.startswith(batch)]
-            ids = {r.batch_id for r in recs}
-            if len(ids) > 1:
-                raise FitError(f"--batch {batch}: prefix matches several batches ({', '.join(sorted(ids))})")
+            recs = [r for r in recs if r.batch_id == batch]
     if preset:
         criteria.insert(0, f"preset {preset}")
     if batch:
@@ -536,7 +537,7 @@ def theory_grid(grid: Mapping[str, Sequence[float]] | Sequence[str] | str, *, th
             raise FitError(f"--grid: {e}") from None
     for k, vals in grid.items():
         for v in vals:
-            if k in ("d", "T", "B") and (v < 1 or float(v) != int(v)):
+            if k in ("d", "T", "B") and (not math.isfinite(v) or v < 1 or float(v) != int(v)):
                 raise FitError(f"--grid: {k} must be a positive integer, got {v:g}")
             if k == "p" and not 0.0 <= v <= 1.0:
                 raise FitError(f"--grid: p must be in [0, 1], got {v:g}")

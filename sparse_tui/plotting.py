@@ -64,3 +64,90 @@ def chart(
     plt.title(title)
     plt.xlabel(xlabel)
     return plt.build()
+
+
+def fmt_r2(r2: float) -> str:
+    """R² with as many decimals as it takes not to round a fit that is not perfect up to 1 (0.99987, not 1.000)."""
+    if r2 is None or not math.isfinite(r2):
+        return "-"
+    digits = 3
+    while digits < 9 and r2 < 1.0 and round(r2, digits) >= 1.0:
+        digits += 1
+    return f"{r2:.{digits}f}"
+
+
+def tick_labels(ticks: Sequence[float]) -> list[str]:
+    """Labels of one axis in one format: plain numbers with the decimals the step needs (0.25, 0.5, 0.75), or,
+    when the values span decades or are very large or small, all in scientific notation (1e-06, 1e-05 ...; never
+    "0.000001", never "360" beside "1.05e+03", never "83273.7")."""
+    vals = [float(t) for t in ticks if t is not None and math.isfinite(t)]
+    if not vals:
+        return []
+    big = max(abs(v) for v in vals)
+    small = min((abs(v) for v in vals if v != 0), default=big)
+    if big >= 1e5 or small < 1e-3 or (small > 0 and big / small >= 1e3):
+        out = []
+        for v in vals:
+            m, e = f"{v:.2e}".split("e")
+            m = m.rstrip("0").rstrip(".")
+            out.append(f"{m}e{int(e)}")
+        return out
+    if all(float(v).is_integer() for v in vals):
+        return [str(int(v)) for v in vals]
+    decimals = next((d for d in range(7) if all(abs(round(v, d) - v) <= 1e-9 * max(1.0, big) for v in vals)), 6)
+    return [f"{v:.{decimals}f}" for v in vals]
+
+
+def nice_ticks(lo: float, hi: float, n: int, log: bool = False) -> list[float]:
+    """About ``n`` round tick values between ``lo`` and ``hi``: 1/2/5 × 10^k steps, or on a log axis the powers of
+    ten inside the range (with 2 and 5 × 10^k when fewer than three powers fit)."""
+    if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo or n < 1:
+        return [lo] if math.isfinite(lo) else []
+    if log:
+        if lo <= 0:
+            return []
+        out = [10.0 ** k for k in range(math.ceil(math.log10(lo) - 1e-9), math.floor(math.log10(hi) + 1e-9) + 1)]
+        if len(out) < 3:
+            out = sorted(m * 10.0 ** k for k in range(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1)
+                         for m in (1, 2, 5) if lo <= m * 10.0 ** k <= hi)
+        while len(out) > max(2, n):
+            out = out[::2]
+        if len(out) < 2:  # less than a decade and no 1/2/5 inside (a loss between 4.16 and 4.32): plain steps
+            return nice_ticks(lo, hi, n)
+        return out
+    raw = (hi - lo) / n
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
+    start = math.ceil(lo / step - 1e-9) * step
+    out, v = [], start
+    while v <= hi + step * 1e-9 and len(out) < 50:
+        out.append(round(v, 12))
+        v += step
+    return out
+
+
+# A perceptual (viridis-like) colour ramp: the console's heatmaps and the attention images of the TensorBoard bridge.
+_RAMP = [
+    (68, 1, 84),
+    (72, 40, 120),
+    (62, 74, 137),
+    (49, 104, 142),
+    (38, 130, 142),
+    (31, 158, 137),
+    (53, 183, 121),
+    (109, 205, 89),
+    (180, 222, 44),
+    (253, 231, 37),
+]
+
+
+def ramp(x: float) -> tuple[int, int, int]:
+    """Colour of a value in [0, 1]."""
+    if not math.isfinite(x):
+        return (40, 40, 40)
+    x = min(1.0, max(0.0, x))
+    pos = x * (len(_RAMP) - 1)
+    i = min(int(pos), len(_RAMP) - 2)
+    f = pos - i
+    a, b = _RAMP[i], _RAMP[i + 1]
+    return tuple(int(round(a[j] + (b[j] - a[j]) * f)) for j in range(3))  # type: ignore[return-value]

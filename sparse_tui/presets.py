@@ -36,6 +36,12 @@ INT64_MAX = 2**63 - 1
 MAX_RUNS = 10_000
 MAX_EVALS = 100_000
 MAX_SNAPSHOTS = 10_000
+# A preset file is read only up to this size (``run /dev/zero`` must not fill the memory), a name and a description
+# are stored with every run and shown in every listing, and a preset with thousands of problems shows the first few.
+MAX_PRESET_BYTES = 1 << 20
+MAX_NAME = 100
+MAX_DESCRIPTION = 500
+MAX_PROBLEM_LINES = 20
 
 
 def _number_kinds(annotation: Any) -> set:
@@ -262,6 +268,14 @@ class TransformerModel(_Section):
     tie_embeddings: bool = Field(
         False, description="Read out with the transposed token embedding (nanoGPT-style weight tying; token tasks)."
     )
+    attention: Literal["dot", "euclidean"] = Field(
+        "dot",
+        description=(
+            "Attention scores: dot = q.k / sqrt(d_qk); euclidean = -||q - k||^2 / sqrt(d_qk), the fix proposed in "
+            "the blog 'Sparse attention 3 - inefficiency of extracting similar content' (nearest content by "
+            "distance)."
+        ),
+    )
 
     @model_validator(mode="after")
     def _check(self) -> "TransformerModel":
@@ -383,8 +397,8 @@ def tag_problem(tag: Any) -> str | None:
 class _Experiment(_Section):
     """The sections shared by a preset file and a single run."""
 
-    name: str = Field("", description="Preset name (defaults to the file name).")
-    description: str = Field("", description="One line saying what the preset shows.")
+    name: str = Field("", max_length=MAX_NAME, description="Preset name (defaults to the file name).")
+    description: str = Field("", max_length=MAX_DESCRIPTION, description="One line saying what the preset shows.")
     task: TaskConfig = Field(default_factory=RecallTask)
     model: ModelConfig = Field(default_factory=TransformerModel)
     train: TrainConfig = Field(default_factory=TrainConfig)
@@ -547,10 +561,15 @@ class Preset(_Experiment):
 
 
 class PresetError(Exception):
-    """One or more problems with a preset; ``lines`` holds one ``FILE: key: message`` line per problem."""
+    """One or more problems with a preset; ``lines`` holds one ``FILE: key: message`` line per problem, the first
+    ``MAX_PROBLEM_LINES`` of them, then one line saying how many more there are."""
 
     def __init__(self, lines: list[str]):
         lines = [_esc(line) for line in lines]
+        if len(lines) > MAX_PROBLEM_LINES:
+            source = lines[0].split(": ", 1)[0]
+            lines = lines[:MAX_PROBLEM_LINES] + [f"{source}: {len(lines) - MAX_PROBLEM_LINES} more problem(s) not"
+                                                 " shown"]
         super().__init__("\n".join(lines))
         self.lines = lines
 
@@ -591,6 +610,7 @@ def _message(err: dict) -> str:
         "dict_type": "must be a table",
         "model_type": "must be a table",
         "too_short": "must have at least {min_length} item(s)",
+        "string_too_long": "must be at most {max_length} characters",
         "union_tag_invalid": "must be one of {expected_tags}",
         "union_tag_not_found": "needs a 'kind' key",
     }
@@ -674,7 +694,11 @@ def _get_section_model(path: list[str], data: dict) -> bool:
     return False
 
 
-def set_dotted(data: dict, key: str, value: Any) -> None:
+def set_dotted(data: dict, key: str, value: Any, merge: bool = True) -> None:
+    """Set a dotted key. A table set where a table of the same ``kind`` (or of no kind) already is, is merged into
+    it: ``--set 'train={lr=0.05}'`` sets train.lr and keeps the other keys of [train], and a sweep over "train"
+    with tables sweeps several keys together. A table of another kind replaces it (``model={kind="ode"}``: the
+    keys of the toy model do not apply to an ODE run); so does any table with ``merge=False``."""
     parts = key.split(".")
     node = data
     for part in parts[:-1]:
@@ -683,7 +707,18 @@ def set_dotted(data: dict, key: str, value: Any) -> None:
             nxt = {}
             node[part] = nxt
         node = nxt
+    old = node.get(parts[-1])
+    if merge and isinstance(value, dict) and isinstance(old, dict) and value.get("kind", old.get("kind")) == old.get(
+            "kind"):
+        value = _merged(old, value)
     node[parts[-1]] = value
+
+
+def _merged(old: dict, new: dict) -> dict:
+    out = dict(old)
+    for k, v in new.items():
+        out[k] = _merged(old[k], v) if isinstance(v, dict) and isinstance(old.get(k), dict) else v
+    return out
 
 
 def get_dotted(data: dict, key: str, default: Any = None) -> Any:
@@ -761,14 +796,7 @@ def load_preset(path: str | Path, overrides: list[str] | None = None) -> LoadedP
     """Load, override and validate a preset file, including every sweep point. Raises PresetError."""
     path = Path(path)
     src = path.name
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise PresetError([f"{path}: file not found"]) from None
-    except IsADirectoryError:
-        raise PresetError([f"{path}: is a directory, not a preset file"]) from None
-    except OSError as e:
-        raise PresetError([f"{path}: cannot read: {e.strerror}"]) from None
+    data = _read_preset_file(path)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -786,6 +814,45 @@ def load_preset(path: str | Path, overrides: list[str] | None = None) -> LoadedP
     return loaded
 
 
+def _read_preset_file(path: Path) -> bytes:
+    """A preset file's bytes: a regular file (a FIFO, a device or a socket is refused before it is read, so that
+    ``run /dev/zero`` or a FIFO nobody writes cannot hang or fill the memory) of at most ``MAX_PRESET_BYTES``,
+    whose name can be stored (UTF-8). Raises PresetError."""
+    import os
+    import stat
+
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        raise PresetError([f"{path}: the file name is not valid UTF-8 (run names and preset paths are stored as"
+                           " UTF-8); rename the file"]) from None
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO opens at once, to be refused
+    except FileNotFoundError:
+        raise PresetError([f"{path}: file not found"]) from None
+    except OSError as e:
+        raise PresetError([f"{path}: cannot read: {e.strerror}"]) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise PresetError([f"{path}: is a directory, not a preset file"])
+        if not stat.S_ISREG(mode):
+            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) \
+                else "a socket" if stat.S_ISSOCK(mode) else "not a regular file"
+            raise PresetError([f"{path}: {kind}, not a preset file (a preset is a TOML file)"])
+        with os.fdopen(fd, "rb", closefd=True) as fh:
+            fd = -1
+            data = fh.read(MAX_PRESET_BYTES + 1)
+    except OSError as e:
+        raise PresetError([f"{path}: cannot read: {e.strerror}"]) from None
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    if len(data) > MAX_PRESET_BYTES:
+        raise PresetError([f"{path}: more than {MAX_PRESET_BYTES >> 20} MiB; a preset is a small TOML file"])
+    return data
+
+
 def validate_preset_data(
     raw: dict, src: str, overrides: list[str] | None = None, path: Path | None = None
 ) -> LoadedPreset:
@@ -801,6 +868,9 @@ def validate_preset_data(
         if not key or any(not part for part in key.split(".")):
             errors.append(f"--set {_esc(ov)}: expected key=value with a dotted key like train.lr")
             continue
+        if "\n" in text or "\r" in text:  # TOML would read the rest as more keys, or drop it
+            errors.append(f"--set {_esc(key)}: the value has a line break; give one value per --set")
+            continue
         try:
             value = parse_value(text.strip())
         except ValueError as e:
@@ -812,7 +882,7 @@ def validate_preset_data(
                 raw["sweep"] = {}
             raw.setdefault("sweep", {})[key[len("sweep."):]] = value
         else:
-            set_dotted(raw, key, value)
+            set_dotted(raw, key, value, merge=key != "sweep")  # --set 'sweep={}': no sweep (its keys are not settings)
     if errors:
         raise PresetError(errors)
     try:
@@ -841,6 +911,10 @@ def validate_preset_data(
         if not values:
             errors.append(f"{src}: sweep.{key}: must have at least 1 value")
             continue
+        twice = _first_duplicate(values)
+        if twice is not None:
+            errors.append(f"{src}: sweep.{key}: value {_show(twice)} appears twice (two identical runs)")
+            continue
         for i, v in enumerate(values):
             point = _deepcopy(base)
             set_dotted(point, key, v)
@@ -867,8 +941,20 @@ def validate_preset_data(
             for line in format_validation_error(e, src):
                 bad.append(f"{line} (sweep point {where})")
     if bad:
-        raise PresetError(list(dict.fromkeys(bad))[:20])
+        raise PresetError(list(dict.fromkeys(bad)))
     return loaded
+
+
+def _first_duplicate(values: list) -> Any:
+    """The first value of a sweep list that appears twice (1e-2 and 0.01, 1 and 1.0 are the same value; true and 1
+    are not), else None."""
+    seen = []
+    for v in values:
+        key = ("bool", v) if isinstance(v, bool) else ("num", v) if isinstance(v, (int, float)) else ("other", repr(v))
+        if key in seen:
+            return v
+        seen.append(key)
+    return None
 
 
 def _combos(sweep: dict[str, list[Any]]) -> list[dict[str, Any]]:

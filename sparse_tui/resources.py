@@ -152,6 +152,15 @@ def check(cfgs: list[RunConfig], device: str, source: str) -> None:
         )
 
 
+def lone_run_threads(cfg: RunConfig, idle: int) -> int:
+    """Torch threads for a batch of one run on a CPU with ``idle`` cores that other processes leave idle (the sweep
+    scheduler's ``idle_cores``): the idle cores for a Transformer, at least 1; 1 for the toy model and the ODE (too
+    small to use a second thread). Torch's default (every core) oversubscribes a busy machine: on a shared 2-core
+    CPU at load 4-5, ``run presets/smoke.toml`` took 55-79 s with the default against 5-9 s with one thread (issue
+    21). The same judgement as a sweep's ``auto`` plan, for a lone run."""
+    return max(1, idle) if cfg.model.kind == "transformer" else 1
+
+
 def human(n: float) -> str:
     """Bytes as B, KiB, MiB, GiB, TiB, PiB."""
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
@@ -163,3 +172,4 @@ def human(n: float) -> str:
 
 def _count(n: int) -> str:
     return f"{n:,}" if n < 10**7 else f"{n:.2e}"
+

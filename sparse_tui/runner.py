@@ -9,12 +9,16 @@ console, ``resume``). docs/ARCHITECTURE.md shows the steps and who calls them.
 4. ``coordinate`` trains the batch: in this process (``workers == 1``), or by starting worker processes
    (``python -m sparse_tui worker BATCH``) that each **claim** queued runs (``work``) until none is left.
    A run that has a checkpoint continues from it (training/checkpoint.py).
-5. Each run ends with a terminal status (``store.finish``): finished, diverged, failed (a crash, with its reason;
-   a full disk is recorded as "disk full"), interrupted, cancelled.
+5. ``_train_claimed`` is the one place that decides how a run ended, whoever trains it (this process, a worker
+   process, a Ray task): each run gets one terminal status (``record_end`` → ``store.finish``, which never
+   rewrites one): finished, diverged, failed (a crash, with its reason; a full disk is recorded as "disk full"),
+   interrupted, cancelled. The trial-step fallbacks (smaller stacks, the plain kernel) live there too.
 6. **Reaping** (``store.reap``, called by every reader: ``runs``, ``show``, ``export``, the console) fails a running
-   run whose process is gone and the queued runs of a coordinator that is gone. On the same host liveness is the
-   pid (a stopped or slow process is alive); the heartbeat's age counts for other hosts only.
-7. ``resume`` puts failed, interrupted and left-queued runs back in the queue and goes through 3-5 again.
+   run whose process is gone, and the queued runs of a batch none of whose coordinators is alive. On the same
+   host liveness is the pid (a stopped or slow process is alive); the heartbeat's age counts for other hosts only.
+7. ``resume`` checks the runs (``check_resumable``: a writable store, configs that still validate, checkpoints that
+   are data), joins the batch's coordinators (one still alive keeps training too), puts failed, interrupted and
+   left-queued runs back in the queue and goes through 3-5 again.
 
 ``detach`` starts the coordinator itself as a process in its own session (``python -m sparse_tui work BATCH``),
 so quitting the TUI or losing the SSH connection does not stop training.
@@ -22,8 +26,9 @@ so quitting the TUI or losing the SSH connection does not stop training.
 Ctrl-C / SIGTERM / SIGHUP: the training loop sees the stop at its next step and the run ends ``interrupted``
 (everything logged is kept, and its checkpoint); a step or an evaluation that takes longer than ``STOP_GRACE``
 seconds is cut short by an alarm, so the process always ends within about 2 s. Queued runs end ``interrupted``
-(reason: never started); the command exits 130. A cancel request from the TUI sets the run's
-``cancel_requested`` flag, which the trainer sees at its next heartbeat and ends the run as ``cancelled``.
+(reason: never started) unless another coordinator of the batch is alive; the command exits 130. A cancel request
+from the TUI sets the run's ``cancel_requested`` flag, which the trainer sees at its next heartbeat and ends the
+run as ``cancelled``.
 """
 
 from __future__ import annotations
@@ -185,119 +190,230 @@ def work(
     """Claim and train queued runs of ``batch_id`` until none is left. Returns the number of runs trained.
 
     ``group > 1``: claim up to ``group`` runs of one shape at a time (and as many as fit the device memory) and
-    train them stacked (training/stacked.py)."""
-    from sparse_tui.presets import config_from_json
+    train them as one stack (``_train_claimed``). A run whose stored config no longer validates is recorded
+    failed with the reason."""
     from sparse_tui.training.trainer import library_versions, resolve_device
 
-    n = 0
+    n, planned = 0, False
     while True:
         if should_stop is not None and should_stop():
             return n
         queued = [r for r in store.runs(batch_id=batch_id, status="queued", reap=False) if not r.cancel_requested]
         if not queued:
             return n
+        cfgs, bad = stored_configs(queued)
+        for rec in store.claim_runs(list(bad), device=device or "-", versions={}) if bad else []:
+            record_end(store, rec.run_id, "failed", reason=bad[rec.run_id])
+        queued = [r for r in queued if r.run_id in cfgs]
+        if not queued:
+            continue
         first = min(queued, key=lambda r: r.position)
-        want = device or first.config.get("train", {}).get("device", "auto")
+        want = device or cfgs[first.run_id].train.device
         try:
             dev = resolve_device(want)
         except RuntimeError as e:
             for rec in store.claim_runs([first.run_id], device=want, versions={}):
-                store.finish(rec.run_id, "failed", reason=str(e))
+                record_end(store, rec.run_id, "failed", reason=str(e))
             continue
         if group <= 1:
-            rec = store.claim_next(batch_id, device=str(dev), versions=library_versions(dev))
-            if rec is None:
-                return n
-            _train_claimed(store, [rec], [config_from_json(rec.config)], dev, should_stop)
-            n += 1
+            recs = store.claim_runs([first.run_id], device=str(dev), versions=library_versions(dev))
+            if recs:
+                _train_claimed(store, recs, [cfgs[first.run_id]], dev, should_stop)
+                n += 1
             continue
         from sparse_tui.training.scheduler import device_budget
 
-        cfgs = {r.run_id: config_from_json(r.config) for r in queued}
-        pick = next_stack(queued, cfgs, group, device_budget(dev))
+        budget = device_budget(dev)
+        if not planned:
+            planned = True
+            for line in plan_lines(queued, cfgs, group, budget):
+                print(f"sparse-tui: {line}", file=sys.stderr, flush=True)
+        pick = next_stack(queued, cfgs, group, budget)
         recs = store.claim_runs(pick, device=str(dev), versions=library_versions(dev))
         if recs:
             _train_claimed(store, recs, [cfgs[r.run_id] for r in recs], dev, should_stop)
             n += len(recs)
 
 
+def stored_configs(recs: list[RunRecord]) -> tuple[dict, dict]:
+    """The configs of stored runs by run id, and for those that no longer validate (a run stored by another
+    version of sparse-tui, or edited by hand) the one-line reason by run id."""
+    from pydantic import ValidationError
+
+    from sparse_tui.presets import config_from_json, format_validation_error
+
+    cfgs, bad = {}, {}
+    for r in recs:
+        try:
+            cfgs[r.run_id] = config_from_json(r.config)
+        except ValidationError as e:
+            lines = format_validation_error(e, f"run {r.run_id}: stored config")
+            more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
+            bad[r.run_id] = f"{lines[0]}{more}; this sparse-tui cannot train it"
+    return cfgs, bad
+
+
 def next_stack(queued: list[RunRecord], cfgs: dict, group: int, budget: int | None) -> list[str]:
     """The run ids of the next stack to train from the ``queued`` runs of a batch (``cfgs``: their configs by run
-    id): the first queued run and the following ones that share its ``grouping.group_key``, at most ``group``
-    and as many as fit ``budget`` bytes (None: no memory limit). The one stack-forming rule of every executor
-    (``work`` here, the Ray coordinator in executors/ray_executor.py)."""
+    id): the first queued run and those of the following ones that share its ``grouping.group_key`` and its part
+    of ``scheduler.partition`` (at most ``group`` runs, as many as fit ``budget`` bytes (None: no memory limit),
+    and no more padding than ``scheduler.PADDING_CAP``). The one stack-forming rule of every executor (``work``
+    here, the Ray coordinator in executors/ray_executor.py)."""
     from sparse_tui.training.grouping import group_key
-    from sparse_tui.training.scheduler import MAX_GROUP, group_size
+    from sparse_tui.training.scheduler import MAX_GROUP, partition
 
     ordered = sorted(queued, key=lambda r: r.position)
     first = ordered[0].run_id
-    if group <= 1:
-        return [first]
     key = group_key(cfgs[first])
-    pick = [first] + [r.run_id for r in ordered[1:] if key is not None and group_key(cfgs[r.run_id]) == key]
-    size = 1 if key is None else group_size([cfgs[i] for i in pick], budget, group or MAX_GROUP)
-    return pick[:size]
+    if group <= 1 or key is None:
+        return [first]
+    pick = [first] + [r.run_id for r in ordered[1:] if group_key(cfgs[r.run_id]) == key]
+    parts = partition([cfgs[i] for i in pick], max_group=group or MAX_GROUP, budget_bytes=budget)
+    return [pick[i] for i in next(p for p in parts if 0 in p)]
+
+
+def plan_lines(queued: list[RunRecord], cfgs: dict, group: int, budget: int | None) -> list[str]:
+    """The batch log's view of the stacks ``next_stack`` will form from ``queued`` (one line per stack)."""
+    from sparse_tui.training.scheduler import MAX_GROUP, describe_groups, group_runs
+
+    ordered = sorted(queued, key=lambda r: r.position)
+    cl = [cfgs[r.run_id] for r in ordered]
+    groups = group_runs(cl, max_group=group or MAX_GROUP, budget_bytes=budget)
+    return describe_groups(cl, groups)
 
 
 def _train_claimed(store: RunStore, recs: list[RunRecord], cfgs: list, dev, should_stop,
                    notes: list[str] | None = None) -> None:
-    """Train claimed runs (one alone through ``trainer.train_run``, several stacked) and record how each ended.
-    A crash is recorded with its reason (a full disk as "disk full at step N"); Ctrl-C as interrupted.
+    """Train claimed runs (one alone, several as one stack) and record how each of them ended: the one place that
+    decides it, for every executor. Each run is recorded once, as soon as it ends (``record_end``); a run that
+    ended (diverged, stopped after its plateau, cancelled) keeps its record whatever happens to the others after.
+
+    * A stack whose trial step fails (``loop.StackFailed``: an unsupported kernel, out of memory) is split in
+      halves and each half tried again, down to one run, which is retried once on the plainest attention kernel
+      with no CUDA graph; a run that fails that too is recorded failed. Each fallback is said on stderr (the batch
+      log) and kept in the runs' summaries (``notes``).
+    * Ctrl-C / SIGTERM (``KeyboardInterrupt``): the runs still training are recorded ``interrupted at step N``;
+      the interrupt goes on up (the batch stops).
+    * A crash: the runs still training are recorded ``failed`` with the error and its traceback; the batch goes on.
+    * A full disk: the runs still training are recorded ``failed`` (``disk full at step N``) where the disk
+      allows, and ``DiskFull`` stops the batch, saying which runs could not be recorded.
 
     ``store`` is where the records go: the ``RunStore``, or a Ray worker's channel to it (executors/channel.py).
     ``notes`` go into every run's summary (e.g. that a Ray retry resumed it)."""
     import torch
 
     from sparse_tui.training.cudagraph import free_cached_memory
-    from sparse_tui.training.trainer import RunLogger, train_run
 
-    done: set[int] = set()
+    notes_of = {r.run_id: list(notes or []) for r in recs}
+    ended: set[str] = set()
+    lost: list[str] = []  # ended, but the disk did not let the end be recorded
 
-    def finish(i: int, res) -> None:
-        done.add(i)
-        _finish(store, recs[i].run_id, res.status, reason=res.reason, plateau_step=res.plateau_step,
-                summary=res.summary, step=res.step)
+    def end(rec, status: str, **kw) -> None:
+        if rec.run_id in ended:
+            return
+        if not record_end(store, rec.run_id, status, **kw):  # (an error here leaves it to the crash handler)
+            lost.append(rec.run_id)
+        ended.add(rec.run_id)
 
     _training_section(True)
     try:
-        if len(recs) == 1:
-            finish(0, train_run(cfgs[0], device=dev, logger=RunLogger(store, recs[0].run_id), should_stop=should_stop,
-                                notes=notes))
-        else:
-            from sparse_tui.training.stacked import _train_group
-
-            _train_group(store, recs, cfgs, dev, should_stop, notes)
-            done.update(range(len(recs)))
+        _train_or_split(store, recs, cfgs, dev, should_stop, notes_of, ended, end)
     except KeyboardInterrupt:
         _training_section(False)
-        for i, r in enumerate(recs):
-            if i not in done:
-                _finish(store, r.run_id, "interrupted", reason=f"interrupted at step {_step(store, r.run_id)}")
+        # the runs of a stack step together: the furthest step any of them reported is where they all stopped
+        step = max((_step(store, r.run_id) for r in recs if r.run_id not in ended), default=0)
+        for r in recs:
+            end(r, "interrupted", reason=f"interrupted at step {step}", step=step)
         raise
     except Exception as e:  # a crash is recorded, never lost
         _training_section(False)
-        for i, r in enumerate(recs):
-            if i in done:
+        full = is_disk_full(e)
+        tb = None if full else traceback.format_exc(limit=6)
+        for r in recs:
+            if r.run_id in ended:
                 continue
-            if is_disk_full(e):
-                _finish(store, r.run_id, "failed", reason=f"disk full at step {_step(store, r.run_id)}")
+            if full:
+                end(r, "failed", reason=f"disk full at step {_step(store, r.run_id)}")
             else:
-                tb = traceback.format_exc(limit=6)
-                _finish(store, r.run_id, "failed", reason=f"{type(e).__name__}: {e}", summary={"traceback": tb})
+                extra = {"notes": notes_of[r.run_id]} if notes_of[r.run_id] else {}
+                end(r, "failed", reason=f"{type(e).__name__}: {e}", summary={"traceback": tb, **extra})
         if isinstance(e, getattr(torch.cuda, "OutOfMemoryError", ())):
             free_cached_memory(dev)
-        if is_disk_full(e):
-            raise DiskFull(store.runs_dir) from None
+        if full or lost:  # whatever failed first, a store that cannot record the runs' ends stops the batch
+            raise DiskFull(store.runs_dir, getattr(recs[0], "batch_id", None), lost) from None
+    else:
+        if lost:  # every run ended, but the disk did not let some of the ends be recorded
+            raise DiskFull(store.runs_dir, getattr(recs[0], "batch_id", None), lost)
     finally:
         _training_section(False)
 
 
-class DiskFull(StoreError):
-    """The run store's disk is full: training stops (the runs are recorded as failed where the disk allowed)."""
+def _train_or_split(store, recs, cfgs, dev, should_stop, notes_of: dict, ended: set, end,
+                    kernel: str = "auto", graph: str | None = None) -> None:
+    """One try at training ``recs`` as one stack (``train_run`` for one run, ``loop.train_stack`` for several),
+    then the trial-step fallbacks of ``_train_claimed``."""
+    from sparse_tui.training.cudagraph import free_cached_memory
+    from sparse_tui.training.grouping import stackable
+    from sparse_tui.training.loop import StackFailed, train_stack
+    from sparse_tui.training.runlog import RunLogger
+    from sparse_tui.training.trainer import train_run
 
-    def __init__(self, runs_dir: Path):
-        super().__init__(f"{runs_dir}: disk full; the running runs were recorded as failed (reason: disk full) where"
-                         " the disk allowed; free space and run 'sparse-tui resume BATCH'")
+    def done(i: int, res) -> None:
+        end(recs[i], res.status, reason=res.reason, plateau_step=res.plateau_step, summary=res.summary, step=res.step)
+
+    notes = notes_of[recs[0].run_id]
+    loggers = [RunLogger(store, r.run_id) for r in recs]
+    try:
+        if len(recs) == 1:
+            train_run(cfgs[0], device=dev, logger=loggers[0], should_stop=should_stop, on_done=done, kernel=kernel,
+                      graph=graph, notes=notes)
+        elif not stackable(cfgs):
+            raise ValueError("the runs do not share one stack (grouping.group_key: structure, optimiser, steps)")
+        else:
+            train_stack(cfgs, device=dev, loggers=loggers, should_stop=should_stop, on_done=done, kernel=kernel,
+                        graph=graph, notes=notes)
+    except StackFailed as e:
+        free_cached_memory(dev)
+        left = [i for i, r in enumerate(recs) if r.run_id not in ended]
+        recs, cfgs = [recs[i] for i in left], [cfgs[i] for i in left]
+        if not recs:
+            return
+        if len(recs) > 1:
+            half = len(recs) // 2
+            why = (f"a stack of {len(recs)} runs failed its trial step ({e.reason}); split into {half} +"
+                   f" {len(recs) - half}")
+            say(f"{why}: {', '.join(r.run_id for r in recs)}")
+            for r in recs:
+                notes_of[r.run_id] = notes + [why]
+            _train_or_split(store, recs[:half], cfgs[:half], dev, should_stop, notes_of, ended, end)
+            _train_or_split(store, recs[half:], cfgs[half:], dev, should_stop, notes_of, ended, end)
+        elif kernel != "math" or graph != "off":
+            why = (f"trial step failed on the default kernels ({e.reason}); trained on the plain attention kernel,"
+                   " eager")
+            say(f"run {recs[0].run_id}: {why}")
+            notes_of[recs[0].run_id] = notes + [why]
+            _train_or_split(store, recs, cfgs, dev, should_stop, notes_of, ended, end, kernel="math", graph="off")
+        else:
+            summary = {"notes": notes + [f"trial step failed on every kernel ({e.reason})"]}
+            end(recs[0], "failed", reason=f"trial step failed: {e.reason}", summary=summary)
+            say(f"run {recs[0].run_id} failed: its trial step failed on every kernel ({e.reason})")
+
+
+def say(msg: str) -> None:
+    """A line for the batch log (the coordinator's stderr goes to RUNS_DIR/logs/BATCH.log when detached)."""
+    print(f"sparse-tui: {msg}", file=sys.stderr, flush=True)
+
+
+class DiskFull(StoreError):
+    """The run store's disk is full: training stops. The message says which runs could not be recorded."""
+
+    def __init__(self, runs_dir: Path, batch_id: str | None = None, lost: list[str] | None = None):
+        self.lost = list(lost or [])
+        where = ("the runs that were training are recorded as failed (reason: disk full)" if not self.lost else
+                 f"{len(self.lost)} run(s) could not be recorded ({', '.join(self.lost[:4])}"
+                 f"{', ...' if len(self.lost) > 4 else ''}: readers show them failed once this process ends)")
+        super().__init__(f"{runs_dir}: disk full; {where}; free space and run 'sparse-tui resume"
+                         f" {batch_id or 'BATCH'}'")
 
 
 def _step(store: RunStore, run_id: str) -> int:
@@ -307,9 +423,11 @@ def _step(store: RunStore, run_id: str) -> int:
         return 0
 
 
-def _finish(store: RunStore, run_id: str, status: str, **kw) -> None:
-    """``store.finish`` that survives a full disk: retried without the summary (a smaller write), then given up
-    (readers then reap the run as dead, with '(disk full)' in its reason)."""
+def record_end(store: RunStore, run_id: str, status: str, **kw) -> bool:
+    """Record that a run ended, and how: ``store.finish`` (which never rewrites a terminal status), surviving a full
+    disk: retried without the summary (a smaller write), then given up (readers then reap the run as dead, with
+    '(disk full)' in its reason). Every end of a run goes through here (the Ray coordinator's too). Returns False
+    when the disk did not allow the record."""
     try:
         store.finish(run_id, status, **kw)
     except sqlite3.Error as e:
@@ -318,7 +436,8 @@ def _finish(store: RunStore, run_id: str, status: str, **kw) -> None:
         try:
             store.finish(run_id, status, reason=kw.get("reason"), step=kw.get("step"))
         except sqlite3.Error:
-            pass
+            return False
+    return True
 
 
 def coordinate(
@@ -332,9 +451,20 @@ def coordinate(
     group: int = 1,
     executor=None,
 ) -> None:
-    """Record this process as ``batch_id``'s coordinator and train every queued run of it (``run_batch``)."""
-    store.set_coordinator(batch_id)
-    run_batch(store, batch_id, workers=workers, device=device, flag=flag, poll=poll, group=group, executor=executor)
+    """Record this process as one of ``batch_id``'s coordinators and train every queued run of it (``run_batch``);
+    it stops being one when it returns. Checkpoint temporaries left by killed processes are removed first."""
+    from sparse_tui.training.checkpoint import remove_stale_temporaries
+
+    store.add_coordinator(batch_id)
+    remove_stale_temporaries(store.runs_dir)
+    try:
+        run_batch(store, batch_id, workers=workers, device=device, flag=flag, poll=poll, group=group,
+                  executor=executor)
+    finally:
+        try:
+            store.drop_coordinator(batch_id)
+        except sqlite3.Error:  # a full disk: the row stays, and counts as gone once this process is
+            pass
 
 
 def worker_command(
@@ -373,9 +503,26 @@ def run_batch(
             work(store, batch_id, device=device, should_stop=flag, group=group)
         else:
             _run_with_workers(store, batch_id, workers=workers, device=device, flag=flag, poll=poll, group=group)
+    except DiskFull:
+        end_unstarted(store, batch_id, "failed", "never started: disk full")
+        raise
     finally:
         if flag.status:
-            store.end_queued(batch_id, flag.status, "never started")
+            end_unstarted(store, batch_id, flag.status, "never started")
+
+
+def end_unstarted(store: RunStore, batch_id: str, status: str, reason: str) -> int:
+    """End the queued runs of a batch this coordinator stops training (Ctrl-C, a full disk), unless another
+    coordinator of the batch is alive (a ``resume`` of it, or the process a ``resume`` joined): that one trains
+    them. Returns how many were ended (0 also when the disk did not allow it)."""
+    try:
+        if store.other_coordinators_alive(batch_id):
+            return 0
+        return store.end_queued(batch_id, status, reason)
+    except sqlite3.Error as e:
+        if not is_disk_full(e):
+            raise
+        return 0
 
 
 def _run_with_workers(
@@ -462,7 +609,7 @@ def detach(
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     log.close()
-    store.set_coordinator(batch_id, proc.pid)  # the launcher (recorded so far) hands the batch to the process
+    store.hand_over(batch_id, proc.pid)  # the launcher (recorded so far) hands the batch to the process
     return proc.pid
 
 
@@ -498,36 +645,51 @@ RESUMABLE = ("failed", "interrupted", "queued")
 
 
 def resume_targets(store: RunStore, target: str) -> tuple[str, list[str]]:
-    """The runs ``sparse-tui resume TARGET`` continues: TARGET is a batch id, or a run id (or a unique prefix of
-    either). Returns (batch_id, run_ids) of its failed, interrupted and queued runs; StoreError when there are
-    none, or TARGET names nothing or several batches."""
+    """The runs ``sparse-tui resume TARGET`` continues: TARGET is a batch id or a run id, or a unique prefix of
+    either (``store.find``, the resolver every command shares). Returns (batch_id, run_ids) of its failed,
+    interrupted and queued runs; StoreError (one line) when there are none, or TARGET names nothing or several
+    runs or batches."""
     store.reap()
-    batches = store.batch_ids(target)
-    if target in batches:
-        batches = [target]
-    if len(batches) == 1:
-        batch_id = batches[0]
-        recs = store.runs(batch_id=batch_id)
+    kind, found = store.find(target, ("run", "batch"), what="run or batch id")
+    if kind == "batch":
+        batch_id, recs = found, store.runs(batch_id=found)
     else:
-        try:
-            rec = store.get(target)
-        except StoreError:
-            if len(batches) > 1:
-                raise StoreError(f"batch id prefix {target!r} is ambiguous ({', '.join(sorted(batches)[:4])})") from None
-            raise StoreError(f"no run or batch {target!r} in {store.path}") from None
+        rec = store.get(found)
         batch_id, recs = rec.batch_id, [rec]
     live = [r for r in recs if r.status == "running"]
     todo = [r for r in recs if r.status in RESUMABLE]
     if not todo:
         states = ", ".join(sorted({r.status for r in recs}))
         extra = f" ({len(live)} still running)" if live else ""
-        raise StoreError(f"nothing to resume in {'batch' if len(recs) > 1 else 'run'} {target}: {states}{extra}")
+        raise StoreError(f"nothing to resume in {kind} {found}: {states}{extra}")
     return batch_id, [r.run_id for r in sorted(todo, key=lambda r: r.position)]
 
 
+def check_resumable(store: RunStore, run_ids: list[str]) -> list:
+    """What ``resume`` checks before anything is written: the store can be written, each run's stored config still
+    validates, and each run's checkpoint is data (``checkpoint.check``: a planted pickle is refused, never run).
+    Returns the runs' configs; StoreError (one line, naming the file or the run) otherwise."""
+    from sparse_tui.training.checkpoint import CheckpointError, check
+
+    if store.read_only or not os.access(store.path, os.W_OK) or not os.access(store.runs_dir, os.W_OK):
+        raise StoreError(f"{store.path}: the run store is read-only (file system or permissions); cannot resume"
+                         " runs in it (copy it to a writable directory)")
+    recs = [store.get(r) for r in run_ids]
+    cfgs, bad = stored_configs(recs)
+    if bad:
+        raise StoreError(next(iter(bad.values())))
+    for r in recs:
+        try:
+            check(store.runs_dir, r.run_id)
+        except CheckpointError as e:
+            raise StoreError(str(e)) from None
+    return [cfgs[r.run_id] for r in recs]
+
+
 def requeue_for_resume(store: RunStore, batch_id: str, run_ids: list[str], coordinator: int | None = None) -> list[str]:
-    """Make this process (or ``coordinator``) the batch's coordinator and put ``run_ids`` back in the queue."""
-    store.set_coordinator(batch_id, coordinator)
+    """Make this process (or ``coordinator``) one of the batch's coordinators and put ``run_ids`` back in the
+    queue. A coordinator still alive keeps coordinating: both train the queued runs."""
+    store.add_coordinator(batch_id, coordinator)
     return store.requeue(run_ids)
 
 
@@ -542,6 +704,7 @@ def resume_detached(store: RunStore, target: str, *, schedule: str = "auto", wor
     """``sparse-tui resume TARGET --detach`` as one call (what the console offers on a failed or interrupted run):
     re-queue the runs and start a detached coordinator for them. Returns (batch_id, run_ids, pid)."""
     batch_id, ids = resume_targets(store, target)
+    check_resumable(store, ids)
     requeue_for_resume(store, batch_id, ids)
     pid = detach(store, batch_id, workers=workers or 0, device=device, schedule=schedule,
                  **_executor_kw(executor, ray_address))
@@ -552,7 +715,7 @@ def resume_runs_detached(store: RunStore, run_ids: list[str], *, workers: int | 
                          device: str | None = None, executor: str = "local",
                          ray_address: str | None = None) -> list[tuple[str, list[str], int]]:
     """Resume several chosen runs (the console's marked runs): the resumable ones (failed, interrupted, queued) are
-    re-queued per batch, with one detached coordinator per batch (a batch has one coordinator). Returns
+    re-queued per batch, with one detached coordinator per batch. Returns
     [(batch_id, run_ids, pid)]; StoreError when none of them can be resumed. ``executor`` ``ray``: the
     coordinators train on the Ray cluster at ``ray_address``."""
     store.reap()
@@ -564,6 +727,7 @@ def resume_runs_detached(store: RunStore, run_ids: list[str], *, workers: int | 
     ex_kw = _executor_kw(executor, ray_address)
     if len(todo) == 1:
         return [resume_detached(store, todo[0].run_id, workers=workers, device=device, **ex_kw)]
+    check_resumable(store, [r.run_id for r in todo])
     out = []
     for batch_id in dict.fromkeys(r.batch_id for r in todo):
         ids = [r.run_id for r in sorted(todo, key=lambda r: r.position) if r.batch_id == batch_id]
@@ -576,10 +740,8 @@ def batch_specs(store: RunStore, batch_id: str) -> list:
     """The queued runs of a batch as objects with a ``.config`` (what ``scheduler.plan`` reads)."""
     from types import SimpleNamespace
 
-    from sparse_tui.presets import config_from_json
-
-    return [SimpleNamespace(config=config_from_json(r.config))
-            for r in store.runs(batch_id=batch_id, status="queued", reap=False)]
+    cfgs, _ = stored_configs(store.runs(batch_id=batch_id, status="queued", reap=False))
+    return [SimpleNamespace(config=c) for c in cfgs.values()]
 
 
 def batch_done(store: RunStore, batch_id: str) -> bool:

@@ -10,7 +10,11 @@ Tables
 
 Run lifecycle: ``queued -> running -> finished | diverged | failed | interrupted | cancelled``. A running run writes a
 heartbeat; ``reap()`` (called by every reader) marks a running run whose process is gone, or whose heartbeat is older
-than ``STALE_AFTER`` seconds, as ``failed`` at its last logged step.
+than ``STALE_AFTER`` seconds, as ``failed`` at its last logged step. A terminal status is never rewritten
+(``finish`` refuses); only ``requeue`` (``sparse-tui resume``) puts a failed or interrupted run back in the queue.
+
+A batch has one or more **coordinators** (the processes that train its queued runs: the one that launched it, and
+every ``resume`` of it); its queued runs are orphaned only when none of them is alive.
 """
 
 from __future__ import annotations
@@ -33,7 +37,9 @@ TERMINAL = frozenset({"finished", "diverged", "failed", "interrupted", "cancelle
 STALE_AFTER = 60.0  # seconds without heartbeat before a run (or coordinator) on another host counts as dead
 DB_NAME = "runs.db"
 # 1: runs, metrics, attention, meta.  2: + batches (each batch's coordinator: pid, host, heartbeat).
-SCHEMA_VERSION = 2
+# 3: batches -> coordinators (a batch may have several coordinators at once: its launcher and each resume of it).
+# 4: + runs.note, runs.tags (edited after launch; NULL: the preset's tags in the config), runs.archived.
+SCHEMA_VERSION = 4
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -62,7 +68,10 @@ CREATE TABLE IF NOT EXISTS runs (
     plateau_step REAL,
     summary TEXT,
     cancel_requested INTEGER NOT NULL DEFAULT 0,
-    position INTEGER NOT NULL DEFAULT 0
+    position INTEGER NOT NULL DEFAULT 0,
+    note TEXT,
+    tags TEXT,
+    archived INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS runs_batch ON runs (batch_id, status);
 CREATE INDEX IF NOT EXISTS runs_status ON runs (status);
@@ -73,12 +82,13 @@ CREATE TABLE IF NOT EXISTS metrics (
     value REAL,
     PRIMARY KEY (run_id, name, step)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS batches (
-    batch_id TEXT PRIMARY KEY,
-    pid INTEGER,
-    host TEXT,
+CREATE TABLE IF NOT EXISTS coordinators (
+    batch_id TEXT NOT NULL,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
     started_at REAL,
-    heartbeat_at REAL
+    heartbeat_at REAL,
+    PRIMARY KEY (batch_id, host, pid)
 );
 CREATE TABLE IF NOT EXISTS attention (
     run_id TEXT NOT NULL,
@@ -95,6 +105,18 @@ _MIGRATIONS = {
     1: [
         "CREATE TABLE IF NOT EXISTS batches (batch_id TEXT PRIMARY KEY, pid INTEGER, host TEXT, started_at REAL,"
         " heartbeat_at REAL)"
+    ],
+    2: [
+        "CREATE TABLE IF NOT EXISTS coordinators (batch_id TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL,"
+        " started_at REAL, heartbeat_at REAL, PRIMARY KEY (batch_id, host, pid))",
+        "INSERT OR IGNORE INTO coordinators SELECT batch_id, host, pid, started_at, heartbeat_at FROM batches"
+        " WHERE host IS NOT NULL AND pid IS NOT NULL",
+        "DROP TABLE batches",
+    ],
+    3: [
+        "ALTER TABLE runs ADD COLUMN note TEXT",
+        "ALTER TABLE runs ADD COLUMN tags TEXT",
+        "ALTER TABLE runs ADD COLUMN archived INTEGER NOT NULL DEFAULT 0",
     ],
 }
 
@@ -182,6 +204,9 @@ class RunRecord:
     summary: dict = field(default_factory=dict)
     cancel_requested: bool = False
     position: int = 0  # index of the run in its batch (sweep order)
+    note: str | None = None  # the researcher's note (sparse-tui note, n in the console)
+    tags: list = field(default_factory=list)  # the preset's tags, or as edited since (sparse-tui tag, T)
+    archived: bool = False  # hidden from runs and the console unless asked for (sparse-tui archive)
 
     @property
     def duration(self) -> float | None:
@@ -199,11 +224,19 @@ class RunRecord:
 
 
 def _row_to_record(row: sqlite3.Row) -> RunRecord:
-    d = dict(row)
+    """A row as a record. Columns this version does not know (added by a newer or patched sparse-tui at the same
+    schema version) are ignored."""
+    d = {k: row[k] for k in row.keys() if k in _FIELDS}
     for key in ("config", "params", "swept", "versions", "summary"):
         d[key] = json.loads(d[key]) if d.get(key) else {}
     d["cancel_requested"] = bool(d["cancel_requested"])
+    d["archived"] = bool(d.get("archived"))
+    tags = json.loads(d["tags"]) if d.get("tags") is not None else (d["config"] or {}).get("tags")
+    d["tags"] = [str(t) for t in tags] if isinstance(tags, list) else []
     return RunRecord(**d)
+
+
+_FIELDS = frozenset(RunRecord.__dataclass_fields__)
 
 
 def _json(obj: Any) -> str:
@@ -320,7 +353,11 @@ class RunStore:
         for v in range(version, SCHEMA_VERSION):
             with self._tx() as con:
                 for stmt in _MIGRATIONS[v]:
-                    con.execute(stmt)
+                    try:
+                        con.execute(stmt)
+                    except sqlite3.OperationalError as e:  # a column a partly upgraded store already has
+                        if "duplicate column" not in str(e):
+                            raise
                 con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(v + 1),))
 
     # -- connections -------------------------------------------------------------------------------------------
@@ -404,31 +441,58 @@ class RunStore:
                 " created_at, total_steps, position) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 rows,
             )
-            con.execute(
-                "INSERT OR REPLACE INTO batches (batch_id, pid, host, started_at, heartbeat_at) VALUES (?,?,?,?,?)",
-                (batch_id, coordinator or os.getpid(), self._host, now, now),
-            )
+            self._add_coordinator(con, batch_id, coordinator or os.getpid(), now)
         return batch_id, ids
 
-    def set_coordinator(self, batch_id: str, pid: int | None = None) -> None:
-        """Record ``pid`` (default: this process) on this host as the process that trains ``batch_id``'s queued runs.
-        When it is gone, readers fail those runs (``reap``)."""
-        now = time.time()
-        with self._tx() as con:
-            con.execute(
-                "INSERT OR REPLACE INTO batches (batch_id, pid, host, started_at, heartbeat_at) VALUES (?,?,?,?,?)",
-                (batch_id, pid or os.getpid(), self._host, now, now),
-            )
+    def _add_coordinator(self, con: sqlite3.Connection, batch_id: str, pid: int, now: float) -> None:
+        con.execute(
+            "INSERT OR REPLACE INTO coordinators (batch_id, host, pid, started_at, heartbeat_at) VALUES (?,?,?,?,?)",
+            (batch_id, self._host, pid, now, now),
+        )
 
-    def coordinator(self, batch_id: str) -> tuple[int | None, str | None]:
-        """(pid, host) of a batch's coordinator, (None, None) when none was recorded."""
-        row = self.con.execute("SELECT pid, host FROM batches WHERE batch_id=?", (batch_id,)).fetchone()
-        return (row["pid"], row["host"]) if row else (None, None)
+    def add_coordinator(self, batch_id: str, pid: int | None = None) -> None:
+        """Record ``pid`` (default: this process) on this host as one of the processes that train ``batch_id``'s
+        queued runs (the launcher, a ``resume``). While any of them is alive, readers leave those runs queued."""
+        with self._tx() as con:
+            self._add_coordinator(con, batch_id, pid or os.getpid(), time.time())
+
+    def hand_over(self, batch_id: str, pid: int) -> None:
+        """This process stops coordinating ``batch_id`` and ``pid`` (a detached coordinator it started) takes over,
+        in one transaction (so the batch is never without a coordinator in between)."""
+        with self._tx() as con:
+            self._add_coordinator(con, batch_id, pid, time.time())
+            con.execute("DELETE FROM coordinators WHERE batch_id=? AND host=? AND pid=?",
+                        (batch_id, self._host, os.getpid()))
+
+    def drop_coordinator(self, batch_id: str, pid: int | None = None) -> None:
+        """``pid`` (default: this process) no longer coordinates ``batch_id`` (it ended)."""
+        with self._tx() as con:
+            con.execute("DELETE FROM coordinators WHERE batch_id=? AND host=? AND pid=?",
+                        (batch_id, self._host, pid or os.getpid()))
+
+    def coordinators(self, batch_id: str) -> list[tuple[int, str]]:
+        """(pid, host) of every recorded coordinator of a batch, newest first."""
+        return [(r["pid"], r["host"]) for r in self.con.execute(
+            "SELECT pid, host FROM coordinators WHERE batch_id=? ORDER BY started_at DESC", (batch_id,))]
+
+    def other_coordinators_alive(self, batch_id: str, now: float | None = None) -> bool:
+        """Whether a coordinator of ``batch_id`` other than this process is alive (``reap``'s rule)."""
+        now = now or time.time()
+        return any(self._alive(r, now) for r in self.con.execute(
+            "SELECT pid, host, heartbeat_at FROM coordinators WHERE batch_id=? AND NOT (host=? AND pid=?)",
+            (batch_id, self._host, os.getpid())))
+
+    def _alive(self, row, now: float) -> bool:
+        """A coordinator (or run) row's process is alive: by its pid on this host, by its heartbeat elsewhere."""
+        if row["host"] == self._host:
+            return pid_alive(row["pid"])
+        return row["heartbeat_at"] is not None and now - row["heartbeat_at"] <= stale_after()
 
     def beat_batch(self, batch_id: str) -> None:
-        """The coordinator's heartbeat (what other hosts judge it by)."""
+        """This coordinator's heartbeat (what other hosts judge it by)."""
         with self._tx() as con:
-            con.execute("UPDATE batches SET heartbeat_at=? WHERE batch_id=?", (time.time(), batch_id))
+            con.execute("UPDATE coordinators SET heartbeat_at=? WHERE batch_id=? AND host=? AND pid=?",
+                        (time.time(), batch_id, self._host, os.getpid()))
 
     def requeue(self, run_ids: Iterable[str]) -> list[str]:
         """Put failed, interrupted or queued runs back in the queue (``sparse-tui resume``); returns those re-queued.
@@ -485,11 +549,13 @@ class RunStore:
         return [self.get(r) for r in got]
 
     def mark_running(self, run_id: str, *, device: str, versions: dict, pid: int | None = None) -> None:
+        """Record where a claimed run trains (a Ray worker's first record); a run that has ended meanwhile (its
+        task was cancelled and the run recorded) keeps its terminal status."""
         now = time.time()
         with self._tx() as con:
             con.execute(
                 "UPDATE runs SET status='running', pid=?, host=?, device=?, versions=?, started_at=?, heartbeat_at=?"
-                " WHERE run_id=?",
+                " WHERE run_id=? AND status IN ('queued', 'running')",
                 (pid or os.getpid(), self._host, device, _json(versions), now, now, run_id),
             )
 
@@ -521,8 +587,9 @@ class RunStore:
         with self._tx() as con:
             con.execute("UPDATE runs SET step=MAX(step, ?), heartbeat_at=? WHERE run_id=?", (int(step), now, run_id))
             row = con.execute("SELECT cancel_requested, batch_id FROM runs WHERE run_id=?", (run_id,)).fetchone()
-            if row is not None:
-                con.execute("UPDATE batches SET heartbeat_at=? WHERE batch_id=?", (now, row[1]))
+            if row is not None:  # a coordinator training in-process beats as its runs do
+                con.execute("UPDATE coordinators SET heartbeat_at=? WHERE batch_id=? AND host=? AND pid=?",
+                            (now, row[1], self._host, os.getpid()))
         return bool(row and row[0])
 
     def log_attention(self, run_id: str, step: int, maps: dict[str, Any], meta: dict) -> None:
@@ -546,16 +613,22 @@ class RunStore:
         plateau_step: float | None = None,
         summary: dict | None = None,
         step: int | None = None,
-    ) -> None:
+    ) -> bool:
+        """Give a queued or running run its terminal status. A run that already has one keeps it, with its reason,
+        summary and plateau step: nothing is written and False is returned (a terminal status is never
+        rewritten; ``requeue`` is the only way back)."""
         if status not in TERMINAL:
             raise ValueError(f"not a terminal status: {status}")
         now = time.time()
         with self._tx() as con:
-            con.execute(
+            cur = con.execute(
                 "UPDATE runs SET status=?, reason=?, plateau_step=?, summary=?, ended_at=?, heartbeat_at=?,"
-                " step=MAX(step, COALESCE(?, step)) WHERE run_id=?",
+                " step=MAX(step, COALESCE(?, step)) WHERE run_id=? AND status IN ('queued', 'running')",
                 (status, reason, plateau_step, _json(summary or {}), now, now, step, run_id),
             )
+        if cur.rowcount:
+            self._overrides.pop(run_id, None)
+        return bool(cur.rowcount)
 
     def end_queued(self, batch_id: str, status: str, reason: str) -> int:
         """Give queued runs of a batch a terminal status (e.g. interrupted before they started)."""
@@ -587,6 +660,25 @@ class RunStore:
                 running.append(rec)
         return running
 
+    # -- what the researcher adds after launch ---------------------------------------------------------------------
+    def set_note(self, run_id: str, note: str | None) -> None:
+        """Replace a run's note (None or blank: none)."""
+        note = (note or "").strip() or None
+        with self._tx() as con:
+            con.execute("UPDATE runs SET note=? WHERE run_id=?", (note, run_id))
+
+    def set_tags(self, run_id: str, tags: list[str]) -> None:
+        """Replace a run's tags (checked by the caller: ``presets.tag_problem``)."""
+        with self._tx() as con:
+            con.execute("UPDATE runs SET tags=? WHERE run_id=?", (json.dumps(list(tags)), run_id))
+
+    def set_archived(self, run_ids: Iterable[str], archived: bool = True) -> int:
+        """Archive runs (hidden from ``runs`` and the console unless asked for; nothing is deleted), or bring them
+        back. Returns how many runs changed."""
+        with self._tx() as con:
+            return sum(con.execute("UPDATE runs SET archived=? WHERE run_id=? AND archived<>?",
+                                   (int(archived), r, int(archived))).rowcount for r in run_ids)
+
     def delete(self, run_ids: Iterable[str]) -> int:
         ids = list(run_ids)
         with self._tx() as con:
@@ -606,38 +698,31 @@ class RunStore:
         written when the store can be written; when it cannot (a full disk, a read-only mount) readers still show
         it, from memory. Returns the run ids found dead."""
         now = now or time.time()
-        stale = stale_after()
         dead: list[tuple[str, str]] = []  # (run_id, reason)
         fresh_batches = set()
         for row in self.con.execute(
             "SELECT run_id, batch_id, pid, host, heartbeat_at, step FROM runs WHERE status='running'"
         ):
-            if row["host"] == self._host:
-                gone = not pid_alive(row["pid"])
-                why = "process died"
-            else:
-                gone = row["heartbeat_at"] is not None and now - row["heartbeat_at"] > stale
-                why = "heartbeat lost"
+            # on another host a run that has not beaten yet is not judged
+            gone = (row["host"] == self._host or row["heartbeat_at"] is not None) and not self._alive(row, now)
+            why = "process died" if row["host"] == self._host else "heartbeat lost"
             if gone:
                 full = " (disk full)" if why == "process died" and self._disk_nearly_full() else ""
                 dead.append((row["run_id"], f"{why} at step {row['step']}{full}"))
             elif row["batch_id"]:
                 fresh_batches.add(row["batch_id"])
-        for row in self.con.execute(
-            "SELECT b.batch_id, b.pid, b.host, b.heartbeat_at FROM batches b WHERE EXISTS"
-            " (SELECT 1 FROM runs r WHERE r.batch_id=b.batch_id AND r.status='queued')"
-        ):
-            if row["host"] == self._host:
-                gone = not pid_alive(row["pid"])
-            else:
-                beat = row["heartbeat_at"] or 0.0
-                gone = now - beat > stale and row["batch_id"] not in fresh_batches
-            if gone:
-                why = f"never started: its coordinator (pid {row['pid']} on {row['host']}) is gone"
-                for r in self.con.execute(
-                    "SELECT run_id FROM runs WHERE batch_id=? AND status='queued'", (row["batch_id"],)
-                ):
-                    dead.append((r["run_id"], why))
+        queued_batches = [r[0] for r in self.con.execute("SELECT DISTINCT batch_id FROM runs WHERE status='queued'")]
+        for batch_id in queued_batches:
+            if batch_id in fresh_batches:  # a live run of the batch: its coordinator is at work
+                continue
+            rows = self.con.execute(
+                "SELECT pid, host, heartbeat_at FROM coordinators WHERE batch_id=? ORDER BY started_at DESC",
+                (batch_id,)).fetchall()
+            if any(self._alive(r, now) for r in rows):
+                continue
+            who = f"its coordinator (pid {rows[0]['pid']} on {rows[0]['host']}) is gone" if rows else "no coordinator"
+            for r in self.con.execute("SELECT run_id FROM runs WHERE batch_id=? AND status='queued'", (batch_id,)):
+                dead.append((r["run_id"], f"never started: {who}"))
         if dead:
             try:
                 with self._tx() as con:
@@ -708,33 +793,39 @@ class RunStore:
             recs = [r for r in recs if r is None or r.status in sts]
         return [r for r in recs if r is not None]
 
+    def find(self, text: str, kinds: tuple[str, ...] = ("run",), what: str = "run id") -> tuple[str, str]:
+        """The one resolver of user-given ids, for every command: ``text`` is a run id or a batch id (``kinds``), or
+        a unique prefix of one (matched literally: ``_`` and ``%`` are characters, not wildcards). An exact id wins
+        over a prefix. Returns (kind, id); StoreError (one line, naming ``what``) when ``text`` is empty, names
+        nothing, or is the prefix of several ids (they are listed)."""
+        if not text:
+            raise StoreError(f"{what}: must not be empty")
+        tables = {"run": "SELECT run_id FROM runs WHERE {} LIMIT 5",
+                  "batch": "SELECT DISTINCT batch_id FROM runs WHERE {} LIMIT 5"}
+        col = {"run": "run_id", "batch": "batch_id"}
+        for kind in kinds:
+            if self.con.execute(tables[kind].format(f"{col[kind]}=?"), (text,)).fetchone():
+                return kind, text
+        found = [(kind, r[0]) for kind in kinds for r in self.con.execute(
+            tables[kind].format(f"substr({col[kind]}, 1, ?) = ?"), (len(text), text))]
+        if len(found) == 1:
+            return found[0]
+        nouns = " or ".join(kinds)
+        if not found:
+            raise StoreError(f"no {nouns} {_shown(text)} in {self.path}")
+        listed = ", ".join(f"{kind} {i}" for kind, i in found[:4]) + (", ..." if len(found) > 4 else "")
+        raise StoreError(f"{what} {_shown(text)} is ambiguous: it starts {listed}")
+
     def get(self, run_id: str) -> RunRecord:
-        """A run by id or unique id prefix (matched literally: ``_`` and ``%`` are characters, not wildcards)."""
-        if not run_id:
-            raise StoreError("run id: must not be empty")
-        row = self.con.execute("SELECT * FROM runs WHERE run_id=?", (run_id,)).fetchone()
-        if row is None:
-            rows = self.con.execute(
-                "SELECT * FROM runs WHERE substr(run_id, 1, ?) = ? LIMIT 2", (len(run_id), run_id)
-            ).fetchall()
-            if len(rows) == 1:
-                row = rows[0]
-            elif len(rows) > 1:
-                raise StoreError(f"run id prefix {_shown(run_id)} is ambiguous")
-            else:
-                raise StoreError(f"no run {_shown(run_id)} in {self.path}")
+        """A run by id or unique id prefix (``find``)."""
+        _, rid = self.find(run_id)
+        row = self.con.execute("SELECT * FROM runs WHERE run_id=?", (rid,)).fetchone()
+        if row is None:  # deleted since
+            raise StoreError(f"no run {_shown(run_id)} in {self.path}")
         rec = self._record(row)
         if rec is None:
             raise StoreError(self.warnings[-1].removeprefix("warning: "))
         return rec
-
-    def batch_ids(self, prefix: str) -> list[str]:
-        """Batch ids starting with ``prefix`` (literally)."""
-        return [r[0] for r in self.con.execute(
-            "SELECT DISTINCT batch_id FROM runs WHERE substr(batch_id, 1, ?) = ?", (len(prefix), prefix))]
-
-    def resolve(self, run_id: str) -> str:
-        return self.get(run_id).run_id
 
     def metric_names(self, run_id: str) -> list[str]:
         return [r[0] for r in self.con.execute("SELECT DISTINCT name FROM metrics WHERE run_id=? ORDER BY name", (run_id,))]

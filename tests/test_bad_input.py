@@ -101,6 +101,16 @@ PRESET_CASES = [
      '"train.batch_size" = [' + ", ".join(str(i) for i in range(1, 1001)) + "]\n"
      '"train.warmup_steps" = [0, 1, 2]\n[eval]', "sweep: 3000000 runs (1000 x 1000 x 3"),
     ("control-chars-in-key", "lr = 1e-2", 'lr = 1e-2\n"\\u001b[31mevil" = 1', "\\x1b[31mevil: unknown key"),
+    # issue 19
+    ("sweep-duplicate-values", "[eval]", '[sweep]\n"train.lr" = [0.01, 0.01]\n[eval]',
+     "sweep.train.lr: value 0.01 appears twice (two identical runs)"),
+    ("sweep-duplicate-spellings", "[eval]", '[sweep]\n"train.steps" = [10, 20, 10]\n[eval]',
+     "sweep.train.steps: value 10 appears twice"),
+    ("sweep-duplicate-float-int", "[eval]", '[sweep]\n"train.lr" = [1e-2, 0.01]\n[eval]', "value 0.01 appears twice"),
+    ("name-1MB", 'name = "tiny"', 'name = "' + "x" * 1_000_000 + '"', "name: must be at most 100 characters"),
+    ("description-long", 'name = "tiny"', 'name = "tiny"\ndescription = "' + "d" * 501 + '"',
+     "description: must be at most 500 characters"),
+    ("file-over-1MiB", None, TINY_PRESET + "# " + "x" * (1 << 20) + "\n", "more than 1 MiB"),
 ]
 
 
@@ -166,6 +176,21 @@ FLAG_CASES = [
     ("export-no-store", ["export", "--runs-dir", "{tmp}/none"], "no run store here"),
     ("fit-no-store", ["fit", "--runs-dir", "{tmp}/none"], "no run store here"),
     ("resume-no-store", ["resume", "abc", "--runs-dir", "{tmp}/none"], "no run store here"),
+    # issue 19
+    ("set-newline", ["run", "{preset}", "--headless", "--set", "train.lr=0.05\ntrain.steps=3"],
+     "--set train.lr: the value has a line break"),
+    ("set-sweep-duplicate", ["run", "{preset}", "--headless", "--set", "sweep.train.lr=[0.01,1e-2]"],
+     "sweep.train.lr: value 0.01 appears twice"),
+    ("set-name-too-long", ["run", "{preset}", "--headless", "--set", "name=" + '"' + "n" * 101 + '"'],
+     "name: must be at most 100 characters"),
+    ("preset-dev-zero", ["run", "/dev/zero", "--headless"], "/dev/zero: a device, not a preset file"),
+    ("runs-dir-empty-run", ["run", "{preset}", "--headless", "--runs-dir", ""], "--runs-dir: must not be empty"),
+    ("runs-dir-empty-runs", ["runs", "--runs-dir", ""], "--runs-dir: must not be empty"),
+    ("runs-dir-empty-resume", ["resume", "{run}", "--runs-dir", ""], "--runs-dir: must not be empty"),
+    ("theory-d-nan", ["theory", "--d", "nan", "--T", "4"], "--d: must be a positive integer, got nan"),
+    ("theory-T-inf", ["theory", "--d", "4", "--T", "inf"], "--T: must be a positive integer, got inf"),
+    ("theory-grid-nan", ["theory", "--grid", "d=nan", "T=4"], "--grid: d must be a positive integer, got nan"),
+    ("export-block-device", ["export", "--runs-dir", "{store}", "-o", "{blockdev}"], "a block device, not a file"),
 ]
 
 
@@ -335,7 +360,10 @@ def test_bad_flag(case, argv, expected, tmp_path, store_with_a_run):
     store, rid = store_with_a_run
     preset = tmp_path / "tiny.toml"
     preset.write_text(TINY_PRESET)
-    subs = {"{preset}": str(preset), "{store}": str(store), "{tmp}": str(tmp_path), "{run}": rid}
+    if "{blockdev}" in argv and not _block_device():
+        pytest.skip("no block device here")
+    subs = {"{preset}": str(preset), "{store}": str(store), "{tmp}": str(tmp_path), "{run}": rid,
+            "{blockdev}": str(_block_device())}
     args = []
     for a in argv:
         for k, v in subs.items():
@@ -347,6 +375,19 @@ def test_bad_flag(case, argv, expected, tmp_path, store_with_a_run):
     assert _fingerprint(store) == before
     assert not (tmp_path / "none").exists(), "a read-only command created a store"
     assert not list(tmp_path.glob("**/*.part")) and not list(tmp_path.glob("**/.*.part"))
+
+
+def _block_device() -> Path | None:
+    """A block device node of this machine (none in some containers)."""
+    import stat
+
+    for p in sorted(Path("/dev").glob("*"))[:400]:
+        try:
+            if stat.S_ISBLK(p.stat().st_mode):
+                return p
+        except OSError:
+            pass
+    return None
 
 
 @pytest.mark.parametrize("case,damage,argv,expected", STORE_CASES, ids=[c[0] for c in STORE_CASES])
@@ -411,3 +452,109 @@ def test_bad_input_as_a_real_process(argv, expected, tmp_path):
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and expected in lines[0], lines
     assert not runs.exists() and _fingerprint(garbage) == before
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Issue 19: files that are not what they seem, and problems by the thousand
+# ------------------------------------------------------------------------------------------------------------------
+
+
+def test_thousands_of_problems_show_the_first_twenty(tmp_path):
+    """50,000 unknown keys printed 50,000 lines: the first 20, then one line counting the rest (exit 2)."""
+    preset = tmp_path / "many.toml"
+    preset.write_text(TINY_PRESET.replace("[train]", "[train]\n" + "".join(f"k{i} = 1\n" for i in range(50_000))))
+    res = _invoke(["run", str(preset), "--headless", "--runs-dir", str(tmp_path / "runs")])
+    assert res.exit_code == 2
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 21, len(lines)
+    assert lines[0] == "many.toml: train.k0: unknown key" and lines[-1] == "many.toml: 49980 more problem(s) not shown"
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_fifo_preset_is_refused_without_waiting_for_a_writer(tmp_path):
+    """A FIFO nobody writes blocked ``run`` for ever: it is refused at once (a real process, with a timeout)."""
+    fifo = tmp_path / "pipe.toml"
+    os.mkfifo(fifo)
+    r = subprocess.run([sys.executable, "-m", "sparse_tui", "run", str(fifo), "--headless", "--runs-dir",
+                        str(tmp_path / "runs")], capture_output=True, text=True, env=ENV, timeout=60)
+    assert r.returncode == 2, r.stderr
+    (line,) = r.stderr.strip().splitlines()
+    assert f"{fifo}: a FIFO, not a preset file" in line
+
+
+def test_a_preset_whose_file_name_is_not_utf8(tmp_path):
+    """A non-UTF-8 file name ended in a UnicodeEncodeError traceback when the runs were stored."""
+    name = os.fsdecode(b"caf\xe9.toml")
+    (tmp_path / name).write_text(TINY_PRESET)
+    r = subprocess.run([sys.executable, "-m", "sparse_tui", "run", name, "--headless", "--runs-dir", "runs"],
+                       capture_output=True, text=True, env=ENV, timeout=120, cwd=tmp_path)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    (line,) = r.stderr.strip().splitlines()
+    assert "caf\\udce9.toml: the file name is not valid UTF-8" in line, line
+    assert not (tmp_path / "runs").exists()
+
+
+def test_export_output_keeps_what_it_replaces(tmp_path, store_with_a_run):
+    """``export -o``: an existing file keeps its permissions (a 0600 file became 0644); a symlink stays a symlink
+    and its target is written; a FIFO is written through, never replaced by a regular file."""
+    import stat
+    import threading
+
+    store, _ = store_with_a_run
+    private = tmp_path / "private.csv"
+    private.write_text("old\n")
+    os.chmod(private, 0o600)
+    res = _invoke(["export", "--runs-dir", str(store), "-o", str(private)])
+    assert res.exit_code == 0, res.output
+    assert stat.S_IMODE(private.stat().st_mode) == 0o600 and private.read_text().startswith("run_id,")
+
+    link = tmp_path / "latest.csv"
+    link.symlink_to(private)
+    res = _invoke(["export", "--runs-dir", str(store), "-o", str(link), "--format", "jsonl"])
+    assert res.exit_code == 0, res.output
+    assert link.is_symlink() and private.read_text().startswith("{") and stat.S_IMODE(private.stat().st_mode) == 0o600
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
+    reader.start()
+    res = _invoke(["export", "--runs-dir", str(store), "-o", str(fifo)])
+    reader.join(30)
+    assert res.exit_code == 0, res.output
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and got and got[0].startswith("run_id,")
+
+
+def test_export_to_stdout_on_a_full_disk_does_not_advise_resume(tmp_path, store_with_a_run):
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full here")
+    store, _ = store_with_a_run
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([sys.executable, "-m", "sparse_tui", "export", "--runs-dir", str(store)], stdout=full,
+                           stderr=subprocess.PIPE, text=True, env=ENV, timeout=120)
+    assert r.returncode == 1
+    (line,) = r.stderr.strip().splitlines()
+    assert "disk full" in line and "resume" not in line, line
+
+
+SECTION_TABLES = [
+    # (case, --set overrides, (task kind, lr, steps) of each run): a table where a table of the same kind is merges
+    # into it (issue 19: it reset every other key, steps 20 -> 1000); a table of another kind replaces it
+    ("set-train-table", ["train={lr=0.05}"], [("recall", 0.05, 20)]),
+    ("set-train-table-two-keys", ["train={lr=0.05, batch_size=8}"], [("recall", 0.05, 20)]),
+    ("sweep-over-train", ["sweep.train=[{lr=0.05, steps=10}, {lr=0.03}]"],
+     [("recall", 0.05, 10), ("recall", 0.03, 20)]),
+    ("sweep-replaced", ["sweep.train.lr=[0.3, 0.4]", 'sweep={"train.steps"=[7]}'], [("recall", 0.01, 7)]),
+    ("switch-task-kind", ['task={kind="linreg", d=4, T=8}', 'plateau.metric="test/loss"'], [("linreg", 0.01, 20)]),
+]
+
+
+@pytest.mark.parametrize("case,sets,want", SECTION_TABLES, ids=[c[0] for c in SECTION_TABLES])
+def test_a_table_value_merges_into_its_section(case, sets, want, tmp_path):
+    from sparse_tui.presets import expand, load_preset
+
+    preset = tmp_path / "tiny.toml"
+    preset.write_text(TINY_PRESET)
+    specs = expand(load_preset(preset, sets))
+    assert [(s.config.task.kind, s.config.train.lr, s.config.train.steps) for s in specs] == want
+    assert all(s.config.train.batch_size == (8 if "batch_size" in sets[0] else 16) for s in specs)

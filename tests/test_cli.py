@@ -126,6 +126,8 @@ def test_ctrl_c_marks_interrupted_and_keeps_logs(tiny_preset, runs_dir):
     started = [r for r in runs if r.started_at]
     assert len(started) == 1 and RunStore(runs_dir).metrics(started[0].run_id)["test/loss"][0][0] == 0
     assert "never started" in {r.reason for r in runs}
+    batch = runs[0].batch_id  # two lines say what next (issue 21)
+    assert f"what next:\n  sparse-tui resume {batch} --runs-dir {runs_dir}" in stderr
 
 
 def test_sigkill_worker_fails_only_its_run(tiny_preset, runs_dir):

@@ -21,10 +21,10 @@ def test_doctor_fails_when_the_stack_falls_back(monkeypatch):
 
     real = loop.trial_step
 
-    def no_stacks(stack, *a, **kw):
-        if stack.M > 1:
+    def no_stacks(prep, *a, **kw):
+        if prep.M > 1:
             raise loop.StackFailed("RuntimeError: LSE is not correctly aligned (injected)")
-        return real(stack, *a, **kw)
+        return real(prep, *a, **kw)
 
     monkeypatch.setattr(loop, "trial_step", no_stacks)
     monkeypatch.setattr(doctor, "_RUNS", doctor._RUNS[:2])  # two runs are enough here

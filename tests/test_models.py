@@ -178,8 +178,9 @@ def test_training_kernels_give_the_same_gradients(causal, n_heads, d_qk):
 
 def test_attention_core_gradcheck_and_kernel_choice():
     """_AttentionCore's hand-written backward against finite differences (with and without the causal bias), and
-    the automatic choice: the core for short sequences on CPUs, scaled_dot_product_attention otherwise."""
-    from sparse_tui.models.transformer import CORE_MAX_LEN, attention_core
+    the automatic choice: the core for short sequences (CPU: up to 160 positions; CUDA: up to 65, as far as it was
+    measured faster there), scaled_dot_product_attention otherwise."""
+    from sparse_tui.models.transformer import CORE_MAX_LEN, CORE_MAX_LEN_CUDA, attention_core
 
     g = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(3, 5, 4, generator=g, dtype=torch.float64, requires_grad=True) for _ in range(3))
@@ -194,7 +195,8 @@ def test_attention_core_gradcheck_and_kernel_choice():
     assert model.attn_kernel == "auto"
     assert model.kernel_for(torch.device("cpu"), 65) == "core"
     assert model.kernel_for(torch.device("cpu"), CORE_MAX_LEN + 1) == "sdpa"
-    assert model.kernel_for(torch.device("cuda"), 65) == "sdpa"
+    assert model.kernel_for(torch.device("cuda"), CORE_MAX_LEN_CUDA) == "core"
+    assert model.kernel_for(torch.device("cuda"), CORE_MAX_LEN_CUDA + 1) == "sdpa"
     model.attn_kernel = "sdpa"
     assert model.kernel_for(torch.device("cpu"), 65) == "sdpa"
 
@@ -552,3 +554,31 @@ def test_build_model_passes_bias_and_pos_init_std():
     default = build_model(RunConfig.model_validate({"model": {"kind": "transformer", "d_model": 48}}),
                           token_task(64, 65, 64))
     assert default.blocks[0].attn.q.bias is not None and default.unembed.bias is not None
+
+
+def test_euclidean_attention_scores_are_minus_squared_distances_on_every_kernel():
+    """model.attention = "euclidean" (blog "Sparse attention 3"): the attention probabilities are
+    softmax(-||q - k||^2 / sqrt(d_qk)) over the allowed keys, and the core, SDPA and the explicit path agree."""
+    from sparse_tui.models import build_model
+    from sparse_tui.tasks import make_task
+
+    cfg = RunConfig.model_validate({"task": {"kind": "recall", "n_tokens": 10, "n_pairs": 3},
+                                    "model": {"kind": "transformer", "n_layers": 2, "n_heads": 2, "d_model": 8,
+                                              "attention": "euclidean", "init": "torch"}})
+    task = make_task(cfg, "cpu")
+    model = build_model(cfg, task).double()
+    x = task.test_batch(6).x
+    out, attn = model(x)  # the explicit path (need_attn): probabilities for every layer
+    a = model.blocks[0].attn
+    h = model.embed(x) + model.pos
+    q = a.q(h).unflatten(-1, (2, 4)).transpose(1, 2)
+    k = a.k(h).unflatten(-1, (2, 4)).transpose(1, 2)
+    d2 = ((q.unsqueeze(-2) - k.unsqueeze(-3)) ** 2).sum(-1)  # [N, H, L, L]
+    want = (-d2 / 2.0).masked_fill(~model.mask, float("-inf")).softmax(-1)
+    torch.testing.assert_close(attn[0], want, rtol=1e-10, atol=1e-12)
+    model.need_attn = False
+    for kernel in ("core", "sdpa"):
+        model.attn_kernel = kernel
+        torch.testing.assert_close(model(x)[0], out, rtol=1e-9, atol=1e-10)
+    dot = build_model(cfg.model_copy(update={"model": cfg.model.model_copy(update={"attention": "dot"})}), task)
+    assert not dot.blocks[0].attn.euclidean and not torch.allclose(dot.double()(x)[0], out)

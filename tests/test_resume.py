@@ -20,7 +20,7 @@ import pytest
 from sparse_tui import runner
 from sparse_tui.presets import expand, load_preset
 from sparse_tui.store import RunStore
-from sparse_tui.training.checkpoint import checkpoint_path, has_checkpoint
+from sparse_tui.training.checkpoint import has_checkpoint
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", "COLUMNS": "200"}
 
@@ -70,7 +70,8 @@ def test_stopped_and_resumed_run_is_bit_identical(tiny_preset, tmp_path):
         assert got[name] == want[name], name  # bit-identical: same steps, same float values
     assert done.plateau_step == ref.get(rid_ref).plateau_step
     assert done.final == ref.get(rid_ref).final
-    assert not checkpoint_path(store.runs_dir, [rid]).exists(), "a finished run's checkpoint is removed"
+    assert has_checkpoint(store.runs_dir, rid) is None, "a finished run's checkpoint is removed"
+    assert not list((store.runs_dir / "checkpoints").iterdir())
 
 
 def test_periodic_checkpoint_survives_a_stop_without_save(tiny_preset, tmp_path, monkeypatch):
@@ -270,7 +271,8 @@ def test_reaping_without_a_write_still_shows_the_verdict(tiny_preset, runs_dir, 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     store.claim_next(batch, device="cpu", versions={}, pid=dead.pid)
-    store.set_coordinator(batch, dead.pid)
+    store.drop_coordinator(batch)
+    store.add_coordinator(batch, dead.pid)
 
     class Full:
         def __init__(self, con):
@@ -304,17 +306,37 @@ def test_one_damaged_row_is_skipped_with_a_warning(tiny_preset, runs_dir):
     assert r.returncode == 0 and len(r.stdout.strip().splitlines()) == 3  # header + 2 runs
 
 
+def _as_schema_2(store: RunStore) -> None:
+    """Turn a store into a schema-2 one: one coordinator per batch, in a ``batches`` table."""
+    store.con.execute("CREATE TABLE batches (batch_id TEXT PRIMARY KEY, pid INTEGER, host TEXT, started_at REAL,"
+                      " heartbeat_at REAL)")
+    store.con.execute("INSERT INTO batches SELECT batch_id, pid, host, started_at, heartbeat_at FROM coordinators")
+    store.con.execute("DROP TABLE coordinators")
+    store.con.execute("UPDATE meta SET value='2' WHERE key='schema_version'")
+
+
 def test_older_store_is_migrated(tiny_preset, runs_dir):
-    """A schema-1 store (no batches table) opens, gains the table, and keeps its runs."""
+    """A schema-1 store (no batches table) opens, gains the coordinators table, and keeps its runs; a schema-2 store
+    keeps its batches' coordinators."""
+    from sparse_tui.store import SCHEMA_VERSION
+
     store = RunStore(runs_dir)
     _, ids = _batch(store, tiny_preset)
-    store.con.execute("DROP TABLE batches")
+    store.con.execute("DROP TABLE coordinators")
     store.con.execute("UPDATE meta SET value='1' WHERE key='schema_version'")
     store.close()
     again = RunStore(runs_dir, create=False)
-    assert again.con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "2"
+    assert again.con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
     assert [r.run_id for r in again.runs()] == ids
-    assert again.coordinator(again.get(ids[0]).batch_id) == (None, None)
+    assert again.get(ids[0]).status == "failed" and again.get(ids[0]).reason == "never started: no coordinator"
+
+    two = RunStore(runs_dir.parent / "two")
+    batch, ids = _batch(two, tiny_preset)
+    _as_schema_2(two)
+    two.close()
+    again = RunStore(runs_dir.parent / "two", create=False)
+    assert again.coordinators(batch) == [(os.getpid(), again._host)]
+    assert again.get(ids[0]).status == "queued"  # its coordinator (this process) is alive
 
 
 def test_run_id_prefix_is_literal(tiny_preset, runs_dir):

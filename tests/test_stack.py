@@ -108,6 +108,36 @@ def test_mixed_lengths_vocabularies_heads_and_layernorm_are_exact(kernel):
     assert stack.mixed_len and stack.mixed_width and stack.logit_bias is not None
 
 
+@pytest.mark.parametrize("kernel", ["core", "sdpa", "math"])
+def test_euclidean_attention_stacks_exactly(kernel):
+    """Distance attention (model.attention = "euclidean") in a stack of mixed widths, q/k sizes and lengths: each
+    model's outputs and gradients alone (the extra key term ||k||^2 is per model and blind to zero padding)."""
+    base = {"task": {"kind": "recall", "n_tokens": 10, "n_pairs": 3},
+            "model": {"kind": "transformer", "n_layers": 2, "n_heads": 2, "d_model": 8, "attention": "euclidean",
+                      "init": "torch"}, "train": {"device": "cpu"}}
+    stack = check_model_equivalence([cfg(base, seed=0), cfg(base, seed=1, model__d_model=12, model__d_qk=3,
+                                                            task__n_pairs=5), cfg(base, seed=2, model__d_qk=6)],
+                                    kernel)
+    assert stack.euclidean and stack.mixed_width and stack.mixed_len
+    dot = cfg(base, seed=3, model__attention="dot")
+    from sparse_tui.training.grouping import group_key
+
+    assert group_key(dot) != group_key(cfg(base, seed=0))  # dot and distance attention never share a stack
+
+
+def test_a_stack_of_lengths_alone_masks_no_gradient():
+    """Only sequence lengths differ (Fig. 4's n_pairs sweep): exact without a single gradient mask (the step's
+    mask multiplies cost a kernel per parameter); a width that differs brings the masks of its parameters only."""
+    base = {"task": {"kind": "recall", "n_tokens": 10, "n_pairs": 3},
+            "model": {"kind": "transformer", "n_layers": 2, "n_heads": 2, "d_model": 8, "mlp": True,
+                      "layernorm": True, "pos_enc": "learned", "init": "torch"}, "train": {"device": "cpu"}}
+    stack = check_model_equivalence([cfg(base, seed=0), cfg(base, seed=1, task__n_pairs=5),
+                                     cfg(base, seed=2, task__n_pairs=1)])
+    assert stack.mixed_len and stack.padded and stack.grad_masks == {}
+    stack = check_model_equivalence([cfg(base, seed=0), cfg(base, seed=1, task__n_tokens=14)])
+    assert sorted(stack.grad_masks) == ["embed.weight", "unembed.bias", "unembed.weight"]  # vocabulary only
+
+
 def test_sinusoidal_tied_and_vector_inputs_are_exact():
     base = {"task": {"kind": "recall", "n_tokens": 12, "n_pairs": 3},
             "model": {"kind": "transformer", "n_layers": 2, "d_model": 8, "pos_enc": "sinusoidal",

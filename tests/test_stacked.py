@@ -1,5 +1,6 @@
-"""A run trained inside a stack gives the curve it gives alone (trainer.train_run), for every optimiser and the
-per-model hyperparameters a stack may mix; the store records of stacked / process / sequential schedules agree."""
+"""A run trained inside a stack (loop.train_stack) gives the curve it gives alone (trainer.train_run), for every
+optimiser and the per-model hyperparameters a stack may mix; the store records of stacked / process / sequential
+schedules agree; the runner's trial-step fallbacks (runner._train_claimed)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import pytest
 import torch
 
 from sparse_tui.presets import RunConfig
-from sparse_tui.training import stacked as st
+from sparse_tui.training import grouping as st
+from sparse_tui.training.loop import train_stack
 from sparse_tui.training.trainer import RunLogger, train_run
 
 RECALL = {
@@ -53,7 +55,7 @@ def run_alone(cfgs):
 
 def run_stacked(cfgs, **kw):
     recs = [Recorder() for _ in cfgs]
-    res = st.train_stacked(cfgs, loggers=[r.logger for r in recs], **kw)
+    res = train_stack(cfgs, loggers=[r.logger for r in recs], **kw)
     return list(zip(recs, res))
 
 
@@ -133,7 +135,7 @@ def test_diverging_member_ends_alone_and_others_carry_on():
 
 def test_stop_request_ends_every_member():
     cfgs = [cfg(RECALL, seed=s) for s in (0, 1)]
-    res = st.train_stacked(cfgs, should_stop=lambda: "interrupted")
+    res = train_stack(cfgs, should_stop=lambda: "interrupted")
     assert [r.status for r in res] == ["interrupted", "interrupted"]
     assert all(r.step == 1 for r in res)
 
@@ -146,8 +148,23 @@ def test_group_key_separates_shapes_and_allows_per_model_fields():
     assert st.group_key(a) != st.group_key(cfg(RECALL, train__batch_size=8))
     assert st.group_key(a) != st.group_key(cfg(RECALL, model__n_layers=3))
     assert st.group_key(a) != st.group_key(cfg(RECALL, train__optimizer="sgd"))
-    with pytest.raises(ValueError):
-        st.train_stacked([a, cfg(RECALL, model__n_layers=1)])
+
+
+def test_runs_that_cannot_share_a_stack_are_recorded_failed_not_trained(tmp_path):
+    """The runner trains what it was handed as one stack only when the runs share a group key; otherwise (a bug of
+    the caller) each run is recorded failed with the reason, nothing trained."""
+    from sparse_tui import runner
+    from sparse_tui.store import RunStore
+
+    store = RunStore(tmp_path / "runs")
+    cfgs = [cfg(RECALL, seed=0), cfg(RECALL, seed=1, model__n_layers=1)]
+    batch, ids = _batch(store, cfgs)
+    recs = store.claim_runs(ids, device="cpu", versions={})
+    runner._train_claimed(store, recs, cfgs, torch.device("cpu"), None)
+    for i in ids:
+        rec = store.get(i)
+        assert rec.status == "failed" and "do not share one stack" in rec.reason, rec.reason
+        assert store.metrics(i) == {}
 
 
 # -- through the store: stacked, processes and sequential schedules record the same runs --------------------------
@@ -211,11 +228,11 @@ def test_stack_whose_trial_step_fails_falls_back_and_says_why(tmp_path, monkeypa
     sizes = []
     real_trial = loop.trial_step
 
-    def flaky_trial(stack, *a, **kw):
-        sizes.append((stack.M, stack.kernel))
-        if stack.M > 1 or stack.kernel != "math":
+    def flaky_trial(prep, *a, **kw):
+        sizes.append((prep.M, prep.stack.kernel))
+        if prep.M > 1 or prep.stack.kernel != "math":
             raise loop.StackFailed("RuntimeError: LSE is not correctly aligned (injected)")
-        return real_trial(stack, *a, **kw)
+        return real_trial(prep, *a, **kw)
 
     monkeypatch.setattr(loop, "trial_step", flaky_trial)
     assert StackedTransformer  # the stacks being tried
@@ -228,6 +245,7 @@ def test_stack_whose_trial_step_fails_falls_back_and_says_why(tmp_path, monkeypa
     log = capsys.readouterr().err
     assert "a stack of 3 runs failed its trial step (RuntimeError: LSE is not correctly aligned (injected))" in log
     assert "trained on the plain attention kernel" in log
+    monkeypatch.undo()
     alone = run_alone(cfgs)
     for i, (rec, (_, res)) in enumerate(zip([store.get(i) for i in ids], alone)):
         assert rec.status == "finished"

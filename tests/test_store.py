@@ -83,7 +83,7 @@ def test_stale_heartbeat_fails_only_runs_of_other_hosts(tiny_preset, runs_dir):
     assert store.get(ids[0]).status == "running"
     # another host: judged by the heartbeat; its batch's coordinator too once nothing of the batch beats
     store.con.execute("UPDATE runs SET host='elsewhere'")
-    store.con.execute("UPDATE batches SET host='elsewhere'")
+    store.con.execute("UPDATE coordinators SET host='elsewhere'")
     assert store.reap(now=time.time() + 3600) == [ids[0], ids[1]]
     assert store.get(ids[0]).status == "failed" and store.get(ids[0]).reason == "heartbeat lost at step 0"
     assert store.get(ids[1]).status == "failed" and store.get(ids[1]).reason.startswith("never started")

@@ -571,3 +571,25 @@ def test_w_star_is_the_same_on_every_device():
     assert math.isclose(float(a.w_star.var()), float(cpu.w_star.var()), rel_tol=1e-5)  # reduced on each device
     fixed = linreg(d=8, T=6, seed=2, device=dev, position="fixed", B=2)
     assert torch.equal(fixed.positions.cpu(), linreg(d=8, T=6, seed=2, position="fixed", B=2).positions)
+
+
+@pytest.mark.parametrize("task", [
+    {"kind": "recall", "n_tokens": 8, "n_pairs": 3, "B": 2.0, "p": 0.3},
+    {"kind": "recall", "n_tokens": 8, "n_pairs": 3, "train_size": 50},
+    {"kind": "nearest", "vocab": 8, "context": 4},
+    {"kind": "linreg", "d": 4, "T": 8},
+])
+def test_training_batches_without_meta_are_the_same_draws(task):
+    """The training step asks for x and y only (``meta=False``: no relevant mask, no probe positions computed):
+    the same sequences and targets, and the stream ends in the same place."""
+    from sparse_tui.presets import RunConfig
+    from sparse_tui.tasks import make_task
+
+    cfg = RunConfig.model_validate({"task": task, "model": {"kind": "transformer"}})
+    a, b = make_task(cfg, "cpu"), make_task(cfg, "cpu")
+    for _ in range(3):
+        full, lean = a.train_batch(16), b.train_batch(16, meta=False)
+        assert torch.equal(full.x, lean.x) and torch.equal(full.y, lean.y)
+        if task["kind"] != "linreg":
+            assert lean.relevant is None and lean.copy_q is None
+    assert torch.equal(a._train_gen.get_state(), b._train_gen.get_state())

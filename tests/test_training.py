@@ -7,10 +7,11 @@ import math
 import pytest
 import torch
 
-from sparse_tui.presets import expand, load_preset, validate_preset_data
+from sparse_tui.presets import eval_steps, expand, load_preset, validate_preset_data
 from sparse_tui.store import RunStore
 from sparse_tui.training.plateau import PlateauDetector, plateau_step
-from sparse_tui.training.trainer import RunLogger, eval_steps, lr_factor, train_run
+from sparse_tui.training.schedule import lr_factor
+from sparse_tui.training.trainer import RunLogger, train_run
 
 
 def cfg_of(raw: dict, overrides=None):
@@ -156,7 +157,7 @@ def test_flush_denormal_is_on_while_a_cpu_run_trains_and_restored_after():
     ran up to 3x faster), and the setting is put back afterwards; off, the arithmetic keeps them."""
     import torch
 
-    from sparse_tui.training.trainer import denormals_flushed
+    from sparse_tui.training.loop import denormals_flushed
 
     seen = []
     for flush in (True, False):

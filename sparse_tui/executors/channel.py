@@ -17,7 +17,8 @@ the worker's loop sees at its next heartbeat as it would see the store's ``cance
 
 Checkpoints go to the head: ``ChannelCheckpoint.write`` sends the saved state's bytes, which the coordinator writes
 into RUNS_DIR/checkpoints with ``training.checkpoint.CheckpointFiles``; a worker resuming a run starts from the
-bytes the coordinator read there and handed to the task.
+bytes the coordinator read there and handed to the task, loaded as data only (``weights_only``: a planted file
+runs nothing on a worker either).
 """
 
 from __future__ import annotations
@@ -160,11 +161,10 @@ class ChannelCheckpoint:
         self.sink._add(("checkpoint", self.run_ids, int(step), buf.getvalue()), flush=True)
 
     def load(self, device):
-        import torch
+        """The state in the bytes the coordinator handed over (data only: ``checkpoint.load_bytes``)."""
+        from sparse_tui.training.checkpoint import load_bytes
 
-        if self.initial is None:
-            return None
-        return torch.load(io.BytesIO(self.initial), map_location=device, weights_only=False)
+        return None if self.initial is None else load_bytes(self.initial, device)
 
     def remove(self) -> None:
         self.sink._add(("checkpoint_remove", self.run_ids), flush=True)
@@ -190,10 +190,10 @@ def apply(store, record: tuple, on_error=None) -> str | None:
         if store.heartbeat(run_id, step):
             return run_id
     elif kind == "finish":
-        from sparse_tui.runner import _finish
+        from sparse_tui.runner import record_end
 
         _, run_id, status, kw = record
-        _finish(store, run_id, status, **kw)
+        record_end(store, run_id, status, **kw)
     elif kind == "started":
         _, run_ids, device, versions = record
         for run_id in run_ids:

@@ -192,7 +192,7 @@ def train_stack_task(put_channel, run_ids: list[str], configs: list[dict], devic
         dev = resolve_device(device)
     except RuntimeError as e:
         for r in run_ids:
-            sink.finish(r, "failed", reason=str(e))
+            runner.record_end(sink, r, "failed", reason=str(e))
         sink.flush()
         return
     ctx = ray.get_runtime_context()
@@ -374,6 +374,7 @@ class _Coordinator:
 
     # -- ends -----------------------------------------------------------------------------------------------------
     def ended(self, ref, stack: _Stack) -> None:
+        from sparse_tui.runner import record_end
         from sparse_tui.store import TERMINAL
 
         error = None
@@ -389,12 +390,12 @@ class _Coordinator:
             error = RuntimeError("the Ray task ended without recording its runs")
         if self.flag.status:
             for r in left:
-                self.store.finish(r, "interrupted", reason=f"interrupted at step {self.store.get(r).step}")
+                record_end(self.store, r, "interrupted", reason=f"interrupted at step {self.store.get(r).step}")
             return
         step = max(self.store.get(r).step for r in left)
         why, retry = failure_reason(error, step)
         for r in left:
-            self.store.finish(r, "failed", reason=why)
+            record_end(self.store, r, "failed", reason=why)
         self.say(f"{', '.join(left)}: {why}")
         if retry and all(self.failures.get(r, 0) < RETRIES for r in left):
             for r in left:
@@ -449,6 +450,7 @@ class _Coordinator:
 
     def abandon(self, why: str) -> None:
         """Record the runs in flight as failed with ``why`` (their checkpoints stay for ``resume``)."""
+        from sparse_tui.runner import record_end
         from sparse_tui.store import TERMINAL
 
         for ref, stack in list(self.inflight.items()):
@@ -456,7 +458,7 @@ class _Coordinator:
             for r in stack.run_ids:
                 rec = self.store.get(r)
                 if rec.status not in TERMINAL:
-                    self.store.finish(r, "failed", reason=f"{why} at step {rec.step}")
+                    record_end(self.store, r, "failed", reason=f"{why} at step {rec.step}")
         self.inflight.clear()
 
     def forward_cancels(self) -> None:

@@ -91,6 +91,7 @@ def build_model(cfg, task) -> nn.Module:
             pos_init_std=m.pos_init_std,
             bias=m.bias,
             tie_embeddings=m.tie_embeddings,
+            attention=m.attention,
             generator=g,
         )
     elif m.kind == "ode":

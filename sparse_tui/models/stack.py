@@ -17,7 +17,8 @@ Mixed shapes (``padded``): runs that differ in width (``d_model``, ``d_qk``, MLP
 ``n_pairs``), vocabulary or vector dimension share one stack, padded to the largest of each. Padding is exact:
 
 * widths: a model's real entries sit in the leading slots of each dimension (per head for q/k/v/o), every padded
-  entry is 0 at the start and its gradient is multiplied by a 0/1 mask (``grad_masks``), so it stays exactly 0 and
+  entry is 0 at the start and its gradient is multiplied by a 0/1 mask (``grad_masks``, only for parameters with a
+  padded width), so it stays exactly 0 and
   the padded stream dimensions carry zeros through every layer; LayerNorm takes mean and variance over a model's
   real dimensions only (its padded gain and bias are 0, so padded outputs stay 0); 1/sqrt(d_qk) is per model;
 * sequence length: sequences are padded on the left (the readout position is the last one for every model); a
@@ -40,7 +41,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .toy import ToyAttention
-from .transformer import CORE_MAX_LEN, Transformer, attention_core, sinusoidal_positions
+from .transformer import Transformer, attention_core, auto_kernel, euclidean_qk, sinusoidal_positions
 
 # Per-dimension layout of each Transformer parameter (matched on the parameter name's tail): D the stream width,
 # Q the query/key width (H heads x d_qk), V the value width (H heads x d_model / H), F the MLP hidden width, L the
@@ -107,7 +108,7 @@ class StackedTransformer(nn.Module):
     ``x``: long ``[M, B, L]`` (token ids, each model's own ids, left-padded) or float ``[M, B, L, in]``;
     ``y``: long ``[M, B]`` or float ``[M, B, out]``. Built by ``from_modules`` from the runs' modules.
     ``kernel``: ``"core"`` (``_AttentionCore``), ``"sdpa"``, ``"math"`` (explicit softmax, the fallback of last
-    resort) or ``"auto"`` (core on CPUs up to ``CORE_MAX_LEN`` positions, else SDPA).
+    resort) or ``"auto"`` (``transformer.auto_kernel``: the core for short sequences, else SDPA).
     """
 
     def __init__(self, modules: list[Transformer], kernel: str = "auto", classification: bool = True):
@@ -121,6 +122,7 @@ class StackedTransformer(nn.Module):
         self.residual = ref.blocks[0].residual
         self.layernorm = isinstance(ref.ln_f, nn.LayerNorm)
         self.mlp = ref.blocks[0].mlp is not None
+        self.euclidean = ref.blocks[0].attn.euclidean
         self.causal = ref.causal
         self.readout_only = ref.readout_only
         self.tied = ref.unembed is None
@@ -132,6 +134,7 @@ class StackedTransformer(nn.Module):
                 and m.blocks[0].residual == self.residual and (m.blocks[0].mlp is not None) == self.mlp
                 and isinstance(m.ln_f, nn.LayerNorm) == self.layernorm and m.causal == self.causal
                 and (m.unembed is None) == self.tied and m.readout_only == self.readout_only
+                and m.blocks[0].attn.euclidean == self.euclidean
                 and sorted(n for n, _ in m.named_parameters()) == sorted(n for n, _ in ref.named_parameters())
             )
             if not same:
@@ -163,7 +166,11 @@ class StackedTransformer(nn.Module):
             lay = _layout(name, self.input_kind)
             shape = [padded[k] for k in lay]
             stacked = torch.zeros(M, *shape, **f)
-            mask = torch.zeros(M, *shape, **f) if self.padded else None
+            # A 0/1 gradient mask only where a width is padded: padded positions ("L", left padding) get no
+            # gradient at all (no real query attends to them), so a stack mixing only sequence lengths multiplies
+            # nothing (tests/test_stack.py checks that every padded entry's gradient is exactly 0).
+            widths = any(sz[k] != padded[k] for sz in sizes for k in lay if k != "L")
+            mask = torch.zeros(M, *shape, **f) if widths else None
             places = []
             for i, m in enumerate(modules):
                 ix = _ix([self.dims[i].index(k).to(device) for k in lay])
@@ -224,6 +231,20 @@ class StackedTransformer(nn.Module):
     def parameters_list(self) -> list[Tensor]:
         return [self.params[n] for n in self.names]
 
+    def member_block(self, name: str, t: Tensor, i: int) -> Tensor:
+        """Model i's real entries of ``t``, a tensor laid out like parameter ``name`` (the parameter itself, or an
+        optimiser state of it)."""
+        return t[i][self._places[name][i]]
+
+    @torch.no_grad()
+    def stacked_like(self, name: str, blocks: list[Tensor]) -> Tensor:
+        """A tensor laid out like parameter ``name`` holding ``blocks[i]`` as model i's real entries (0 elsewhere):
+        moving a state from one stack to another (``loop.Prepared.restack``)."""
+        out = torch.zeros_like(self.params[name])
+        for i, b in enumerate(blocks):
+            out[i][self._places[name][i]] = b
+        return out
+
     @torch.no_grad()
     def mask_grads(self) -> None:
         """Zero the gradient of every padded entry (exact: padding stays 0 under any optimiser)."""
@@ -236,7 +257,7 @@ class StackedTransformer(nn.Module):
     def kernel_for(self, device: torch.device) -> str:
         if self.kernel != "auto":
             return self.kernel
-        return "core" if device.type == "cpu" and self.L <= CORE_MAX_LEN else "sdpa"
+        return auto_kernel(device, self.L)
 
     def _ln(self, h: Tensor, prefix: str) -> Tensor:
         """LayerNorm over each model's real dimensions (h [M, N, D]); its padded gain and bias are 0."""
@@ -290,9 +311,12 @@ class StackedTransformer(nn.Module):
             return (t.transpose(2, 3) if H > 1 else t).reshape(M, B * H, n, d)
 
         q, k, v = heads(q, n_q, dqk), heads(k, L, dqk), heads(v, L, dv)
+        if self.euclidean:  # q is scaled per model: [M, 1, 1] -> [M, 1, 1, 1] over [M, B*H, n, d]
+            s = self.q_scale if not torch.is_tensor(self.q_scale) else self.q_scale.view(M, 1, 1, 1)
+            q, k = euclidean_qk(q, k, s)
         bias = self._attn_bias(n_q, kernel, x.device, x.dtype)
         if kernel == "core" and not self.mixed_len:
-            y = attention_core(q.reshape(M * B * H, n_q, dqk), k.reshape(M * B * H, L, dqk),
+            y = attention_core(q.reshape(M * B * H, n_q, q.shape[-1]), k.reshape(M * B * H, L, k.shape[-1]),
                                v.reshape(M * B * H, L, dv), bias).view(M, B * H, n_q, dv)
         elif kernel == "sdpa":
             if self.mixed_len:
@@ -382,6 +406,13 @@ class StackedToy(nn.Module):
 
     def parameters_list(self) -> list[Tensor]:
         return [self.params[n] for n in self.names]
+
+    def member_block(self, name: str, t: Tensor, i: int) -> Tensor:
+        return t[i]
+
+    @torch.no_grad()
+    def stacked_like(self, name: str, blocks: list[Tensor]) -> Tensor:
+        return torch.stack(blocks)
 
     def mask_grads(self) -> None:
         pass

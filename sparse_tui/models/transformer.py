@@ -57,6 +57,17 @@ def sinusoidal_positions(length: int, d_model: int) -> Tensor:
 # at L = 65 the core takes 0.73x (d = 16) / 0.76x (d = 64) of SDPA's time, at L = 129 about the same or 0.7x, at
 # L = 257 and beyond the fused kernel wins (it never materialises the L x L scores).
 CORE_MAX_LEN = 160
+# On CUDA the core also beats SDPA's kernels (float32: the memory-efficient one; flash needs 16-bit inputs) up to the
+# longest sequence measured there: 65 positions. H100, torch 2.11, whole graphed training steps (2026-11-26): the
+# 24-run blog stack 6.07 ms with the core against 8.21 ms with SDPA (tf32: 3.88 against 6.22), the Fig. 4 stacks
+# 13.02 against 13.42 ms. Longer sequences keep SDPA on CUDA (not measured).
+CORE_MAX_LEN_CUDA = 65
+
+
+def auto_kernel(device: torch.device, L: int) -> str:
+    """The attention kernel ``"auto"`` picks for ``L`` positions on ``device``: ``"core"`` up to ``CORE_MAX_LEN``
+    (CPU) / ``CORE_MAX_LEN_CUDA`` (CUDA), else ``"sdpa"``."""
+    return "core" if L <= (CORE_MAX_LEN if device.type == "cpu" else CORE_MAX_LEN_CUDA) else "sdpa"
 
 
 class _AttentionCore(torch.autograd.Function):
@@ -99,11 +110,25 @@ def attention_core(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None) -> Tens
     return _AttentionCore.apply(q, k, v, bias)[0]
 
 
-class Attention(nn.Module):
-    """Multi-head attention. Queries and keys have d_qk dimensions per head, values d_model / n_heads."""
+def euclidean_qk(q: Tensor, k: Tensor, q_scale: float | Tensor = 1.0) -> tuple[Tensor, Tensor]:
+    """Queries and keys with one more dimension, such that ``q' . k' = 2 q . k - q_scale ||k||^2``: with ``q``
+    already multiplied by ``q_scale`` (1/sqrt(d_qk)), every attention kernel then computes the scores
+    ``-q_scale ||q/q_scale - k||^2`` up to ``q_scale ||q/q_scale||^2``, the same for every key of a query row, which
+    the softmax ignores. ``model.attention = "euclidean"``: the distance attention proposed in the blog "Sparse
+    attention 3 - inefficiency of extracting similar content" (a token finds its nearest neighbour by distance,
+    where a dot product favours long keys). ``q_scale``: a float, or a tensor broadcasting over q's leading
+    dimensions (per-model scales in a stack). Zero-padded dimensions change neither term."""
+    col = torch.ones_like(q[..., :1]) * (-q_scale)
+    return torch.cat([2 * q, col], -1), torch.cat([k, (k * k).sum(-1, keepdim=True)], -1)
 
-    def __init__(self, d_model: int, n_heads: int, d_qk: int, bias: bool = True):
+
+class Attention(nn.Module):
+    """Multi-head attention. Queries and keys have d_qk dimensions per head, values d_model / n_heads. Scores are
+    q.k / sqrt(d_qk) (``euclidean=False``) or -||q - k||^2 / sqrt(d_qk) (``euclidean_qk``)."""
+
+    def __init__(self, d_model: int, n_heads: int, d_qk: int, bias: bool = True, euclidean: bool = False):
         super().__init__()
+        self.euclidean = euclidean
         self.n_heads, self.d_qk, self.d_v = n_heads, d_qk, d_model // n_heads
         self.q = nn.Linear(d_model, n_heads * d_qk, bias=bias)
         self.k = nn.Linear(d_model, n_heads * d_qk, bias=False)  # a key bias only shifts each score row: no effect
@@ -126,16 +151,23 @@ class Attention(nn.Module):
             q = F.linear(xq, self.q.weight * scale, self.q.bias * scale if self.q.bias is not None else None)
             k, v = self.k(xkv), self.v(xkv)
             if H == 1:
+                if self.euclidean:
+                    q, k = euclidean_qk(q, k, scale)
                 y = attention_core(q, k, v, bias)  # [N, Lq, D]
             else:
                 N, Lq, L = xq.shape[0], xq.shape[1], xkv.shape[1]
                 heads = lambda t, n, d: t.unflatten(-1, (H, d)).transpose(1, 2).reshape(N * H, n, d)  # noqa: E731
-                y = attention_core(heads(q, Lq, self.d_qk), heads(k, L, self.d_qk), heads(v, L, self.d_v), bias)
+                qh, kh = heads(q, Lq, self.d_qk), heads(k, L, self.d_qk)
+                if self.euclidean:
+                    qh, kh = euclidean_qk(qh, kh, scale)
+                y = attention_core(qh, kh, heads(v, L, self.d_v), bias)
                 y = y.unflatten(0, (N, H)).transpose(1, 2).flatten(-2)
             return self.o(y), None
         q = self.q(xq).unflatten(-1, (H, self.d_qk)).transpose(-3, -2)  # [N, H, Lq, d_qk]
         k = self.k(xkv).unflatten(-1, (H, self.d_qk)).transpose(-3, -2)  # [N, H, L, d_qk]
         v = self.v(xkv).unflatten(-1, (H, self.d_v)).transpose(-3, -2)  # [N, H, L, d_v]
+        if self.euclidean:  # unscaled queries here: the scale multiplies the whole score below
+            q, k = euclidean_qk(q, k)
         if need_attn:
             scores = (q @ k.transpose(-2, -1)) * scale  # [N, H, Lq, L]
             if mask is not None:
@@ -165,11 +197,11 @@ class Block(nn.Module):
     """Pre-LN block: attention then (optionally) an MLP, each with an optional skip connection."""
 
     def __init__(self, d_model: int, n_heads: int, d_qk: int, mlp: bool, mlp_factor: int, layernorm: bool,
-                 residual: bool, bias: bool = True):
+                 residual: bool, bias: bool = True, euclidean: bool = False):
         super().__init__()
         self.residual = residual
         self.ln1 = nn.LayerNorm(d_model) if layernorm else nn.Identity()
-        self.attn = Attention(d_model, n_heads, d_qk, bias)
+        self.attn = Attention(d_model, n_heads, d_qk, bias, euclidean)
         self.ln2 = nn.LayerNorm(d_model) if (layernorm and mlp) else nn.Identity()
         self.mlp = MLP(d_model, mlp_factor * d_model, bias) if mlp else None
 
@@ -225,6 +257,7 @@ class Transformer(nn.Module):
         pos_init_std: float | None = None,
         bias: bool = True,
         tie_embeddings: bool = False,
+        attention: str = "dot",
         need_attn: bool = True,
         readout_only: bool = True,
         attn_kernel: str = "auto",
@@ -233,6 +266,8 @@ class Transformer(nn.Module):
         super().__init__()
         if d_model % n_heads != 0:
             raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
+        if attention not in ("dot", "euclidean"):
+            raise ValueError(f"attention must be 'dot' or 'euclidean', got {attention!r}")
         self.need_attn = need_attn
         self.readout_only = readout_only
         self.attn_kernel = attn_kernel
@@ -264,7 +299,8 @@ class Transformer(nn.Module):
 
         d_qk = d_qk or d_model // n_heads
         self.blocks = nn.ModuleList(
-            Block(d_model, n_heads, d_qk, mlp, mlp_factor, layernorm, residual, bias) for _ in range(n_layers)
+            Block(d_model, n_heads, d_qk, mlp, mlp_factor, layernorm, residual, bias, attention == "euclidean")
+            for _ in range(n_layers)
         )
         self.ln_f = nn.LayerNorm(d_model) if layernorm else nn.Identity()
         if tie_embeddings:
@@ -310,10 +346,10 @@ class Transformer(nn.Module):
 
     def kernel_for(self, device: torch.device, L: int) -> str:
         """The attention kernel a training forward (``need_attn = False``) uses: ``attn_kernel``, or for ``"auto"``
-        ``"core"`` on CPUs up to ``CORE_MAX_LEN`` positions and ``"sdpa"`` otherwise (CUDA, long sequences)."""
+        ``auto_kernel``."""
         if self.attn_kernel != "auto":
             return self.attn_kernel
-        return "core" if device.type == "cpu" and L <= CORE_MAX_LEN else "sdpa"
+        return auto_kernel(device, L)
 
     def forward(self, x: Tensor) -> tuple[Tensor, list[Tensor | None]]:
         h = self.embed(x)  # [N, L, D]

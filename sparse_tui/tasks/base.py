@@ -17,14 +17,14 @@ class Batch:
     y: long [N] class targets (recall, nearest) or float [N, out_dim] regression targets (linreg).
     relevant: bool [N, L], the positions the readout (last position) must attend to: the relevant token(s) for
         linreg, the value token(s) of the query's pair(s) for recall (selection step, paper Fig. 17 right),
-        the closest token for nearest.
+        the closest token for nearest. None in training batches drawn with ``meta=False``.
     copy_q, copy_k: long [N] (recall only): position of the relevant value token and of its key; the copy step of
         an induction head is attention from copy_q to copy_k (paper Fig. 17 middle). None for other tasks.
     """
 
     x: Tensor
     y: Tensor
-    relevant: Tensor
+    relevant: Tensor | None
     copy_q: Tensor | None = None
     copy_k: Tensor | None = None
 
@@ -47,8 +47,9 @@ class Task(Protocol):
     out_dim: int  # number of classes, or regression output dimension
     device: torch.device
 
-    def train_batch(self, batch_size: int) -> Batch:
-        """A training batch (with the preset's repetition), drawn from the task's own generator."""
+    def train_batch(self, batch_size: int, meta: bool = True) -> Batch:
+        """A training batch (with the preset's repetition), drawn from the task's own generator. ``meta=False``: the
+        training step's batch, x and y only (the same random draws; no relevant mask or probe positions)."""
         ...
 
     def test_batch(self, size: int) -> Batch:

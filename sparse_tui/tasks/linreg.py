@@ -139,8 +139,9 @@ class LinearRegression:
         y = x_rel @ self.w_star.T
         return Batch(x=x, y=y, relevant=relevant)
 
-    def train_batch(self, batch_size: int) -> Batch:
-        """Training sequences with in-context repetition B and cross-sample repetition p."""
+    def train_batch(self, batch_size: int, meta: bool = True) -> Batch:
+        """Training sequences with in-context repetition B and cross-sample repetition p (``meta`` is accepted for
+        the Task protocol: the relevant mask is part of the input here, through the indicator feature)."""
         return self._sample(int(batch_size), self._train_gen, self.B, self.p)
 
     def test_batch(self, size: int) -> Batch:

@@ -66,18 +66,20 @@ class NearestToken:
         self._train_gen = make_generator(self.seed, "train", self.device)
         self._test_cache: dict[int, Batch] = {}
 
-    def _sample(self, n: int, gen: torch.Generator) -> Batch:
+    def _sample(self, n: int, gen: torch.Generator, meta: bool = True) -> Batch:
         V, C, dev = self.V, self.C, self.device
         x = torch.rand(n, V, generator=gen, device=dev).topk(C, dim=1, sorted=True).indices  # [n, C] distinct
         idx = nearest_index(x, self.tie_break)
         y = x.gather(1, idx.unsqueeze(1)).squeeze(1)
+        if not meta:
+            return Batch(x=x, y=y, relevant=None)
         relevant = torch.zeros(n, C, dtype=torch.bool, device=dev)
         relevant.scatter_(1, idx.unsqueeze(1), True)
         return Batch(x=x, y=y, relevant=relevant)
 
-    def train_batch(self, batch_size: int) -> Batch:
-        """Fresh sequences from the training stream."""
-        return self._sample(int(batch_size), self._train_gen)
+    def train_batch(self, batch_size: int, meta: bool = True) -> Batch:
+        """Fresh sequences from the training stream (``meta=False``: x and y only)."""
+        return self._sample(int(batch_size), self._train_gen, meta)
 
     def test_batch(self, size: int) -> Batch:
         """The fixed test set of ``size`` sequences (same distribution as training). Cached per size."""

@@ -83,9 +83,9 @@ class AssociativeRecall:
             self.train_set = self._sample(cfg.train_size, data_gen, self.B, self.p)
 
     # ------------------------------------------------------------------------------------------------------
-    def _sample(self, n: int, gen: torch.Generator, B: float, p: float) -> Batch:
+    def _sample(self, n: int, gen: torch.Generator, B: float, p: float, meta: bool = True) -> Batch:
         if n <= _CHUNK:
-            return self._sample_chunk(n, gen, B, p)
+            return self._sample_chunk(n, gen, B, p, meta)
         parts = [self._sample_chunk(min(_CHUNK, n - i), gen, B, p) for i in range(0, n, _CHUNK)]
         return Batch(
             x=torch.cat([b.x for b in parts]),
@@ -95,7 +95,7 @@ class AssociativeRecall:
             copy_k=torch.cat([b.copy_k for b in parts]),
         )
 
-    def _sample_chunk(self, n: int, gen: torch.Generator, B: float, p: float) -> Batch:
+    def _sample_chunk(self, n: int, gen: torch.Generator, B: float, p: float, meta: bool = True) -> Batch:
         V, P, dev = self.n_tokens, self.n_pairs, self.device
 
         if self.values == "permutation":
@@ -131,6 +131,8 @@ class AssociativeRecall:
         x[:, 1 : 2 * P : 2] = values
         x[:, -1] = q
         y = mapping.gather(1, q.unsqueeze(1)).squeeze(1)
+        if not meta:  # a training step reads x and y only (the same random numbers were drawn)
+            return Batch(x=x, y=y, relevant=None)
 
         relevant = torch.zeros(n, L, dtype=torch.bool, device=dev)
         relevant[:, 1 : 2 * P : 2] = is_q
@@ -140,14 +142,17 @@ class AssociativeRecall:
         return Batch(x=x, y=y, relevant=relevant, copy_q=copy_q, copy_k=copy_k)
 
     # ------------------------------------------------------------------------------------------------------
-    def train_batch(self, batch_size: int) -> Batch:
-        """Online sequences (train_size = 0) or a uniform draw with replacement from the fixed training set."""
+    def train_batch(self, batch_size: int, meta: bool = True) -> Batch:
+        """Online sequences (train_size = 0) or a uniform draw with replacement from the fixed training set.
+        ``meta=False``: x and y only (``relevant``, ``copy_q``, ``copy_k`` None; the training step's batches)."""
         n = int(batch_size)
         if self.train_set is None:
-            return self._sample(n, self._train_gen, self.B, self.p)
+            return self._sample(n, self._train_gen, self.B, self.p, meta)
         idx = torch.randint(0, self.train_set.x.shape[0], (n,), generator=self._train_gen, device=self.device)
         s = self.train_set
         pick = lambda t: t.index_select(0, idx)  # noqa: E731  (much faster than t[idx] on a busy multi-thread CPU)
+        if not meta:
+            return Batch(x=pick(s.x), y=pick(s.y), relevant=None)
         return Batch(x=pick(s.x), y=pick(s.y), relevant=pick(s.relevant), copy_q=pick(s.copy_q), copy_k=pick(s.copy_k))
 
     def test_batch(self, size: int) -> Batch:

@@ -1,7 +1,7 @@
 """The one training loop: a stack of M runs (models/stack.py) trained together; a single run is a stack of one.
 
 ``train_stack`` is the only place a Transformer or toy model is trained, whoever asked (``trainer.train_run`` for one
-run, ``stacked.train_stacked`` for a group, the headless CLI, the console, worker processes). Evaluation,
+run, ``runner._train_claimed`` for a group, the headless CLI, the console, worker processes). Evaluation,
 attention snapshots, plateau detection, divergence, cancellation, logging and the learning-rate schedule are
 written once, here, per member of the stack.
 
@@ -16,9 +16,13 @@ eager loop calls it; on CUDA (``train.cuda_graph``) the same function is capture
 (training/cudagraph.py). The loss is read back only at evaluations on GPUs; on CPUs, where reading costs nothing,
 every step, so that a NaN stops a run at the step it appears.
 
-Before training, every stack takes a trial step (``trial_step``: forward and backward on test data, nothing
-updated, no random stream touched). A failure raises ``StackFailed``; the caller (stacked._train_group, from runner.work) then
-falls back to smaller stacks and finally to one run at a time on the plainest kernels.
+Before training, every stack takes a trial (``trial_step``): the training step itself (sampling, forward,
+backward, clipping, the optimiser's first update and its state) and an evaluation of every member, then every
+parameter, optimiser state, loss sum and random stream is put back exactly as it was (tests/test_loop_trial.py), so
+the run's numbers do not depend on it. A failure raises ``StackFailed`` before anything is logged; the caller
+(runner) then falls back to smaller stacks and finally to one run at a time on the plainest kernels. On CUDA with
+graphs wanted, the trial runs on the capture stream (the warm-up torch asks for) and checks that the step never
+waits for the host; the step is then captured (training/cudagraph.py) before step 0 is evaluated.
 """
 
 from __future__ import annotations
@@ -137,9 +141,32 @@ def precision_mode(precision: str, device: torch.device):
     yield nullcontext
 
 
+@contextmanager
+def full_fp32(device: torch.device):
+    """Evaluations run in float32 whatever ``train.precision`` says: TF32 matmuls are switched off inside."""
+    if device.type != "cuda" or not (torch.backends.cuda.matmul.allow_tf32 or torch.backends.cudnn.allow_tf32):
+        yield
+        return
+    before = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
+
+
 def graph_wanted(device: torch.device, mode: str) -> bool:
-    """Whether the step is captured as a CUDA graph (``train.cuda_graph``: auto / on capture on CUDA devices)."""
-    return device.type == "cuda" and mode != "off"
+    """Whether the step is captured as a CUDA graph (``train.cuda_graph``: auto / on capture on CUDA devices; never
+    in a process where a capture already failed: training/cudagraph.py)."""
+    from sparse_tui.training.cudagraph import capture_broken
+
+    return device.type == "cuda" and mode != "off" and capture_broken() is None
+
+
+def generator_slots(members) -> list[tuple[object, str]]:
+    """``(task, attribute)`` of every member's random generators: what the trial puts back, what a CUDA graph
+    registers (device generators only) and what a failed capture replaces."""
+    return [(mb.task, k) for mb in members for k, v in vars(mb.task).items() if isinstance(v, torch.Generator)]
 
 
 class _Member:
@@ -147,6 +174,7 @@ class _Member:
 
     def __init__(self, index, cfg, logger, task, module, test):
         self.index, self.cfg, self.logger, self.task, self.module, self.test = index, cfg, logger, task, module, test
+        self.slot = index  # its place in the stack it trains in now (Prepared: changes when the stack shrinks)
         self.ev_steps = set(eval_steps(cfg))
         self.snaps = snapshot_steps(cfg)
         self.det = PlateauDetector(mode=cfg.plateau.mode, value=cfg.plateau.value)
@@ -213,39 +241,65 @@ class Batcher:
         return x, y
 
     def train(self, bs: int):
-        return self.assemble([mb.task.train_batch(bs) for mb in self.members])
-
-    def from_test(self, bs: int):
-        """A training-sized batch from each member's fixed test set (the trial step: no generator is touched)."""
-        from sparse_tui.training.metrics import _slice
-
-        out = []
-        for mb in self.members:
-            n = len(mb.test)
-            idx = torch.arange(bs, device=mb.test.x.device) % n
-            b = _slice(mb.test, 0, n)
-            out.append(type(b)(b.x[idx], b.y[idx], b.relevant[idx]))
-        return self.assemble(out)
+        return self.assemble([mb.task.train_batch(bs, meta=False) for mb in self.members])
 
 
-def trial_step(stack, batcher: Batcher, bs: int, classification: bool, autocast, device: torch.device) -> None:
-    """One forward and backward of the stack on test data (no parameter changes, no random stream drawn from),
-    so an unsupported kernel or an out-of-memory error shows before anything is trained or logged."""
-    from sparse_tui.models.stack import stacked_loss
+def trial_step(prep: "Prepared", stream=None, warmup: int = 1, check_syncs: bool = False) -> str | None:
+    """The stack's trial: ``warmup`` training steps (sampling, forward, backward, clipping, the optimiser update
+    and its state) and one evaluation of every member, then everything put back exactly: parameters, optimiser
+    state (in place: the same tensors; a state the trial made for a fresh optimiser is zeroed, as fresh), the loss
+    sums, every member's random streams. An
+    unsupported kernel, an out-of-memory error or any other failure of these raises ``StackFailed`` before anything
+    is trained or logged.
 
+    ``stream``: run the steps there (CUDA: the capture stream; the steps are then the graph's warm-up).
+    ``check_syncs``: run the last step under CUDA's sync debug mode; returns the first host sync found (then the
+    step cannot be captured), else None."""
+    slots = generator_slots(prep.members)
+    states = [getattr(o, a).get_state() for o, a in slots]
+    params = prep.stack.parameters_list()
+    saved = [p.detach().clone() for p in params]
+    opt_saved = prep.opt.snapshot()
+    sums = prep.loss_sum.clone()
+    synced = None
     try:
-        x, y = batcher.from_test(bs)
-        with autocast():
-            out = stack(x)
-        stacked_loss(out.float() if out.dtype == torch.bfloat16 else out, y, classification).sum().backward()
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
+        if stream is not None:
+            stream.wait_stream(torch.cuda.current_stream(prep.device))
+        with torch.cuda.stream(stream) if stream is not None else nullcontext():
+            for i in range(warmup):
+                prep.opt.set_lr(1, prep.lr_dev)
+                if check_syncs and i == warmup - 1:
+                    from sparse_tui.training.cudagraph import host_syncs
+
+                    synced = host_syncs(prep.step_fn)
+                else:
+                    prep.step_fn()
+        if stream is not None:
+            torch.cuda.current_stream(prep.device).wait_stream(stream)
+        with torch.no_grad(), full_fp32(prep.device):
+            for mb in prep.members:
+                prep.stack.load_into(mb.slot, mb.module)
+                mb.module.eval()
+                evaluate(mb.module, mb.test, mb.task.kind, mb.task.classification)
+                if mb.cfg.model.kind == "toy":
+                    toy_metrics(mb.module, mb.task)
+                mb.module.train()
+        if prep.device.type == "cuda":
+            torch.cuda.synchronize(prep.device)
     except Exception as e:  # noqa: BLE001 - any failure of the trial is a reason to fall back
         oom = isinstance(e, torch.cuda.OutOfMemoryError) or "out of memory" in str(e).lower()
         raise StackFailed(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}".strip(), oom) from None
     finally:
-        for p in stack.parameters_list():
+        for p in params:
             p.grad = None
+    with torch.no_grad():
+        for p, s in zip(params, saved):
+            p.copy_(s)
+        prep.loss_sum.copy_(sums)
+    prep.opt.restore(opt_saved)
+    for (owner, name), st in zip(slots, states):
+        getattr(owner, name).set_state(st)
+    return synced
 
 
 def train_stack(
@@ -281,18 +335,24 @@ class Prepared:
     training step (what the eager loop calls, what a CUDA graph captures, what the scheduler's calibration and
     the benchmarks time)."""
 
-    def __init__(self, cfgs, device, loggers=None, kernel="auto", dtype=None, autocast=nullcontext):
+    def __init__(self, cfgs, device, loggers=None, kernel="auto", dtype=None, autocast=nullcontext,
+                 capturable: bool = False, members: list[_Member] | None = None):
         from sparse_tui.models.stack import build_stack, stacked_loss
 
         self.cfgs, self.device = cfgs, device
         self.M = M = len(cfgs)
+        self.kernel, self.dtype, self.capturable = kernel, dtype, capturable
         self.steps, self.bs = cfgs[0].train.steps, cfgs[0].train.batch_size
-        self.members = build_members(cfgs, device, loggers or [RunLogger() for _ in cfgs], dtype)
+        if members is None:
+            members = build_members(cfgs, device, loggers or [RunLogger() for _ in cfgs], dtype)
+        for slot, mb in enumerate(members):
+            mb.slot = slot  # its place in this stack (``index``: its place in the caller's list, for ``on_done``)
+        self.members = members
         self.classification = classification = self.members[0].task.classification
         self.stack = stack = build_stack([mb.module for mb in self.members], kernel, classification)
         params = stack.parameters_list()
         self.table = lr_table(cfgs, self.steps)
-        self.opt = opt = StackOptimizer(params, cfgs, self.table, device, capturable=device.type == "cuda")
+        self.opt = opt = StackOptimizer(params, cfgs, self.table, device, capturable=capturable)
         self.lr_dev = torch.tensor(self.table, device=device, dtype=params[0].dtype)  # [steps, M]
         self.batcher = batcher = Batcher(stack, self.members, dtype)
         self.autocast = autocast
@@ -314,41 +374,80 @@ class Prepared:
 
         self.step_fn = step_fn
 
-    def trial(self) -> None:
-        trial_step(self.stack, self.batcher, self.bs, self.classification, self.autocast, self.device)
+    @classmethod
+    @torch.no_grad()
+    def restack(cls, old: "Prepared", keep: list[_Member]) -> "Prepared":
+        """A smaller stack of ``keep`` (members of ``old``) that continues exactly where they are: their parameters,
+        optimiser state, loss sums and bookkeeping move over; their tasks (and random streams) are the same
+        objects. The new stack pads only to the largest of the members kept."""
+        names = old.stack.names
+        for mb in keep:
+            old.stack.load_into(mb.slot, mb.module)
+        states = old.opt.state_tensors()
+        blocks = [{k: [old.stack.member_block(n, v, mb.slot) if v.dim() else v for mb in keep]
+                   for k, v in st.items()} for n, st in zip(names, states)]
+        sums = old.loss_sum[[mb.slot for mb in keep]].clone()
+        new = cls([mb.cfg for mb in keep], old.device, kernel=old.kernel, dtype=old.dtype, autocast=old.autocast,
+                  capturable=old.capturable, members=keep)
+        new.opt.load_member_states([{k: new.stack.stacked_like(n, b) if b[0].dim() else b[0]
+                                     for k, b in bl.items()} for n, bl in zip(names, blocks)])
+        new.loss_sum.copy_(sums)
+        return new
+
+    def trial(self, stream=None, warmup: int = 1, check_syncs: bool = False) -> str | None:
+        return trial_step(self, stream, warmup, check_syncs)
+
+    def reset_masks(self, idx: frozenset[int]) -> torch.Tensor:
+        """A ``[M]`` 0/1 tensor on the device that zeroes the loss sums of members ``idx`` (cached per set: the
+        loop resets sums with one multiply, never a Python scalar written into a device tensor)."""
+        cache = self.__dict__.setdefault("_reset", {})
+        if idx not in cache:
+            cache[idx] = torch.tensor([0.0 if i in idx else 1.0 for i in range(self.M)], device=self.device,
+                                      dtype=self.loss_sum.dtype)
+        return cache[idx]
+
+
+# A stack whose live members fall to half of it or fewer is rebuilt from them (``Prepared.restack``) when at least
+# this many steps remain: ended members cost a whole model's work per step until the last member ends.
+RESTACK_MIN_STEPS = 100
+
+
+def _engine(prep: Prepared, graph: bool, graph_mode: str, notes: list[str]) -> tuple[Callable[[], None], bool]:
+    """The trial of ``prep`` (on the capture stream when graphed), then its step function: the CUDA graph of the
+    step, or the eager step (with the reason noted) when the step waits for the host or its capture fails. Raises
+    ``StackFailed`` when the trial fails, or (``graph_mode == "on"``) when no graph can be had. Returns (step
+    function, graphed). A checkpoint must be loaded before (loading replaces the optimiser's state tensors)."""
+    from sparse_tui.training import cudagraph
+
+    stream = torch.cuda.Stream(prep.device) if graph else None
+    synced = prep.trial(stream, cudagraph.WARMUP_STEPS if graph else 1, check_syncs=graph)
+    if not graph:
+        return prep.step_fn, False
+    why = None
+    if synced is not None:
+        why = f"CUDA graph skipped: the step waits for the host ({synced})"
+    else:
+        try:
+            slots = [sl for sl in generator_slots(prep.members) if getattr(*sl).device.type == "cuda"]
+            return cudagraph.GraphedStep(prep.step_fn, slots, prep.device, stream).step, True
+        except cudagraph.CaptureFailed as e:
+            why = f"CUDA graph capture failed ({e.reason})"
+    if graph_mode == "on":
+        raise StackFailed(why)
+    why += "; trained eagerly"
+    notes.append(why)
+    print(f"sparse-tui: {why}", file=sys.stderr, flush=True)
+    return prep.step_fn, False
 
 
 def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_mode, dtype, notes, autocast):
-    prep = Prepared(cfgs, device, loggers, kernel, dtype, autocast)
-    prep.trial()
-    ckpt = Checkpointer.for_stack(prep.members)  # training/checkpoint.py: continue from the latest checkpoint
-    start, resumed = ckpt.restore(prep) if ckpt is not None else (0, prep.members)
+    graph = graph_wanted(device, graph_mode)
+    prep = Prepared(cfgs, device, loggers, kernel, dtype, autocast, capturable=graph)
+    members = prep.members
+    ckpt = Checkpointer.for_stack(members)  # training/checkpoint.py: continue from the latest checkpoint
+    start, resumed = ckpt.restore(prep) if ckpt is not None else (0, members)
+    runner, graphed = _engine(prep, graph, graph_mode, notes)  # the trial (puts the state back), the capture
     M, steps = prep.M, prep.steps
-    members, stack, opt, lr_dev, loss_sum = prep.members, prep.stack, prep.opt, prep.lr_dev, prep.loss_sum
-    step_fn = prep.step_fn
-
-    runner = step_fn
-    if graph_wanted(device, graph_mode):
-        from sparse_tui.training.cudagraph import WARMUP_STEPS, GraphedStep
-
-        gens = [g for mb in members for g in vars(mb.task).values()
-                if isinstance(g, torch.Generator) and g.device.type == "cuda"]
-        graphed = GraphedStep(step_fn, gens, device)
-
-        def runner() -> None:
-            nonlocal runner
-            try:
-                graphed.step()
-            except Exception as e:  # noqa: BLE001
-                if graph_mode == "on" or graphed.graph is not None or graphed.calls <= WARMUP_STEPS:
-                    raise
-                why = f"CUDA graph capture failed ({type(e).__name__}: {e}); trained eagerly"
-                notes.append(why)
-                print(f"sparse-tui: {why}", file=sys.stderr, flush=True)
-                runner = step_fn
-                step_fn()  # a failed capture ran nothing: this step runs eagerly
-    graph_on = runner is not step_fn
-
     sync_every = 1 if device.type == "cpu" else min(c.eval.every for c in cfgs)
     t0 = time.perf_counter()
 
@@ -362,19 +461,21 @@ def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_m
     def do_eval(mb: _Member, step: int, loss_host: list[float]) -> dict[str, float]:
         flush_train_log(mb)
         cfg, model = mb.cfg, mb.module
-        stack.load_into(mb.index, model)
+        prep.stack.load_into(mb.slot, model)
         model.eval()
-        vals = evaluate(model, mb.test, mb.task.kind, mb.task.classification)
-        if cfg.model.kind == "toy":
-            vals.update(toy_metrics(model, mb.task))
+        with full_fp32(device):
+            vals = evaluate(model, mb.test, mb.task.kind, mb.task.classification)
+            if cfg.model.kind == "toy":
+                vals.update(toy_metrics(model, mb.task))
         model.train()
         if mb.n_since:
-            vals["train/loss"] = loss_host[mb.index] / mb.n_since
+            vals["train/loss"] = loss_host[mb.slot] / mb.n_since
         mb.n_since = 0
         vals["lr"] = cfg.train.lr * lr_factor(max(step, 1), cfg)
         mb.logger.metrics(step, vals)
         if step in mb.snaps:
-            maps, meta = attention_snapshot(model, mb.test, cfg.eval.snapshot_examples)
+            with full_fp32(device):
+                maps, meta = attention_snapshot(model, mb.test, cfg.eval.snapshot_examples)
             mb.logger.attention(step, maps, meta)
         mb.det.update(step, vals.get(cfg.plateau.metric, math.nan))
         for k, v in vals.items():
@@ -398,13 +499,30 @@ def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_m
         }
         if M > 1:
             summary["stacked_with"] = M
-        if graph_on:
-            summary["cuda_graph"] = graphed.graph is not None
+        if graph:
+            summary["cuda_graph"] = graphed
         if notes:
             summary["notes"] = list(notes)
         mb.result = RunResult(status=status, reason=reason, plateau_step=mb.det.step, summary=summary, step=step)
         if on_done is not None:
             on_done(mb.index, mb.result)
+
+    def restack(step: int) -> None:
+        """Continue with a stack of the live members only (its graph captured anew), and checkpoint it at once."""
+        nonlocal prep, runner, graphed, ckpt
+        before = prep.M
+        prep = Prepared.restack(prep, live)
+        runner, graphed = _engine(prep, graph, "auto", notes)
+        why = f"stack of {before} runs rebuilt as {prep.M} at step {step} (the others ended)"
+        notes.append(why)
+        print(f"sparse-tui: {why}", file=sys.stderr, flush=True)
+        if ckpt is not None:  # the new stack's checkpoint replaces the old one (other runs, other shapes)
+            old = ckpt
+            ckpt = Checkpointer.for_stack(live)
+            ckpt.started, ckpt.wall_before, ckpt.before_save = old.started, old.wall_before, old.before_save
+            ckpt.save(step, prep, live)
+            if old.run_ids[0] != ckpt.run_ids[0]:  # else the new file replaced it
+                old.files.remove()
 
     zeros = [0.0] * M
     for mb in members:
@@ -417,22 +535,23 @@ def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_m
 
     live = list(resumed)
     for step in range(start + 1, steps + 1):
-        opt.set_lr(step, lr_dev)
+        prep.opt.set_lr(step, prep.lr_dev)
         runner()
         for mb in live:
             mb.n_since += 1
         evaluating = [mb for mb in live if step in mb.ev_steps]
         loss_host = None
         if step % sync_every == 0 or evaluating:
-            loss_host = loss_sum.tolist()
+            loss_host = prep.loss_sum.tolist()
             for mb in list(live):
-                if (step % sync_every == 0 or step in mb.ev_steps) and not math.isfinite(loss_host[mb.index]):
+                if (step % sync_every == 0 or step in mb.ev_steps) and not math.isfinite(loss_host[mb.slot]):
                     end(mb, "diverged", step, f"non-finite training loss at step {step}")
                     live.remove(mb)
+        reset: set[int] = set()
         for mb in evaluating:
             if mb.result is None:
                 mb.last = do_eval(mb, step, loss_host)
-                loss_sum[mb.index] = 0.0
+                reset.add(mb.slot)
                 after = mb.cfg.plateau.stop_after
                 if after >= 0 and mb.det.step is not None and step - mb.det.step >= after and mb in live:
                     end(mb, "finished", step,
@@ -442,11 +561,13 @@ def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_m
         logging = [mb for mb in live if mb.result is None and step % mb.cfg.eval.train_every == 0
                    and mb not in evaluating and mb.n_since]
         if logging:
-            loss_host = loss_sum.tolist() if loss_host is None else loss_host
+            loss_host = prep.loss_sum.tolist() if loss_host is None else loss_host
             for mb in logging:
-                mb.train_log.append((step, loss_host[mb.index] / mb.n_since))
-                loss_sum[mb.index] = 0.0
+                mb.train_log.append((step, loss_host[mb.slot] / mb.n_since))
+                reset.add(mb.slot)
                 mb.n_since = 0
+        if reset:  # one multiply on the device for the whole stack
+            prep.loss_sum.mul_(prep.reset_masks(frozenset(reset)))
         if on_step is not None:
             on_step(step)
         why_all = should_stop() if should_stop is not None else None
@@ -460,6 +581,8 @@ def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_m
                 live.remove(mb)
         if not live:
             break
+        if 2 * len(live) <= prep.M and steps - step >= RESTACK_MIN_STEPS:
+            restack(step)
     for mb in live:
         bad = [k for k in ("test/loss", "train/loss") if k in mb.last and not math.isfinite(mb.last[k])]
         if bad:

@@ -136,6 +136,68 @@ class StackOptimizer:
             denom = (v.sqrt() / self._view(bc2_sqrt, p)).add_(self.eps)
             p.sub_((m / denom) * (lr_v / self._view(bc1, p)))
 
+    def state_tensors(self) -> list[dict[str, torch.Tensor]]:
+        """Per parameter, its optimiser state by name (moments, momentum buffer, step count): the tensors
+        themselves, empty before a fused optimiser's first step."""
+        if self.fused:
+            return [{k: v for k, v in self.opt.state.get(p, {}).items() if torch.is_tensor(v)} for p in self.params]
+        out = []
+        for i in range(len(self.params)):
+            st = {"t": self.t}
+            if self.state1 is not None:
+                st["state1"] = self.state1[i]
+            if self.state2 is not None:
+                st["state2"] = self.state2[i]
+            out.append(st)
+        return out
+
+    @torch.no_grad()
+    def snapshot(self) -> list[dict[str, torch.Tensor]] | None:
+        """Copies of the state (None: a fused optimiser that has not stepped yet, whose state is made lazily)."""
+        states = self.state_tensors()
+        if not any(states):
+            return None
+        return [{k: v.clone() for k, v in st.items()} for st in states]
+
+    @torch.no_grad()
+    def restore(self, snap: list[dict[str, torch.Tensor]] | None) -> None:
+        """Back to ``snapshot()``'s state, in place (a captured CUDA graph that reads the state stays valid)."""
+        if snap is None:
+            self.reset_state()
+            return
+        for st, saved in zip(self.state_tensors(), snap, strict=True):
+            for k, v in st.items():
+                v.copy_(saved[k])
+
+    @torch.no_grad()
+    def load_member_states(self, states: list[dict[str, torch.Tensor]]) -> None:
+        """Take over per-parameter states (``state_tensors`` layout, already restacked for these parameters):
+        a fused optimiser is given its state as torch.optim would have made it; the per-model update copies."""
+        if self.fused:
+            for p, st in zip(self.params, states, strict=True):
+                if st:
+                    self.opt.state[p] = {k: v.clone() for k, v in st.items()}
+            return
+        for mine, st in zip(self.state_tensors(), states, strict=True):
+            for k, v in mine.items():
+                v.copy_(st[k])
+
+    @torch.no_grad()
+    def reset_state(self) -> None:
+        """Back to the state of a fresh optimiser, in place (the same tensors, so a captured CUDA graph that reads
+        them stays valid): moments, momentum buffers and step counts zero. A zero momentum buffer gives
+        ``0 * momentum + g = g``, exactly the first step of a fresh SGD (dampening 0)."""
+        if self.fused:
+            for st in self.opt.state.values():
+                for v in st.values():
+                    if torch.is_tensor(v):
+                        v.zero_()
+            return
+        self.t.zero_()
+        for states in (self.state1, self.state2):
+            for t in states or []:
+                t.zero_()
+
     def zero_grad(self) -> None:
         for p in self.params:
             p.grad = None

@@ -3,7 +3,8 @@
 A sweep is many small runs. Trained one at a time they are dominated by per-step overhead, so ``plan`` picks one
 of three schedules (``sparse-tui run --schedule auto|sequential|processes|stacked``):
 
-* ``sequential``: one process trains the runs one after another (torch's default thread count).
+* ``sequential``: one process trains the runs one after another (torch's default thread count; a lone run on a
+  CPU gets the idle cores, ``resources.lone_run_threads``).
 * ``processes``: one worker process per idle core, one torch thread each; every worker claims runs from the
   store and trains them alone. On CPUs this pays for small models (docs/PERFORMANCE.md), which do not use
   several threads well. Whether it pays is measured, not assumed: ``auto`` times a few training steps of a
@@ -213,7 +214,13 @@ def plan(
     biggest = max((keys.count(k) for k in set(keys) if k is not None), default=0)
     if schedule == "auto":
         if n <= 1:
-            return Plan("sequential", 1, None, 1, "one run")
+            if dev != "cpu" or not specs:
+                return Plan("sequential", 1, None, 1, "one run")
+            from sparse_tui.resources import lone_run_threads
+
+            free = idle_cores(cores) if idle is None else idle
+            th = lone_run_threads(specs[0].config, free)
+            return Plan("sequential", 1, th, 1, f"one run; CPU, {free} of {cores} cores idle: {th} thread(s)")
         if dev == "cuda":
             if biggest >= 2:
                 return Plan("stacked", 1, None, MAX_GROUP, f"GPU, up to {biggest} runs share shapes")
@@ -300,11 +307,107 @@ def group_size(cfgs: RunConfig | list[RunConfig], budget_bytes: int | None, limi
     return max(1, min(limit, int(budget_bytes // max(1, stack_member_bytes(cfgs)))))
 
 
+# --------------------------------------------------------------------------------------------------------------
+# Grouping by the work padding wastes
+# --------------------------------------------------------------------------------------------------------------
+
+# A stack's predicted time per step is STACK_OVERHEAD_FLOPS plus its padded training FLOPs (every member at the
+# stack's largest width and length): a stack pays a fixed cost per step (its kernels, each member's sampling) and
+# then its FLOPs, padding included. Fitted on an H100 (torch 2.11, float32, graphed steps, 2026-11-26) over 18 stacks
+# of the blog_nembd and Fig. 4 sweeps: 1.8 ms + 0.044 ms per GFLOP, i.e. about 40 GFLOP of overhead per stack.
+# What it decides, measured on that card: the 24-run blog sweep trains fastest as one stack although padding to
+# width 80 costs 2.9x its own FLOPs (6.1 ms per step, against 10.7 ms as 5 stacks each within 1.25x of their own
+# FLOPs, and 13.9 ms as one stack per width); the Fig. 4 sweep as one stack per sequence length (13.0 ms against
+# 14.4 ms as one stack padded to length 65: 1.7x its own FLOPs). docs/PERFORMANCE.md has the table.
+STACK_OVERHEAD_FLOPS = 4.0e10
+# An optional hard limit on padding: a stack may cost at most this many times its members' own FLOPs (None: the
+# predicted time alone decides; ``partition(cap=...)``).
+PADDING_CAP: float | None = None
+
+
+def _shape(cfg: RunConfig) -> dict[str, int]:
+    """The sizes that set a Transformer's training FLOPs (``step_flops``); per run, or padded over a stack."""
+    m, td = cfg.model, task_dims(cfg)
+    kind = m.input if m.input != "auto" else ("embedding" if td["vocab"] else "linear")
+    return {"D": m.d_model, "Q": m.n_heads * (m.d_qk or m.d_model // m.n_heads), "V": m.d_model,
+            "F": m.mlp_factor * m.d_model if m.mlp else 0, "L": td["seq_len"],
+            "in": 0 if kind == "embedding" else (td["in_dim"] or 0), "out": td["out_dim"]}
+
+
+def step_flops(cfg: RunConfig, shape: dict[str, int] | None = None) -> float:
+    """Matmul FLOPs of one training step (forward + backward = 3x forward) of ``cfg``'s model, at its own shape or
+    at ``shape`` (the padded shape of a stack: ``stack_flops``). Toy models: their one weighted sum and map."""
+    td = task_dims(cfg)
+    bs = cfg.train.batch_size
+    if cfg.model.kind != "transformer":
+        return 3.0 * bs * 2 * (td["seq_len"] * (td["in_dim"] or 1) + (td["in_dim"] or 1) * td["out_dim"])
+    s = shape or _shape(cfg)
+    D, Q, V, F, L = s["D"], s["Q"], s["V"], s["F"], s["L"]
+    n_layers = cfg.model.n_layers
+    fwd = 2 * L * s["in"] * D  # a linear input map (an embedding lookup costs no matmul)
+    for i in range(n_layers):
+        n_q = 1 if i == n_layers - 1 else L  # the last layer computes the readout position only
+        fwd += 2 * L * D * (Q + V)  # keys and values of every position
+        fwd += 2 * n_q * D * (Q + V)  # queries and the output projection
+        fwd += 2 * n_q * L * (Q + V)  # scores and the weighted values
+        fwd += 4 * n_q * D * F  # MLP
+    fwd += 2 * D * s["out"]
+    return 3.0 * bs * fwd
+
+
+def stack_flops(cfgs: list[RunConfig]) -> float:
+    """FLOPs of one step of ``cfgs`` as one stack: every member at the largest size of each dimension."""
+    if cfgs[0].model.kind != "transformer":
+        return sum(step_flops(c) for c in cfgs)
+    shapes = [_shape(c) for c in cfgs]
+    padded = {k: max(sh[k] for sh in shapes) for k in shapes[0]}
+    return len(cfgs) * step_flops(cfgs[0], padded)
+
+
+def padding_overhead(cfgs: list[RunConfig]) -> float:
+    """A stack's FLOPs over the sum of its members' own (1.0: no padding)."""
+    return stack_flops(cfgs) / max(1.0, sum(step_flops(c) for c in cfgs))
+
+
+def partition(cfgs: list[RunConfig], *, max_group: int = MAX_GROUP, budget_bytes: int | None = None,
+              cap: float | None = None) -> list[list[int]]:
+    """Indices of ``cfgs`` (one ``group_key``) split into stacks: each stack at most ``max_group`` runs, small
+    enough for ``budget_bytes`` and, with a ``cap`` (default ``PADDING_CAP``), costing at most ``cap`` times its
+    members' own FLOPs; among such splits the one predicted fastest (per stack ``STACK_OVERHEAD_FLOPS`` plus its
+    padded FLOPs: runs share a stack when the padding costs less than another stack would). Runs are ordered by
+    size, and stacks are runs of consecutive sizes (an exact dynamic programme over those); a run that fits
+    nothing stacks alone."""
+    cap = PADDING_CAP if cap is None else cap
+    n = len(cfgs)
+    if n <= 1:
+        return [list(range(n))]
+    order = sorted(range(n), key=lambda i: (step_flops(cfgs[i]), estimate_bytes(cfgs[i]), i))
+    own = [step_flops(cfgs[i]) for i in order]
+    best = [0.0] + [float("inf")] * n  # best[j]: cost of stacking order[:j]
+    cut = [0] * (n + 1)
+    for j in range(1, n + 1):
+        for i in range(j - 1, max(-1, j - 1 - max_group), -1):  # the last stack is order[i:j]
+            members = [cfgs[k] for k in order[i:j]]
+            if j - i > 1:
+                if budget_bytes is not None and (j - i) * stack_member_bytes(members) > budget_bytes:
+                    break  # a larger stack only needs more memory
+                if cap is not None and stack_flops(members) > cap * sum(own[i:j]):
+                    continue
+            cost = best[i] + STACK_OVERHEAD_FLOPS + stack_flops(members)
+            if cost < best[j]:
+                best[j], cut[j] = cost, i
+    stacks, j = [], n
+    while j > 0:
+        stacks.append(sorted(order[cut[j]:j]))
+        j = cut[j]
+    return sorted(stacks, key=lambda g: g[0])
+
+
 def group_runs(
-    cfgs: list[RunConfig], *, max_group: int = MAX_GROUP, budget_bytes: int | None = None
+    cfgs: list[RunConfig], *, max_group: int = MAX_GROUP, budget_bytes: int | None = None, cap: float | None = None
 ) -> list[list[int]]:
-    """Indices of ``cfgs`` split into stacks: equal ``group_key`` (first-appearance order), each stack at most
-    ``max_group`` runs and small enough for ``budget_bytes``. Runs that never stack (ODE) are groups of one."""
+    """Indices of ``cfgs`` split into stacks: equal ``group_key`` (first-appearance order), then ``partition``
+    (size, memory, padding). Runs that never stack (ODE) are groups of one."""
     by_key: dict = {}
     groups: list[list[int]] = []
     for i, c in enumerate(cfgs):
@@ -314,21 +417,23 @@ def group_runs(
             continue
         by_key.setdefault(k, []).append(i)
     for idx in by_key.values():
-        # Smallest first, so that a stack pads its models as little as possible (a stack costs its largest
-        # shape per model); a stack grows while all its models, padded, fit the budget.
-        idx = sorted(idx, key=lambda i: (estimate_bytes(cfgs[i]), i))
-        cur: list[int] = []
-        for i in idx:
-            trial = cur + [i]
-            fits = budget_bytes is None or len(trial) * stack_member_bytes([cfgs[j] for j in trial]) <= budget_bytes
-            if cur and (len(trial) > max_group or not fits):
-                groups.append(sorted(cur))
-                cur = [i]
-            else:
-                cur = trial
-        if cur:
-            groups.append(sorted(cur))
+        for part in partition([cfgs[i] for i in idx], max_group=max_group, budget_bytes=budget_bytes, cap=cap):
+            groups.append([idx[k] for k in part])
     return sorted(groups, key=lambda g: g[0])
+
+
+def describe_groups(cfgs: list[RunConfig], groups: list[list[int]]) -> list[str]:
+    """One line per planned stack for the batch log: its runs, their widths and lengths, the padding overhead."""
+    lines = []
+    for g in groups:
+        members = [cfgs[i] for i in g]
+        if len(g) == 1:
+            continue
+        widths = sorted({c.model.d_model for c in members if c.model.kind == "transformer"})
+        lens = sorted({task_dims(c)["seq_len"] for c in members})
+        lines.append(f"stack of {len(g)} runs (d_model {'/'.join(map(str, widths)) or '-'}, length "
+                     f"{'/'.join(map(str, lens))}): padded FLOPs x{padding_overhead(members):.2f} of their own")
+    return lines
 
 
 def device_budget(device) -> int | None:

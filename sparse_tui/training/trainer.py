@@ -1,37 +1,21 @@
-"""Training one run: ``train_run``, the entry point every caller uses (headless CLI, TUI, worker processes).
-
-A Transformer or toy run is trained by the one training loop (training/loop.py) as a stack of one model; an ODE
-run is integrated (models/ode.py) and recorded the same way. The step is a plain function of the stack's parameters
-and a batch, with data made on the device and no host synchronisation except where a metric is read.
-
-A NaN or infinite training loss stops the run with status ``diverged`` at that step (checked every step on CPU, at
-every evaluation on GPUs to avoid per-step syncs). ``should_stop`` is polled every step; when it returns a
-status (``interrupted`` / ``cancelled``) the run ends with that status and keeps everything logged so far.
+"""One run, whatever its model: ``train_run`` trains a Transformer or toy run with the one training loop
+(training/loop.py, a stack of one) and integrates an ODE run (models/ode.py), recorded the same way. The run
+lifecycle (how a run's end is recorded, the trial-step fallbacks, interrupts, crashes, a full disk) is the
+runner's (runner._train_claimed); this module trains and returns. Also the device and provenance helpers every
+executor uses (``resolve_device``, ``library_versions``).
 """
 
 from __future__ import annotations
 
 import platform
-import sys
 import time
 from typing import Callable
 
 import torch
 
-from sparse_tui.presets import RunConfig, eval_steps  # noqa: F401  (eval_steps: re-exported for callers)
-from sparse_tui.training.loop import (  # noqa: F401  (re-exported: the loop's helpers, by their old names)
-    attention_snapshot,
-    cpu_float_mode,
-    denormals_flushed,
-    StackFailed,
-    snapshot_steps,
-    train_stack,
-)
-from sparse_tui.training.cudagraph import free_cached_memory
-from sparse_tui.training.runlog import HEARTBEAT_SECONDS, RunLogger, RunResult  # noqa: F401
-from sparse_tui.training.schedule import lr_factor  # noqa: F401
-
-
+from sparse_tui.presets import RunConfig
+from sparse_tui.training.loop import train_stack
+from sparse_tui.training.runlog import RunLogger, RunResult
 
 
 def resolve_device(name: str) -> torch.device:
@@ -69,27 +53,25 @@ def train_run(
     logger: RunLogger | None = None,
     should_stop: Callable[[], str | None] | None = None,
     on_step: Callable[[int], None] | None = None,
+    on_done: Callable[[int, RunResult], None] | None = None,
+    kernel: str = "auto",
+    graph: str | None = None,
     notes: list[str] | None = None,
 ) -> RunResult:
     """Train one run to completion (or divergence / interruption) and return its result.
 
     Every evaluation is written through ``logger`` as it happens, so another process can follow the run live.
-    If the run's trial step fails on the default kernels (loop.trial_step), it is retried once with the plainest
-    attention kernel (explicit softmax) and no CUDA graph; the reason is printed and kept in ``summary["notes"]``.
-    """
+    ``on_done(0, result)``, ``kernel``, ``graph`` and ``notes`` are those of ``loop.train_stack``, which raises
+    ``StackFailed`` when the run's trial step fails (the runner then retries it on the plain kernel)."""
     logger = logger or RunLogger()
     device = torch.device(device) if isinstance(device, str) else device
     if cfg.model.kind == "ode":
-        return _integrate_ode_run(cfg, logger)
-    kw = dict(device=device, loggers=[logger], should_stop=should_stop, on_step=on_step)
-    try:
-        return train_stack([cfg], notes=notes, **kw)[0]
-    except StackFailed as e:
-        if e.oom:
-            free_cached_memory(device)
-        why = f"trial step failed on the default kernels ({e.reason}); trained on the plain attention kernel, eager"
-        print(f"sparse-tui: run {getattr(logger, 'run_id', None) or cfg.name}: {why}", file=sys.stderr, flush=True)
-        return train_stack([cfg], notes=list(notes or []) + [why], kernel="math", graph="off", **kw)[0]
+        res = _integrate_ode_run(cfg, logger)
+        if on_done is not None:
+            on_done(0, res)
+        return res
+    return train_stack([cfg], device=device, loggers=[logger], should_stop=should_stop, on_step=on_step,
+                       on_done=on_done, kernel=kernel, graph=graph, notes=notes)[0]
 
 
 def _integrate_ode_run(cfg: RunConfig, logger: RunLogger) -> RunResult:
@@ -121,7 +103,3 @@ def _integrate_ode_run(cfg: RunConfig, logger: RunLogger) -> RunResult:
         "notes": sim.notes,
     }
     return RunResult("finished", None, plateau, summary, steps[-1] if steps else 0)
-
-
-def python_info() -> str:
-    return f"{sys.executable} {platform.python_version()}"

@@ -41,7 +41,64 @@ def launch(store: RunStore, loaded: Any, workers: int | None = None, executor: s
     batch_id, ids, pid = runner.start_detached(store, expand(loaded), workers=workers or None, executor=executor,
                                                ray_address=ray_address)
     return Done(f"launched {loaded.name}: batch {batch_id}, {len(ids)} run(s), pid {pid} "
-                f"(log {runner.log_path(store, batch_id)})", switch_to="runs", run_ids=list(ids))
+                f"(log {runner.log_path(store, batch_id)})", switch_to="runs", run_ids=list(ids), pids=[pid])
+
+
+def launch_question(loaded: Any, executor: str = "local", ray_address: str | None = None,
+                    store: RunStore | None = None) -> str:
+    """What ctrl+l would start, asked before it does: runs, steps, an estimate of the time from earlier runs of the
+    preset in the store (seconds per step, one at a time), and where."""
+    from sparse_tui.presets import expand
+
+    specs = expand(loaded)
+    steps = sum(s.config.train.steps for s in specs)
+    where = "this machine" if executor == "local" else f"the Ray cluster ({ray_address or 'auto'})"
+    text = (f"Launch {loaded.name}: {len(specs)} run(s), {steps:,} training steps in all, on {where}?")
+    per_step = seconds_per_step(store, loaded.name) if store is not None else None
+    if per_step is not None:
+        text += f"\nEarlier runs of {loaded.name} here took {per_step * 1e3:.1f} ms a step: about " \
+                f"{fmt_duration(per_step * steps)} one at a time (less when runs train side by side)."
+    return text
+
+
+def seconds_per_step(store: RunStore, preset: str) -> float | None:
+    """Seconds per training step of the finished runs of ``preset`` in the store (their duration over their steps),
+    None without any."""
+    done = [r for r in store.runs(preset=preset, status="finished", reap=False) if r.duration and r.step]
+    if not done:
+        return None
+    return sum(r.duration for r in done) / sum(r.step for r in done)
+
+
+def fmt_duration(seconds: float) -> str:
+    s = int(round(seconds))
+    if s < 90:
+        return f"{s} s"
+    if s < 5400:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {(s % 3600) // 60:02d} min"
+
+
+def archive(store: RunStore, ids: list[str], archived: bool = True) -> Message:
+    n = store.set_archived(ids, archived)
+    if archived:
+        return Done(f"archived {n} run(s): hidden unless the filter says is:archived (A there brings them back)")
+    return Done(f"brought {n} run(s) back from the archive")
+
+
+def annotate(store: RunStore, run_id: str, what: str, text: str) -> Message:
+    """Set a run's note or tags (the checks of ``sparse-tui note / tag``)."""
+    from sparse_tui.annotate import AnnotateError, check_note, parse_tags
+
+    try:
+        if what == "note":
+            store.set_note(run_id, check_note(text))
+            return Done(f"{run_id}: note {'saved' if text.strip() else 'removed'}")
+        tags = parse_tags(text)
+        store.set_tags(run_id, tags)
+        return Done(f"{run_id}: tags {', '.join(tags) or '(none)'}")
+    except AnnotateError as e:  # the user's input: said, not a console error
+        return Done(f"{run_id}: {e}", severity="warning")
 
 
 def resume(store: RunStore, ids: list[str], workers: int | None = None, executor: str = "local",
@@ -59,7 +116,7 @@ def resume(store: RunStore, ids: list[str], workers: int | None = None, executor
     n = sum(len(r) for _, r, _ in started)
     where = "; ".join(f"batch {b} pid {pid}" for b, _, pid in started)
     return Done(f"resuming {n} run(s) from their last checkpoint: {where}", switch_to="runs",
-                run_ids=[rid for _, r, _ in started for rid in r])
+                run_ids=[rid for _, r, _ in started for rid in r], pids=[pid for _, _, pid in started])
 
 
 def cancel(store: RunStore, ids: list[str]) -> Message:
@@ -127,8 +184,31 @@ def fit(store: RunStore, req: Any) -> FitDone:
         rep = fitview.run_fit(store, req)
     except (FitError, ValueError) as e:
         return fit_failed(f"fit failed: {str(e).splitlines()[0] if str(e) else e!r}", req)
-    info = f"{rep.result.formula()}  R²={rep.result.r2:.3f}"
+    from sparse_tui.plotting import fmt_r2
+
+    info = f"{rep.result.formula()}  R²={fmt_r2(rep.result.r2)}"
     return FitDone(fitview.fit_table(rep, req), fitview.fit_plot(rep), info, report=rep, request=req)
+
+
+def figure(store: RunStore, panel: str, payload: Any, path: Path) -> Message:
+    """Write the figure of a panel through ``figures`` (curves: the runs ``payload``; fit: the ``FitReport``;
+    phase: the diagram's data) and say where."""
+    from sparse_tui import figures
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if panel == "curves":
+            out = figures.curves_figure(store, payload, path)
+        elif panel == "fit":
+            out = figures.fit_figure(payload, path)
+        else:
+            x, y, xs, ys, grid, counts, value = payload
+            from sparse_tui.tui.render.phase import cell_note
+
+            out = figures.phase_figure(x, y, xs, ys, grid, value, path, note=cell_note(counts))
+    except (figures.FigureError, OSError) as e:  # nothing to draw yet, no matplotlib: said, not a console error
+        return Done(f"figure not written: {e}", severity="warning")
+    return Done(f"wrote {Path(out).resolve()}")
 
 
 def fit_failed(text: str, req: Any = None) -> FitDone:

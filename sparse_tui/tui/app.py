@@ -37,6 +37,8 @@ from sparse_tui.tui.messages import (
     CurvesData,
     ExecutorChecked,
     GpuInfo,
+    GridToggled,
+    GroupingChanged,
     MarkedChanged,
     PanelRequested,
     Problem,
@@ -110,7 +112,10 @@ class SparseTuiApp(Reporting, PanelRequests, FocusHighlight, Guarded, App[int]):
         self.records: list[RunRecord] = []
         self.last: dict[str, dict] = {}
         self._gpu_text = ""
-        self._export_folder = "."  # the export dialog's folder (the last one used)
+        self._export_folder: Path | None = None  # the export dialog's folder (the last one used)
+        self.group_keys: list[str] = []  # the Runs table's grouping (the Curves grid draws one chart per group)
+        self.children_started: set[int] = set()  # training processes this console started (reaped when they end)
+        self._figures_pending: set[Path] = set()  # figure files asked for (each request gets a name of its own)
 
     def get_default_screen(self) -> Screen:
         return MainScreen(id="_default")
@@ -130,18 +135,71 @@ class SparseTuiApp(Reporting, PanelRequests, FocusHighlight, Guarded, App[int]):
         yield KeysFooter()
 
     def on_mount(self) -> None:
+        if self.gpu:
+            self.probe_gpu()
+        self.set_interval(5.0, self._tick_ages)
+        self.set_interval(2.0, self.reap_children)
+        from sparse_tui.store import DB_NAME
+
+        if (self.runs_dir / DB_NAME).exists():
+            self.open_store()
+        else:  # say where, and ask: opening the console in any folder must not leave a runs/runs.db behind
+            self.sub_title = f"no run store in {self.runs_dir.resolve()}"
+            self.call_after_refresh(self.ensure_store, "start")
+
+    def ensure_store(self, why: str) -> bool:
+        """True when the run store is open; else ask whether to create it (where, in full) and return False (a
+        launch asks again)."""
+        if self.store is not None:
+            return True
+        from sparse_tui.store import DB_NAME
+        from sparse_tui.tui.screens.confirm import ConfirmScreen
+
+        if (self.runs_dir / DB_NAME).exists():
+            return self.open_store()
+        where = (self.runs_dir / DB_NAME).resolve()
+        later = "Without it the presets can be edited; a launch asks again." if why == "start" else ""
+
+        def done(yes: bool | None) -> None:
+            if yes:
+                self.open_store()
+
+        if not any(isinstance(s, ConfirmScreen) for s in self.screen_stack):
+            self.push_screen(ConfirmScreen(f"No run store at {where}. Create it? {later}".strip(),
+                                           yes="Create (y)"), done)
+        return False
+
+    def open_store(self) -> bool:
         try:
             self.store = RunStore(self.runs_dir)
         except Exception as e:  # noqa: BLE001
             self.report(f"cannot open the run store in {self.runs_dir}: {e}")
-            return
+            return False
         self.sub_title = f"store {self.runs_dir}"
         self.poller = StorePoller(self.store, self.post_message, self.poll_interval)
+        self.poller.watch(self.view_ids())
         self.run_worker(self.poller.run, name="store poller", group="poll", thread=True, exclusive=True,
                         exit_on_error=False)
-        if self.gpu:
-            self.probe_gpu()
-        self.set_interval(5.0, self._tick_ages)
+        return True
+
+    def reap_children(self) -> None:
+        """Collect the exit status of the ``work`` processes this console started once they end (a detached
+        process is still the console's child: unreaped it stays a zombie as long as the console runs). Only those
+        pids are waited for, never any other child."""
+        import os
+
+        for pid in list(self.children_started):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                done = pid  # not our child (or reaped already)
+            if done:
+                self.children_started.discard(pid)
+
+    def export_folder(self) -> str:
+        """Where the export dialog proposes to write: the folder used last, else RUNS_DIR/exports (never the
+        current folder: a git checkout collected untracked CSVs), in full."""
+        return str((self._export_folder or self.runs_dir / "exports").resolve())
 
     # -- panels --------------------------------------------------------------------------------------------------
     @guarded
@@ -176,7 +234,7 @@ class SparseTuiApp(Reporting, PanelRequests, FocusHighlight, Guarded, App[int]):
         elif pid == "runs":
             self.query_one(RunsPanel).table.focus()
         elif pid == "presets":
-            self.query_one(PresetsPanel).focus_form()
+            self.query_one(PresetsPanel).focus_list()  # 1: the file list (Enter opens the form), not a field
         else:
             panel.focus()
         self._panel_shown(pid)
@@ -208,7 +266,8 @@ class SparseTuiApp(Reporting, PanelRequests, FocusHighlight, Guarded, App[int]):
         from sparse_tui.tui.commands import system_commands
 
         yield from system_commands(self)
-        yield from super().get_system_commands(screen)
+        # Textual's "Keys" (its key panel) would list help a second time beside the console's "Help: all keys"
+        yield from (c for c in super().get_system_commands(screen) if c.title != "Keys")
 
     def action_command_palette(self) -> None:
         from sparse_tui.tui.commands import CommandPalette
@@ -238,15 +297,33 @@ class SparseTuiApp(Reporting, PanelRequests, FocusHighlight, Guarded, App[int]):
     def _marked_changed(self, msg: MarkedChanged) -> None:
         self.marked = list(msg.run_ids)
 
+    @on(GroupingChanged)
+    @guarded
+    def _grouping_changed(self, msg: GroupingChanged) -> None:
+        self.group_keys = list(msg.keys)
+        self.query_one(CurvesPanel).set_groups(self.group_keys, self.records)
+
     def watch_current(self) -> None:
         self._update_watch()
 
     def watch_marked(self) -> None:
         self._update_watch()
 
+    GRID_RUNS = 64  # at most this many runs in the Curves grid
+
     def view_ids(self) -> list[str]:
-        """The runs whose curves are shown: the marked runs, else the current one."""
-        return list(self.marked) if self.marked else ([self.current] if self.current else [])
+        """The runs whose curves are shown: the marked runs, else (the Curves grid) the runs the Runs table shows,
+        else the current one."""
+        if self.marked:
+            return list(self.marked)
+        curves = self.query(CurvesPanel)
+        if curves and curves.first().grid:
+            return self.query_one(RunsPanel).visible_ids[: self.GRID_RUNS]
+        return [self.current] if self.current else []
+
+    @on(GridToggled)
+    def _grid_toggled(self, msg: GridToggled) -> None:
+        self._update_watch()
 
     def _update_watch(self) -> None:
         if self.poller is not None:
@@ -261,6 +338,7 @@ class SparseTuiApp(Reporting, PanelRequests, FocusHighlight, Guarded, App[int]):
     def on_runs_updated(self, msg: RunsUpdated) -> None:
         self.records, self.last = msg.records, msg.last
         self.query_one(RunsPanel).show(msg.records, msg.last, self.clock())
+        self._update_watch()  # the grid follows the table's runs
         active = self.query_one("#panels", TabbedContent).active
         if active == "tab-phase":
             self.query_one(PhasePanel).update_data(msg.records, msg.last, self.current)
@@ -295,24 +373,26 @@ class SparseTuiApp(Reporting, PanelRequests, FocusHighlight, Guarded, App[int]):
             parts.append(f"{self.executor} {self.ray_address or 'auto'}")
         self.sub_title = " · ".join(parts)
 
-    # -- GPU -----------------------------------------------------------------------------------------------------
+    # -- resources ---------------------------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="gpu", exit_on_error=False)
     def probe_gpu(self) -> None:
-        from sparse_tui.tui.sysinfo import gpu_summary
+        """CPU, RAM and (NVML) GPU use for the header, every 2 s; the loop checks cancellation."""
+        from sparse_tui.tui.sysinfo import Nvml, host_summary
 
         worker = get_current_worker()
-        while not worker.is_cancelled:
-            text = gpu_summary()
-            self.post_message(GpuInfo(text))
-            if text is None:
-                return  # no GPU here: stop probing
-            for _ in range(20):
-                if worker.is_cancelled:
-                    return
-                time.sleep(0.1)
+        nvml = Nvml()
+        try:
+            while not worker.is_cancelled:
+                self.post_message(GpuInfo(nvml.summary(), host_summary()))
+                for _ in range(20):
+                    if worker.is_cancelled:
+                        return
+                    time.sleep(0.1)
+        finally:
+            nvml.close()
 
     def on_gpu_info(self, msg: GpuInfo) -> None:
-        self._gpu_text = msg.text or "no GPU"
+        self._gpu_text = " · ".join(t for t in (msg.host, msg.text or "no GPU") if t)
         self._set_header()
 
     # -- executor --------------------------------------------------------------------------------------------------

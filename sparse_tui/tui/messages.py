@@ -40,6 +40,7 @@ class CurvesData(Message):
     theory: dict[str, tuple[list[float], list[float]]] = field(default_factory=dict)
     plateau: dict[str, float | None] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
+    params: dict[str, dict] = field(default_factory=dict)  # each run's parameters (legends: the keys that differ)
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, CurvesData)  # the newest read of the newest watched runs wins
@@ -70,7 +71,13 @@ class FitDone(Message):
 
 @dataclass
 class GpuInfo(Message):
+    """Resource use for the header: the GPUs (NVML; None: no GPU) and this machine's CPU and RAM."""
+
     text: str | None
+    host: str = ""
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, GpuInfo)
 
 
 @dataclass
@@ -100,6 +107,8 @@ class Done(Message):
     text: str
     switch_to: str | None = None
     run_ids: list[str] = field(default_factory=list)  # runs a launch created: the Runs panel shows them
+    pids: list[int] = field(default_factory=list)  # processes it started (the app reaps them when they end)
+    severity: str = "information"  # "warning": something the user asked could not be done (not a console error)
 
 
 # -- from the panels -------------------------------------------------------------------------------------------------
@@ -147,9 +156,49 @@ class ResumeRequested(Message):
 
 @dataclass
 class CompareRequested(Message):
-    """x in Runs: compare two runs (config differences, then their curves overlaid)."""
+    """x in Runs: compare two runs or two groups (final metrics side by side, config differences, then their curves
+    overlaid). ``run_ids`` holds run ids or group keys; ``groups`` the runs of each group key."""
 
     run_ids: list[str]
+    groups: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass
+class GroupingChanged(Message):
+    """g in Runs: the runs are grouped by these parameters now ([]: not grouped). The Curves grid follows."""
+
+    keys: list[str]
+
+
+@dataclass
+class GridToggled(Message):
+    """g in Curves: small multiples of many runs on / off (the app watches the Runs table's runs for it)."""
+
+    on: bool
+
+
+@dataclass
+class FigureRequested(Message):
+    """p in Curves, Fit or Phase: write the panel's figure (``figures``) as ``fmt`` (png / svg)."""
+
+    panel: str
+    fmt: str = "png"
+
+
+@dataclass
+class NoteRequested(Message):
+    """n / T in Runs: edit the note (``what="note"``) or the tags (``"tags"``) of a run."""
+
+    run_id: str
+    what: str
+
+
+@dataclass
+class ArchiveRequested(Message):
+    """A in Runs: archive these runs (``archive`` False: bring them back)."""
+
+    run_ids: list[str]
+    archive: bool = True
 
 
 @dataclass

@@ -19,6 +19,8 @@ from typing import Sequence
 
 from rich.text import Text
 
+from sparse_tui.plotting import nice_ticks, tick_labels
+
 # plotext colour names -> Rich colours of the legend
 _RICH = {"orange": "dark_orange", "gray": "grey62", "white": "white", "cyan": "cyan", "green": "green",
          "magenta": "magenta", "yellow": "yellow", "blue": "blue", "red": "red"}
@@ -179,13 +181,21 @@ def draw(spec: PlotSpec, width: int, height: int, theme: str | None = None) -> T
         plt.xlim(*xlim)
     if ylim is not None:
         plt.ylim(*ylim)
-        if not spec.log_y:
-            step = nice_step(ylim[1] - ylim[0], max(1, (height - leg_lines) // 4))
-            ticks = [ylim[0] + i * step for i in range(int(round((ylim[1] - ylim[0]) / step)) + 1)]
-            plt.yticks(ticks, [f"{t:g}" for t in ticks])
+    # Ticks in one format per axis (plotting.tick_labels): plotext's own mix fixed-point log ticks ("0.000001"),
+    # "360" beside "1.05e+03" and values like "83273.7".
+    ys_all = [y for _, _, ys in shown for y in ys]
+    ylo, yhi = ylim if ylim is not None else (min(ys_all), max(ys_all))
+    if yhi > ylo:
+        ticks = nice_ticks(ylo, yhi, max(2, (height - leg_lines) // 4), log=spec.log_y)
+        if ticks:
+            plt.yticks(ticks, tick_labels(ticks))
     if spec.integer_x and not spec.log_x and hi > lo:
         ticks = integer_ticks(lo, hi, width)
         plt.xticks(ticks, [fmt_step(t) for t in ticks])
+    elif hi > lo:
+        ticks = nice_ticks(lo, hi, max(2, width // 12), log=spec.log_x)
+        if ticks:
+            plt.xticks(ticks, tick_labels(ticks))
     if spec.title:
         plt.title(spec.title)
     if spec.xlabel:
@@ -210,4 +220,50 @@ def ema(values: Sequence[float], alpha: float) -> list[float]:
         acc = alpha * acc + (1 - alpha) * v
         w = alpha * w + (1 - alpha)
         out.append(acc / w)
+    return out
+
+
+GRID_CELL = (40, 10)  # the smallest chart of a grid (columns, rows)
+
+
+def grid_shape(n: int, width: int, height: int) -> tuple[int, int]:
+    """(columns, rows) of a grid of ``n`` charts in ``width`` x ``height``: as many as fit at ``GRID_CELL``."""
+    cols = max(1, min(n, width // GRID_CELL[0]))
+    rows = max(1, min(-(-n // cols), height // GRID_CELL[1]))
+    return cols, rows
+
+
+def draw_grid(specs: Sequence[PlotSpec], width: int, height: int, page: int = 0,
+              theme: str | None = None) -> Text:
+    """Small multiples: ``specs`` (each titled) side by side in as many columns and rows as fit, page ``page`` of
+    them; each chart is drawn by ``draw`` in its own fresh figure."""
+    width, height = int(width), int(height)
+    if not specs:
+        return Text("no runs to draw", style="dim")
+    cols, rows = grid_shape(len(specs), width, height)
+    per = cols * rows
+    chunk = list(specs[page * per:(page + 1) * per])
+    cw, ch = width // cols, height // rows
+    out = Text()
+    for r in range(rows):
+        cells: list[list[Text]] = []
+        for c in range(cols):
+            i = r * cols + c
+            lines: list[Text] = []
+            if i < len(chunk):
+                spec = chunk[i]
+                head = Text(spec.title[: cw - 1], style="bold")
+                body = PlotSpec(**{**spec.__dict__, "title": ""})
+                lines = [head, *draw(body, cw - 1, ch - 1, theme).split("\n", allow_blank=True)]
+            lines = lines[:ch] + [Text("")] * (ch - len(lines[:ch]))
+            for ln in lines:
+                ln.truncate(cw, pad=True)
+            cells.append(lines)
+        for k in range(ch):
+            line = Text()
+            for cell in cells:
+                line.append_text(cell[k])
+            if r or k:
+                out.append("\n")
+            out.append_text(line)
     return out

@@ -69,7 +69,10 @@ class StorePoller:
                 changed = version != last_version or bool(reaped)
                 if changed:
                     records = store.runs(reap=False)
-                    last = {r.run_id: store.last_metrics(r.run_id) for r in records if r.status == "running"}
+                    # latest values of running runs, and of ended runs without final metrics (a failed run's are
+                    # stored: the table shows them, not "-")
+                    last = {r.run_id: store.last_metrics(r.run_id) for r in records
+                            if r.status == "running" or (not r.final and r.status != "queued")}
                     if worker.is_cancelled:
                         break
                     self.post(RunsUpdated(records, last))
@@ -99,6 +102,7 @@ class StorePoller:
         theory: dict[str, tuple[list[float], list[float]]] = {}
         plateau: dict[str, float | None] = {}
         labels: dict[str, str] = {}
+        params: dict[str, dict] = {}
         for rid in watch:
             try:
                 rec = self.store.get(rid)
@@ -110,11 +114,12 @@ class StorePoller:
             }
             plateau[rid] = rec.plateau_step
             labels[rid] = run_name(rec)
+            params[rid] = dict(rec.params)
             if rid not in self._theory:
                 self._theory[rid] = theory_curve(rec)
             if self._theory[rid] is not None:
                 theory[rid] = self._theory[rid]
-        return CurvesData(list(watch), series, theory, plateau, labels)
+        return CurvesData([r for r in watch if r in series], series, theory, plateau, labels, params)
 
 
 def theory_curve(rec: RunRecord) -> tuple[list[float], list[float]] | None:

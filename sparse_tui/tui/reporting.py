@@ -67,6 +67,15 @@ class Reporting:
         """Textual's handler for an exception raised on the UI thread (a message handler, an action, a render)
         exits the app. Once the app runs, this catch-all reports it instead (panel line, notification, log) and the
         console goes on; before that (startup) and while exiting, Textual's handling stands."""
+        from textual.css.query import NoMatches
+        from textual.worker import WorkerFailed
+
+        if (isinstance(error, WorkerFailed) and isinstance(error.error, NoMatches)
+                and "CommandPalette" in str(error.error)):
+            # the same closing-palette race as in on_worker_state_changed, for Textual's own command-gathering
+            # worker (exit_on_error): it reaches the app's exception handler instead of a state change
+            self.log.warning(f"closing command palette: {error!r}")
+            return
         if getattr(self, "_running", False) and not self._exit and self.screen_stack:
             try:
                 self.report(error)

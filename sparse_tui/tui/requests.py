@@ -17,6 +17,7 @@ from textual.worker import get_current_worker
 from sparse_tui.tui import actions, selection
 from sparse_tui.tui.guard import guarded
 from sparse_tui.tui.messages import (
+    ArchiveRequested,
     AttentionData,
     AttentionRequested,
     CancelRequested,
@@ -24,10 +25,12 @@ from sparse_tui.tui.messages import (
     DeleteRequested,
     Done,
     ExportRequested,
+    FigureRequested,
     FitDone,
     FitRequested,
     GuessRequested,
     LaunchRequested,
+    NoteRequested,
     ResumeRequested,
 )
 from sparse_tui.tui.widgets.attention_map import AttentionPanel
@@ -43,14 +46,20 @@ class PanelRequests:
         """Run ``fn(*args)`` (one of ``actions``) in a thread worker and post the message it returns."""
 
         def body() -> None:
-            msg = fn(*args)
+            from sparse_tui.store import StoreError
+
+            try:
+                msg = fn(*args)
+            except StoreError as e:  # a run deleted meanwhile (d in another console, `sparse-tui delete`): said, not
+                msg = Done(f"nothing done: {e} (deleted meanwhile)", severity="warning")  # an error of the console
             if msg is not None and not get_current_worker().is_cancelled:
                 self.post_message(msg)
 
         self.run_worker(body, name=fn.__name__, group=group, thread=True, exclusive=exclusive, exit_on_error=False)
 
     def on_done(self, msg: Done) -> None:
-        self.notify(msg.text, markup=False)
+        self.children_started.update(msg.pids)
+        self.notify(msg.text, markup=False, severity=msg.severity)
         if msg.run_ids:
             self.query_one(RunsPanel).reveal(msg.run_ids)
         if msg.switch_to:
@@ -59,8 +68,20 @@ class PanelRequests:
 
     # -- what the panels ask for -----------------------------------------------------------------------------------
     def on_launch_requested(self, msg: LaunchRequested) -> None:
-        self._work(actions.launch, self.store, msg.loaded, self.n_workers, self.executor, self.ray_address,
-                   group="launch")
+        """ctrl+l: say what would start (runs, steps, the estimated time, where) and launch only on y. A stray key
+        must not start a sweep of hours (the form shows a preset from start-up on)."""
+        from sparse_tui.tui.screens.confirm import ConfirmScreen
+
+        if not self.ensure_store("launch"):
+            return
+
+        def done(yes: bool | None) -> None:
+            if yes:
+                self._work(actions.launch, self.store, msg.loaded, self.n_workers, self.executor, self.ray_address,
+                           group="launch")
+
+        self.push_screen(ConfirmScreen(actions.launch_question(msg.loaded, self.executor, self.ray_address, self.store),
+                                       yes="Launch (y)"), done)
 
     def on_cancel_requested(self, msg: CancelRequested) -> None:
         live = [r.run_id for r in self.records if r.run_id in msg.run_ids and r.status in ("queued", "running")]
@@ -84,41 +105,74 @@ class PanelRequests:
         self._work(actions.resume, self.store, todo, self.n_workers, self.executor, self.ray_address, group="launch")
 
     def on_compare_requested(self, msg: CompareRequested) -> None:
-        """``x`` in Runs (or the palette): the config keys two runs differ in; Enter there overlays their curves,
-        each labelled by its run name."""
-        from sparse_tui.tui.render.runs import config_diff, run_name
+        """``x`` in Runs (or the palette): two runs (or two groups) side by side: their final metrics (groups: mean ±
+        std over their runs) and the config keys they differ in; Enter there overlays their curves."""
+        from sparse_tui.tui.render.compare import compare_body
         from sparse_tui.tui.screens.compare import CompareScreen
 
         recs = {r.run_id: r for r in self.records}
-        pair = [recs[r] for r in msg.run_ids if r in recs]
-        if len(pair) != 2:
+        sides = []
+        for key in msg.run_ids:
+            ids = msg.groups.get(key, [key])
+            members = [recs[i] for i in ids if i in recs]
+            if members:
+                sides.append((key, members))
+        if len(sides) != 2:
             self.notify("compare needs two runs: mark two (space), or put the cursor on a run with one below it",
                         severity="warning", markup=False)
             return
-        a, b = pair
+        title, body = compare_body(sides, self.last)
 
         def done(overlay: bool | None) -> None:
             if overlay:
-                self.query_one(RunsPanel).set_marked([a.run_id, b.run_id])
+                self.query_one(RunsPanel).set_marked([r.run_id for _, members in sides for r in members])
                 self.show_panel("curves")
 
-        self.push_screen(CompareScreen((run_name(a), run_name(b)), (a.run_id, b.run_id), config_diff(a, b)), done)
+        self.push_screen(CompareScreen(title, body), done)
 
     def on_delete_requested(self, msg: DeleteRequested) -> None:
-        ids = list(msg.run_ids)
-        if not ids:
+        """d in Runs: the same rule as ``sparse-tui delete``: ended runs only, after a question naming them."""
+        from sparse_tui.annotate import delete_question, undeletable
+        from sparse_tui.tui.screens.confirm import ConfirmScreen
+
+        recs = [r for r in self.records if r.run_id in set(msg.run_ids)]
+        if not recs:
             return
-        live = [r.run_id for r in self.records if r.run_id in ids and r.status in ("queued", "running")]
+        live = undeletable(recs)
         if live:
             self.notify(f"{len(live)} run(s) still queued or running: cancel them first (c)", severity="warning")
             return
-        from sparse_tui.tui.screens.confirm import ConfirmScreen
+        ids = [r.run_id for r in recs]
 
         def done(yes: bool | None) -> None:
             if yes:
                 self._work(actions.delete, self.store, ids, group="actions")
 
-        self.push_screen(ConfirmScreen(f"Delete {len(ids)} run(s) with their metrics and attention maps?"), done)
+        self.push_screen(ConfirmScreen(delete_question(recs)), done)
+
+    def on_archive_requested(self, msg: ArchiveRequested) -> None:
+        """A in Runs: archive the chosen runs (hidden unless the filter says is:archived; nothing is deleted), or
+        bring archived ones back."""
+        if msg.run_ids:
+            self._work(actions.archive, self.store, list(msg.run_ids), msg.archive, group="actions")
+
+    def on_note_requested(self, msg: NoteRequested) -> None:
+        """n / T in Runs: edit a run's note or tags in a prompt (the same checks as ``sparse-tui note / tag``)."""
+        from sparse_tui.tui.screens.prompt import PromptScreen
+
+        rec = next((r for r in self.records if r.run_id == msg.run_id), None)
+        if rec is None:
+            return
+        if msg.what == "note":
+            title, value = f"Note of {rec.run_id} (empty: none)", rec.note or ""
+        else:
+            title, value = f"Tags of {rec.run_id} (words, e.g. baseline v2)", " ".join(rec.tags)
+
+        def done(text: str | None) -> None:
+            if text is not None:
+                self._work(actions.annotate, self.store, rec.run_id, msg.what, text, group="actions")
+
+        self.push_screen(PromptScreen(title, value, allow_empty=True), done)
 
     def on_export_requested(self, msg: ExportRequested) -> None:
         ids = list(msg.run_ids)
@@ -131,10 +185,39 @@ class PanelRequests:
 
         def done(req) -> None:
             if req is not None and req.path:
-                self._export_folder = str(Path(req.path).expanduser().parent)
+                self._export_folder = Path(req.path).expanduser().parent
                 self._work(actions.export, self.store, ids, req, group="actions")
 
-        self.push_screen(ExportScreen(len(ids), stamp, folder=self._export_folder), done)
+        self.push_screen(ExportScreen(len(ids), stamp, folder=self.export_folder()), done)
+
+    def on_figure_requested(self, msg: FigureRequested) -> None:
+        """p in Curves, Fit or Phase: the panel's figure as PNG (P: SVG) in RUNS_DIR/figures, through ``figures``
+        (the code of ``sparse-tui show/fit --plot``); the notification says where."""
+        if not self.ensure_store("figure"):
+            return
+        if msg.panel == "curves":
+            payload = self.view_ids()
+            missing = "no runs to draw: pick runs in the Runs panel"
+        elif msg.panel == "fit":
+            res = self.query_one(FitPanel).result
+            payload = res.report if res is not None else None
+            missing = "no fit to draw yet: press Enter in the Fit panel first"
+        else:
+            from sparse_tui.tui.widgets.phase_diagram import PhasePanel
+
+            payload = self.query_one(PhasePanel).figure_data
+            missing = "no phase diagram to draw"
+        if not payload:
+            self.notify(missing, severity="warning", markup=False)
+            return
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(self.clock()))
+        path = self.runs_dir / "figures" / f"{msg.panel}-{stamp}.{msg.fmt}"
+        n = 1
+        while path.exists() or path in self._figures_pending:  # two in one second: figure-…-2.png
+            n += 1
+            path = self.runs_dir / "figures" / f"{msg.panel}-{stamp}-{n}.{msg.fmt}"
+        self._figures_pending.add(path)
+        self._work(actions.figure, self.store, msg.panel, payload, path, group="figure")
 
     def on_attention_requested(self, m: AttentionRequested) -> None:
         self._work(actions.attention, self.store, m.run_id, m.step, m.layer, m.head, m.example, m.width,

@@ -243,9 +243,13 @@ def synthetic(tmp_path: Path) -> Path:
     return d
 
 
-def make(runs_dir, presets_dir, **kw):
+def make(runs_dir, presets_dir, *, create_store: bool = True, **kw):
+    """The console on ``runs_dir``; its run store created first (the console asks before it creates one:
+    ``create_store=False`` tests that)."""
     from sparse_tui.tui.app import make_app
 
+    if create_store:
+        RunStore(runs_dir).close()
     kw.setdefault("gpu", False)
     kw.setdefault("clock", lambda: NOW)
     kw.setdefault("poll_interval", 0.1)
@@ -260,3 +264,11 @@ async def opened(runs_dir, presets_dir, size=(120, 40), **kw):
     async with app.run_test(size=size, message_hook=seen) as pilot:
         await wait_for(pilot, lambda: seen.tables >= 1)
         yield app, pilot, seen
+
+
+async def launch(pilot) -> None:
+    """ctrl+l in the preset form, then y in the launch question (a launch asks first)."""
+    await pilot.press("ctrl+l")
+    await wait_for(pilot, lambda: type(pilot.app.screen).__name__ == "ConfirmScreen", 20)
+    assert "Launch " in pilot.app.screen.question
+    await pilot.press("y")

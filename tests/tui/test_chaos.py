@@ -1,6 +1,7 @@
 """The chaos test (issue 12): Pilot drives the console with thousands of seeded random keys drawn from its bindings,
-digits, arrows, Enter and Esc, with resizes between 80x24 and 160x50, over a store holding finished, failed,
-running and theory (ode) runs. The console must still run at the end and must not have reported a single error.
+digits, arrows, Enter, Esc and y, with resizes between 80x24 and 200x50, over a store holding finished, failed,
+running and theory (ode) runs; the bindings include issue 21's views (g groups the run table and draws the curve grid,
+x compares, o picks columns, n / T edit notes and tags, A archives, p writes figures). The console must still run at the end and must not have reported a single error.
 
 Launching is real up to the runner: ``runner.start_detached`` records the runs in the store and returns without
 starting processes (the keys would otherwise start hundreds of training processes)."""
@@ -62,6 +63,7 @@ def key_pool() -> list[str]:
     keys.update(["up", "down", "left", "right", "pageup", "pagedown", "home", "end", "enter", "escape", "tab",
                  "shift+tab", "space", "backspace"])
     keys.update(["a", "x", "7", "-", "."])  # some typing into whatever text field has focus
+    keys.add("y")  # yes in the questions (launch, delete, a new store): launches and deletes happen
     keys.add("ctrl+p")  # the command palette (PageDown before its list filled raised KeyError: commands.py)
     return sorted(keys - NEVER)
 
@@ -149,7 +151,7 @@ async def test_chaos_keys_and_resizes(chaos_dirs, console_errors):
             await type_fast(pilot, keys)
             sent += len(keys)
             if rng.random() < 0.25:
-                await resize_fast(pilot, rng.randint(80, 160), rng.randint(24, 50))
+                await resize_fast(pilot, rng.randint(80, 200), rng.randint(24, 50))
             if rng.random() < 0.2:  # the running run moves on
                 writer.log_metrics(lid, sent, {"train/loss": 2.0 / (1 + sent / 500), "test/acc": min(1, sent / N_KEYS)})
             assert app.is_running, f"the console exited after {sent} keys"

@@ -6,21 +6,34 @@ from __future__ import annotations
 from pathlib import Path
 
 from sparse_tui.store import RunStore
-from sparse_tui.tui.render.runs import config_diff
+from sparse_tui.tui.render.compare import compare_body
 from sparse_tui.tui.widgets.curves import CurvesPanel
 from sparse_tui.tui.widgets.run_table import RunsPanel
 
 from .conftest import opened, run_async, wait_for
 
 
-def test_config_diff_lists_only_the_differing_keys(synthetic: Path):
+def _text(renderable) -> str:
+    from rich.console import Console
+
+    con = Console(width=160, record=True, file=open("/dev/null", "w"))
+    con.print(renderable)
+    return con.export_text()
+
+
+def test_compare_lists_only_the_differing_keys(synthetic: Path):
     store = RunStore(synthetic)
     a, b = store.get("0000000c"), store.get("0000000d")  # recall-lr: lr 0.01 vs 0.001, same otherwise
-    assert config_diff(a, b) == [("train.lr", "0.01", "0.001")]
+    _, body = compare_body([(a.run_id, [a]), (b.run_id, [b])], {})
+    text = _text(body).split("config differences")[1]
+    keys = [ln.split()[0] for ln in text.splitlines() if ln.strip() and "│" in ln]
+    assert keys == ["train.lr"] and "0.01" in text and "0.001" in text
     lin = store.get("00000002")  # another preset: the preset and the task differ
-    rows = dict((k, (x, y)) for k, x, y in config_diff(a, lin))
-    assert rows["preset"] == ("recall-lr", "toy-sweep") and rows["task.kind"] == ("recall", "linreg")
-    assert config_diff(a, a) == []
+    _, body = compare_body([(a.run_id, [a]), (lin.run_id, [lin])], {})
+    text = _text(body)
+    assert "recall-lr" in text and "toy-sweep" in text and "task.kind" in text
+    _, body = compare_body([(a.run_id, [a]), (a.run_id, [a])], {})
+    assert "the two have the same config" in _text(body)
 
 
 @run_async

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from sparse_tui import runner
+from sparse_tui.store import RunStore
 
-from .conftest import run_async, tiny_text, wait_for
+from .conftest import run_async, tiny_text, wait_for, launch
 
 pytest.importorskip("ray")  # the palette offers Ray only where it is installed (CI: the dev extra has it)
 
@@ -53,6 +54,7 @@ async def test_palette_switches_launches_to_ray_and_back(tmp_path: Path, monkeyp
         return batch_id, ids, 0
 
     monkeypatch.setattr(runner, "start_detached", fake_start)
+    RunStore(tmp_path / "runs").close()  # the console asks before it creates a store (issue 21)
     app = make_app(tmp_path / "runs", presets, gpu=False, poll_interval=0.1)
     with socket.socket() as head:
         head.bind(("127.0.0.1", 0))
@@ -74,7 +76,7 @@ async def test_palette_switches_launches_to_ray_and_back(tmp_path: Path, monkeyp
             # a launch goes to Ray
             await pilot.press("1")
             await pilot.pause(0.2)
-            await pilot.press("ctrl+l")
+            await launch(pilot)
             await wait_for(pilot, lambda: bool(calls), 10)
             assert calls[-1]["executor"] == "ray" and calls[-1]["ray_address"] is None  # None: auto
             # and back

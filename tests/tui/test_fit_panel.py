@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from sparse_tui.plotting import fmt_r2
 from sparse_tui.store import RunStore
 from sparse_tui.tui.messages import FitDone
 from sparse_tui.tui.widgets.fit_panel import FitPanel
@@ -79,7 +80,7 @@ async def test_fit_panel_numbers_equal_the_cli(synthetic: Path, presets_dir: Pat
             table = str(fit.query_one("#fit-table").render())
             for v in cli["fit"]["variables"]:
                 assert f"{cli['fit']['exponents'][v]:+.2f}" in table
-            assert f"R² = {cli['fit']['r2']:.3f}" in table
+            assert f"R² = {fmt_r2(cli['fit']['r2'])}" in table
             assert "skipped 1 failed" in table and "sparse-tui fit" in table
             if "--bootstrap" in opts or "boot=" in opts:
                 assert cli["fit"]["boot_ci"] and "bootstrap" in table

@@ -14,7 +14,7 @@ from sparse_tui.tui.widgets.curves import CurvesPanel
 from sparse_tui.tui.widgets.field_row import FieldRow
 from sparse_tui.tui.widgets.presets_panel import PresetsPanel
 
-from .conftest import Seen, make, opened, run_async, tiny_text, wait_for
+from .conftest import Seen, make, opened, run_async, tiny_text, wait_for, launch
 
 
 async def type_into(pilot, widget_id: str, text: str) -> None:
@@ -69,7 +69,7 @@ async def test_edit_save_launch_watch_quit_reopen(presets_dir: Path, runs_dir: P
             assert "lr = 2e-2         # learning rate" in text
             assert "# Keep this comment: the form must preserve it on save." in text
             # launch: the run appears in the table and trains in a detached process
-            await pilot.press("ctrl+l")
+            await launch(pilot)
             await wait_for(pilot, lambda: len(app.records) == 1, 20)
             assert app.query_one("#panels").active == "tab-runs"
             rid = app.records[0].run_id

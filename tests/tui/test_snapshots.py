@@ -1,4 +1,5 @@
-"""Snapshot tests of every panel at 80x24 and 120x40 on a deterministic store (fixed ids, times and clock)."""
+"""Snapshot tests of every panel at 80x24 and 120x40, and of the views of issue 21 (the grouped run table, the curve
+grid, compare) at 80x24 and 200x50, on a deterministic store (fixed ids, times and clock)."""
 
 from __future__ import annotations
 
@@ -68,6 +69,14 @@ PANELS = {
     "fit": _steps("2", "down", "down", "5", "enter", _until(lambda a: a.query_one("FitPanel").result is not None)),
     "phase": _steps("6", "slash", *"toy", "enter"),
 }
+# issue 21's views: the toy sweep grouped by task.d (3 groups of 3), the first group expanded; its curve grid; two
+# groups compared
+_GROUPED = ("2", "slash", *"toy-sweep", "enter", "g", "g", "home")
+VIEWS = {
+    "runs_grouped": _steps(*_GROUPED, "enter"),
+    "curve_grid": _steps(*_GROUPED, "3", "g", _until(lambda a: _curves_ready(a) and len(a.query_one("CurvesPanel").data.run_ids) == 9)),
+    "compare_groups": _steps(*_GROUPED, "x", _until(lambda a: type(a.screen).__name__ == "CompareScreen")),
+}
 
 
 async def _type(pilot, wid: str, text: str) -> None:
@@ -86,3 +95,11 @@ def test_panel_snapshot(snap_compare, snap_dirs, panel, size):
     runs, presets = snap_dirs
     app = make(runs, presets)
     assert snap_compare(app, terminal_size=size, run_before=PANELS[panel])
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("view", list(VIEWS))
+def test_view_snapshot(snap_compare, snap_dirs, view, size):
+    runs, presets = snap_dirs
+    app = make(runs, presets)
+    assert snap_compare(app, terminal_size=size, run_before=VIEWS[view])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .conftest import Seen, make, run_async, wait_for
+from .conftest import Seen, make, run_async, wait_for, launch
 
 
 async def _started(pilot, seen):
@@ -68,7 +68,7 @@ async def test_phase_value_follows_the_runs(synthetic: Path, presets_dir: Path, 
         await pilot.pause(0.2)
         assert phase.value == "plateau"
         info = str(phase.query_one("#phase-info").render())
-        assert "acc: no data, showing plateau" in info
+        assert "acc: no data for these runs, showing plateau" in info
         assert "empty" not in info  # every cell of the 3x3 sweep has a plateau
     assert console_errors == []
 
@@ -92,7 +92,7 @@ async def test_launch_under_a_filter_shows_the_new_runs(synthetic: Path, presets
         assert len(runs.shown) == 9
         await pilot.press("1")
         await pilot.pause(0.2)
-        await pilot.press("ctrl+l")
+        await launch(pilot)
         await wait_for(pilot, lambda: any(r.preset == "tiny" for r in app.records), 20)
         new = next(r.run_id for r in app.records if r.preset == "tiny")
         await wait_for(pilot, lambda: runs.current_run() == new, 10)
@@ -110,10 +110,7 @@ async def test_digits_switch_panels_unless_a_field_is_edited(synthetic: Path, pr
         await _started(pilot, seen)
         await pilot.press("1")
         await pilot.pause(0.2)
-        assert app.focused is app.query_one("PresetForm")  # the form, not a text field
-        await pilot.press("escape")
-        await pilot.pause(0.2)
-        assert app.focused is app.query_one("#preset-list")
+        assert app.focused is app.query_one("#preset-list")  # 1: the file list (issue 21), not a text field
         await pilot.press("enter")  # open the preset: the form has focus, no text field
         await pilot.pause(0.2)
         assert app.focused is app.query_one("PresetForm")
@@ -121,7 +118,8 @@ async def test_digits_switch_panels_unless_a_field_is_edited(synthetic: Path, pr
         await wait_for(pilot, lambda: app.query_one("#panels").active == "tab-phase", 5)
         await pilot.press("1")
         await pilot.pause(0.2)
-        await pilot.press("enter")  # into the first field (name): now a digit is typed
+        assert app.focused is app.query_one("#preset-list")
+        await pilot.press("enter", "enter")  # the form, then its first field (name): now a digit is typed
         await pilot.pause(0.2)
         name = app.query_one("#f-name")
         assert app.focused is name

@@ -48,14 +48,17 @@ def render_attention(maps: dict, meta: dict, layer: str, head: int, example: int
     cell = max(1, min(3, (width - lw - 2) // max(1, L)))
     row_labels = [f"{off + i}" + (f":{tokens[off + i]}" if tokens else "") for i in range(Lq)]
     col_labels = [str(tokens[j]) if tokens else str(j) for j in range(L)] if cell >= 2 else [""] * L
-    body = heatmap(m.tolist(), row_labels, col_labels, vmin=0.0, vmax=1.0, cell=cell, marks=marks)
+    ruler = 0 if cell >= 2 else (5 if L <= 40 else 10)  # long sequences (65 tokens): the key position every k
+    body = heatmap(m.tolist(), row_labels, col_labels, vmin=0.0, vmax=1.0, cell=cell, marks=marks, ruler=ruler)
     body.append("\n")
     body.append_text(scale_bar(0.0, 1.0, width=min(20, max(8, width - 20)), label="attention"))
     body.append("   s: selection / relevant   c: copy (value → its key)" if meta.get("copy_q") is not None
                 else "   s: relevant token")
     readout = m[-1]
     sel = sum(float(readout[j]) for j, r in enumerate(rel[:L]) if r)
-    info = f"{layer} head {head}/{H - 1} example {example}/{E - 1} · rows: query position" + (":token" if tokens else "")
+    info = (f"{layer} · head {head + 1} of {H} · example {example + 1} of {E} · rows: query position"
+            + (":token" if tokens else "") + (" · columns: key position" if ruler else " · columns: key token"
+                                               if tokens else " · columns: key position"))
     info += f" · readout → relevant {sel:.2f}"
     if (Lq - 1, 0) and meta.get("copy_q") is not None:
         cq, ck = meta["copy_q"][example], meta["copy_k"][example]

@@ -10,6 +10,8 @@ from typing import Any
 
 from rich.text import Text
 
+from sparse_tui.plotting import fmt_r2
+
 
 @dataclass
 class FitRequest:
@@ -187,7 +189,7 @@ def fit_table(report: Any, req: FitRequest | None = None) -> Text:
         pok = r["paper_in_ci"]
         t.append(f" {f(r['paper']):>6}", style="green" if pok else ("red" if pok is False else ""))
         t.append(f" {r['paper_fig'] or ''}\n", style="dim")
-    t.append(f"R² = {res.r2:.3f} · n = {res.n} · censored = {res.n_censored}", style="bold")
+    t.append(f"R² = {fmt_r2(res.r2)} · n = {res.n} · censored = {res.n_censored}", style="bold")
     if res.n_censored_inconsistent:
         t.append(f" ({res.n_censored_inconsistent} above the law)", style="yellow")
     t.append(f" · C = {res.C:.3g}")

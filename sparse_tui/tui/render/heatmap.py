@@ -9,33 +9,8 @@ from typing import Callable, Sequence
 from rich.style import Style
 from rich.text import Text
 
+from sparse_tui.plotting import ramp  # noqa: F401 - the ramp of the console's heatmaps and the exported images
 from sparse_tui.tui.render.numbers import fmt_num
-
-_RAMP = [
-    (68, 1, 84),
-    (72, 40, 120),
-    (62, 74, 137),
-    (49, 104, 142),
-    (38, 130, 142),
-    (31, 158, 137),
-    (53, 183, 121),
-    (109, 205, 89),
-    (180, 222, 44),
-    (253, 231, 37),
-]
-
-
-def ramp(x: float) -> tuple[int, int, int]:
-    """Colour of a value in [0, 1]."""
-    if not math.isfinite(x):
-        return (40, 40, 40)
-    x = min(1.0, max(0.0, x))
-    pos = x * (len(_RAMP) - 1)
-    i = min(int(pos), len(_RAMP) - 2)
-    f = pos - i
-    a, b = _RAMP[i], _RAMP[i + 1]
-    return tuple(int(round(a[j] + (b[j] - a[j]) * f)) for j in range(3))  # type: ignore[return-value]
-
 
 def _bg(rgb: tuple[int, int, int]) -> Style:
     lum = 0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2]
@@ -66,6 +41,7 @@ def heatmap(
     marks: dict[tuple[int, int], str] | None = None,
     values: bool = False,
     log: bool = False,
+    ruler: int = 0,
 ) -> Text:
     """A colour heatmap as Rich text: one coloured cell per entry, row labels left, column labels on top.
 
@@ -77,10 +53,19 @@ def heatmap(
     span = hi - lo if hi > lo else 1.0
     lw = max((len(s) for s in row_labels), default=0)
     out = Text(no_wrap=True, overflow="crop")
-    # column header (labels truncated to the cell width)
+    # column header: labels truncated to the cell width, or (``ruler`` = k, cells too narrow for labels) the column
+    # index at every k-th column
     out.append(" " * (lw + 1))
-    for lab in col_labels:
-        out.append(str(lab)[:cell].rjust(cell), style="dim")
+    if ruler:
+        line = [" "] * (len(col_labels) * cell)
+        for j in range(0, len(col_labels), ruler):
+            lab = str(j)
+            if j * cell + len(lab) <= len(line):
+                line[j * cell:j * cell + len(lab)] = lab
+        out.append("".join(line), style="dim")
+    else:
+        for lab in col_labels:
+            out.append(str(lab)[:cell].rjust(cell), style="dim")
     out.append("\n")
     marks = marks or {}
     for i, row in enumerate(matrix):

@@ -15,11 +15,19 @@ def _sortable(v: Any) -> tuple:
 
 
 PHASE_VALUES = {
-    "plateau": "plateau step (mean over seeds; runs that never emerged count as missing)",
-    "acc": "final test accuracy (mean over seeds)",
-    "loss": "final test loss (mean over seeds)",
-    "emerged": "fraction of seeds whose plateau ended",
+    "plateau": "plateau step (runs that never left the plateau are left out)",
+    "acc": "final test accuracy",
+    "loss": "final test loss",
+    "emerged": "fraction of the runs whose plateau ended",
 }
+
+
+def cell_note(counts: list[list[int]]) -> str:
+    """How a cell's value comes about: one run per cell, or the mean over the runs of a cell (say how many)."""
+    ns = sorted({n for row in counts for n in row if n})
+    if not ns or ns == [1]:
+        return "one run per cell"
+    return f"mean over the {ns[0]} runs of a cell" if len(ns) == 1 else f"mean over the {ns[0]}-{ns[-1]} runs of a cell"
 
 
 def phase_grid(records: Iterable[RunRecord], x_key: str, y_key: str, value: str = "plateau",

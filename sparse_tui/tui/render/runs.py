@@ -1,11 +1,12 @@
 """The run table's text: one ``Row`` per run (display cells, sort keys, the text the filter searches), run names,
-tags, the config difference of two runs, the swept keys of a set of runs, and name cutting for narrow columns."""
+tags, sort orders (natural, by value), the swept keys of a set of runs, and name cutting for narrow columns."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
 
 from rich.text import Text
 
@@ -33,35 +34,56 @@ def run_name(rec: RunRecord) -> str:
 
 
 def run_tags(rec: RunRecord) -> list[str]:
-    tags = (rec.config or {}).get("tags") or []
-    return [str(t) for t in tags] if isinstance(tags, list) else []
+    """The run's tags: the preset's, or as edited after launch (``sparse-tui tag``, T in the console)."""
+    return list(rec.tags or [])
 
 
-def _flat(d: Any, prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if isinstance(d, dict):
-        for k, v in d.items():
-            if isinstance(v, dict):
-                out.update(_flat(v, f"{prefix}{k}."))
-            else:
-                out[f"{prefix}{k}"] = v
+_NUM = re.compile(r"(-?\d+(?:\.\d+)?(?:e[-+]?\d+)?)", re.IGNORECASE)
+
+
+def natural(text: str) -> tuple:
+    """A sort key that orders the numbers inside a text by value: ``d_model=8`` before ``d_model=60``."""
+    out = []
+    for part in _NUM.split(str(text)):
+        if not part:
+            continue
+        try:
+            out.append((0, float(part), ""))
+        except ValueError:
+            out.append((1, 0.0, part.lower()))
+    return tuple(out)
+
+
+def value_key(v: Any) -> tuple:
+    """A sort key of a parameter value: numbers by value, then texts in natural order, then missing values."""
+    if v is None:
+        return (2, 0.0, ())
+    if isinstance(v, bool):
+        return (1, 0.0, natural(str(v)))
+    if isinstance(v, (int, float)):
+        return (0, float(v), ()) if math.isfinite(v) else (2, 0.0, ())
+    return (1, 0.0, natural(str(v)))
+
+
+def short_keys(keys: Sequence[str]) -> dict[str, str]:
+    """Column titles for dotted parameter keys: the last part (``model.d_model`` -> ``d_model``), or more of it
+    when two keys would share a title."""
+    out: dict[str, str] = {}
+    for k in keys:
+        parts = k.split(".")
+        for n in range(1, len(parts) + 1):
+            title = ".".join(parts[-n:])
+            if sum(1 for o in keys if ".".join(o.split(".")[-n:]) == title) == 1:
+                break
+        out[k] = title
     return out
 
 
-def config_diff(a: RunRecord, b: RunRecord) -> list[tuple[str, str, str]]:
-    """The config keys two runs differ in, as (dotted key, value of a, value of b), in a's key order then b's; a key
-    one of them lacks shows "-". What the compare view lists (with the preset when that differs)."""
-    fa, fb = _flat(a.config or {}), _flat(b.config or {})
-    rows = []
-    if a.preset != b.preset:
-        rows.append(("preset", a.preset, b.preset))
-    for k in dict.fromkeys([*fa, *fb]):
-        va, vb = fa.get(k, "-"), fb.get(k, "-")
-        if k in ("name", "description") or va == vb:
-            continue
-        rows.append((k, str(va), str(vb)))
-    return rows
-
+def param_text(v: Any) -> str:
+    """A parameter value in a narrow cell."""
+    if isinstance(v, float):
+        return fmt_num(v, "g")
+    return str(v)
 
 
 def fit_name(name: str, width: int) -> str:
@@ -71,6 +93,34 @@ def fit_name(name: str, width: int) -> str:
         return name
     return "…" + name[-(width - 1):] if width > 1 else "…"
 
+
+
+def speed(rec: RunRecord) -> float | None:
+    """Training steps per second of a running run since it started (its step over the time to its last
+    heartbeat); None before it has one."""
+    if rec.status != "running" or not rec.started_at or not rec.heartbeat_at or rec.step <= 0:
+        return None
+    dt = rec.heartbeat_at - rec.started_at
+    return rec.step / dt if dt > 0 else None
+
+
+def eta(rec: RunRecord) -> float | None:
+    """Seconds a running run still needs at its speed so far."""
+    v = speed(rec)
+    if v is None or not rec.total_steps:
+        return None
+    return max(0.0, (rec.total_steps - rec.step) / v)
+
+
+def batch_eta(records: Iterable[RunRecord], batch_id: str) -> float | None:
+    """Seconds a batch still needs: the steps its running and queued runs have left, at the summed speed of its
+    running runs (queued runs start as running ones end, at about that pace)."""
+    recs = [r for r in records if r.batch_id == batch_id and r.status in ("running", "queued")]
+    rates = [v for v in (speed(r) for r in recs) if v]
+    if not rates:
+        return None
+    left = sum(max(0, (r.total_steps or 0) - r.step) for r in recs)
+    return left / sum(rates)
 
 
 def params_text(rec: RunRecord) -> str:
@@ -93,6 +143,7 @@ class Row:
     cells: tuple[Any, ...]  # display values (str or Text)
     keys: tuple[Any, ...]  # sort keys, one per column
     text: str  # lower-case text searched by the filter
+    params: dict = field(default_factory=dict)  # the run's parameters (the hyperparameter columns)
 
 
 def run_row(rec: RunRecord, last: dict | None, now: float) -> Row:
@@ -126,12 +177,12 @@ def run_row(rec: RunRecord, last: dict | None, now: float) -> Row:
         nan_last(loss),
         nan_last(acc),
         rec.device or "",
-        -(rec.created_at or 0.0),
-        run_name(rec),
+        rec.created_at or 0.0,
+        natural(run_name(rec)),
     )
     text = " ".join([rec.run_id, status, rec.preset, params_text(rec), rec.label or "", rec.device or "",
-                     *run_tags(rec)]).lower()
-    return Row(rec.run_id, cells, keys, text)
+                     *run_tags(rec), rec.note or ""]).lower()
+    return Row(rec.run_id, cells, keys, text, dict(rec.params))
 
 
 def matches(row: Row, query: str) -> bool:
@@ -145,8 +196,44 @@ def matches(row: Row, query: str) -> bool:
     return True
 
 
-def sort_rows(rows: list[Row], column: int, reverse: bool) -> list[Row]:
-    return sorted(rows, key=lambda r: r.keys[column], reverse=reverse)
+# Columns whose natural first order is high to low (s picks it; r reverses): accuracy, progress, age (newest first).
+DESCENDING_FIRST = {"acc", "step", "age"}
+
+
+def _missing(k: Any) -> bool:
+    return isinstance(k, tuple) and len(k) == 2 and k[0] is True  # the (missing, value) keys of run_row
+
+
+def sort_key(column: str) -> Callable[[Row], Any]:
+    """The sort key of a column: one of ``COLUMNS`` or ``hp:KEY`` (a hyperparameter, numbers by value)."""
+    if column.startswith("hp:"):
+        key = column[3:]
+        return lambda r: value_key(r.params.get(key))
+    i = COLUMNS.index(column)
+    return lambda r: r.keys[i]
+
+
+def sort_rows(rows: list[Row], column: str, descending: bool) -> list[Row]:
+    """Rows sorted by a column, ascending or descending; rows without a value (no plateau, no accuracy yet, no
+    such parameter) last either way."""
+    key = sort_key(column)
+
+    def absent(r: Row) -> bool:
+        k = key(r)
+        return _missing(k) or (isinstance(k, tuple) and len(k) == 3 and k[0] == 2)
+
+    have = [r for r in rows if not absent(r)]
+    rest = [r for r in rows if absent(r)]
+    return sorted(have, key=key, reverse=descending) + rest
+
+
+def sort_words(column: str, descending: bool) -> str:
+    """What a sort order means, in words: ``↓ high→low``, ``↑ A→Z``, ``↓ newest first``."""
+    if column == "age":
+        return "↓ newest first" if descending else "↑ oldest first"
+    if column in ("run", "name", "status", "preset", "device", "params"):
+        return "↓ Z→A" if descending else "↑ A→Z"
+    return "↓ high→low" if descending else "↑ low→high"
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -163,7 +250,7 @@ def swept_keys(records: Iterable[RunRecord]) -> list[str]:
         for k, v in r.params.items():
             if k in ("seed", "name", "description"):
                 continue
-            key = repr(v)
+            key = repr(value_key(v))  # 1 and 1.0 are one value
             if k not in seen:
                 seen[k] = set()
                 order.append(k)
@@ -176,3 +263,18 @@ def swept_keys(records: Iterable[RunRecord]) -> list[str]:
             if k != "seed" and k not in declared:
                 declared.append(k)
     return [k for k in declared if k in swept] + [k for k in swept if k not in declared]
+
+
+def varied_keys(records: Sequence[RunRecord]) -> list[str]:
+    """The hyperparameters a researcher varied among these runs: the keys that take more than one value within the
+    runs of one preset (a sweep, or runs launched with --set), the seed last. Keys that differ only between presets
+    (task.kind between a recall and a linreg preset) are not: ``o`` in the Runs panel offers them too."""
+    by: dict[str, list[RunRecord]] = {}
+    for r in records:
+        by.setdefault(r.preset, []).append(r)
+    keys: list[str] = []
+    for recs in by.values():
+        keys += [k for k in swept_keys(recs) if k not in keys]
+        if "seed" not in keys and len({r.params.get("seed") for r in recs}) > 1:
+            keys.append("seed")
+    return [k for k in keys if k != "seed"] + (["seed"] if "seed" in keys else [])

@@ -1,4 +1,4 @@
-"""A yes/no confirmation (delete runs)."""
+"""A yes/no confirmation (delete runs, launch a preset, create a run store). No (n, Esc) has the focus."""
 
 from __future__ import annotations
 
@@ -18,15 +18,16 @@ class ConfirmScreen(AnswersOnce, Guarded, ModalScreen[bool]):
         Binding("n,escape", "answer(False)", "No"),
     ]
 
-    def __init__(self, question: str) -> None:
+    def __init__(self, question: str, yes: str = "Yes (y)") -> None:
         super().__init__()
         self.question = question
+        self.yes = yes
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Label(self.question, classes="dialog-title")
+            yield Label(self.question, classes="dialog-title", markup=False)
             with Horizontal(classes="dialog-buttons"):
-                yield Button("Yes (y)", variant="error", id="yes", compact=True)
+                yield Button(self.yes, variant="error", id="yes", compact=True)
                 yield Button("No (n)", id="no", compact=True)
 
     def on_mount(self) -> None:

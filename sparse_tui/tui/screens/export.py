@@ -16,6 +16,7 @@ from textual.widgets.option_list import Option
 from sparse_tui.export import FORMATS
 from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.screens.answer_once import AnswersOnce
+from sparse_tui.tui.widgets.ordered_input import OrderedInput
 
 EXT = {"csv": "csv", "jsonl": "jsonl", "json": "json", "parquet": "parquet"}
 
@@ -46,10 +47,10 @@ class ExportScreen(AnswersOnce, Guarded, ModalScreen[ExportRequest | None]):
             yield Checkbox("per-step metrics (long table) · m", id="metrics", compact=True)
             with Horizontal(classes="export-path"):
                 yield Label("folder ")
-                yield Input(self.folder, id="folder", compact=True)
+                yield OrderedInput(self.folder, id="folder", compact=True)
             with Horizontal(classes="export-path"):
                 yield Label("file   ")
-                yield Input(self._file_name("csv", False), id="path", compact=True)
+                yield OrderedInput(self._file_name("csv", False), id="path", compact=True)
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Export (enter)", variant="primary", id="ok", compact=True)
                 yield Button("Cancel (esc)", id="cancel", compact=True)

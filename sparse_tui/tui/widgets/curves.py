@@ -21,9 +21,10 @@ from textual.widgets import Static
 
 from sparse_tui.plotting import downsample
 from sparse_tui.tui.guard import Guarded
-from sparse_tui.tui.messages import CurvesData
-from sparse_tui.tui.plot import PlotSpec, Series, ema
+from sparse_tui.tui.messages import CurvesData, FigureRequested, GridToggled
+from sparse_tui.tui.plot import PlotSpec, Series, ema, grid_shape
 from sparse_tui.tui.render.numbers import fmt_num
+from sparse_tui.tui.render.runs import param_text, short_keys, value_key
 from sparse_tui.tui.widgets.plot_view import PlotView
 from sparse_tui.tui.widgets.shallow_focus import ShallowFocus
 
@@ -58,22 +59,42 @@ def available_groups(data: CurvesData | None) -> list[str]:
     return out or ["loss"]
 
 
+def differing_labels(data: CurvesData, run_ids: list[str] | None = None) -> dict[str, str]:
+    """Legend labels of overlaid runs: only the parameters that differ among them (``d_model=32 seed=1``); the
+    run name when they differ in none (or their parameters are unknown)."""
+    ids = list(run_ids if run_ids is not None else data.run_ids)
+    params = [data.params.get(r, {}) for r in ids]
+    keys = list(dict.fromkeys(k for p in params for k in p))
+    diff = [k for k in keys if k not in ("name", "description")
+            and len({repr(p.get(k)) for p in params}) > 1]
+    titles = short_keys(diff)
+    out = {}
+    for rid, p in zip(ids, params):
+        text = " ".join(f"{titles[k]}={param_text(p.get(k))}" for k in diff)
+        out[rid] = text or data.labels.get(rid, rid)
+    return out
+
+
 def curves_spec(data: CurvesData | None, group: str, *, log_loss: bool = True, theory: bool = True,
-                smoothing: float = 0.0, zoom: float = 1.0, center: float = 0.5, width: int = 80) -> PlotSpec:
-    """The plot of one metric group of the watched runs (pure: tested without a screen)."""
+                smoothing: float = 0.0, zoom: float = 1.0, center: float = 0.5, width: int = 80,
+                run_ids: list[str] | None = None, title: str = "") -> PlotSpec:
+    """The plot of one metric group of the watched runs (or of ``run_ids`` among them; pure: tested without a
+    screen). Overlaid runs are labelled by the parameters they differ in."""
     log = group == "loss" and log_loss
-    spec = PlotSpec(xlabel="step", log_y=log, integer_x=True,
+    spec = PlotSpec(xlabel="step", log_y=log, integer_x=True, title=title,
                     ylim=(0.0, 1.0) if group in ("accuracy", "attention") else None,
                     empty=f"{group}: no data" + ("" if data and data.run_ids else " — pick runs in the Runs panel"))
     if data is None or not data.run_ids:
         return spec
-    many = len(data.run_ids) > 1
+    ids = [r for r in (run_ids if run_ids is not None else data.run_ids) if r in data.series]
+    many = len(ids) > 1
+    labels = differing_labels(data, ids) if many else {}
     npts = max(40, 2 * width)
     ci = 0
     xmin, xmax = math.inf, -math.inf
-    for rid in data.run_ids:
+    for rid in ids:
         series = data.series.get(rid, {})
-        name_of = data.labels.get(rid, rid)
+        name_of = labels.get(rid, data.labels.get(rid, rid))
         names = group_series(group, list(series), many)
         for name in names:
             xs, ys = series[name]
@@ -101,6 +122,30 @@ def curves_spec(data: CurvesData | None, group: str, *, log_loss: bool = True, t
     return spec
 
 
+def grid_units(data: CurvesData | None, group_keys: list[str]) -> list[tuple[str, list[str]]]:
+    """The charts of the grid: (title, run ids) per group of ``group_keys`` values (in value order), else one per
+    run."""
+    if data is None:
+        return []
+    ids = [r for r in data.run_ids if r in data.series]
+    params = [data.params.get(r, {}) for r in ids]
+    keys = sorted({k for p in params for k in p if len({repr(q.get(k)) for q in params}) > 1})
+    ids.sort(key=lambda r: tuple(value_key(data.params.get(r, {}).get(k)) for k in keys))  # in parameter order
+    if not group_keys:
+        labels = differing_labels(data, ids)
+        return [(f"{r} {labels.get(r, '')}".strip(), [r]) for r in ids]
+    titles = short_keys(group_keys)
+    units: dict[tuple, list[str]] = {}
+    for r in ids:
+        p = data.params.get(r, {})
+        units.setdefault(tuple(p.get(k) for k in group_keys), []).append(r)
+    out = []
+    for vals in sorted(units, key=lambda t: tuple(value_key(v) for v in t)):
+        label = " ".join(f"{titles[k]}={param_text(v)}" for k, v in zip(group_keys, vals))
+        out.append((f"{label} (n={len(units[vals])})", units[vals]))
+    return out
+
+
 class CurvesPanel(ShallowFocus, Guarded, Vertical, can_focus=True):
     BINDINGS = [
         Binding("m", "next_group", "Next metric"),
@@ -113,6 +158,11 @@ class CurvesPanel(ShallowFocus, Guarded, Vertical, can_focus=True):
         Binding("Z", "zoom(-1)", "Zoom out"),
         Binding("left", "pan(-1)", "Pan left", show=False),
         Binding("right", "pan(1)", "Pan right", show=False),
+        Binding("g", "grid", "Grid"),
+        Binding("pagedown", "page(1)", "Next charts", show=False),
+        Binding("pageup", "page(-1)", "Prev charts", show=False),
+        Binding("p", "figure('png')", "Figure"),
+        Binding("P", "figure('svg')", "Figure (SVG)", show=False),
     ]
     HELP = "Curves"
 
@@ -127,10 +177,13 @@ class CurvesPanel(ShallowFocus, Guarded, Vertical, can_focus=True):
     smoothing: reactive[int] = reactive(0, init=False)  # index into SMOOTHING
     zoom: reactive[int] = reactive(0, init=False)  # index into ZOOMS
     center: reactive[float] = reactive(0.5, init=False)  # centre of the zoomed window, as a fraction of the steps
+    grid: reactive[bool] = reactive(False, init=False)  # small multiples: one chart per group (or run)
+    page: reactive[int] = reactive(0, init=False)  # the grid's page (when not all charts fit)
 
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
         self.data: CurvesData | None = None
+        self.group_keys: list[str] = []
 
     def compose(self) -> ComposeResult:
         yield PlotView(id="curves-plot")
@@ -155,6 +208,34 @@ class CurvesPanel(ShallowFocus, Guarded, Vertical, can_focus=True):
             self.redraw()
 
     watch_group = watch_log_loss = watch_theory = watch_smoothing = watch_zoom = watch_center = _redraw_on_change
+    watch_page = _redraw_on_change
+
+    def watch_grid(self, on: bool) -> None:
+        self.page = 0
+        self.post_message(GridToggled(on))
+        self._redraw_on_change()
+
+    def set_groups(self, keys: list[str], records=None) -> None:
+        """The Runs table's grouping: the grid draws one chart per group."""
+        self.group_keys = list(keys)
+        self.page = 0
+        self._redraw_on_change()
+
+    def action_grid(self) -> None:
+        self.grid = not self.grid
+
+    def action_page(self, delta: int) -> None:
+        if self.grid:
+            self.page = max(0, min(self._pages() - 1, self.page + delta))
+
+    def action_figure(self, fmt: str) -> None:
+        self.post_message(FigureRequested("curves", fmt))
+
+    def _pages(self) -> int:
+        plot = self.query_one(PlotView)
+        n = len(grid_units(self.data, self.group_keys))
+        cols, rows = grid_shape(max(1, n), plot.size.width or 80, plot.size.height or 20)
+        return max(1, -(-n // (cols * rows)))
 
     def action_next_group(self) -> None:
         groups = available_groups(self.data)
@@ -183,17 +264,26 @@ class CurvesPanel(ShallowFocus, Guarded, Vertical, can_focus=True):
     def redraw(self) -> None:
         plot = self.query_one(PlotView)
         z = ZOOMS[self.zoom]
-        spec = curves_spec(self.data, self.group, log_loss=self.log_loss, theory=self.theory,
-                           smoothing=SMOOTHING[self.smoothing], zoom=z, center=self.center,
-                           width=plot.size.width or 80)
+        kw = dict(log_loss=self.log_loss, theory=self.theory, smoothing=SMOOTHING[self.smoothing], zoom=z,
+                  center=self.center)
         parts = [f"Curves · {self.group}"]
+        if self.grid:
+            units = grid_units(self.data, self.group_keys)
+            cols, rows = grid_shape(max(1, len(units)), plot.size.width or 80, plot.size.height or 20)
+            width = max(20, (plot.size.width or 80) // cols)
+            specs = [curves_spec(self.data, self.group, run_ids=ids, title=title, width=width, **kw)
+                     for title, ids in units]
+            pages = max(1, -(-len(units) // (cols * rows)))
+            parts.append(f"grid of {len(units)}" + (f" · page {self.page + 1}/{pages}" if pages > 1 else ""))
+            plot.show_grid(specs, min(self.page, pages - 1))
+        else:
+            plot.show(curves_spec(self.data, self.group, width=plot.size.width or 80, **kw))
         if self.smoothing:
             parts.append(f"EMA {SMOOTHING[self.smoothing]}")
         if z < 1:
             parts.append(f"zoom x{1 / z:g}")
         self.border_title = " · ".join(parts)
-        self.border_subtitle = "m metric · l log · +/- smooth · z/Z zoom"
-        plot.show(spec)
+        self.border_subtitle = "m metric · l log · +/- smooth · g grid · p figure"
         self._info()
 
     def _info(self) -> None:
@@ -201,6 +291,12 @@ class CurvesPanel(ShallowFocus, Guarded, Vertical, can_focus=True):
         info = self.query_one("#curves-info", Static)
         if d is None or not d.run_ids:
             info.update("No run selected: Runs panel (2), move to a run, enter. Space marks several to overlay.")
+            return
+        if self.grid:  # the charts name their runs: one line, the plots keep the height
+            units = grid_units(d, self.group_keys)
+            info.update(Text(f"{len(d.run_ids)} runs in {len(units)} charts"
+                             + (f" grouped by {', '.join(short_keys(self.group_keys).values())}" if self.group_keys
+                                else " (g in Runs groups them)") + " · pgup/pgdn: more charts · g: one plot"))
             return
         parts = []
         for rid in d.run_ids[:3]:

@@ -8,6 +8,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, Label, Select, Static
 
 from sparse_tui.tui.form_model import FieldSpec, to_text
+from sparse_tui.tui.widgets.ordered_input import OrderedInput
 
 
 def field_id(key: str) -> str:
@@ -32,7 +33,7 @@ class FieldRow(Vertical):
     FieldRow > Horizontal { height: 1; }
     FieldRow .label { width: 18; color: $text-muted; }
     FieldRow .hint { width: 7; color: $text-disabled; padding-left: 1; }
-    FieldRow Input, FieldRow Select { width: 1fr; }
+    FieldRow Input, FieldRow Select { width: 1fr; max-width: 64; }
     FieldRow .error { color: $error; padding-left: 18; height: auto; display: none; }
     FieldRow.-invalid .error { display: block; }
     FieldRow.-invalid .label { color: $error; text-style: bold; }
@@ -63,7 +64,7 @@ class FieldRow(Vertical):
                     tooltip=s.help,
                 )
             else:
-                yield Input(
+                yield OrderedInput(
                     self.initial,
                     placeholder=f"default {s.default_text}" if s.default_text else "(empty)",
                     compact=True,

@@ -20,6 +20,7 @@ from sparse_tui.tui.messages import FitDone, FitRequested, GuessRequested
 from sparse_tui.tui.plot import PlotSpec, Series
 from sparse_tui.tui.widgets.plot_view import PlotView
 from sparse_tui.tui.widgets.shallow_focus import ShallowFocus
+from sparse_tui.tui.widgets.ordered_input import OrderedInput
 
 
 class FitPanel(ShallowFocus, Guarded, Vertical, can_focus=True):
@@ -30,6 +31,8 @@ class FitPanel(ShallowFocus, Guarded, Vertical, can_focus=True):
         Binding("slash", "focus_filter", "Runs"),
         Binding("v", "focus_vars", "Vars"),
         Binding("o", "focus_options", "Options"),
+        Binding("p", "figure('png')", "Figure"),
+        Binding("P", "figure('svg')", "Figure (SVG)", show=False),
         Binding("escape", "leave_input", "Leave field", show=False),
     ]
     HELP = "Fit"
@@ -53,12 +56,12 @@ class FitPanel(ShallowFocus, Guarded, Vertical, can_focus=True):
     def compose(self) -> ComposeResult:
         with Horizontal(classes="fit-inputs"):
             yield Label("runs")
-            yield Input(placeholder="marked, else current preset; or filter words", id="fit-runs", compact=True)
+            yield OrderedInput(placeholder="marked, else current preset; or filter words", id="fit-runs", compact=True)
             yield Label(" vars")
-            yield Input(placeholder="e.g. d T B, d T/B (g guesses)", id="fit-vars", compact=True)
+            yield OrderedInput(placeholder="e.g. d T B, d T/B (g guesses)", id="fit-vars", compact=True)
         with Horizontal(classes="fit-inputs"):
             yield Label("opts")
-            yield Input(
+            yield OrderedInput(
                 placeholder="--tie d:0.5,T:1 --bootstrap 200 --target plateau_time --where task.B=2",
                 id="fit-opts",
                 compact=True,
@@ -108,13 +111,18 @@ class FitPanel(ShallowFocus, Guarded, Vertical, can_focus=True):
         self.focus()
 
     def action_focus_filter(self) -> None:
-        self.query_one("#fit-runs", Input).focus()
+        self.query_one("#fit-runs", OrderedInput).focus_now()
 
     def action_focus_vars(self) -> None:
-        self.query_one("#fit-vars", Input).focus()
+        self.query_one("#fit-vars", OrderedInput).focus_now()
 
     def action_focus_options(self) -> None:
-        self.query_one("#fit-opts", Input).focus()
+        self.query_one("#fit-opts", OrderedInput).focus_now()
+
+    def action_figure(self, fmt: str) -> None:
+        from sparse_tui.tui.messages import FigureRequested
+
+        self.post_message(FigureRequested("fit", fmt))
 
     def show_result(self, done: FitDone) -> None:
         self.result = done

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -16,9 +17,10 @@ from sparse_tui.store import RunRecord
 from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.render.heatmap import heatmap, scale_bar
 from sparse_tui.tui.render.numbers import fmt_num
-from sparse_tui.tui.render.phase import PHASE_VALUES, phase_grid
+from sparse_tui.tui.render.phase import PHASE_VALUES, cell_note, phase_grid
 from sparse_tui.tui.render.runs import matches, run_row, swept_keys
 from sparse_tui.tui.widgets.shallow_focus import ShallowFocus
+from sparse_tui.tui.widgets.ordered_input import OrderedInput
 
 VALUES = list(PHASE_VALUES)
 
@@ -30,6 +32,8 @@ class PhasePanel(ShallowFocus, Guarded, Vertical, can_focus=True):
         Binding("w", "swap", "Swap"),
         Binding("m", "value", "Value"),
         Binding("slash", "focus_filter", "Filter"),
+        Binding("p", "figure('png')", "Figure"),
+        Binding("P", "figure('svg')", "Figure (SVG)", show=False),
         Binding("escape", "leave_input", "Leave field", show=False),
     ]
     HELP = "Phase"
@@ -54,6 +58,7 @@ class PhasePanel(ShallowFocus, Guarded, Vertical, can_focus=True):
         self.keys: list[str] = []
         self.filter = ""
         self._sig = None
+        self.figure_data = None  # (x key, y key, xs, ys, grid, counts, value) of the diagram shown
 
     def _redraw_on_change(self, *_: object) -> None:
         if self.is_mounted:
@@ -64,7 +69,7 @@ class PhasePanel(ShallowFocus, Guarded, Vertical, can_focus=True):
     def compose(self) -> ComposeResult:
         with Horizontal(classes="phase-inputs"):
             yield Label("runs")
-            yield Input(placeholder="filter: preset name / words (default: current run's preset)", id="phase-filter", compact=True)
+            yield OrderedInput(placeholder="filter: preset name / words (default: current run's preset)", id="phase-filter", compact=True)
         yield Static("", id="phase-info")
         with VerticalScroll():
             yield Static("", id="phase-map")
@@ -115,12 +120,17 @@ class PhasePanel(ShallowFocus, Guarded, Vertical, can_focus=True):
     def action_value(self) -> None:
         self.value = VALUES[(VALUES.index(self.value) + 1) % len(VALUES)]
 
+    def action_figure(self, fmt: str) -> None:
+        from sparse_tui.tui.messages import FigureRequested
+
+        self.post_message(FigureRequested("phase", fmt))
+
     def action_leave_input(self) -> None:
         """Esc in a text field: back to the panel (what was typed stays; digits switch panels again)."""
         self.focus()
 
     def action_focus_filter(self) -> None:
-        self.query_one("#phase-filter", Input).focus()
+        self.query_one("#phase-filter", OrderedInput).focus_now()
 
     def redraw(self, force: bool = False) -> None:
         recs = self._selected()
@@ -143,14 +153,17 @@ class PhasePanel(ShallowFocus, Guarded, Vertical, can_focus=True):
         xs, ys, grid, counts = phase_grid(recs, self.x, self.y, self.value, self.last)
         note = ""
         if not any(math.isfinite(v) for row in grid for v in row):
-            # the value chosen for other runs has no data here (fig1c's ode runs have no accuracy): the first that has
-            for value in VALUES:
-                g = phase_grid(recs, self.x, self.y, value, self.last)
-                if any(math.isfinite(v) for row in g[2] for v in row):
-                    note = f" · {self.value}: no data, showing {value}"
-                    self.set_reactive(PhasePanel.value, value)
-                    xs, ys, grid, counts = g
-                    break
+            if self.value == "plateau":  # a result, not a missing value: say so, keep the value (m switches)
+                note = "no run left the plateau (m: final accuracy, loss, emerged fraction)"
+            else:  # this value has no data for these runs (fig1c's ode runs have no accuracy): the first that has
+                for value in VALUES:
+                    g = phase_grid(recs, self.x, self.y, value, self.last)
+                    if any(math.isfinite(v) for row in g[2] for v in row):
+                        note = f"{self.value}: no data for these runs, showing {value}"
+                        self.set_reactive(PhasePanel.value, value)
+                        xs, ys, grid, counts = g
+                        break
+        self.figure_data = (self.x, self.y, xs, ys, grid, counts, self.value)
         width = max(40, (self.size.width or 78) - 2)
         ylabels = [fmt_num(v, "g") if isinstance(v, (int, float)) else str(v) for v in ys]
         lw = max((len(s) for s in ylabels), default=1)
@@ -165,8 +178,9 @@ class PhasePanel(ShallowFocus, Guarded, Vertical, can_focus=True):
             text.append("\n")
             text.append_text(scale_bar(lo, hi, width=16, label=self.value, log=log))
         n_missing = sum(1 for row in grid for v in row if not math.isfinite(v))
-        info.update(
-            f"[b]{self.y}[/] (rows) × [b]{self.x}[/] (columns) · {PHASE_VALUES[self.value]}"
-            f" · {len(recs)} run(s)" + (f" · {n_missing} empty cell(s)" if n_missing else "") + note
-        )
+        info.update(Text.assemble(
+            (f"{note}\n", "bold yellow") if note else "",
+            (self.y, "bold"), " (rows) × ", (self.x, "bold"),
+            f" (columns) · {PHASE_VALUES[self.value]}, {cell_note(counts)} · {len(recs)} run(s)"
+            + (f" · {n_missing} empty cell(s)" if n_missing else "")))
         body.update(text)

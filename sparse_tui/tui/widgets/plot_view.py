@@ -7,7 +7,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual_plotext import PlotextPlot
 
-from sparse_tui.tui.plot import PlotSpec, draw
+from sparse_tui.tui.plot import PlotSpec, draw, draw_grid
 
 
 class PlotView(PlotextPlot):
@@ -16,16 +16,26 @@ class PlotView(PlotextPlot):
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
         self.spec = PlotSpec()
+        self.grid: list[PlotSpec] | None = None  # small multiples instead of one plot
+        self.page = 0
         self._error: str | None = None
 
     def show(self, spec: PlotSpec) -> None:
-        self.spec = spec
+        self.spec, self.grid = spec, None
+        self.refresh()
+
+    def show_grid(self, specs: list[PlotSpec], page: int = 0) -> None:
+        self.grid, self.page = list(specs), page
         self.refresh()
 
     def render(self) -> Text:
         w, h = self.size.width, self.size.height
         try:
-            out = draw(self.spec, w, h, theme=self._get_plotext_theme_name(self.app.theme))
+            theme = self._get_plotext_theme_name(self.app.theme)
+            if self.grid is not None:
+                out = draw_grid(self.grid, w, h, self.page, theme=theme)
+            else:
+                out = draw(self.spec, w, h, theme=theme)
             self._error = None
             return out
         except Exception as e:  # noqa: BLE001 - a plot must never take the console down

@@ -13,6 +13,7 @@ from textual.widgets import Input, Select, Static
 from sparse_tui.tui.form_model import PresetDraft
 from sparse_tui.tui.widgets.field_row import FieldRow
 from sparse_tui.tui.widgets.shallow_focus import ShallowFocus
+from sparse_tui.tui.widgets.ordered_input import OrderedInput
 
 SECTION_TITLES = {
     "": "preset",
@@ -83,7 +84,7 @@ class PresetForm(ShallowFocus, VerticalScroll):
             if current != "sweep":
                 widgets.append(Static(SECTION_TITLES["sweep"], classes="section", markup=False))
             widgets.append(
-                Input(
+                OrderedInput(
                     placeholder="add a sweep key: model.d_model = [32, 64]",
                     compact=True,
                     id="add-sweep",

@@ -110,7 +110,19 @@ class PresetsPanel(Guarded, Horizontal):
             self.app.notify(f"{path}: {e.strerror or e}", severity="error")
             return
         await self.query_one(PresetForm).load(self.draft)
+        self.query_one("#field-help", Static).update("")  # the previous preset's field help is not this one's
         self.validate_now()
+
+    def on_resize(self) -> None:
+        """The file list is as wide as its longest name (22 to 40 columns) when the screen has room for it."""
+        longest = max((len(p.stem) for p in self.files), default=0)
+        want = 22 if self.size.width < 120 else min(40, max(22, longest + 4))
+        if want != getattr(self, "_list_width", 22):
+            self._list_width = want
+            self.query_one("#preset-list", ListView).styles.width = want
+
+    def focus_list(self) -> None:
+        self.query_one("#preset-list", ListView).focus()
 
     def focus_form(self, first_field: bool = False) -> None:
         """Focus the form (not one of its text fields: digits still switch panels; ↓/Tab enter the fields), or
