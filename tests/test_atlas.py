@@ -87,6 +87,19 @@ def test_reproduce_list_prints_every_figure_without_torch(tmp_path):
         assert f"Fig. {n}" in r.stdout
     assert "no run store here" in r.stdout
     assert "not built yet (issue 22)" in r.stdout  # honest about what is missing
+    for key in ("blog3_C", "blog3_nembd", "blog6_nembd", "euclidean", "warmup"):  # the blogs follow the paper
+        assert key in r.stdout and r.stdout.index(key) > r.stdout.index("Fig. 17")
+
+
+def test_the_blogs_experiments_and_proposals_are_entries_with_cpu_presets():
+    """Issue 22: every experiment of blogs 3 and 6 and their two proposals is an atlas entry; those built name a CPU
+    preset (validated above) and a record; keys keep the blogs' letters but are found case-insensitively."""
+    blogs = {e.key: e for e in atlas.entries() if e.source.startswith("Sparse attention")}
+    assert {"blog3_V", "blog3_C", "blog3_nembd", "blog3_geometry", "blog6_nembd", "blog6_n80", "blog6_phase",
+            "euclidean", "warmup"} <= set(blogs)
+    for e in blogs.values():
+        assert e.built or (e.preset("cpu") and e.record), e.key
+    assert [e.key for e in find("blog3_c")] == [e.key for e in find("blog3_C")] == ["blog3_C"]
 
 
 def test_fit_takes_the_law_of_the_runs_preset_from_the_atlas(tmp_path):

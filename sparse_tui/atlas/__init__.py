@@ -25,6 +25,7 @@ from typing import Mapping
 MODULES = (
     "sparse_tui.atlas.paper_linreg",  # arXiv 2505.17863 §2, App. A, App. B (issue 18)
     "sparse_tui.atlas.paper_recall",  # arXiv 2505.17863 §3, App. C (issue 22)
+    "sparse_tui.atlas.blogs",  # Ziming Liu's blogs 3 and 6 and their two proposals (issue 22)
 )
 
 KINDS = ("law", "table", "curves", "theory")
@@ -94,16 +95,18 @@ ENTRIES: dict[str, Entry] = _load()
 
 
 def entries() -> list[Entry]:
-    """Every entry, in figure order (entries of one figure in registry order)."""
-    return sorted(ENTRIES.values(), key=lambda e: e.number)
+    """Every entry, in figure order (entries of one figure in registry order), then the entries without a figure
+    number (the blogs') in registry order."""
+    return sorted(ENTRIES.values(), key=lambda e: (e.number == 0, e.number))
 
 
 def find(name: str) -> list[Entry]:
     """The entries a name selects: an entry's key (``fig15_adam``), or a figure (``fig15``, ``15``, ``Fig. 15``:
     all its panels). Raises ``AtlasError`` naming the known keys."""
     key = name.strip().lower().replace(" ", "").replace(".", "")
-    if key in ENTRIES:
-        return [ENTRIES[key]]
+    by_lower = {k.lower(): e for k, e in ENTRIES.items()}  # blog keys keep the blogs' letters (blog3_C)
+    if key in by_lower:
+        return [by_lower[key]]
     m = re.fullmatch(r"(?:fig(?:ure)?)?(\d+)", key)
     if m:
         hits = [e for e in ENTRIES.values() if e.number == int(m.group(1))]
