@@ -801,9 +801,41 @@ def fig12_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title:
         return _save(fig, path)
 
 
+def nearest_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title: str | None = None) -> Path:
+    """Blog 3 ("Sparse attention 3 – inefficiency of extracting similar content"): the best and the final test
+    perplexity of each run (one point per seed) against what its runs sweep, C or n_embd, beside the blog's reference
+    there: (C−2)/(C−1)·V (guessing among the other context tokens) against C, V/n_embd against n_embd, log-log.
+    Rows: ``reproduce.nearest_rows``."""
+    require_matplotlib()
+    path = check_path(path)
+    import matplotlib as mpl
+
+    from sparse_tui.reproduce import nearest_rows
+
+    rows = nearest_rows(store, run_ids)
+    xkey = "C" if len({r["C"] for r in rows}) > 1 else "n_embd"
+    ref, ref_label = ("guess", "(C−2)/(C−1)·V: guess a context token") if xkey == "C" else ("v_over_n", "V/n_embd")
+    with mpl.rc_context(_style()):
+        fig, (ax,) = _fig(1, 4.4, 3.1)
+        for key, marker, label in (("best", "o", "best test perplexity"), ("final", "x", "final test perplexity")):
+            pts = [(r[xkey], r[key]) for r in rows if r[key] is not None]
+            ax.scatter([x for x, _ in pts], [y for _, y in pts], marker=marker, s=18, label=label)
+        refs = sorted({(r[xkey], r[ref]) for r in rows if r[ref] is not None})
+        ax.plot([x for x, _ in refs], [y for _, y in refs], color="0.4", ls="--", label=ref_label)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel({"C": "context length C", "n_embd": "n_embd"}[xkey])
+        ax.set_ylabel("test perplexity exp(loss)")
+        ax.legend(frameon=False)
+        vs = sorted({r["V"] for r in rows})
+        fig.suptitle(title or f"nearest token, V = {', '.join(map(str, vs))}", fontsize=8.5)
+        return _save(fig, path)
+
+
 # Figures of one atlas entry (sparse-tui reproduce KEY --plot FILE); other entries: fit_figure or curves_figure.
 ENTRY_FIGURES = {"fig1a": fig1a_figure, "fig1b": fig1b_figure, "fig6": fig6_figure, "fig7": fig7_figure,
-                 "fig8": fig8_figure, "fig10": fig10_figure, "fig12": fig12_figure}
+                 "fig8": fig8_figure, "fig10": fig10_figure, "fig12": fig12_figure,
+                 "blog3_C": nearest_figure, "blog3_nembd": nearest_figure}
 
 
 def p_table_figure(data: Mapping[str, Any], path: str | Path, *, title: str | None = None) -> Path:

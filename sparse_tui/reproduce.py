@@ -571,7 +571,63 @@ def p_table_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     return Report(entry, "\n".join(lines), data, run_ids=tuple(run_ids))
 
 
-TABLE_REPORTS: dict[str, Any] = {"fig3_right": p_table_report}
+def nearest_rows(store: Any, run_ids: Sequence[str]) -> list[dict[str, Any]]:
+    """Blog 3 ("Sparse attention 3 – inefficiency of extracting similar content"): per run its V, C, n_embd, attention,
+    the final and the best test perplexity exp(test loss) (step of the best), and the blog's two references:
+    (C−2)/(C−1)·V, the perplexity of a model that guesses uniformly among the context tokens other than the current
+    one ("Dependence on vocab size V"), and V/n_embd, which the best perplexity falls faster than ("Dependence on
+    embedding dimension"). Sorted by attention, V, C, n_embd, seed."""
+    import math
+
+    rows: list[dict[str, Any]] = []
+    for rid in run_ids:
+        rec = store.get(rid)
+        cfg = rec.config or {}
+        t, m = cfg.get("task", {}), cfg.get("model", {})
+        steps, vals = store.metrics(rid).get("test/ppl", ([], []))
+        pts = [(s, v) for s, v in zip(steps, vals) if v is not None and math.isfinite(v)]
+        best = min(pts, key=lambda sv: sv[1]) if pts else (None, None)
+        V, C, n = t.get("vocab"), t.get("context"), m.get("d_model")
+        guess = (C - 2) / (C - 1) * V if V and C else None
+        rows.append({"run_id": rid, "V": V, "C": C, "n_embd": n, "attention": m.get("attention", "dot"),
+                     "seed": rec.seed, "final": pts[-1][1] if pts else None, "best": best[1], "best_step": best[0],
+                     "final_acc": (rec.final or {}).get("test/acc"), "guess": guess,
+                     "v_over_n": V / n if V and n else None})
+    rows.sort(key=lambda r: (r["attention"], r["V"] or 0, r["C"] or 0, r["n_embd"] or 0, r["seed"] or 0))
+    return rows
+
+
+def nearest_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
+    """Blog 3: ``nearest_rows`` as a table, and over the runs the log-log slope of the best perplexity against n_embd
+    (the blog: steeper than −1, the slope of V/n_embd)."""
+    import math
+
+    rows = nearest_rows(store, run_ids)
+    lines = [f"{entry.key} — {entry.figure}: {entry.shows}",
+             "  blog: random guess among the other context tokens = (C−2)/(C−1)·V; best perplexity falls faster "
+             "than V/n_embd",
+             f"  {'attention':<9} {'V':>4} {'C':>3} {'n_embd':>6} {'seed':>4} {'final ppl':>9} {'best (step)':>15} "
+             f"{'(C−2)V/(C−1)':>12} {'final/that':>10} {'V/n_embd':>8} {'best/that':>9} {'acc':>6}"]
+    for r in rows:
+        g, vn = r["guess"], r["v_over_n"]
+        best = "—" if r["best"] is None else f"{r['best']:.2f} ({r['best_step']})"
+        lines.append(f"  {r['attention']:<9} {r['V']:>4} {r['C']:>3} {r['n_embd']:>6} {r['seed']:>4} "
+                     f"{_num(r['final'], '9.2f')} {best:>15} {_num(g, '12.2f')} "
+                     f"{_num(r['final'] / g if (g and r['final']) else None, '10.2f')} {_num(vn, '8.2f')} "
+                     f"{_num(r['best'] / vn if (vn and r['best']) else None, '9.2f')} {_num(r['final_acc'], '6.3f')}")
+    slope = None
+    pts = [(math.log(r["n_embd"]), math.log(r["best"])) for r in rows if r["best"] and r["n_embd"]]
+    if len({x for x, _ in pts}) >= 2:
+        mx, my = sum(x for x, _ in pts) / len(pts), sum(y for _, y in pts) / len(pts)
+        slope = sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x, _ in pts)
+        lines.append(f"  best perplexity ∝ n_embd^{slope:.2f} over n_embd {sorted({r['n_embd'] for r in rows})} "
+                     "(V/n_embd: exponent −1; the blog: faster)")
+    return Report(entry, "\n".join(lines), {"entry": entry.key, "runs": rows, "n_embd_slope": slope},
+                  run_ids=tuple(run_ids))
+
+
+TABLE_REPORTS: dict[str, Any] = {"fig3_right": p_table_report, "blog3_V": nearest_report, "blog3_C": nearest_report,
+                               "blog3_nembd": nearest_report, "euclidean": nearest_report}
 
 
 def draw(store: Any, rep: Report, path: Path) -> Path:

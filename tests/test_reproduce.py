@@ -102,3 +102,34 @@ def test_reproduce_theory_figures_report_and_draw(tmp_path):
     assert rows[0.3]["speedup"] > rows[0.1]["speedup"] > 1.1  # repetition shortens the plateau, about as 1/f
     assert abs(rows[0.3]["speedup"] / rows[0.3]["f"] - 1) < 0.1
     assert rows[0.1]["t_w_tilde_half"] < rows[0.1]["t_w_half"]  # the repeated component leads
+
+
+def test_nearest_report_sets_perplexity_beside_the_blogs_references(tmp_path):
+    """Blog 3: the report reads each run's best and final test perplexity and sets them beside (C−2)/(C−1)·V and
+    V/n_embd; the log-log slope over n_embd recovers a planted power law."""
+    import pytest
+
+    from sparse_tui import reproduce
+    from sparse_tui.atlas import ENTRIES
+    from sparse_tui.presets import expand, load_preset
+
+    specs = [s for s in expand(load_preset(ROOT / "presets" / "blog3_nembd.toml")) if s.seed == 0]
+    store = RunStore(tmp_path / "runs")
+    _, ids = store.create_runs(specs)
+    for spec, rid in zip(specs, ids):
+        n = spec.config.model.d_model
+        best = 40.0 * n ** -1.5
+        store.log_metrics_many(rid, [0, 500, 1000], {"test/ppl": [100.0, best, best * 1.1]})
+        store.finish(rid, "finished", step=1000)
+    rep = reproduce.report(store, ENTRIES["blog3_nembd"], ids)
+    rows = {r["n_embd"]: r for r in rep.data["runs"]}
+    assert set(rows) == {1, 2, 4, 8, 16}
+    assert rows[4]["best"] == pytest.approx(40.0 / 8) and rows[4]["best_step"] == 500
+    assert rows[4]["final"] == pytest.approx(1.1 * 40.0 / 8)
+    assert rows[4]["guess"] == pytest.approx(16.0) and rows[4]["v_over_n"] == pytest.approx(8.0)  # V = 32, C = 3
+    assert rep.data["n_embd_slope"] == pytest.approx(-1.5)
+    assert "n_embd^-1.50" in rep.text
+    from sparse_tui import figures
+
+    png = figures.nearest_figure(store, ids, tmp_path / "nembd.png")
+    assert png.read_bytes()[:4] == b"\x89PNG"
