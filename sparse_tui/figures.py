@@ -801,16 +801,40 @@ def fig12_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title:
         return _save(fig, path)
 
 
+def nearest_rows(store: Any, run_ids: Sequence[str]) -> list[dict[str, Any]]:
+    """Blog 3 ("Sparse attention 3 – inefficiency of extracting similar content"): per run its V, C, n_embd, attention,
+    the final and the best test perplexity exp(test loss) (step of the best), and the blog's two references:
+    (C−2)/(C−1)·V, the perplexity of a model that guesses uniformly among the context tokens other than the current
+    one ("Dependence on vocab size V"), and V/n_embd, which the best perplexity falls faster than ("Dependence on
+    embedding dimension"). Sorted by attention, V, C, n_embd, seed."""
+    import math
+
+    rows: list[dict[str, Any]] = []
+    for rid in run_ids:
+        rec = store.get(rid)
+        cfg = rec.config or {}
+        t, m = cfg.get("task", {}), cfg.get("model", {})
+        steps, vals = store.metrics(rid).get("test/ppl", ([], []))
+        pts = [(s, v) for s, v in zip(steps, vals) if v is not None and math.isfinite(v)]
+        best = min(pts, key=lambda sv: sv[1]) if pts else (None, None)
+        V, C, n = t.get("vocab"), t.get("context"), m.get("d_model")
+        guess = (C - 2) / (C - 1) * V if V and C else None
+        rows.append({"run_id": rid, "V": V, "C": C, "n_embd": n, "attention": m.get("attention", "dot"),
+                     "seed": rec.seed, "final": pts[-1][1] if pts else None, "best": best[1], "best_step": best[0],
+                     "final_acc": (rec.final or {}).get("test/acc"), "guess": guess,
+                     "v_over_n": V / n if V and n else None})
+    rows.sort(key=lambda r: (r["attention"], r["V"] or 0, r["C"] or 0, r["n_embd"] or 0, r["seed"] or 0))
+    return rows
+
+
 def nearest_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title: str | None = None) -> Path:
     """Blog 3 ("Sparse attention 3 – inefficiency of extracting similar content"): the best and the final test
     perplexity of each run (one point per seed) against what its runs sweep, C or n_embd, beside the blog's reference
     there: (C−2)/(C−1)·V (guessing among the other context tokens) against C, V/n_embd against n_embd, log-log.
-    Rows: ``reproduce.nearest_rows``."""
+    Rows: ``nearest_rows``."""
     require_matplotlib()
     path = check_path(path)
     import matplotlib as mpl
-
-    from sparse_tui.reproduce import nearest_rows
 
     rows = nearest_rows(store, run_ids)
     xkey = "C" if len({r["C"] for r in rows}) > 1 else "n_embd"

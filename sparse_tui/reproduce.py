@@ -571,36 +571,12 @@ def p_table_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     return Report(entry, "\n".join(lines), data, run_ids=tuple(run_ids))
 
 
-def nearest_rows(store: Any, run_ids: Sequence[str]) -> list[dict[str, Any]]:
-    """Blog 3 ("Sparse attention 3 – inefficiency of extracting similar content"): per run its V, C, n_embd, attention,
-    the final and the best test perplexity exp(test loss) (step of the best), and the blog's two references:
-    (C−2)/(C−1)·V, the perplexity of a model that guesses uniformly among the context tokens other than the current
-    one ("Dependence on vocab size V"), and V/n_embd, which the best perplexity falls faster than ("Dependence on
-    embedding dimension"). Sorted by attention, V, C, n_embd, seed."""
-    import math
-
-    rows: list[dict[str, Any]] = []
-    for rid in run_ids:
-        rec = store.get(rid)
-        cfg = rec.config or {}
-        t, m = cfg.get("task", {}), cfg.get("model", {})
-        steps, vals = store.metrics(rid).get("test/ppl", ([], []))
-        pts = [(s, v) for s, v in zip(steps, vals) if v is not None and math.isfinite(v)]
-        best = min(pts, key=lambda sv: sv[1]) if pts else (None, None)
-        V, C, n = t.get("vocab"), t.get("context"), m.get("d_model")
-        guess = (C - 2) / (C - 1) * V if V and C else None
-        rows.append({"run_id": rid, "V": V, "C": C, "n_embd": n, "attention": m.get("attention", "dot"),
-                     "seed": rec.seed, "final": pts[-1][1] if pts else None, "best": best[1], "best_step": best[0],
-                     "final_acc": (rec.final or {}).get("test/acc"), "guess": guess,
-                     "v_over_n": V / n if V and n else None})
-    rows.sort(key=lambda r: (r["attention"], r["V"] or 0, r["C"] or 0, r["n_embd"] or 0, r["seed"] or 0))
-    return rows
-
-
 def nearest_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     """Blog 3: ``nearest_rows`` as a table, and over the runs the log-log slope of the best perplexity against n_embd
     (the blog: steeper than −1, the slope of V/n_embd)."""
     import math
+
+    from sparse_tui.figures import nearest_rows
 
     rows = nearest_rows(store, run_ids)
     lines = [f"{entry.key} — {entry.figure}: {entry.shows}",
