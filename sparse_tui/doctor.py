@@ -99,7 +99,7 @@ def diagnose(device: str = "auto", say: Callable[[str], None] = print) -> int:
     import torch
 
     from sparse_tui.store import RunStore
-    from sparse_tui.training.trainer import resolve_device
+    from sparse_tui.devices import resolve as resolve_device
 
     try:
         dev = resolve_device(device)

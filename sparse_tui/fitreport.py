@@ -219,10 +219,6 @@ class Selection:
     criteria: list[str] = field(default_factory=list)
     presets: list[str] = field(default_factory=list)
 
-    @property
-    def n_skipped(self) -> int:
-        return sum(self.skipped.values())
-
     def describe(self) -> str:
         crit = ", ".join(self.criteria) if self.criteria else "all runs"
         s = f"runs: {self.matched} matching ({crit}); {len(self.rows)} finished"

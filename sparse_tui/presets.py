@@ -721,15 +721,6 @@ def _merged(old: dict, new: dict) -> dict:
     return out
 
 
-def get_dotted(data: dict, key: str, default: Any = None) -> Any:
-    node: Any = data
-    for part in key.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return default
-        node = node[part]
-    return node
-
-
 def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     """Flatten nested tables to dotted keys (lists stay values)."""
     out: dict[str, Any] = {}

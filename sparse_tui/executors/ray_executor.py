@@ -180,7 +180,8 @@ def train_stack_task(put_channel, run_ids: list[str], configs: list[dict], devic
 
     from sparse_tui import runner
     from sparse_tui.presets import config_from_json
-    from sparse_tui.training.trainer import library_versions, resolve_device
+    from sparse_tui.devices import resolve as resolve_device
+    from sparse_tui.training.trainer import library_versions
 
     if device == "cpu":
         torch.set_num_threads(threads)

@@ -10,17 +10,6 @@ from rich.text import Text
 from sparse_tui.tui.render.heatmap import heatmap, scale_bar
 
 
-def token_label(tok: Any, n_tokens: int | None = None) -> str:
-    return str(tok)
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Phase diagrams
-# ---------------------------------------------------------------------------------------------------------------
-
-
-
-
 def render_attention(maps: dict, meta: dict, layer: str, head: int, example: int, width: int = 76,
                      task: str | None = None) -> tuple[Text, str]:
     """One attention map [Lq, L] (layer, head, example) as a heatmap with marks and a scale. Returns (text, info).
