@@ -28,11 +28,13 @@ import math
 import operator
 import re
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from .fitting import FitError, FitResult, compare_to_theory, fit_power_law, format_comparison, short_name
+from .numbers import fmt_or
 from .theory import (
     PAPER_FITS,
     compare_closed_form,
@@ -431,10 +433,9 @@ def fit_store(store: Any, variables: str | Sequence[str] = "d,T", *, run_ids: Se
                        f"fit one with --preset NAME") from None
 
 
-def _fmt(x: Any, spec: str = ".4g") -> str:
-    if x is None or (isinstance(x, float) and not math.isfinite(x)):
-        return "—"
-    return format(x, spec)
+
+
+_fmt = partial(fmt_or, missing="—")  # the reports mark a missing number with a dash
 
 
 def format_fit_report(rep: FitReport) -> str:

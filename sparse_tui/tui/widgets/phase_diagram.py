@@ -16,7 +16,7 @@ from textual.widgets import Input, Label, Static
 from sparse_tui.store import RunRecord
 from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.render.heatmap import heatmap, scale_bar
-from sparse_tui.tui.render.numbers import fmt_num
+from sparse_tui.numbers import fmt_num
 from sparse_tui.tui.render.phase import PHASE_VALUES, cell_note, phase_grid
 from sparse_tui.tui.render.runs import matches, run_row, swept_keys
 from sparse_tui.tui.widgets.shallow_focus import ShallowFocus

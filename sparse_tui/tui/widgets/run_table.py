@@ -50,7 +50,7 @@ from sparse_tui.tui.render.runs import (
     swept_keys,
     varied_keys,
 )
-from sparse_tui.tui.render.numbers import fmt_age
+from sparse_tui.numbers import fmt_age
 from sparse_tui.tui.widgets.ordered_input import OrderedInput
 
 # What 80 columns hold: the full 8-character id, the run's name (as wide as the rest leaves), status, progress and
