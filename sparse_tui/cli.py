@@ -18,7 +18,6 @@ from rich.table import Table
 from sparse_tui.exitcodes import ExitCode
 from sparse_tui.numbers import fmt_or
 
-
 _TRAINING_COMMANDS = ("run", "resume", "work", "worker")  # a full disk stops runs that 'resume' continues
 
 

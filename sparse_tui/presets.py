@@ -14,12 +14,12 @@ This module imports neither torch nor textual, so ``sparse-tui --help`` stays li
 from __future__ import annotations
 
 import itertools
+import math
 import re
 import tomllib
+import types
 from dataclasses import dataclass, field
 from pathlib import Path
-import math
-import types
 from typing import Annotated, Any, Literal, Mapping, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator

@@ -42,10 +42,13 @@ import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Callable
 
 from sparse_tui.devices import DeviceError, resolve
-from sparse_tui.store import TERMINAL, RunRecord, RunStore, StoreError, is_disk_full
+from sparse_tui.store import RunRecord, RunStore, StoreError, is_disk_full
+from sparse_tui.training.checkpoint import CheckpointError, check, remove_stale_temporaries
+from sparse_tui.training.runlog import RunLogger
 
 # Seconds the training loop has, after Ctrl-C / SIGTERM, to stop at a step boundary before an alarm cuts the step
 # or evaluation short (docs: SIGTERM and Ctrl-C are honoured within 2 s).
@@ -331,7 +334,6 @@ def _train_or_split(store, recs, cfgs, dev, should_stop, notes_of: dict, ended: 
     from sparse_tui.training.cudagraph import free_cached_memory
     from sparse_tui.training.grouping import stackable
     from sparse_tui.training.loop import StackFailed, train_stack
-    from sparse_tui.training.runlog import RunLogger
     from sparse_tui.training.trainer import train_run
 
     def done(i: int, res) -> None:
@@ -420,8 +422,6 @@ def coordinate(store: RunStore, batch_id: str, **how) -> None:
     """Record this process as one of ``batch_id``'s coordinators and train every queued run of it (``run_batch``,
     with its keywords ``how``); it stops being one when it returns. Checkpoint temporaries left by killed processes
     are removed first."""
-    from sparse_tui.training.checkpoint import remove_stale_temporaries
-
     store.add_coordinator(batch_id)
     remove_stale_temporaries(store.runs_dir)
     try:
@@ -635,8 +635,6 @@ def check_resumable(store: RunStore, run_ids: list[str]) -> list:
     """What ``resume`` checks before anything is written: the store can be written, each run's stored config still
     validates, and each run's checkpoint is data (``checkpoint.check``: a planted pickle is refused, never run).
     Returns the runs' configs; StoreError (one line, naming the file or the run) otherwise."""
-    from sparse_tui.training.checkpoint import CheckpointError, check
-
     if store.read_only or not os.access(store.path, os.W_OK) or not os.access(store.runs_dir, os.W_OK):
         raise StoreError(f"{store.path}: the run store is read-only (file system or permissions); cannot resume"
                          " runs in it (copy it to a writable directory)")
@@ -704,8 +702,6 @@ def resume_runs_detached(store: RunStore, run_ids: list[str], *, workers: int | 
 
 def batch_specs(store: RunStore, batch_id: str) -> list:
     """The queued runs of a batch as objects with a ``.config`` (what ``scheduler.plan`` reads)."""
-    from types import SimpleNamespace
-
     cfgs, _ = stored_configs(store.runs(batch_id=batch_id, status="queued", reap=False))
     return [SimpleNamespace(config=c) for c in cfgs.values()]
 

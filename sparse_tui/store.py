@@ -19,6 +19,7 @@ every ``resume`` of it); its queued runs are orphaned only when none of them is 
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import math
@@ -132,8 +133,6 @@ def stale_after() -> float:
 
 def is_disk_full(exc: BaseException) -> bool:
     """Whether an exception says the disk (or the database's quota) is full."""
-    import errno
-
     if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return True
     text = str(exc).lower()

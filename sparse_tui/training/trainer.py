@@ -11,17 +11,17 @@ import platform
 import time
 from typing import Callable
 
+import numpy
 import torch
 
+import sparse_tui
 from sparse_tui.presets import RunConfig
 from sparse_tui.training.loop import train_stack
 from sparse_tui.training.runlog import RunLogger, RunResult
 
 
 def library_versions(device: torch.device | None = None) -> dict:
-    import numpy
 
-    import sparse_tui
 
     v = {
         "python": platform.python_version(),

@@ -3,7 +3,6 @@ readout's relevant position (selection, arXiv 2505.17863 Fig. 17 right) and the 
 
 from __future__ import annotations
 
-from typing import Any
 
 from rich.text import Text
 
