@@ -32,6 +32,7 @@ async def test_atlas_launches_a_figure_and_shows_its_report(tmp_path: Path, cons
     presets = tmp_path / "presets"
     presets.mkdir()
     (presets / "tiny.toml").write_text(tiny_text(40))
+    RunStore(tmp_path / "runs").close()  # the console asks before it creates a store (issue 21)
     app = make_app(tmp_path / "runs", presets, gpu=False, poll_interval=0.1)
     async with app.run_test(size=(150, 45)) as pilot:
         await _palette(pilot, "Atlas: reproduce")
