@@ -27,6 +27,11 @@ import zlib
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from google.protobuf import struct_pb2
+from tensorboard.compat.proto.event_pb2 import Event
+from tensorboard.compat.proto.summary_pb2 import Summary
+
+from sparse_tui.plotting import ramp
 from sparse_tui.store import RunRecord, RunStore
 
 BRIDGES = ("tensorboard", "mlflow")
@@ -86,8 +91,6 @@ def _png(rgb: list[list[tuple[int, int, int]]]) -> bytes:
 
 def attention_png(matrix: Any, scale: int = IMAGE_SCALE) -> tuple[bytes, int, int]:
     """An attention map [Lq, L] (values 0-1) as a PNG in the console's colour ramp, each cell ``scale`` pixels."""
-    from sparse_tui.plotting import ramp
-
     rows = []
     for row in matrix:
         line = []
@@ -101,8 +104,6 @@ def attention_png(matrix: Any, scale: int = IMAGE_SCALE) -> tuple[bytes, int, in
 
 def _hparams_summaries(rec_values: dict[str, Any], infos: dict[str, str], metrics: list[str]):
     """(experiment, session start, session end) summaries of the HParams plugin."""
-    from google.protobuf import struct_pb2
-    from tensorboard.compat.proto.summary_pb2 import Summary
     from tensorboard.plugins.hparams import api_pb2, metadata, plugin_data_pb2
 
     types = {"number": api_pb2.DATA_TYPE_FLOAT64, "string": api_pb2.DATA_TYPE_STRING,
@@ -138,8 +139,6 @@ def _writer(folder: Path):
 
 
 def _event(summary=None, step: int = 0, wall: float | None = None):
-    from tensorboard.compat.proto.event_pb2 import Event
-
     return Event(summary=summary, step=int(step), wall_time=wall if wall is not None else time.time())
 
 

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sparse_tui.exitcodes import ExitCode
-
+from sparse_tui.numbers import fmt_or
 
 _TRAINING_COMMANDS = ("run", "resume", "work", "worker")  # a full disk stops runs that 'resume' continues
 
@@ -413,12 +413,6 @@ def _exit_now(code: int) -> None:
         os._exit(int(code))
 
 
-def _fmt(v, spec: str = ".4g") -> str:
-    import math
-
-    if v is None or (isinstance(v, float) and not math.isfinite(v)):
-        return "-"
-    return format(v, spec)
 
 
 def _id_columns(t: Table, cols: tuple[str, ...]) -> None:
@@ -442,10 +436,10 @@ def _summary_table(runs) -> None:
             r.run_id,
             _cell(r.label),
             r.status,
-            _fmt(r.plateau_step, "g"),
-            _fmt(f.get("test/loss")),
-            _fmt(f.get("test/acc"), ".3f"),
-            _fmt(r.duration, ".1f") + "s" if r.duration else "-",
+            fmt_or(r.plateau_step, "g"),
+            fmt_or(f.get("test/loss")),
+            fmt_or(f.get("test/acc"), ".3f"),
+            fmt_or(r.duration, ".1f") + "s" if r.duration else "-",
         )
     out.print(t)
 
@@ -623,9 +617,9 @@ def runs(
             _cell(r.label),
             r.status,
             f"{r.step}/{r.total_steps}",
-            _fmt(r.plateau_step, "g"),
-            _fmt(f.get("test/loss")),
-            _fmt(f.get("test/acc"), ".3f"),
+            fmt_or(r.plateau_step, "g"),
+            fmt_or(f.get("test/loss")),
+            fmt_or(f.get("test/acc"), ".3f"),
             _cell(r.device or "-"),
             *((_cell(" ".join(r.tags) + (f" · {r.note}" if r.note else "")),) if annotated else ()),
         )
@@ -820,10 +814,10 @@ def show(
         ("run", rec.label),
         ("status", rec.status + (f" ({rec.reason})" if rec.reason else "")),
         ("step", f"{rec.step}/{rec.total_steps}"),
-        ("plateau step", _fmt(rec.plateau_step, "g")),
+        ("plateau step", fmt_or(rec.plateau_step, "g")),
         ("device", rec.device or "-"),
         ("checkpoint", _checkpoint_line(store, rec)),
-        ("duration", _fmt(rec.duration, ".1f") + " s" if rec.duration else "-"),
+        ("duration", fmt_or(rec.duration, ".1f") + " s" if rec.duration else "-"),
         ("versions", ", ".join(f"{k} {v}" for k, v in rec.versions.items() if k != "platform")),
     ]
     swept = {k: v for k, v in rec.swept.items()}
@@ -831,7 +825,7 @@ def show(
     final = rec.final or store.last_metrics(rec.run_id)
     for k in sorted(final):
         if "/H" not in k:
-            rows.append((f"final {k}", _fmt(final[k])))
+            rows.append((f"final {k}", fmt_or(final[k])))
     for k, v in rows:
         t.add_row(_cell(k), _cell(v))
     out.print(t)

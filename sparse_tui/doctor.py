@@ -15,11 +15,19 @@ ones to 1e-3 relative. Exit status 0 when everything holds, 1 otherwise.
 
 from __future__ import annotations
 
+import copy
 import os
 import tempfile
 import time
+from importlib import metadata
 from pathlib import Path
 from typing import Callable
+
+from sparse_tui import runner
+from sparse_tui.devices import resolve as resolve_device
+from sparse_tui.executors import INSTALL_HINT, probe
+from sparse_tui.executors.address import current_cluster
+from sparse_tui.store import RunStore
 
 TOLERANCE = 1e-3  # relative, on each run's final test loss
 
@@ -36,8 +44,6 @@ _RUNS = [(0, 16, 3, 3e-3), (1, 24, 5, 3e-3), (2, 16, 5, 1e-3)]
 
 
 def tiny_configs(device: str, cuda_graph: str) -> list:
-    import copy
-
     from sparse_tui.presets import RunConfig
 
     cfgs = []
@@ -66,7 +72,6 @@ def _memory(dev) -> str:
 
 
 def _schedule(store, cfgs, group: int) -> tuple[float, list]:
-    from sparse_tui import runner
     from sparse_tui.presets import RunSpec
 
     specs = [RunSpec("doctor", "doctor.toml", c, {"seed": c.seed, "model.d_model": c.model.d_model}) for c in cfgs]
@@ -79,10 +84,7 @@ def _schedule(store, cfgs, group: int) -> tuple[float, list]:
 def ray_line() -> str:
     """Information, never a failure: the Ray extra's version and whether ``--executor ray`` (``auto``) would find a
     cluster on this machine (docs/CLUSTER.md). Ray is not imported."""
-    from importlib import metadata
 
-    from sparse_tui.executors import INSTALL_HINT, probe
-    from sparse_tui.executors.address import current_cluster
 
     try:
         version = metadata.version("ray")
@@ -98,8 +100,6 @@ def diagnose(device: str = "auto", say: Callable[[str], None] = print) -> int:
     """Run the checks on ``device``; print a report through ``say``; return the exit status (0 = all good)."""
     import torch
 
-    from sparse_tui.store import RunStore
-    from sparse_tui.training.trainer import resolve_device
 
     try:
         dev = resolve_device(device)

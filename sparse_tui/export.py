@@ -10,15 +10,18 @@ a run has no such key).
 from __future__ import annotations
 
 import csv
+import ctypes
+import ctypes.util
 import io
 import json
 import math
 import os
+import stat
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable
 
-from sparse_tui.store import RunRecord, RunStore
+from sparse_tui.store import RunRecord, RunStore, is_disk_full
 
 FORMATS = ("csv", "jsonl", "parquet")
 LEAD = [
@@ -162,8 +165,6 @@ def output_problem(path: Path) -> str | None:
     """Why ``--output PATH`` cannot be written (one line, naming it), None when it can: checked before any work.
     A symlink is judged by its target; a character device or a FIFO (``/dev/stdout``, a named pipe) is written
     through; a block device, a socket or a directory is refused."""
-    import stat
-
     path = Path(path)
     try:
         st = os.stat(path)  # follows a symlink
@@ -193,8 +194,6 @@ def write_atomic(path: Path, write: Callable[[IO], int], *, binary: bool = False
     What is replaced keeps what it was: an existing file keeps its permissions (and, where allowed, its owner); a
     symlink stays and its target is replaced; a character device or a FIFO (``/dev/stdout``, ``/dev/null``, a
     named pipe) is written through, never replaced by a regular file. A new file gets the umask's permissions."""
-    import stat
-
     path = Path(path)
     try:
         st = os.stat(path)
@@ -255,16 +254,11 @@ def _write_through(path: Path, write: Callable[[IO], int], binary: bool) -> int:
 
 
 def _export_error(path: Path, e: OSError) -> ExportError:
-    from sparse_tui.store import is_disk_full
-
     return ExportError(f"--output {path}: cannot write: {e.strerror or e}", disk_full=is_disk_full(e))
 
 
 def _link_fd(fd: int, name: Path) -> None:
     """Give the unnamed (``O_TMPFILE``) file ``fd`` the name ``name``: ``linkat`` following /proc/self/fd/N."""
-    import ctypes
-    import ctypes.util
-
     libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
     AT_FDCWD, AT_SYMLINK_FOLLOW = -100, 0x400
     if libc.linkat(AT_FDCWD, f"/proc/self/fd/{fd}".encode(), AT_FDCWD, os.fsencode(name), AT_SYMLINK_FOLLOW) != 0:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -856,10 +857,43 @@ def nearest_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, titl
         return _save(fig, path)
 
 
+def fig17_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title: str | None = None) -> Path:
+    """Fig. 17 (arXiv 2505.17863 App. C.2): test accuracy (left), the copy probe (attention from the relevant value
+    to its key, ``attn/L{l}/copy``, middle) and the selection probe (query to the relevant value,
+    ``attn/L{l}/select``, right) of every layer that logs them, against the step; one colour per run, one line
+    style per layer."""
+    require_matplotlib()
+    path = check_path(path)
+    import matplotlib as mpl
+
+    recs = sorted((store.get(r) for r in run_ids), key=lambda r: (r.label or "", r.seed or 0))
+    styles = ("-", "--", ":", "-.")
+    with mpl.rc_context(_style()):
+        fig, axes = _fig(3, 3.3, 2.8)
+        for j, (rec, c) in enumerate(zip(recs, _colours(len(recs)))):
+            series = store.metrics(rec.run_id)
+            if "test/acc" in series:
+                axes[0].plot(*series["test/acc"], color=c, label=rec.label)
+            for ax, kind in zip(axes[1:], ("copy", "select")):
+                names = sorted(n for n in series if re.fullmatch(rf"attn/L\d+/{kind}", n))
+                for i, name in enumerate(names):  # the layers are named once (line styles), the runs by colour
+                    ax.plot(*series[name], color=c, ls=styles[i % len(styles)],
+                            label=f"layer {name.split('/')[1][1:]}" if j == 0 else None)
+        for ax, head in zip(axes, ("test accuracy", "copy: relevant value -> its key",
+                                   "selection: query -> relevant value")):
+            ax.set_xlabel("step")
+            ax.set_title(head)
+            ax.set_ylim(-0.02, 1.02)
+        for ax in axes if recs else ():
+            ax.legend(frameon=False)
+        fig.suptitle(title or "Fig. 17: attention probes during recall's emergence", fontsize=8.5)
+        return _save(fig, path)
+
+
 # Figures of one atlas entry (sparse-tui reproduce KEY --plot FILE); other entries: fit_figure or curves_figure.
 ENTRY_FIGURES = {"fig1a": fig1a_figure, "fig1b": fig1b_figure, "fig6": fig6_figure, "fig7": fig7_figure,
                  "fig8": fig8_figure, "fig10": fig10_figure, "fig12": fig12_figure,
-                 "blog3_C": nearest_figure, "blog3_nembd": nearest_figure}
+                 "blog3_C": nearest_figure, "blog3_nembd": nearest_figure, "fig17": fig17_figure}
 
 
 def p_table_figure(data: Mapping[str, Any], path: str | Path, *, title: str | None = None) -> Path:

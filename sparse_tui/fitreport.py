@@ -28,11 +28,13 @@ import math
 import operator
 import re
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from .fitting import FitError, FitResult, compare_to_theory, fit_power_law, format_comparison, short_name
+from .numbers import fmt_or
 from .theory import (
     PAPER_FITS,
     compare_closed_form,
@@ -218,10 +220,6 @@ class Selection:
     matched: int = 0  # runs matching the criteria, whatever their status
     criteria: list[str] = field(default_factory=list)
     presets: list[str] = field(default_factory=list)
-
-    @property
-    def n_skipped(self) -> int:
-        return sum(self.skipped.values())
 
     def describe(self) -> str:
         crit = ", ".join(self.criteria) if self.criteria else "all runs"
@@ -435,10 +433,9 @@ def fit_store(store: Any, variables: str | Sequence[str] = "d,T", *, run_ids: Se
                        f"fit one with --preset NAME") from None
 
 
-def _fmt(x: Any, spec: str = ".4g") -> str:
-    if x is None or (isinstance(x, float) and not math.isfinite(x)):
-        return "—"
-    return format(x, spec)
+
+
+_fmt = partial(fmt_or, missing="—")  # the reports mark a missing number with a dash
 
 
 def format_fit_report(rep: FitReport) -> str:

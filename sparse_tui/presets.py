@@ -14,12 +14,12 @@ This module imports neither torch nor textual, so ``sparse-tui --help`` stays li
 from __future__ import annotations
 
 import itertools
+import math
 import re
 import tomllib
+import types
 from dataclasses import dataclass, field
 from pathlib import Path
-import math
-import types
 from typing import Annotated, Any, Literal, Mapping, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -719,15 +719,6 @@ def _merged(old: dict, new: dict) -> dict:
     for k, v in new.items():
         out[k] = _merged(old[k], v) if isinstance(v, dict) and isinstance(old.get(k), dict) else v
     return out
-
-
-def get_dotted(data: dict, key: str, default: Any = None) -> Any:
-    node: Any = data
-    for part in key.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return default
-        node = node[part]
-    return node
 
 
 def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -13,27 +13,22 @@ import time
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
+from sparse_tui.numbers import fmt_or
 from sparse_tui.store import TERMINAL, RunRecord, RunStore
-
-
-def _fmt(v: float | None, spec: str = ".4g") -> str:
-    if v is None or (isinstance(v, float) and not math.isfinite(v)):
-        return "-"
-    return format(v, spec)
 
 
 def run_line(rec: RunRecord, last: dict[str, float]) -> str:
     parts = [f"[{rec.run_id}] {rec.label}", f"{rec.status}", f"step {rec.step}/{rec.total_steps}"]
     if "train/loss" in last:
-        parts.append(f"train/loss {_fmt(last['train/loss'])}")
+        parts.append(f"train/loss {fmt_or(last['train/loss'])}")
     if "test/loss" in last:
-        parts.append(f"test/loss {_fmt(last['test/loss'])}")
+        parts.append(f"test/loss {fmt_or(last['test/loss'])}")
     if "test/acc" in last:
-        parts.append(f"test/acc {_fmt(last['test/acc'], '.3f')}")
+        parts.append(f"test/acc {fmt_or(last['test/acc'], '.3f')}")
     if rec.status == "running" and rec.duration and rec.step:
         rate = rec.step / rec.duration
         eta = (rec.total_steps - rec.step) / rate if rate > 0 else math.nan
-        parts.append(f"ETA {_fmt(eta, '.0f')}s")
+        parts.append(f"ETA {fmt_or(eta, '.0f')}s")
     if rec.status in TERMINAL:
         if rec.plateau_step is not None:
             parts.append(f"plateau {rec.plateau_step:g}")
@@ -102,9 +97,9 @@ class BatchProgress:
             if self._progress is not None:
                 stats = []
                 if "train/loss" in last:
-                    stats.append(f"loss {_fmt(last['train/loss'])}")
+                    stats.append(f"loss {fmt_or(last['train/loss'])}")
                 if "test/acc" in last:
-                    stats.append(f"acc {_fmt(last['test/acc'], '.3f')}")
+                    stats.append(f"acc {fmt_or(last['test/acc'], '.3f')}")
                 if rec.status != "running":
                     stats.append(rec.status)
                 tid = self._tasks.get(rec.run_id)

@@ -503,15 +503,63 @@ def fig10_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     return Report(entry, text, {"entry": entry.key, "runs": data}, run_ids=tuple(run_ids))
 
 
+def _at(series: dict, name: str, step: float | None) -> float | None:
+    """The last logged value of ``name`` at or before ``step`` (None without one)."""
+    if step is None or name not in series:
+        return None
+    steps, vals = series[name]
+    return next((v for st, v in zip(reversed(steps), reversed(vals)) if st <= step and v is not None), None)
+
+
+def _probe_layer(series: dict, kind: str) -> str | None:
+    """The ``attn/L{l}/{kind}`` series whose final value is the largest: the layer that learned the probe's
+    attention (Fig. 17: the copy in one layer, the selection in a later one)."""
+    names = [n for n in series if n.startswith("attn/L") and n.endswith(f"/{kind}") and n.count("/") == 2]
+    return max(names, key=lambda n: series[n][1][-1] if series[n][1] else float("-inf"), default=None)
+
+
+def probes_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
+    """Fig. 17 (App. C.2): per run, the copy probe (attention from the relevant value to its key, in the layer
+    that learns it) and the selection probe (query to the relevant value, in its layer) at the start, at half the
+    plateau, at the plateau (App. D.1's threshold), when test accuracy first reaches 60% (recall proper) and at
+    the end. The paper shows both rising together with accuracy, without numbers."""
+    lines = [f"{entry.key} — {entry.figure}: {entry.shows}",
+             f"  {len(run_ids)} run(s); paper: curves only (both probes rise with accuracy, copy in layer 3 and "
+             "selection in layer 4 of its 4-layer model); measured: the probes at step 0 / plateau÷2 / plateau / "
+             "60% accuracy / end"]
+    out = []
+    for rid in run_ids:
+        rec = store.get(rid)
+        series = store.metrics(rid)
+        pl = rec.plateau_step
+        acc = series.get("test/acc", ([], []))
+        recall = next((float(st) for st, v in zip(*acc) if v is not None and v >= 0.6), None)
+        end = float(acc[0][-1]) if acc[0] else None
+        points = {"start": 0.0, "half": None if pl is None else pl / 2, "plateau": pl, "acc60": recall, "end": end}
+        row = {"run_id": rid, "label": rec.label, "plateau": pl, "acc60": recall}
+        lines.append(f"  {rec.label}: plateau {_num(pl, 'g')}, 60% accuracy at {_num(recall, 'g')}")
+        for kind in ("copy", "select"):
+            name = _probe_layer(series, kind)
+            vals = {k: _at(series, name, st) for k, st in points.items()} if name else {}
+            row[kind] = {"metric": name, **vals}
+            lines.append(f"    {kind:<6} {name or '—':<16} " + "  ".join(
+                f"{k} {_num(vals.get(k), '.3f')}" for k in points))
+        row["acc"] = {k: _at(series, "test/acc", st) for k, st in points.items()}
+        lines.append("    acc    test/acc         " + "  ".join(f"{k} {_num(v, '.3f')}" for k, v in row["acc"].items()))
+        out.append(row)
+    return Report(entry, "\n".join(lines), {"entry": entry.key, "runs": out}, run_ids=tuple(run_ids))
+
+
 REPORTS = {"law": law_report, "curves": curves_report}
 THEORY_REPORTS = {"fig1a": fig1a_report, "fig1b": fig1b_report, "fig6": fig6_report, "fig7": fig7_report,
                   "fig8": fig8_report, "fig10": fig10_report}
 
 
 def report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
-    """The report of ``entry`` over ``run_ids``: the entry's own (``THEORY_REPORTS``, ``TABLE_REPORTS``) or its
-    kind's (``REPORTS``)."""
-    fn = THEORY_REPORTS.get(entry.key) or TABLE_REPORTS.get(entry.key) or REPORTS.get(entry.kind)
+    """The report of ``entry`` over ``run_ids``: the entry's own (``THEORY_REPORTS``, ``TABLE_REPORTS``,
+    ``CURVE_REPORTS``) or its kind's (``REPORTS``)."""
+    fn = (THEORY_REPORTS.get(entry.key) or TABLE_REPORTS.get(entry.key) or CURVE_REPORTS.get(entry.key)
+          or REPORTS.get(entry.kind))
     if fn is None:
         raise AtlasError(f"{entry.key}: no report for kind {entry.kind!r}")
     return fn(store, entry, run_ids)
@@ -604,6 +652,7 @@ def nearest_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
 
 TABLE_REPORTS: dict[str, Any] = {"fig3_right": p_table_report, "blog3_V": nearest_report, "blog3_C": nearest_report,
                                "blog3_nembd": nearest_report, "euclidean": nearest_report}
+CURVE_REPORTS: dict[str, Any] = {"fig17": probes_report}
 
 
 def draw(store: Any, rep: Report, path: Path) -> Path:

@@ -3,7 +3,7 @@ console, ``resume``). docs/ARCHITECTURE.md shows the steps and who calls them.
 
 1. ``preflight`` checks what cannot be seen in the preset alone, before anything is written: the device exists
    (``--device cuda`` without CUDA is a usage error) and the largest run fits its memory (``resources.check``).
-2. ``launch`` / ``store.create_runs`` record the runs of the expanded preset as ``queued`` (one *batch*), together
+2. ``store.create_runs`` records the runs of the expanded preset as ``queued`` (one *batch*), together
    with the batch's **coordinator** (pid and host) in the same transaction.
 3. ``plan_batch`` asks the sweep scheduler how to train them (workers, threads, stacks).
 4. ``coordinate`` trains the batch: in this process (``workers == 1``), or by starting worker processes
@@ -42,10 +42,13 @@ import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Callable
 
-from sparse_tui.presets import LoadedPreset, expand
-from sparse_tui.store import TERMINAL, RunRecord, RunStore, StoreError, is_disk_full
+from sparse_tui.devices import DeviceError, resolve
+from sparse_tui.store import RunRecord, RunStore, StoreError, is_disk_full
+from sparse_tui.training.checkpoint import CheckpointError, check, remove_stale_temporaries
+from sparse_tui.training.runlog import RunLogger
 
 # Seconds the training loop has, after Ctrl-C / SIGTERM, to stop at a step boundary before an alarm cuts the step
 # or evaluation short (docs: SIGTERM and Ctrl-C are honoured within 2 s).
@@ -116,45 +119,21 @@ def preflight(specs: list, device: str | None = None, source: str = "preset") ->
         wanted.setdefault(device or spec.config.train.device, []).append(spec.config)
     for want, cfgs in wanted.items():
         where = "--device" if device else f"{source}: train.device"
-        resolved = _resolve_device_name(want, where)
+        if want == "cpu":  # no torch import for a CPU-only batch
+            resolved = "cpu"
+        else:
+            try:
+                dev = resolve(want)
+            except DeviceError as e:
+                raise PreflightError(f"{where}: {e}") from None
+            resolved = "cpu" if dev.type == "mps" else str(dev)  # no memory query for mps: it shares the CPU's
         try:
             check(cfgs, resolved, source)
         except ResourceError as e:
             raise PreflightError(str(e)) from None
 
 
-def _resolve_device_name(want: str, where: str) -> str:
-    """'cpu', 'cuda:N' for ``want`` (auto, cpu, cuda, cuda:N, mps); PreflightError when it is not here."""
-    if want == "cpu":
-        return "cpu"
-    import torch
-
-    if want == "auto":
-        return "cuda:0" if torch.cuda.is_available() else "cpu"
-    if want == "mps":
-        mps = getattr(torch.backends, "mps", None)
-        if mps is None or not mps.is_available():
-            raise PreflightError(f"{where}: mps is not available on this machine")
-        return "cpu"  # no memory query for mps: the CPU's memory is shared
-    if want.startswith("cuda"):
-        if not torch.cuda.is_available():
-            build = "a CPU-only build" if torch.version.cuda is None else f"CUDA {torch.version.cuda}, no GPU visible"
-            raise PreflightError(f"{where}: {want} requested but CUDA is not available (torch {torch.__version__}, "
-                                 f"{build})")
-        index = int(want.split(":")[1]) if ":" in want else 0
-        if index >= torch.cuda.device_count():
-            raise PreflightError(f"{where}: {want} requested but this machine has {torch.cuda.device_count()} GPU(s)")
-        return f"cuda:{index}"
-    raise PreflightError(f"{where}: unknown device {want!r}")
-
-
 # -- 2. launch, 3. plan -----------------------------------------------------------------------------------------------
-
-
-def launch(loaded: LoadedPreset, store: RunStore) -> tuple[str, list[str]]:
-    """Record the runs of a preset as queued, this process as their coordinator. Returns (batch_id, run_ids)."""
-    specs = expand(loaded)
-    return store.create_runs(specs)
 
 
 def plan_batch(
@@ -192,7 +171,7 @@ def work(
     ``group > 1``: claim up to ``group`` runs of one shape at a time (and as many as fit the device memory) and
     train them as one stack (``_train_claimed``). A run whose stored config no longer validates is recorded
     failed with the reason."""
-    from sparse_tui.training.trainer import library_versions, resolve_device
+    from sparse_tui.training.trainer import library_versions
 
     n, planned = 0, False
     while True:
@@ -210,7 +189,7 @@ def work(
         first = min(queued, key=lambda r: r.position)
         want = device or cfgs[first.run_id].train.device
         try:
-            dev = resolve_device(want)
+            dev = resolve(want)
         except RuntimeError as e:
             for rec in store.claim_runs([first.run_id], device=want, versions={}):
                 record_end(store, rec.run_id, "failed", reason=str(e))
@@ -355,7 +334,6 @@ def _train_or_split(store, recs, cfgs, dev, should_stop, notes_of: dict, ended: 
     from sparse_tui.training.cudagraph import free_cached_memory
     from sparse_tui.training.grouping import stackable
     from sparse_tui.training.loop import StackFailed, train_stack
-    from sparse_tui.training.runlog import RunLogger
     from sparse_tui.training.trainer import train_run
 
     def done(i: int, res) -> None:
@@ -440,26 +418,14 @@ def record_end(store: RunStore, run_id: str, status: str, **kw) -> bool:
     return True
 
 
-def coordinate(
-    store: RunStore,
-    batch_id: str,
-    *,
-    workers: int = 1,
-    device: str | None = None,
-    flag: StopFlag | None = None,
-    poll: Callable[[], None] | None = None,
-    group: int = 1,
-    executor=None,
-) -> None:
-    """Record this process as one of ``batch_id``'s coordinators and train every queued run of it (``run_batch``);
-    it stops being one when it returns. Checkpoint temporaries left by killed processes are removed first."""
-    from sparse_tui.training.checkpoint import remove_stale_temporaries
-
+def coordinate(store: RunStore, batch_id: str, **how) -> None:
+    """Record this process as one of ``batch_id``'s coordinators and train every queued run of it (``run_batch``,
+    with its keywords ``how``); it stops being one when it returns. Checkpoint temporaries left by killed processes
+    are removed first."""
     store.add_coordinator(batch_id)
     remove_stale_temporaries(store.runs_dir)
     try:
-        run_batch(store, batch_id, workers=workers, device=device, flag=flag, poll=poll, group=group,
-                  executor=executor)
+        run_batch(store, batch_id, **how)
     finally:
         try:
             store.drop_coordinator(batch_id)
@@ -669,8 +635,6 @@ def check_resumable(store: RunStore, run_ids: list[str]) -> list:
     """What ``resume`` checks before anything is written: the store can be written, each run's stored config still
     validates, and each run's checkpoint is data (``checkpoint.check``: a planted pickle is refused, never run).
     Returns the runs' configs; StoreError (one line, naming the file or the run) otherwise."""
-    from sparse_tui.training.checkpoint import CheckpointError, check
-
     if store.read_only or not os.access(store.path, os.W_OK) or not os.access(store.runs_dir, os.W_OK):
         raise StoreError(f"{store.path}: the run store is read-only (file system or permissions); cannot resume"
                          " runs in it (copy it to a writable directory)")
@@ -738,14 +702,8 @@ def resume_runs_detached(store: RunStore, run_ids: list[str], *, workers: int | 
 
 def batch_specs(store: RunStore, batch_id: str) -> list:
     """The queued runs of a batch as objects with a ``.config`` (what ``scheduler.plan`` reads)."""
-    from types import SimpleNamespace
-
     cfgs, _ = stored_configs(store.runs(batch_id=batch_id, status="queued", reap=False))
     return [SimpleNamespace(config=c) for c in cfgs.values()]
-
-
-def batch_done(store: RunStore, batch_id: str) -> bool:
-    return all(r.status in TERMINAL for r in store.runs(batch_id=batch_id))
 
 
 def log_path(store: RunStore, batch_id: str) -> Path:

@@ -19,6 +19,7 @@ every ``resume`` of it); its queued runs are orphaned only when none of them is 
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import math
@@ -132,8 +133,6 @@ def stale_after() -> float:
 
 def is_disk_full(exc: BaseException) -> bool:
     """Whether an exception says the disk (or the database's quota) is full."""
-    import errno
-
     if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return True
     text = str(exc).lower()
@@ -512,23 +511,11 @@ class RunStore:
         return got
 
     def claim_next(self, batch_id: str, *, device: str, versions: dict, pid: int | None = None) -> RunRecord | None:
-        """Atomically take the next queued run of a batch and mark it running (for worker processes)."""
-        pid = pid or os.getpid()
-        now = time.time()
-        with self._tx() as con:
-            row = con.execute(
-                "SELECT run_id FROM runs WHERE batch_id=? AND status='queued' AND cancel_requested=0"
-                " ORDER BY position LIMIT 1",
-                (batch_id,),
-            ).fetchone()
-            if row is None:
-                return None
-            con.execute(
-                "UPDATE runs SET status='running', pid=?, host=?, device=?, versions=?, started_at=?, heartbeat_at=?"
-                " WHERE run_id=?",
-                (pid, self._host, device, _json(versions), now, now, row["run_id"]),
-            )
-        return self.get(row["run_id"])
+        """Take the next queued run of a batch and mark it running (``claim_runs`` of one)."""
+        row = self.con.execute("SELECT run_id FROM runs WHERE batch_id=? AND status='queued' AND cancel_requested=0"
+                               " ORDER BY position LIMIT 1", (batch_id,)).fetchone()
+        got = [] if row is None else self.claim_runs([row["run_id"]], device=device, versions=versions, pid=pid)
+        return got[0] if got else None
 
     def claim_runs(
         self, run_ids: Iterable[str], *, device: str, versions: dict, pid: int | None = None
@@ -826,9 +813,6 @@ class RunStore:
         if rec is None:
             raise StoreError(self.warnings[-1].removeprefix("warning: "))
         return rec
-
-    def metric_names(self, run_id: str) -> list[str]:
-        return [r[0] for r in self.con.execute("SELECT DISTINCT name FROM metrics WHERE run_id=? ORDER BY name", (run_id,))]
 
     def metrics(
         self, run_id: str, names: Iterable[str] | None = None, since_step: int | None = None

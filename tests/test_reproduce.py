@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from sparse_tui.store import RunStore
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,10 +75,10 @@ def test_reproduce_bad_input_is_one_line(tmp_path):
     assert r.returncode == 2 and r.stderr.startswith("error: unknown figure 'fig99'") and "Traceback" not in r.stderr
     r = cli("reproduce", "fig1c", "--size", "tpu", "--runs-dir", str(runs))
     assert r.returncode == 2 and "--size: must be one of auto, cpu, gpu" in r.stderr
-    r = cli("reproduce", "fig17", "--runs-dir", str(runs))
-    assert r.returncode == 2 and "fig17: not built yet (issue 22)" in r.stderr
-    r = cli("reproduce", "fig4_right", "--size", "cpu", "--runs-dir", str(runs))
-    assert r.returncode == 2 and "fig4_right: no cpu-sized preset (sizes: gpu)" in r.stderr
+    r = cli("reproduce", "fig16", "--runs-dir", str(runs))
+    assert r.returncode == 2 and "fig16: not built yet (issue 22)" in r.stderr
+    r = cli("reproduce", "fig4_left", "--size", "cpu", "--runs-dir", str(runs))
+    assert r.returncode == 2 and "fig4_left: no cpu-sized preset (sizes: gpu)" in r.stderr
     r = cli("reproduce", "--runs-dir", str(runs))
     assert r.returncode == 2 and "name a figure" in r.stderr
     assert not runs.exists(), "nothing is written for bad input"
@@ -133,3 +135,36 @@ def test_nearest_report_sets_perplexity_beside_the_blogs_references(tmp_path):
 
     png = figures.nearest_figure(store, ids, tmp_path / "nembd.png")
     assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_fig17_report_reads_both_probes_before_at_and_after_the_plateau(tmp_path):
+    """Fig. 17 (App. C.2): the report gives, per run, the copy probe of the layer that learns it and the selection
+    probe of its layer at step 0, half the plateau, the plateau, 60% accuracy and the end."""
+    from types import SimpleNamespace
+
+    from sparse_tui import atlas
+    from sparse_tui.reproduce import report
+
+    steps = [0, 100, 200, 300, 400]
+    series = {
+        "test/acc": (steps, [0.0, 0.02, 0.06, 0.7, 0.9]),
+        "attn/L1/copy": (steps, [0.2, 0.21, 0.3, 0.6, 0.8]),
+        "attn/L1/select": (steps, [0.08, 0.08, 0.1, 0.12, 0.15]),
+        "attn/L2/select": (steps, [0.08, 0.09, 0.2, 0.6, 0.9]),
+        "attn/L1/H0/copy": (steps, [1.0] * 5),  # per-head series are not the layer's probe
+    }
+    store = SimpleNamespace(get=lambda rid: SimpleNamespace(run_id=rid, label="seed=0", seed=0, plateau_step=200.0),
+                            metrics=lambda rid: series)
+    rep = report(store, atlas.ENTRIES["fig17"], ["r0"])
+    (row,) = rep.data["runs"]
+    assert row["plateau"] == 200.0 and row["acc60"] == 300.0
+    assert row["copy"] == {"metric": "attn/L1/copy", "start": 0.2, "half": 0.21, "plateau": 0.3, "acc60": 0.6,
+                           "end": 0.8}
+    assert row["select"] == {"metric": "attn/L2/select", "start": 0.08, "half": 0.09, "plateau": 0.2, "acc60": 0.6,
+                             "end": 0.9}
+    assert "attn/L2/select" in rep.text and "acc60 0.600" in rep.text
+    pytest.importorskip("matplotlib")
+    from sparse_tui.figures import ENTRY_FIGURES
+
+    out = ENTRY_FIGURES["fig17"](store, ["r0"], tmp_path / "fig17.png")
+    assert out.stat().st_size > 10_000

@@ -195,3 +195,46 @@ def test_plateau_stop_after_ends_a_run_after_its_plateau_and_spares_its_stack_ma
     assert res[0].step == p + 100 and res[1].step == 400 and res[1].plateau_step is None
     assert [s for s, _ in logs[1]] == [s for s, _ in alone_never]
     assert [v for _, v in logs[1]] == pytest.approx([v for _, v in alone_never], rel=1e-5)
+
+
+def test_recall_probes_read_copy_and_selection_from_a_hand_built_attention_pattern():
+    """Fig. 17 of arXiv 2505.17863: ``attn/L{l}/copy`` is the attention from the relevant value to its key (the
+    copy, middle panel), ``attn/L{l}/select`` from the query to the relevant value(s) (the selection, right panel).
+    A stub model returns attention maps built by hand; the probes must read exactly the planted masses, per head
+    and averaged over heads; a last layer that computes only the readout row has no copy probe."""
+    from sparse_tui.tasks.base import Batch
+    from sparse_tui.training.metrics import evaluate
+
+    # Two sequences of 2 pairs + query (L = 5): the query's pair sits in slot 1 (value at 3) and slot 0 (value at 1).
+    x = torch.tensor([[0, 5, 1, 6, 1], [2, 7, 3, 8, 2]])
+    relevant = torch.zeros(2, 5, dtype=torch.bool)
+    relevant[0, 3] = relevant[1, 1] = True
+    batch = Batch(x=x, y=torch.tensor([6, 7]), relevant=relevant, copy_q=torch.tensor([3, 1]),
+                  copy_k=torch.tensor([2, 0]))
+    L1 = torch.full((2, 2, 5, 5), 0.0)
+    L1[:, :, :, 0] = 1.0  # every row on position 0 by default
+    L1[0, 0, 3] = torch.tensor([0.1, 0.0, 0.7, 0.2, 0.0])  # seq 0, head 0: value 3 -> key 2 with 0.7
+    L1[0, 1, 3] = torch.tensor([0.0, 0.0, 0.3, 0.7, 0.0])  # head 1: 0.3
+    L1[1, 0, 1] = torch.tensor([0.5, 0.5, 0.0, 0.0, 0.0])  # seq 1, head 0: value 1 -> key 0 with 0.5
+    L1[1, 1, 1] = torch.tensor([0.9, 0.1, 0.0, 0.0, 0.0])  # head 1: 0.9
+    L2 = torch.zeros(2, 2, 1, 5)  # the last layer computes the readout row only
+    L2[0, :, 0] = torch.tensor([0.0, 0.2, 0.0, 0.8, 0.0])  # query -> relevant value 3: 0.8 (both heads)
+    L2[1, 0, 0] = torch.tensor([0.0, 0.6, 0.0, 0.4, 0.0])  # query -> relevant value 1: 0.6
+    L2[1, 1, 0] = torch.tensor([0.0, 0.0, 0.0, 1.0, 0.0])  # head 1 looks elsewhere: 0
+
+    class Stub(torch.nn.Module):
+        n_layers, n_heads = 2, 2
+
+        def forward(self, xb):
+            n = xb.shape[0]
+            return torch.zeros(n, 10), [L1[:n], L2[:n]]
+
+    m = evaluate(Stub(), batch, "recall", classification=True)
+    assert m["attn/L1/H0/copy"] == pytest.approx((0.7 + 0.5) / 2)
+    assert m["attn/L1/H1/copy"] == pytest.approx((0.3 + 0.9) / 2)
+    assert m["attn/L1/copy"] == pytest.approx((0.6 + 0.6) / 2)
+    assert m["attn/L2/H0/select"] == pytest.approx((0.8 + 0.6) / 2)
+    assert m["attn/L2/H1/select"] == pytest.approx((0.8 + 0.0) / 2)
+    assert m["attn/L2/select"] == pytest.approx(0.55)
+    assert m["attn/L1/select"] == pytest.approx(0.0)  # layer 1's readout row sits on position 0
+    assert "attn/L2/copy" not in m

@@ -9,7 +9,11 @@ made (``sparse-tui --help`` stays light; tests/test_cli.py).
 
 from __future__ import annotations
 
+import importlib.util
+
+from sparse_tui.executors.address import auto_address, parse_address, reach
 from sparse_tui.executors.errors import EXECUTORS, INSTALL_HINT, ExecutorError  # noqa: F401  (the package's API)
+from sparse_tui.executors.ray_executor import connect
 
 
 def make_executor(name: str, address: str | None = None):
@@ -21,7 +25,6 @@ def make_executor(name: str, address: str | None = None):
         return None
     if name != "ray":
         raise ExecutorError(f"--executor: must be one of {', '.join(EXECUTORS)}, got {name!r}")
-    from sparse_tui.executors.ray_executor import connect
 
     return connect(address or "auto")
 
@@ -30,9 +33,7 @@ def probe(name: str, address: str | None = None) -> str | None:
     """Whether ``--executor name`` can be used now, without importing Ray (the console's check before it launches
     a batch; the detached coordinator then connects for real): None, or the one-line problem. ``auto`` is the
     cluster ``ray start --head`` runs on this machine (its address file under Ray's temporary directory)."""
-    import importlib.util
 
-    from sparse_tui.executors.address import auto_address, parse_address, reach
 
     if name == "local":
         return None

@@ -29,6 +29,8 @@ import io
 import time
 from types import SimpleNamespace
 
+from sparse_tui.training.checkpoint import CheckpointFiles, load_bytes
+
 FLUSH_SECONDS = 0.5
 MAX_RECORDS = 64
 CAPACITY = 32  # messages: at most CAPACITY x MAX_RECORDS records (or checkpoints) wait in the channel
@@ -162,8 +164,6 @@ class ChannelCheckpoint:
 
     def load(self, device):
         """The state in the bytes the coordinator handed over (data only: ``checkpoint.load_bytes``)."""
-        from sparse_tui.training.checkpoint import load_bytes
-
         return None if self.initial is None else load_bytes(self.initial, device)
 
     def remove(self) -> None:
@@ -176,8 +176,6 @@ class ChannelCheckpoint:
 def apply(store, record: tuple, on_error=None) -> str | None:
     """Write one worker record into ``store`` with the call the local path makes (the coordinator's side).
     Returns the run id whose cancel the store reports at a heartbeat, else None."""
-    from sparse_tui.training.checkpoint import CheckpointFiles
-
     kind = record[0]
     if kind == "log_metrics":
         store.log_metrics(*record[1:])

@@ -40,11 +40,17 @@ import socket
 import sys
 import time
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Callable
 
+from sparse_tui import runner
+from sparse_tui.devices import resolve as resolve_device
 from sparse_tui.executors.address import auto_address, is_current_cluster, parse_address, reach
-from sparse_tui.executors.errors import INSTALL_HINT, ExecutorError
 from sparse_tui.executors.channel import PUT_TIMEOUT, Channel, ChannelSink, apply
+from sparse_tui.executors.errors import INSTALL_HINT, ExecutorError
+from sparse_tui.runner import StopFlag, next_stack, record_end
+from sparse_tui.store import TERMINAL
+from sparse_tui.training.checkpoint import CheckpointFiles
 
 CPUS_PER_STACK = 1  # CPUs (and torch threads) per CPU stack: small models train best on one thread each
 RETRIES = 2  # times a run whose worker or node died is submitted again
@@ -178,14 +184,12 @@ def train_stack_task(put_channel, run_ids: list[str], configs: list[dict], devic
     import ray
     import torch
 
-    from sparse_tui import runner
     from sparse_tui.presets import config_from_json
-    from sparse_tui.training.trainer import library_versions, resolve_device
+    from sparse_tui.training.trainer import library_versions
 
     if device == "cpu":
         torch.set_num_threads(threads)
     sink = ChannelSink(lambda msg: ray.get(put_channel.put.remote(msg), timeout=PUT_TIMEOUT), runs_dir, checkpoints)
-    from types import SimpleNamespace
 
     recs = [SimpleNamespace(run_id=r) for r in run_ids]
     try:
@@ -289,8 +293,6 @@ class RayExecutor:
 
 class _Coordinator:
     def __init__(self, ex: RayExecutor, store, batch_id, workers, device, flag, poll, group):
-        from sparse_tui.runner import StopFlag
-
         self.ex, self.ray, self.store, self.batch_id = ex, ex.ray, store, batch_id
         self.workers, self.device, self.poll, self.group = workers, device, poll, max(1, group)
         self.flag = flag or StopFlag()
@@ -328,7 +330,6 @@ class _Coordinator:
     # -- submitting ---------------------------------------------------------------------------------------------
     def next_stack(self) -> _Stack | None:
         from sparse_tui.presets import config_from_json
-        from sparse_tui.runner import next_stack
 
         if self.retry:
             return self.retry.pop(0)
@@ -343,8 +344,6 @@ class _Coordinator:
         return _Stack(pick, dev)
 
     def submit(self, stack: _Stack) -> bool:
-        from sparse_tui.training.checkpoint import CheckpointFiles
-
         recs = self.store.claim_runs(stack.run_ids, device=stack.device, versions={})
         if not recs:
             return False
@@ -374,9 +373,6 @@ class _Coordinator:
 
     # -- ends -----------------------------------------------------------------------------------------------------
     def ended(self, ref, stack: _Stack) -> None:
-        from sparse_tui.runner import record_end
-        from sparse_tui.store import TERMINAL
-
         error = None
         try:
             self.ray.get(ref, timeout=60)
@@ -450,9 +446,6 @@ class _Coordinator:
 
     def abandon(self, why: str) -> None:
         """Record the runs in flight as failed with ``why`` (their checkpoints stay for ``resume``)."""
-        from sparse_tui.runner import record_end
-        from sparse_tui.store import TERMINAL
-
         for ref, stack in list(self.inflight.items()):
             self.ray.cancel(ref, force=True)
             for r in stack.run_ids:

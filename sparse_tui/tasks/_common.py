@@ -41,8 +41,3 @@ def make_generator(seed: int, stream: str, device: torch.device | str = "cpu",
     return gen
 
 
-def resolve_device(device: torch.device | str | None) -> torch.device:
-    """``None``/``'auto'`` -> cuda if available else cpu; anything else as given."""
-    if device is None or (isinstance(device, str) and device == "auto"):
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)

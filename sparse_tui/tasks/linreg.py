@@ -60,8 +60,10 @@ import math
 
 import torch
 
+from sparse_tui.devices import resolve
+
 from ..presets import LinregTask as LinregConfig
-from ._common import make_generator, resolve_device
+from ._common import make_generator
 from .base import Batch
 
 _CHUNK_ELEMENTS = 1 << 24  # tokens are generated in chunks of about this many floats (64 MiB)
@@ -77,7 +79,7 @@ class LinearRegression:
     def __init__(self, cfg: LinregConfig, seed: int, device: torch.device | str = "cpu"):
         self.cfg = cfg
         self.seed = int(seed)
-        self.device = resolve_device(device)
+        self.device = resolve(device)
         self.d = cfg.d
         self.T = cfg.T
         self.B = cfg.B

@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import torch
 
+from sparse_tui.devices import resolve
+
 from ..presets import NearestTask as NearestConfig
-from ._common import make_generator, resolve_device
+from ._common import make_generator
 from .base import Batch
 
 
@@ -56,7 +58,7 @@ class NearestToken:
     def __init__(self, cfg: NearestConfig, seed: int, device: torch.device | str = "cpu"):
         self.cfg = cfg
         self.seed = int(seed)
-        self.device = resolve_device(device)
+        self.device = resolve(device)
         self.V = cfg.vocab
         self.C = cfg.context
         self.tie_break = cfg.tie_break

@@ -45,8 +45,10 @@ from __future__ import annotations
 
 import torch
 
+from sparse_tui.devices import resolve
+
 from ..presets import RecallTask as RecallConfig
-from ._common import make_generator, resolve_device
+from ._common import make_generator
 from .base import Batch
 
 _CHUNK = 8192
@@ -62,7 +64,7 @@ class AssociativeRecall:
     def __init__(self, cfg: RecallConfig, seed: int, device: torch.device | str = "cpu"):
         self.cfg = cfg
         self.seed = int(seed)
-        self.device = resolve_device(device)
+        self.device = resolve(device)
         self.n_tokens = cfg.n_tokens
         self.n_pairs = cfg.n_pairs
         self.B = float(cfg.B)

@@ -35,12 +35,16 @@ from __future__ import annotations
 
 import io
 import os
+import pickle
 import re
 import socket
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Callable
+
+from sparse_tui.store import pid_alive
 
 CHECKPOINT_SECONDS = 300.0  # also save at least this often (5 minutes of training), whatever checkpoint_every says
 FORMAT = 1
@@ -87,8 +91,6 @@ def has_checkpoint(runs_dir: Path, run_id: str) -> int | None:
 
 def _load(source, device):
     """``torch.load`` of data only (never code): tensors, numbers, strings and containers."""
-    import warnings
-
     import torch
 
     with warnings.catch_warnings():  # e.g. "Detected pickle protocol 4": the refusal below says what matters
@@ -98,8 +100,6 @@ def _load(source, device):
 
 def _why(e: Exception) -> str:
     """A short reason a file did not load as a checkpoint (never torch's advice to load it with code)."""
-    import pickle
-
     if isinstance(e, pickle.UnpicklingError):
         m = re.search(r"WeightsUnpickler error:\s*(.+?)(?:\n\n|$)", str(e), re.S)
         detail = " ".join(m.group(1).split()) if m else ""
@@ -132,8 +132,6 @@ def _temporary(path: Path) -> Path:
 def remove_stale_temporaries(runs_dir: Path) -> list[Path]:
     """Remove the checkpoint temporaries of processes of this host that are gone (``kill -9`` during a save).
     Those of live processes, and of other hosts sharing the runs folder, stay. Returns the paths removed."""
-    from sparse_tui.store import pid_alive
-
     host = socket.gethostname()
     tmp = re.compile(r".*\.pt\.(?:(?P<host>.+)\.)?(?P<pid>\d+)\.tmp")  # the host is absent in older names
     gone = []

@@ -2,7 +2,7 @@
 (training/loop.py, a stack of one) and integrates an ODE run (models/ode.py), recorded the same way. The run
 lifecycle (how a run's end is recorded, the trial-step fallbacks, interrupts, crashes, a full disk) is the
 runner's (runner._train_claimed); this module trains and returns. Also the device and provenance helpers every
-executor uses (``resolve_device``, ``library_versions``).
+executor uses (``library_versions``; devices are resolved by devices.py).
 """
 
 from __future__ import annotations
@@ -11,27 +11,17 @@ import platform
 import time
 from typing import Callable
 
+import numpy
 import torch
 
+import sparse_tui
 from sparse_tui.presets import RunConfig
 from sparse_tui.training.loop import train_stack
 from sparse_tui.training.runlog import RunLogger, RunResult
 
 
-def resolve_device(name: str) -> torch.device:
-    """``auto`` → first CUDA device if available, else CPU."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    dev = torch.device(name)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError(f"device {name} requested but CUDA is not available")
-    return dev
-
-
 def library_versions(device: torch.device | None = None) -> dict:
-    import numpy
 
-    import sparse_tui
 
     v = {
         "python": platform.python_version(),

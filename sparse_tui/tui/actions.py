@@ -15,15 +15,20 @@ from typing import Any
 
 from textual.message import Message
 
-from sparse_tui.store import RunStore
+from sparse_tui import figures, runner
+from sparse_tui.annotate import AnnotateError, check_note, parse_tags
+from sparse_tui.executors import ExecutorError, probe
+from sparse_tui.export import export as write
+from sparse_tui.plotting import fmt_r2
+from sparse_tui.store import RunStore, StoreError
 from sparse_tui.tui.messages import AttentionData, Done, FitDone, Problem
+from sparse_tui.tui.render import fit as fitview
+from sparse_tui.tui.render.attention import render_attention
 
 
 def check_executor(executor: str, ray_address: str | None) -> None:
     """``--executor ray``: refuse to launch while Ray is missing or its cluster unreachable (``ExecutorError``, one
     line; nothing is recorded)."""
-    from sparse_tui.executors import ExecutorError, probe
-
     problem = probe(executor, ray_address)
     if problem:
         raise ExecutorError(problem)
@@ -34,7 +39,6 @@ def launch(store: RunStore, loaded: Any, workers: int | None = None, executor: s
     """Record the runs of a validated preset and start them in a detached process (the sweep scheduler plans them
     as they start; ``executor`` local or ray, docs/CLUSTER.md); the Runs panel then shows them with the cursor on
     the first."""
-    from sparse_tui import runner
     from sparse_tui.presets import expand
 
     check_executor(executor, ray_address)
@@ -88,8 +92,6 @@ def archive(store: RunStore, ids: list[str], archived: bool = True) -> Message:
 
 def annotate(store: RunStore, run_id: str, what: str, text: str) -> Message:
     """Set a run's note or tags (the checks of ``sparse-tui note / tag``)."""
-    from sparse_tui.annotate import AnnotateError, check_note, parse_tags
-
     try:
         if what == "note":
             store.set_note(run_id, check_note(text))
@@ -104,9 +106,6 @@ def annotate(store: RunStore, run_id: str, what: str, text: str) -> Message:
 def resume(store: RunStore, ids: list[str], workers: int | None = None, executor: str = "local",
            ray_address: str | None = None) -> Message:
     """Continue failed / interrupted / queued runs from their latest checkpoint, one detached coordinator per batch."""
-    from sparse_tui import runner
-    from sparse_tui.store import StoreError
-
     try:
         check_executor(executor, ray_address)
         started = runner.resume_runs_detached(store, ids, workers=workers or None, executor=executor,
@@ -134,8 +133,6 @@ def delete(store: RunStore, ids: list[str]) -> Message:
 def export(store: RunStore, ids: list[str], req: Any) -> Message:
     """Write the runs (oldest first) as the dialog asked (``screens.export.ExportRequest``: format, table or
     per-step metrics, file) to ``req.path`` through a ``.part`` file: nothing half-written is left behind."""
-    from sparse_tui.export import export as write
-
     recs = sorted((store.get(r) for r in ids), key=lambda r: (r.created_at, r.run_id))
     out = Path(req.path).expanduser()
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -158,8 +155,6 @@ def attention(store: RunStore, run_id: str, step: int | None, layer: str | None,
               width: int) -> AttentionData:
     """One attention snapshot rendered for the panel: ``step`` None (or gone) is the newest, ``layer`` None the
     first."""
-    from sparse_tui.tui.render.attention import render_attention
-
     steps = store.attention_steps(run_id)
     if not steps:
         return AttentionData(run_id, [], -1, [], 1, 1, "", f"run {run_id}: no attention snapshots yet")
@@ -178,13 +173,11 @@ def attention(store: RunStore, run_id: str, step: int | None, layer: str | None,
 def fit(store: RunStore, req: Any) -> FitDone:
     """``fitreport.fit_store`` with the request's arguments: the code path (and numbers) of ``sparse-tui fit``."""
     from sparse_tui.fitreport import FitError
-    from sparse_tui.tui.render import fit as fitview
 
     try:
         rep = fitview.run_fit(store, req)
     except (FitError, ValueError) as e:
         return fit_failed(f"fit failed: {str(e).splitlines()[0] if str(e) else e!r}", req)
-    from sparse_tui.plotting import fmt_r2
 
     info = f"{rep.result.formula()}  R²={fmt_r2(rep.result.r2)}"
     return FitDone(fitview.fit_table(rep, req), fitview.fit_plot(rep), info, report=rep, request=req)
@@ -193,8 +186,6 @@ def fit(store: RunStore, req: Any) -> FitDone:
 def figure(store: RunStore, panel: str, payload: Any, path: Path) -> Message:
     """Write the figure of a panel through ``figures`` (curves: the runs ``payload``; fit: the ``FitReport``;
     phase: the diagram's data) and say where."""
-    from sparse_tui import figures
-
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if panel == "curves":

@@ -15,6 +15,7 @@ Training runs in detached processes (``runner.detach``), so quitting the app or 
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -25,12 +26,15 @@ from textual.binding import Binding
 from textual.lazy import Lazy
 from textual.reactive import reactive
 from textual.screen import Screen
+from textual.theme import ThemeProvider
 from textual.widgets import Header, Input, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
+from sparse_tui.executors import probe
 from sparse_tui.exitcodes import ExitCode
-from sparse_tui.store import RunRecord, RunStore
+from sparse_tui.store import DB_NAME, RunRecord, RunStore
 from sparse_tui.tui import selection
+from sparse_tui.tui.commands import CommandPalette, help_groups, system_commands
 from sparse_tui.tui.guard import Guarded, guarded
 from sparse_tui.tui.highlight import FocusHighlight
 from sparse_tui.tui.messages import (
@@ -49,6 +53,9 @@ from sparse_tui.tui.panels import LAZY, PANELS
 from sparse_tui.tui.poller import StorePoller
 from sparse_tui.tui.reporting import Reporting
 from sparse_tui.tui.requests import PanelRequests
+from sparse_tui.tui.screens.confirm import ConfirmScreen
+from sparse_tui.tui.screens.help import HelpScreen
+from sparse_tui.tui.sysinfo import Nvml, host_summary
 from sparse_tui.tui.widgets.attention_map import AttentionPanel
 from sparse_tui.tui.widgets.curves import CurvesPanel
 from sparse_tui.tui.widgets.fit_panel import FitPanel
@@ -139,7 +146,6 @@ class SparseTuiApp(Reporting, PanelRequests, FocusHighlight, Guarded, App[int]):
             self.probe_gpu()
         self.set_interval(5.0, self._tick_ages)
         self.set_interval(2.0, self.reap_children)
-        from sparse_tui.store import DB_NAME
 
         if (self.runs_dir / DB_NAME).exists():
             self.open_store()
@@ -152,8 +158,6 @@ class SparseTuiApp(Reporting, PanelRequests, FocusHighlight, Guarded, App[int]):
         launch asks again)."""
         if self.store is not None:
             return True
-        from sparse_tui.store import DB_NAME
-        from sparse_tui.tui.screens.confirm import ConfirmScreen
 
         if (self.runs_dir / DB_NAME).exists():
             return self.open_store()
@@ -186,8 +190,6 @@ class SparseTuiApp(Reporting, PanelRequests, FocusHighlight, Guarded, App[int]):
         """Collect the exit status of the ``work`` processes this console started once they end (a detached
         process is still the console's child: unreaped it stays a zombie as long as the console runs). Only those
         pids are waited for, never any other child."""
-        import os
-
         for pid in list(self.children_started):
             try:
                 done, _ = os.waitpid(pid, os.WNOHANG)
@@ -263,29 +265,20 @@ class SparseTuiApp(Reporting, PanelRequests, FocusHighlight, Guarded, App[int]):
 
     # -- palette and help ------------------------------------------------------------------------------------------
     def get_system_commands(self, screen: Screen):
-        from sparse_tui.tui.commands import system_commands
-
         yield from system_commands(self)
         # Textual's "Keys" (its key panel) would list help a second time beside the console's "Help: all keys"
         yield from (c for c in super().get_system_commands(screen) if c.title != "Keys")
 
     def action_command_palette(self) -> None:
-        from sparse_tui.tui.commands import CommandPalette
-
         if self.use_command_palette and not CommandPalette.is_open(self):
             self.push_screen(CommandPalette(id="--command-palette"))
 
     def search_themes(self) -> None:
-        from textual.theme import ThemeProvider
 
-        from sparse_tui.tui.commands import CommandPalette
 
         self.push_screen(CommandPalette(providers=[ThemeProvider], placeholder="Search for themes…"))
 
     def action_help(self) -> None:
-        from sparse_tui.tui.commands import help_groups
-        from sparse_tui.tui.screens.help import HelpScreen
-
         self.push_screen(HelpScreen(help_groups(self)))
 
     # -- selection (UI state) --------------------------------------------------------------------------------------
@@ -377,8 +370,6 @@ class SparseTuiApp(Reporting, PanelRequests, FocusHighlight, Guarded, App[int]):
     @work(thread=True, exclusive=True, group="gpu", exit_on_error=False)
     def probe_gpu(self) -> None:
         """CPU, RAM and (NVML) GPU use for the header, every 2 s; the loop checks cancellation."""
-        from sparse_tui.tui.sysinfo import Nvml, host_summary
-
         worker = get_current_worker()
         nvml = Nvml()
         try:
@@ -404,8 +395,6 @@ class SparseTuiApp(Reporting, PanelRequests, FocusHighlight, Guarded, App[int]):
 
     @work(thread=True, exclusive=True, group="executor", exit_on_error=False)
     def check_executor(self, executor: str) -> None:
-        from sparse_tui.executors import probe
-
         self.post_message(ExecutorChecked(executor, probe(executor, self.ray_address)))
 
     def on_executor_checked(self, msg: ExecutorChecked) -> None:

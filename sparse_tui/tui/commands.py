@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from functools import partial
 from typing import Any, Iterator
 
@@ -10,6 +11,7 @@ from textual.binding import Binding
 from textual.command import CommandPalette as TextualCommandPalette
 
 from sparse_tui.tui.screens.answer_once import AnswersOnce
+from sparse_tui.tui.screens.atlas import open_atlas
 
 # (title, help, panel, action of that panel)
 PANEL_ACTIONS = [
@@ -50,7 +52,6 @@ def system_commands(app: Any) -> Iterator[SystemCommand]:
                             partial(app.call_later, presets.open_path, path))
     for title, help_, pid, action in PANEL_ACTIONS:
         yield SystemCommand(title, help_, partial(app._panel_action, pid, action))
-    from sparse_tui.tui.screens.atlas import open_atlas
 
     yield SystemCommand("Atlas: reproduce a figure of the paper", "pick a figure, launch its CPU preset, see the fit "
                         "against the paper's law (sparse-tui reproduce)", partial(open_atlas, app))
@@ -61,8 +62,6 @@ def system_commands(app: Any) -> Iterator[SystemCommand]:
 def executor_commands(app: Any) -> Iterator[SystemCommand]:
     """Where launches train (docs/CLUSTER.md): the other executor than the current one; Ray only when installed
     (the app checks the cluster answers before it switches)."""
-    import importlib.util
-
     if app.executor == "ray":
         yield SystemCommand("Executor: this machine", "launches and resumes train here (--executor local)",
                             partial(app.action_executor, "local"))

@@ -14,6 +14,8 @@ from asyncio import CancelledError
 from typing import Any, Callable
 
 from textual import events
+from textual.app import ScreenStackError
+from textual.css.query import NoMatches
 
 
 class Guarded:
@@ -40,9 +42,6 @@ def guarded(fn: Callable) -> Callable:
 
     @functools.wraps(fn)
     def wrapper(self, *a: Any, **kw: Any) -> Any:
-        from textual.app import ScreenStackError
-        from textual.css.query import NoMatches
-
         try:
             return fn(self, *a, **kw)
         except (NoMatches, ScreenStackError) as e:

@@ -17,8 +17,10 @@ from typing import Callable
 from textual.message import Message
 from textual.worker import get_current_worker
 
+from sparse_tui.plotting import downsample
 from sparse_tui.store import RunRecord, RunStore
 from sparse_tui.tui.messages import CurvesData, Problem, RunsUpdated
+from sparse_tui.tui.render.runs import run_name
 
 CURVE_POINTS = 1500  # points per series kept (the plot downsamples further to its width)
 THEORY_POINTS = 300  # steps of the theory (ODE) curve
@@ -95,9 +97,6 @@ class StorePoller:
     def curves(self, watch: tuple[str, ...]) -> CurvesData:
         """The metric series (downsampled, per-head series left out), plateau steps, names and theory curves of the
         watched runs; a run deleted meanwhile is skipped."""
-        from sparse_tui.plotting import downsample
-        from sparse_tui.tui.render.runs import run_name
-
         series: dict[str, dict] = {}
         theory: dict[str, tuple[list[float], list[float]]] = {}
         plateau: dict[str, float | None] = {}

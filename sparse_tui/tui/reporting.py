@@ -9,8 +9,11 @@ import logging
 import time
 import traceback
 
-from textual.widgets import TabbedContent
-from textual.worker import Worker, WorkerState
+from rich.text import Text
+from textual.command import CommandPalette
+from textual.css.query import NoMatches
+from textual.widgets import Static, TabbedContent
+from textual.worker import Worker, WorkerFailed, WorkerState
 
 from sparse_tui.tui.messages import Problem
 
@@ -48,9 +51,6 @@ class Reporting:
 
     def _panel_error(self, text: str) -> None:
         """A red line at the top of the panel on screen (it stays until the panel is shown again)."""
-        from rich.text import Text
-        from textual.widgets import Static
-
         try:
             pid = self.query_one("#panels", TabbedContent).active.removeprefix("tab-")
             panel = self.query_one(f"#{pid}")
@@ -67,9 +67,6 @@ class Reporting:
         """Textual's handler for an exception raised on the UI thread (a message handler, an action, a render)
         exits the app. Once the app runs, this catch-all reports it instead (panel line, notification, log) and the
         console goes on; before that (startup) and while exiting, Textual's handling stands."""
-        from textual.css.query import NoMatches
-        from textual.worker import WorkerFailed
-
         if (isinstance(error, WorkerFailed) and isinstance(error.error, NoMatches)
                 and "CommandPalette" in str(error.error)):
             # the same closing-palette race as in on_worker_state_changed, for Textual's own command-gathering
@@ -90,8 +87,6 @@ class Reporting:
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state != WorkerState.ERROR:
             return
-        from textual.command import CommandPalette
-        from textual.css.query import NoMatches
 
         node, error = event.worker.node, event.worker.error
         cause = getattr(error, "error", error)  # WorkerFailed wraps the exception

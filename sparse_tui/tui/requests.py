@@ -14,6 +14,9 @@ from typing import Any, Callable
 from textual.message import Message
 from textual.worker import get_current_worker
 
+from sparse_tui.annotate import delete_question, undeletable
+from sparse_tui.runner import RESUMABLE
+from sparse_tui.store import StoreError
 from sparse_tui.tui import actions, selection
 from sparse_tui.tui.guard import guarded
 from sparse_tui.tui.messages import (
@@ -33,6 +36,11 @@ from sparse_tui.tui.messages import (
     NoteRequested,
     ResumeRequested,
 )
+from sparse_tui.tui.render.compare import compare_body
+from sparse_tui.tui.screens.compare import CompareScreen
+from sparse_tui.tui.screens.confirm import ConfirmScreen
+from sparse_tui.tui.screens.export import ExportScreen
+from sparse_tui.tui.screens.prompt import PromptScreen
 from sparse_tui.tui.widgets.attention_map import AttentionPanel
 from sparse_tui.tui.widgets.fit_panel import FitPanel
 from sparse_tui.tui.widgets.run_table import RunsPanel
@@ -46,8 +54,6 @@ class PanelRequests:
         """Run ``fn(*args)`` (one of ``actions``) in a thread worker and post the message it returns."""
 
         def body() -> None:
-            from sparse_tui.store import StoreError
-
             try:
                 msg = fn(*args)
             except StoreError as e:  # a run deleted meanwhile (d in another console, `sparse-tui delete`): said, not
@@ -70,8 +76,6 @@ class PanelRequests:
     def on_launch_requested(self, msg: LaunchRequested) -> None:
         """ctrl+l: say what would start (runs, steps, the estimated time, where) and launch only on y. A stray key
         must not start a sweep of hours (the form shows a preset from start-up on)."""
-        from sparse_tui.tui.screens.confirm import ConfirmScreen
-
         if not self.ensure_store("launch"):
             return
 
@@ -93,8 +97,6 @@ class PanelRequests:
     def on_resume_requested(self, msg: ResumeRequested) -> None:
         """``u`` in Runs: continue failed / interrupted / queued runs from their last checkpoint, the same path as
         ``sparse-tui resume RUN --detach`` (runner.resume_detached); anything else is refused with a notification."""
-        from sparse_tui.runner import RESUMABLE
-
         chosen = [r for r in self.records if r.run_id in msg.run_ids]
         todo = [r.run_id for r in chosen if r.status in RESUMABLE]
         if not todo:
@@ -107,9 +109,6 @@ class PanelRequests:
     def on_compare_requested(self, msg: CompareRequested) -> None:
         """``x`` in Runs (or the palette): two runs (or two groups) side by side: their final metrics (groups: mean ±
         std over their runs) and the config keys they differ in; Enter there overlays their curves."""
-        from sparse_tui.tui.render.compare import compare_body
-        from sparse_tui.tui.screens.compare import CompareScreen
-
         recs = {r.run_id: r for r in self.records}
         sides = []
         for key in msg.run_ids:
@@ -132,9 +131,6 @@ class PanelRequests:
 
     def on_delete_requested(self, msg: DeleteRequested) -> None:
         """d in Runs: the same rule as ``sparse-tui delete``: ended runs only, after a question naming them."""
-        from sparse_tui.annotate import delete_question, undeletable
-        from sparse_tui.tui.screens.confirm import ConfirmScreen
-
         recs = [r for r in self.records if r.run_id in set(msg.run_ids)]
         if not recs:
             return
@@ -158,8 +154,6 @@ class PanelRequests:
 
     def on_note_requested(self, msg: NoteRequested) -> None:
         """n / T in Runs: edit a run's note or tags in a prompt (the same checks as ``sparse-tui note / tag``)."""
-        from sparse_tui.tui.screens.prompt import PromptScreen
-
         rec = next((r for r in self.records if r.run_id == msg.run_id), None)
         if rec is None:
             return
@@ -179,7 +173,6 @@ class PanelRequests:
         if not ids:
             self.notify("no runs to export", severity="warning")
             return
-        from sparse_tui.tui.screens.export import ExportScreen
 
         stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(self.clock()))
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import psutil
+
 
 class Nvml:
     """NVML opened once (``nvmlInit``) and read on every ``summary()``; ``ok`` False when there is no NVML or no GPU.
@@ -60,7 +62,5 @@ class Nvml:
 
 def host_summary() -> str:
     """``CPU 35% · RAM 6.1/15.6G`` (the CPU share since the previous call: the first call primes it)."""
-    import psutil
-
     vm = psutil.virtual_memory()
     return f"CPU {psutil.cpu_percent(None):.0f}% · RAM {(vm.total - vm.available) / 2**30:.1f}/{vm.total / 2**30:.1f}G"

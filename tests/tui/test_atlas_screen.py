@@ -40,7 +40,7 @@ async def test_atlas_launches_a_figure_and_shows_its_report(tmp_path: Path, cons
         screen = app.screen
         ol = screen.query_one(OptionList)
         keys = [e.key for e in screen.entries]
-        assert "fig15_adam" in keys and "fig17" in keys  # every figure of the paper, built or not
+        assert "fig15_adam" in keys and "fig16" in keys  # every figure of the paper, built or not
         await wait_for(pilot, lambda: "0/1 runs" in str(ol.get_option_at_index(keys.index("fig6")).prompt), 30)
         ol.highlighted = keys.index("fig6")
         detail = screen.query_one("#atlas-detail", Static)
@@ -50,7 +50,7 @@ async def test_atlas_launches_a_figure_and_shows_its_report(tmp_path: Path, cons
         await wait_for(pilot, lambda: "1/1 runs" in str(ol.get_option_at_index(keys.index("fig6")).prompt), 30)
         recs = RunStore(tmp_path / "runs", create=False).runs()
         assert [(r.preset, r.status) for r in recs] == [("paper_fig6_theory", "finished")]
-        ol.highlighted = keys.index("fig17")
+        ol.highlighted = keys.index("fig16")
         await wait_for(pilot, lambda: "not built yet (issue 22)" in str(detail.content), 30)
         await pilot.press("escape")
         await wait_for(pilot, lambda: not isinstance(app.screen, AtlasScreen), 10)

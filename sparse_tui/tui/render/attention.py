@@ -3,22 +3,10 @@ readout's relevant position (selection, arXiv 2505.17863 Fig. 17 right) and the 
 
 from __future__ import annotations
 
-from typing import Any
 
 from rich.text import Text
 
 from sparse_tui.tui.render.heatmap import heatmap, scale_bar
-
-
-def token_label(tok: Any, n_tokens: int | None = None) -> str:
-    return str(tok)
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Phase diagrams
-# ---------------------------------------------------------------------------------------------------------------
-
-
 
 
 def render_attention(maps: dict, meta: dict, layer: str, head: int, example: int, width: int = 76,

@@ -5,6 +5,7 @@ table beside the theory forecast and the paper's fits, and the log-log plot's da
 from __future__ import annotations
 
 import math
+import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,8 +55,6 @@ class FitRequest:
         return out
 
     def command(self, max_ids: int | None = 3) -> str:
-        import shlex
-
         return "sparse-tui fit " + " ".join(a if a.startswith("…") else shlex.quote(a) for a in self.argv(max_ids))
 
 
@@ -68,8 +67,6 @@ def parse_fit_options(text: str) -> dict[str, Any]:
     """The Fit panel's options line, ``sparse-tui fit`` style: ``--tie d:0.5,T:1 --bootstrap 200 --seed 1
     --target plateau_time --paper none --where task.B=2 --preset NAME --batch ID`` (also ``--opt=value``,
     ``opt=value``, ``boot 200``). Returns {option: value} (``where`` a list); raises ``FitError`` in one line."""
-    import shlex
-
     from sparse_tui.fitreport import FitError, parse_tie, parse_where
 
     try:

@@ -14,8 +14,8 @@ from typing import Any, Iterable, Sequence
 
 from rich.text import Text
 
+from sparse_tui.numbers import fmt_short
 from sparse_tui.store import RunRecord
-from sparse_tui.tui.render.numbers import fmt_short
 from sparse_tui.tui.render.runs import STATUS_STYLE, Row, final_metric, natural, param_text, short_keys, value_key
 
 CELL = 12  # width of a group's mean ± std cells in the run table

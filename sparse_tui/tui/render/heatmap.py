@@ -9,8 +9,9 @@ from typing import Callable, Sequence
 from rich.style import Style
 from rich.text import Text
 
+from sparse_tui.numbers import fmt_num
 from sparse_tui.plotting import ramp  # noqa: F401 - the ramp of the console's heatmaps and the exported images
-from sparse_tui.tui.render.numbers import fmt_num
+
 
 def _bg(rgb: tuple[int, int, int]) -> Style:
     lum = 0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2]

@@ -10,8 +10,8 @@ from typing import Any, Callable, Iterable, Sequence
 
 from rich.text import Text
 
+from sparse_tui.numbers import fmt_age, fmt_num, fmt_short
 from sparse_tui.store import RunRecord
-from sparse_tui.tui.render.numbers import fmt_age, fmt_num, fmt_short
 
 STATUS_STYLE = {
     "queued": "dim",

@@ -20,6 +20,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 
+from sparse_tui import atlas, runner
+from sparse_tui import reproduce as rp
+from sparse_tui.tui.actions import check_executor
 from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.screens.answer_once import AnswersOnce
 
@@ -37,7 +40,6 @@ class AtlasScreen(AnswersOnce, Guarded, ModalScreen[None]):
 
     def __init__(self, store: Any, executor: str = "local", ray_address: str | None = None) -> None:
         super().__init__()
-        from sparse_tui import atlas
 
         self.store = store
         self.executor, self.ray_address = executor, ray_address
@@ -72,8 +74,6 @@ class AtlasScreen(AnswersOnce, Guarded, ModalScreen[None]):
     # -- status and report (thread workers: they read presets and the store) ---------------------------------------
     @work(thread=True, exclusive=True, group="atlas-status", exit_on_error=False)
     def refresh_status(self) -> None:
-        from sparse_tui import reproduce as rp
-
         status = {}
         for row in rp.status_rows(self.store):
             stored = row.stored.get(SIZE) or row.stored.get("gpu")
@@ -91,8 +91,6 @@ class AtlasScreen(AnswersOnce, Guarded, ModalScreen[None]):
 
     def _detail(self, e: Any) -> None:
         """Worker thread: the entry's description, and its report once every run of its CPU preset has a result."""
-        from sparse_tui import reproduce as rp
-
         head = [f"{e.figure} ({e.source}, {e.section}): {e.shows}"]
         if e.law:
             from sparse_tui.theory import PAPER_FITS
@@ -143,10 +141,6 @@ class AtlasScreen(AnswersOnce, Guarded, ModalScreen[None]):
     @work(thread=True, exclusive=True, group="atlas-launch", exit_on_error=False)
     def launch(self, e: Any) -> None:
         """The missing runs of the entry's CPU preset, started detached through the runner (the console's launch)."""
-        from sparse_tui import reproduce as rp
-        from sparse_tui import runner
-        from sparse_tui.tui.actions import check_executor
-
         try:
             plan = rp.plan(self.store, e, SIZE)
             todo = plan.to_train()

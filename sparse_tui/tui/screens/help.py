@@ -6,6 +6,7 @@ from rich.table import Table
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
+from textual.keys import format_key
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
@@ -20,8 +21,6 @@ NOTE = (
 
 def key_as_typed(key: str) -> str:
     """``question_mark`` -> ``?``, ``full_stop`` -> ``.``, ``ctrl+l`` -> ``ctrl+l``, ``pagedown`` -> ``pagedown``."""
-    from textual.keys import format_key
-
     key = key.strip()
     if "+" in key and len(key) > 1:
         *mods, last = key.split("+")

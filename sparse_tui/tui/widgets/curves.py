@@ -19,11 +19,11 @@ from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from sparse_tui.numbers import fmt_num
 from sparse_tui.plotting import downsample
 from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.messages import CurvesData, FigureRequested, GridToggled
 from sparse_tui.tui.plot import PlotSpec, Series, ema, grid_shape
-from sparse_tui.tui.render.numbers import fmt_num
 from sparse_tui.tui.render.runs import param_text, short_keys, value_key
 from sparse_tui.tui.widgets.plot_view import PlotView
 from sparse_tui.tui.widgets.shallow_focus import ShallowFocus

@@ -16,11 +16,11 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, Label, Static
 
 from sparse_tui.tui.guard import Guarded
-from sparse_tui.tui.messages import FitDone, FitRequested, GuessRequested
+from sparse_tui.tui.messages import FigureRequested, FitDone, FitRequested, GuessRequested
 from sparse_tui.tui.plot import PlotSpec, Series
+from sparse_tui.tui.widgets.ordered_input import OrderedInput
 from sparse_tui.tui.widgets.plot_view import PlotView
 from sparse_tui.tui.widgets.shallow_focus import ShallowFocus
-from sparse_tui.tui.widgets.ordered_input import OrderedInput
 
 
 class FitPanel(ShallowFocus, Guarded, Vertical, can_focus=True):
@@ -120,8 +120,6 @@ class FitPanel(ShallowFocus, Guarded, Vertical, can_focus=True):
         self.query_one("#fit-opts", OrderedInput).focus_now()
 
     def action_figure(self, fmt: str) -> None:
-        from sparse_tui.tui.messages import FigureRequested
-
         self.post_message(FigureRequested("fit", fmt))
 
     def show_result(self, done: FitDone) -> None:

@@ -13,14 +13,15 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.reactive import reactive
 from textual.widgets import Input, Label, Static
 
+from sparse_tui.numbers import fmt_num
 from sparse_tui.store import RunRecord
 from sparse_tui.tui.guard import Guarded
+from sparse_tui.tui.messages import FigureRequested
 from sparse_tui.tui.render.heatmap import heatmap, scale_bar
-from sparse_tui.tui.render.numbers import fmt_num
 from sparse_tui.tui.render.phase import PHASE_VALUES, cell_note, phase_grid
 from sparse_tui.tui.render.runs import matches, run_row, swept_keys
-from sparse_tui.tui.widgets.shallow_focus import ShallowFocus
 from sparse_tui.tui.widgets.ordered_input import OrderedInput
+from sparse_tui.tui.widgets.shallow_focus import ShallowFocus
 
 VALUES = list(PHASE_VALUES)
 
@@ -121,8 +122,6 @@ class PhasePanel(ShallowFocus, Guarded, Vertical, can_focus=True):
         self.value = VALUES[(VALUES.index(self.value) + 1) % len(VALUES)]
 
     def action_figure(self, fmt: str) -> None:
-        from sparse_tui.tui.messages import FigureRequested
-
         self.post_message(FigureRequested("phase", fmt))
 
     def action_leave_input(self) -> None:

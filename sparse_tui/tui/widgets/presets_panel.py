@@ -13,6 +13,8 @@ from textual.widgets import Input, Label, ListItem, ListView, Static
 from sparse_tui.tui.form_model import PresetDraft, list_presets
 from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.messages import LaunchRequested
+from sparse_tui.tui.screens.diff import DiffScreen
+from sparse_tui.tui.screens.prompt import PromptScreen
 from sparse_tui.tui.widgets.field_row import FieldRow
 from sparse_tui.tui.widgets.preset_form import PresetForm
 
@@ -222,7 +224,6 @@ class PresetsPanel(Guarded, Horizontal):
     def action_save_as(self) -> None:
         if self._checked() is None:
             return
-        from sparse_tui.tui.screens.prompt import PromptScreen
 
         suggestion = str(self.draft.path.with_name(self.draft.path.stem + "-copy.toml"))
 
@@ -248,7 +249,6 @@ class PresetsPanel(Guarded, Horizontal):
     def action_diff(self) -> None:
         if self.draft is None:
             return
-        from sparse_tui.tui.screens.diff import DiffScreen
 
         self.app.push_screen(DiffScreen(self.draft.path.name, self.draft.diff()))
 

@@ -15,6 +15,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import DataTable, Input, Static
 
+from sparse_tui.numbers import fmt_age
 from sparse_tui.store import RunRecord
 from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.messages import (
@@ -50,7 +51,7 @@ from sparse_tui.tui.render.runs import (
     swept_keys,
     varied_keys,
 )
-from sparse_tui.tui.render.numbers import fmt_age
+from sparse_tui.tui.screens.columns import ColumnsScreen
 from sparse_tui.tui.widgets.ordered_input import OrderedInput
 
 # What 80 columns hold: the full 8-character id, the run's name (as wide as the rest leaves), status, progress and
@@ -489,7 +490,6 @@ class RunsPanel(Guarded, Vertical):
         if not self._hp_keys:
             self.app.notify("no hyperparameter varies among the shown runs", markup=False)
             return
-        from sparse_tui.tui.screens.columns import ColumnsScreen
 
         shown = [k[3:] for k, _, _ in self._cols if k.startswith("hp:")]
 

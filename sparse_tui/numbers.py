@@ -1,5 +1,6 @@
-"""Numbers for narrow columns: ``fmt_num`` (a format spec, "-" for None, nan/inf spelled out), ``fmt_short``
-(at most about 6 characters: 0.221, 2.5e-6, 21.5k) and ``fmt_age`` (12s, 5m, 2h05, 3d)."""
+"""The number formatters of the package, for the console and the command line: ``fmt_num`` (a format spec, "-" for
+None, nan/inf spelled out), ``fmt_or`` (a format spec, one mark for None and nan/inf alike), ``fmt_short`` (at most
+about 6 characters: 0.221, 2.5e-6, 21.5k) and ``fmt_age`` (12s, 5m, 2h05, 3d)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,13 @@ def fmt_num(v: Any, spec: str = ".3g") -> str:
     return format(f, spec)
 
 
+def fmt_or(v: Any, spec: str = ".4g", missing: str = "-") -> str:
+    """``v`` in ``spec``, or ``missing`` for None and a float that is not finite (the CLI's tables and reports)."""
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return missing
+    return format(v, spec)
+
+
 def fmt_short(v: Any, digits: int = 3) -> str:
     """A number in at most about 6 characters for narrow columns: 0.221, 2.5e-6, 21.5k, 1.2M."""
     text, f = _special(v)
@@ -43,8 +51,6 @@ def fmt_short(v: Any, digits: int = 3) -> str:
         m, e = f"{f:.{max(0, digits - 2)}e}".split("e")
         return f"{m.rstrip('0').rstrip('.')}e{int(e)}"
     return f"{f:.{digits}g}" if a < 1000 else str(int(round(f)))
-
-
 
 
 def fmt_age(seconds: float | None) -> str:
