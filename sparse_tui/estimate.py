@@ -3,6 +3,8 @@ imports ``resources``, and this needs the scheduler)."""
 
 from __future__ import annotations
 
+from sparse_tui.numbers import fmt_duration
+
 
 def time_estimate(specs: list, schedule: str = "auto", workers: int = 0, device: str | None = None) -> str | None:
     """``run --dry-run``'s time estimate: the sweep scheduler's calibration (a few training steps of the batch's
@@ -25,15 +27,6 @@ def time_estimate(specs: list, schedule: str = "auto", workers: int = 0, device:
         return f"estimate: none ({type(e).__name__}: {e})"
     at_once = max(1, workers or the_plan.workers)
     total = sum(s.config.train.steps for s in specs) * t1 / min(at_once, len(specs))
-    return (f"estimate: about {_duration(total)} here now ({len(specs)} run(s), {min(at_once, len(specs))} at a"
+    return (f"estimate: about {fmt_duration(total)} here now ({len(specs)} run(s), {min(at_once, len(specs))} at a"
             f" time; a typical step took {t1 * 1e3:.2f} ms on one thread just now; evaluations and start-up not"
             f" counted, and other load on the machine slows it)")
-
-
-def _duration(seconds: float) -> str:
-    s = int(round(seconds))
-    if s < 90:
-        return f"{s} s"
-    if s < 5400:
-        return f"{s // 60} min {s % 60:02d} s"
-    return f"{s // 3600} h {(s % 3600) // 60:02d} min"

@@ -1,6 +1,7 @@
 """The number formatters of the package, for the console and the command line: ``fmt_num`` (a format spec, "-" for
 None, nan/inf spelled out), ``fmt_or`` (a format spec, one mark for None and nan/inf alike), ``fmt_short`` (at most
-about 6 characters: 0.221, 2.5e-6, 21.5k) and ``fmt_age`` (12s, 5m, 2h05, 3d)."""
+about 6 characters: 0.221, 2.5e-6, 21.5k), ``fmt_age`` (12s, 5m, 2h05, 3d) and ``fmt_duration``
+(45 s, 12 min 05 s, 2 h 05 min)."""
 
 from __future__ import annotations
 
@@ -64,3 +65,13 @@ def fmt_age(seconds: float | None) -> str:
     if s < 86400:
         return f"{s // 3600}h{(s % 3600) // 60:02d}"
     return f"{s // 86400}d"
+
+
+def fmt_duration(seconds: float) -> str:
+    """A duration in words: 45 s, 12 min 05 s, 2 h 05 min."""
+    s = int(round(seconds))
+    if s < 90:
+        return f"{s} s"
+    if s < 5400:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {(s % 3600) // 60:02d} min"

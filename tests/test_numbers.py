@@ -26,3 +26,10 @@ def test_fmt_short_fits_narrow_columns():
 
 def test_fmt_age():
     assert [fmt_age(s) for s in (None, 12, 300, 7500, 3 * 86400)] == ["-", "12s", "5m", "2h05", "3d"]
+
+
+def test_fmt_duration_says_seconds_minutes_and_hours():
+    from sparse_tui.numbers import fmt_duration
+
+    assert [fmt_duration(s) for s in (0.4, 89.4, 90, 725, 5399, 5400, 7530)] == [
+        "0 s", "89 s", "1 min 30 s", "12 min 05 s", "89 min 59 s", "1 h 30 min", "2 h 05 min"]

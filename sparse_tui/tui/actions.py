@@ -19,6 +19,7 @@ from sparse_tui import figures, runner
 from sparse_tui.annotate import AnnotateError, check_note, parse_tags
 from sparse_tui.executors import ExecutorError, probe
 from sparse_tui.export import export as write
+from sparse_tui.numbers import fmt_duration
 from sparse_tui.plotting import fmt_r2
 from sparse_tui.store import RunStore, StoreError
 from sparse_tui.tui.messages import AttentionData, Done, FitDone, Problem
@@ -72,15 +73,6 @@ def seconds_per_step(store: RunStore, preset: str) -> float | None:
     if not done:
         return None
     return sum(r.duration for r in done) / sum(r.step for r in done)
-
-
-def fmt_duration(seconds: float) -> str:
-    s = int(round(seconds))
-    if s < 90:
-        return f"{s} s"
-    if s < 5400:
-        return f"{s // 60} min {s % 60:02d} s"
-    return f"{s // 3600} h {(s % 3600) // 60:02d} min"
 
 
 def archive(store: RunStore, ids: list[str], archived: bool = True) -> Message:

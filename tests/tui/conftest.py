@@ -272,3 +272,17 @@ async def launch(pilot) -> None:
     await wait_for(pilot, lambda: type(pilot.app.screen).__name__ == "ConfirmScreen", 20)
     assert "Launch " in pilot.app.screen.question
     await pilot.press("y")
+
+
+async def palette(pilot, title: str) -> None:
+    """Run the palette command whose title starts with ``title``, as a user: ctrl+p, type, enter."""
+    from textual.command import CommandList
+
+    await pilot.press("ctrl+p")
+    await wait_for(pilot, lambda: bool(pilot.app.screen.query(CommandList)), 10)
+    await pilot.press(*title)
+    commands = pilot.app.screen.query_one(CommandList)
+    await wait_for(pilot, lambda: commands.option_count > 0 and
+                   str(commands.get_option_at_index(0).prompt).startswith(title), 10)
+    await pilot.press("enter")
+    await pilot.pause(0.2)

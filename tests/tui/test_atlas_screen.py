@@ -5,20 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .conftest import run_async, tiny_text, wait_for
-
-
-async def _palette(pilot, title: str) -> None:
-    from textual.command import CommandList
-
-    await pilot.press("ctrl+p")
-    await wait_for(pilot, lambda: bool(pilot.app.screen.query(CommandList)), 10)
-    await pilot.press(*title)
-    commands = pilot.app.screen.query_one(CommandList)
-    await wait_for(pilot, lambda: commands.option_count > 0 and
-                   str(commands.get_option_at_index(0).prompt).startswith(title), 10)
-    await pilot.press("enter")
-    await pilot.pause(0.2)
+from .conftest import palette, run_async, tiny_text, wait_for
 
 
 @run_async
@@ -35,7 +22,7 @@ async def test_atlas_launches_a_figure_and_shows_its_report(tmp_path: Path, cons
     RunStore(tmp_path / "runs").close()  # the console asks before it creates a store (issue 21)
     app = make_app(tmp_path / "runs", presets, gpu=False, poll_interval=0.1)
     async with app.run_test(size=(150, 45)) as pilot:
-        await _palette(pilot, "Atlas: reproduce")
+        await palette(pilot, "Atlas: reproduce")
         await wait_for(pilot, lambda: isinstance(app.screen, AtlasScreen), 10)
         screen = app.screen
         ol = screen.query_one(OptionList)

@@ -13,27 +13,13 @@ import pytest
 from sparse_tui import runner
 from sparse_tui.store import RunStore
 
-from .conftest import run_async, tiny_text, wait_for, launch
+from .conftest import launch, palette, run_async, tiny_text, wait_for
 
 pytest.importorskip("ray")  # the palette offers Ray only where it is installed (CI: the dev extra has it)
 
 
 def _texts(app) -> list[str]:
     return [str(n.message) for n in app._notifications]
-
-
-async def _palette(pilot, title: str) -> None:
-    """Run the palette command whose title starts with ``title``, as a user: ctrl+p, type, enter."""
-    from textual.command import CommandList
-
-    await pilot.press("ctrl+p")
-    await wait_for(pilot, lambda: bool(pilot.app.screen.query(CommandList)), 10)
-    await pilot.press(*title)
-    commands = pilot.app.screen.query_one(CommandList)
-    await wait_for(pilot, lambda: commands.option_count > 0 and
-                   str(commands.get_option_at_index(0).prompt).startswith(title), 10)
-    await pilot.press("enter")
-    await pilot.pause(0.2)
 
 
 @run_async
@@ -63,13 +49,13 @@ async def test_palette_switches_launches_to_ray_and_back(tmp_path: Path, monkeyp
             await pilot.pause(0.3)
             assert app.executor == "local" and "ray" not in app.sub_title
             # no cluster on this machine yet: refused with the reason, launches stay here
-            await _palette(pilot, "Executor: the Ray cluster")
+            await palette(pilot, "Executor: the Ray cluster")
             await wait_for(pilot, lambda: any("no Ray cluster runs on this machine" in t for t in _texts(app)), 10)
             assert any(t.startswith("launches stay on this machine") for t in _texts(app)), _texts(app)
             assert app.executor == "local"
             # 'ray start --head' has run (its address file names a port that answers): switched
             (ray_tmp / "ray" / "ray_current_cluster").write_text(f"127.0.0.1:{head.getsockname()[1]}")
-            await _palette(pilot, "Executor: the Ray cluster")
+            await palette(pilot, "Executor: the Ray cluster")
             await wait_for(pilot, lambda: app.executor == "ray", 10)
             assert "ray auto" in app.sub_title
             assert any("now train on the Ray cluster (auto)" in t for t in _texts(app)), _texts(app)
@@ -80,7 +66,7 @@ async def test_palette_switches_launches_to_ray_and_back(tmp_path: Path, monkeyp
             await wait_for(pilot, lambda: bool(calls), 10)
             assert calls[-1]["executor"] == "ray" and calls[-1]["ray_address"] is None  # None: auto
             # and back
-            await _palette(pilot, "Executor: this machine")
+            await palette(pilot, "Executor: this machine")
             await wait_for(pilot, lambda: app.executor == "local", 10)
             assert "ray" not in app.sub_title
     assert len(console_errors) == 1 and "no Ray cluster runs on this machine" in console_errors[0], console_errors
