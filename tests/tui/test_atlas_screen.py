@@ -42,3 +42,23 @@ async def test_atlas_launches_a_figure_and_shows_its_report(tmp_path: Path, cons
         await pilot.press("escape")
         await wait_for(pilot, lambda: not isinstance(app.screen, AtlasScreen), 10)
     assert console_errors == []
+
+
+@run_async
+async def test_atlas_list_takes_the_dialogs_height_at_80x24(tmp_path: Path, console_errors):
+    """At 80x24 the figure list fills the dialog (13 rows), not a drop-down's six lines (app.tcss caps
+    `.dialog OptionList` at 6): two figures were visible at a time."""
+    from textual.widgets import OptionList
+
+    from sparse_tui.store import RunStore
+    from sparse_tui.tui.app import make_app
+    from sparse_tui.tui.screens.atlas import AtlasScreen
+
+    RunStore(tmp_path / "runs").close()
+    app = make_app(tmp_path / "runs", tmp_path, gpu=False, poll_interval=0.1)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await palette(pilot, "Atlas: reproduce")
+        await wait_for(pilot, lambda: isinstance(app.screen, AtlasScreen), 10)
+        await pilot.pause(0.3)
+        assert app.screen.query_one(OptionList).region.height >= 12
+    assert console_errors == []

@@ -32,7 +32,7 @@ SIZE = "cpu"  # the console launches the CPU-sized presets (a GPU size: sparse-t
 class AtlasScreen(AnswersOnce, Guarded, ModalScreen[None]):
     DEFAULT_CSS = """
     AtlasScreen Horizontal { height: 1fr; }
-    AtlasScreen #atlas-list { width: 46; height: 1fr; }
+    AtlasScreen #atlas-list { width: 46; }  /* its height: app.tcss (.dialog OptionList is six lines) */
     AtlasScreen #atlas-detail { padding: 0 1; }
     """
     BINDINGS = [Binding("escape,q", "close", "Close"), Binding("l", "launch", "Launch"),
