@@ -20,7 +20,7 @@ import tomllib
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal, Mapping, Union, get_args, get_origin
+from typing import Annotated, Any, Callable, Literal, Mapping, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -97,7 +97,11 @@ def _show(v: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-class LinregTask(_Section):
+class TaskSection(_Section):
+    """The base of a task kind's config, the preset's ``[task]`` table (``TaskKind.config``)."""
+
+
+class LinregTask(TaskSection):
     """Single-location linear regression (paper §2.1, App. A, App. B.1).
 
     Tokens x_t ~ N(0, I/d); target y* = W* x_rel with W* ~ N(0, 1/d) drawn once per run (seeded).
@@ -143,7 +147,7 @@ class LinregTask(_Section):
         return self
 
 
-class RecallTask(_Section):
+class RecallTask(TaskSection):
     """In-context associative recall (arXiv 2505.17863 §3.1, App. C.1; blog "Sparse attention 6 – In-context
     associative recall").
 
@@ -187,7 +191,7 @@ class RecallTask(_Section):
         return self
 
 
-class NearestTask(_Section):
+class NearestTask(TaskSection):
     """Similar-content extraction (blog "Sparse attention 3 – inefficiency of extracting similar content"): predict
     the context token numerically closest to the last token."""
 
@@ -206,7 +210,55 @@ class NearestTask(_Section):
         return self
 
 
-TaskConfig = Annotated[Union[LinregTask, RecallTask, NearestTask], Field(discriminator="kind")]
+@dataclass(frozen=True)
+class TaskKind:
+    """A task kind's registry entry, the one place the package learns about the kind (docs/ARCHITECTURE.md, "A new
+    task"): the schema, the form, ``tasks.make_task``, ``resources.dims`` and the evaluation read it from ``TASKS``.
+
+    ``config``: the ``[task]`` table, its ``kind`` a one-value Literal, every other field with a default. ``task``:
+    the ``tasks/base.Task`` subclass, or ``"module:Class"`` imported when a run is built (so the schema and the
+    console import no torch). ``dims``: config -> seq_len, vocab (None: a vector task), in_dim (None: a token task),
+    out_dim; a task with a vocabulary is a classification. ``probes``: the attention probes its evaluation logs, the
+    first the readout's mass on ``Batch.relevant`` (training/metrics.py).
+    """
+
+    config: type[TaskSection]
+    task: Any
+    dims: Callable[[Any], dict]
+    probes: tuple[str, ...] = ("relevant",)
+
+    @property
+    def name(self) -> str:
+        return self.config.model_fields["kind"].default
+
+    def tokens(self, task: Any) -> bool:
+        """Whether ``task`` (a config of this kind) feeds token ids (an embedding), not vectors."""
+        return self.dims(task)["vocab"] is not None
+
+
+# The task registry: one entry per kind (``register_task`` adds one at run time).
+TASKS: dict[str, TaskKind] = {k.name: k for k in (
+    TaskKind(LinregTask, "sparse_tui.tasks.linreg:LinearRegression",
+             dims=lambda t: dict(seq_len=t.T, vocab=None, in_dim=t.d + int(t.indicator), out_dim=t.d)),
+    TaskKind(RecallTask, "sparse_tui.tasks.recall:AssociativeRecall", probes=("select", "copy"),
+             dims=lambda t: dict(seq_len=2 * t.n_pairs + 1, vocab=t.n_tokens, in_dim=None, out_dim=t.n_tokens)),
+    TaskKind(NearestTask, "sparse_tui.tasks.nearest:NearestToken",
+             dims=lambda t: dict(seq_len=t.context, vocab=t.vocab, in_dim=None, out_dim=t.vocab)),
+)}
+
+
+def task_kind(name: str) -> TaskKind:
+    """The registry entry of task kind ``name`` (ValueError naming the registered kinds when there is none)."""
+    if name not in TASKS:
+        raise ValueError(f"unknown task kind {name!r}; registered: {', '.join(TASKS)}")
+    return TASKS[name]
+
+
+def _task_union() -> Any:
+    return Union[tuple(k.config for k in TASKS.values())]
+
+
+TaskConfig = Annotated[_task_union(), Field(discriminator="kind")]
 
 
 class ToyModel(_Section):
@@ -426,14 +478,16 @@ class _Experiment(_Section):
     def _cross(self) -> "_Experiment":
         if self.model.kind in ("toy", "ode") and self.task.kind != "linreg":
             raise ValueError(f"model.kind: '{self.model.kind}' needs task.kind = 'linreg'")
-        if self.model.kind == "transformer" and self.model.tie_embeddings and self.task.kind == "linreg":
-            raise ValueError("model.tie_embeddings: needs a token task (recall, nearest)")
-        if self.model.kind == "transformer" and self.model.input != "auto":
-            token_task = self.task.kind != "linreg"
+        if self.model.kind == "transformer":
+            token_task = task_kind(self.task.kind).tokens(self.task)
+            if self.model.tie_embeddings and not token_task:
+                raise ValueError(f"model.tie_embeddings: needs a token task ({_kinds_with(True)})")
             if self.model.input == "embedding" and not token_task:
-                raise ValueError("model.input: 'embedding' needs a token task (recall, nearest); use auto or linear")
+                raise ValueError(f"model.input: 'embedding' needs a token task ({_kinds_with(True)}); use auto or"
+                                 " linear")
             if self.model.input == "linear" and token_task:
-                raise ValueError("model.input: 'linear' needs a vector task (linreg); use auto or embedding")
+                raise ValueError(f"model.input: 'linear' needs a vector task ({_kinds_with(False)}); use auto or"
+                                 " embedding")
         n_evals = n_eval_steps(self.train.steps, self.eval.every)
         if n_evals > MAX_EVALS:
             raise ValueError(
@@ -469,6 +523,11 @@ class _Experiment(_Section):
             raise ValueError(f"plateau.value: {metric} takes values in {span}, got {_fmt_num(value)}")
 
 
+def _kinds_with(tokens: bool) -> str:
+    """The registered task kinds that feed token ids (``tokens``) or vectors, for a message."""
+    return ", ".join(name for name, k in TASKS.items() if k.tokens(k.config()) == tokens)
+
+
 def n_eval_steps(steps: int, every: int) -> int:
     """``len(eval_steps(...))`` without building the list: 0, every, 2 every, ... and the last step."""
     return steps // every + 1 + (1 if steps % every else 0)
@@ -501,15 +560,15 @@ def logged_metrics(cfg: "_Experiment", max_layers: int | None = None, max_heads:
     task, model = cfg.task, cfg.model
     if model.kind != "ode":
         out["lr"] = (0.0, math.inf)
-    if task.kind in ("recall", "nearest"):
+    kind = task_kind(task.kind)
+    if kind.tokens(task):
         out["test/acc"] = _UNIT
         out["test/ppl"] = (1.0, math.inf)
     layers, heads = (model.n_layers, model.n_heads) if model.kind == "transformer" else (1, 1)
     layers, heads = min(layers, max_layers or layers), min(heads, max_heads or heads)
-    probes = ["select", "copy"] if task.kind == "recall" else ["relevant"]
     for li in range(1, layers + 1):
         out[f"attn/entropy/L{li}"] = _NONNEG
-        for probe in probes:
+        for probe in kind.probes:
             out[f"attn/L{li}/{probe}"] = _UNIT
             for h in range(heads):
                 out[f"attn/L{li}/H{h}/{probe}"] = _UNIT
@@ -553,6 +612,44 @@ class Preset(_Experiment):
                 raise ValueError(f"seed {s} appears twice (two identical runs)")
             seen.add(s)
         return v
+
+
+def register_task(entry: TaskKind) -> None:
+    """Add (or replace) a task kind: presets, runs, ``make_task``, the resource estimate and the console's form
+    accept it from now on, in this process (docs/ARCHITECTURE.md, "A new task")."""
+    TASKS[entry.name] = entry
+    _sync_task_union()
+
+
+def unregister_task(name: str) -> None:
+    """Remove a task kind added by ``register_task``."""
+    TASKS.pop(name, None)
+    _sync_task_union()
+
+
+def _sync_task_union() -> None:
+    """Rebuild the schema's ``task`` field from ``TASKS`` (pydantic builds a model's validator once, when the class is
+    made; the field keeps its discriminator)."""
+    global TaskConfig
+    TaskConfig = Annotated[_task_union(), Field(discriminator="kind")]
+    for cls in (_Experiment, RunConfig, Preset):
+        cls.model_fields["task"].annotation = _task_union()
+        cls.model_rebuild(force=True)
+
+
+KIND_SECTIONS = ("task", "model")  # the sections whose fields depend on their ``kind``
+
+
+def kind_classes(section: str) -> dict[str, type[BaseModel]]:
+    """The config class of each kind of ``section`` ("task": the registry; "model": the ``ModelConfig`` union)."""
+    if section == "task":
+        return {name: k.config for name, k in TASKS.items()}
+    return {c.model_fields["kind"].default: c for c in get_args(get_args(ModelConfig)[0])}
+
+
+def default_kind(section: str) -> str:
+    """The kind of ``section`` in a preset that does not name one (recall, transformer)."""
+    return _Experiment.model_fields[section].default_factory().kind
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -629,7 +726,10 @@ def _message(err: dict) -> str:
 
 def _loc(err: dict, prefix: str) -> tuple[str, str]:
     """Key path of a pydantic error, dropping discriminator tags (task.recall.n_tokens -> task.n_tokens)."""
-    parts = [str(p) for p in err["loc"] if p not in ("linreg", "recall", "nearest", "toy", "transformer", "ode")]
+    loc = list(err["loc"])
+    if len(loc) > 1 and loc[0] in KIND_SECTIONS and loc[1] in kind_classes(loc[0]):
+        del loc[1]
+    parts = [str(p) for p in loc]
     # Model validators raising "key: message" name the field inside their section.
     msg = _message(err)
     if err["type"] == "value_error" and ": " in msg:
@@ -682,12 +782,9 @@ def _get_section_model(path: list[str], data: dict) -> bool:
             return True
         # descend into the section; for discriminated unions pick the member named by data's kind
         sub = node.get(part, {}) if isinstance(node, dict) else {}
-        if part == "task":
-            kind = sub.get("kind", "recall") if isinstance(sub, dict) else "recall"
-            cfg = {"linreg": LinregTask, "recall": RecallTask, "nearest": NearestTask}.get(kind, RecallTask)
-        elif part == "model":
-            kind = sub.get("kind", "transformer") if isinstance(sub, dict) else "transformer"
-            cfg = {"toy": ToyModel, "transformer": TransformerModel, "ode": OdeModel}.get(kind, TransformerModel)
+        if part in KIND_SECTIONS:
+            classes = kind_classes(part)
+            cfg = classes.get(sub.get("kind") if isinstance(sub, dict) else None, classes[default_kind(part)])
         else:
             cfg = ann
         node = sub

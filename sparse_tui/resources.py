@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from sparse_tui.presets import RunConfig, n_eval_steps
+from sparse_tui.presets import RunConfig, n_eval_steps, task_kind
 
 F32 = 4
 # Evaluation materialises at most this many attention probabilities per chunk (training/metrics.py _ATTN_BUDGET).
@@ -29,13 +29,9 @@ class ResourceError(Exception):
 
 
 def dims(cfg: RunConfig) -> dict:
-    """Sequence length, vocabulary and vector sizes the task gives the model."""
-    t = cfg.task
-    if t.kind == "recall":
-        return {"seq_len": 2 * t.n_pairs + 1, "vocab": t.n_tokens, "in_dim": None, "out_dim": t.n_tokens}
-    if t.kind == "nearest":
-        return {"seq_len": t.context, "vocab": t.vocab, "in_dim": None, "out_dim": t.vocab}
-    return {"seq_len": t.T, "vocab": None, "in_dim": t.d + int(t.indicator), "out_dim": t.d}
+    """Sequence length, vocabulary and vector sizes the task gives the model (its kind's ``presets.TaskKind.dims``;
+    an unregistered kind is a ValueError)."""
+    return task_kind(cfg.task.kind).dims(cfg.task)
 
 
 @dataclass

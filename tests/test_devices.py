@@ -36,7 +36,7 @@ def test_the_tasks_and_the_preflight_ask_the_same_resolver(monkeypatch):
         asked.append(want)
         return resolve(want)
 
-    monkeypatch.setattr("sparse_tui.tasks.linreg.resolve", spy)
+    monkeypatch.setattr("sparse_tui.tasks.base.resolve", spy)
     monkeypatch.setattr(runner, "resolve", spy)
     assert make_task(cfg, "auto").device == resolve("auto")
     with pytest.raises(runner.PreflightError, match="--device: unknown device 'tpu'"):

@@ -8,9 +8,11 @@ import pytest
 import torch
 
 from sparse_tui.presets import RunConfig
-from sparse_tui.tasks import AssociativeRecall, LinearRegression, NearestToken, make_task
+from sparse_tui.tasks import make_task
 from sparse_tui.tasks import recall as recall_mod
-from sparse_tui.tasks.nearest import nearest_index
+from sparse_tui.tasks.linreg import LinearRegression
+from sparse_tui.tasks.nearest import NearestToken, nearest_index
+from sparse_tui.tasks.recall import AssociativeRecall
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 

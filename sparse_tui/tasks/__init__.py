@@ -1,8 +1,11 @@
-"""The three tasks and ``make_task``.
+"""The tasks, and ``make_task``, which builds the one a run's config names.
 
-* ``linreg``: single-location linear regression (paper §2.1, App. A.2, App. B.1) -> ``LinearRegression``
-* ``recall``: in-context associative recall (paper §3.1, App. C.1; blog 000) -> ``AssociativeRecall``
-* ``nearest``: similar-content extraction (blog 003) -> ``NearestToken``
+Each kind is an entry of the task registry, ``presets.TASKS`` (config class, implementation, dims, probes;
+docs/ARCHITECTURE.md, "A new task"):
+
+* ``linreg``: single-location linear regression (paper §2.1, App. A.2, App. B.1) -> ``linreg.LinearRegression``
+* ``recall``: in-context associative recall (paper §3.1, App. C.1; blog 000) -> ``recall.AssociativeRecall``
+* ``nearest``: similar-content extraction (blog 003) -> ``nearest.NearestToken``
 
 Seeding (see ``_common``): each task derives independent streams from ``cfg.seed`` for its per-run constants,
 its training batches and its fixed test set.
@@ -10,29 +13,20 @@ its training batches and its fixed test set.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from importlib import import_module
 
-from .base import Batch, Task
-from .linreg import LinearRegression
-from .nearest import NearestToken
-from .recall import AssociativeRecall
+import torch
 
-if TYPE_CHECKING:
-    import torch
+from sparse_tui.presets import RunConfig, task_kind
 
-    from ..presets import RunConfig
-
-__all__ = ["Batch", "Task", "LinearRegression", "AssociativeRecall", "NearestToken", "make_task"]
+from .base import Task
 
 
-def make_task(cfg: "RunConfig", device: "torch.device | str" = "cpu") -> Task:
-    """Build the task named by ``cfg.task.kind`` on ``device`` (``'auto'`` = cuda if available), seeded by
-    ``cfg.seed``."""
-    t = cfg.task
-    if t.kind == "linreg":
-        return LinearRegression(t, cfg.seed, device)
-    if t.kind == "recall":
-        return AssociativeRecall(t, cfg.seed, device)
-    if t.kind == "nearest":
-        return NearestToken(t, cfg.seed, device)
-    raise ValueError(f"unknown task kind {t.kind!r}")
+def make_task(cfg: RunConfig, device: torch.device | str = "cpu") -> Task:
+    """Build the task of ``cfg.task`` (its kind's registry entry) on ``device`` (``'auto'`` = cuda if available),
+    seeded by ``cfg.seed``."""
+    cls = task_kind(cfg.task.kind).task
+    if isinstance(cls, str):  # "module:Class", imported when the first run of the kind is built
+        module, _, name = cls.partition(":")
+        cls = getattr(import_module(module), name)
+    return cls(cfg.task, cfg.seed, device)

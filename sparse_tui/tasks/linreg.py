@@ -60,33 +60,22 @@ import math
 
 import torch
 
-from sparse_tui.devices import resolve
-
 from ..presets import LinregTask as LinregConfig
 from ._common import make_generator
-from .base import Batch
+from .base import Batch, Task
 
 _CHUNK_ELEMENTS = 1 << 24  # tokens are generated in chunks of about this many floats (64 MiB)
 
 
-class LinearRegression:
+class LinearRegression(Task):
     """The linear regression task on one device; see the module docstring."""
 
-    kind = "linreg"
-    classification = False
-    vocab_size = None
-
     def __init__(self, cfg: LinregConfig, seed: int, device: torch.device | str = "cpu"):
-        self.cfg = cfg
-        self.seed = int(seed)
-        self.device = resolve(device)
+        super().__init__(cfg, seed, device)
         self.d = cfg.d
         self.T = cfg.T
         self.B = cfg.B
         self.p = float(cfg.p)
-        self.seq_len = cfg.T
-        self.in_dim = cfg.d + (1 if cfg.indicator else 0)
-        self.out_dim = cfg.d
 
         fixed = make_generator(self.seed, "fixed", "cpu", key=(self.d, self.T))
         w = torch.randn(self.d, self.d, generator=fixed) / math.sqrt(self.d)
@@ -100,9 +89,6 @@ class LinearRegression:
             self.positions = None
         self.x_tilde = torch.zeros(self.d, device=self.device)
         self.x_tilde[0] = 1.0
-
-        self._train_gen = make_generator(self.seed, "train", self.device)
-        self._test_cache: dict[int, Batch] = {}
 
     # ------------------------------------------------------------------------------------------------------
     def _sample(self, n: int, gen: torch.Generator, B: int, p: float) -> Batch:
@@ -146,11 +132,6 @@ class LinearRegression:
         the Task protocol: the relevant mask is part of the input here, through the indicator feature)."""
         return self._sample(int(batch_size), self._train_gen, self.B, self.p)
 
-    def test_batch(self, size: int) -> Batch:
-        """The fixed test set of ``size`` sequences: p = 0; B only if ``test_repetition`` (else 1). Cached."""
-        size = int(size)
-        if size not in self._test_cache:
-            gen = make_generator(self.seed, "test", self.device)
-            B = self.B if self.cfg.test_repetition else 1
-            self._test_cache[size] = self._sample(size, gen, B, 0.0)
-        return self._test_cache[size]
+    def test_sample(self, size: int, gen: torch.Generator) -> Batch:
+        """The fixed test set's sequences: p = 0; B only if ``test_repetition`` (else 1)."""
+        return self._sample(size, gen, self.B if self.cfg.test_repetition else 1, 0.0)

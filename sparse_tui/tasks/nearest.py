@@ -22,11 +22,8 @@ from __future__ import annotations
 
 import torch
 
-from sparse_tui.devices import resolve
-
 from ..presets import NearestTask as NearestConfig
-from ._common import make_generator
-from .base import Batch
+from .base import Batch, Task
 
 
 def nearest_index(x: torch.Tensor, tie_break: str = "lower") -> torch.Tensor:
@@ -48,25 +45,14 @@ def nearest_index(x: torch.Tensor, tie_break: str = "lower") -> torch.Tensor:
     return score.argmin(dim=1)
 
 
-class NearestToken:
+class NearestToken(Task):
     """The similar-content extraction task on one device; see the module docstring."""
 
-    kind = "nearest"
-    classification = True
-    in_dim = None
-
     def __init__(self, cfg: NearestConfig, seed: int, device: torch.device | str = "cpu"):
-        self.cfg = cfg
-        self.seed = int(seed)
-        self.device = resolve(device)
+        super().__init__(cfg, seed, device)
         self.V = cfg.vocab
         self.C = cfg.context
         self.tie_break = cfg.tie_break
-        self.seq_len = cfg.context
-        self.vocab_size = cfg.vocab
-        self.out_dim = cfg.vocab
-        self._train_gen = make_generator(self.seed, "train", self.device)
-        self._test_cache: dict[int, Batch] = {}
 
     def _sample(self, n: int, gen: torch.Generator, meta: bool = True) -> Batch:
         V, C, dev = self.V, self.C, self.device
@@ -83,9 +69,6 @@ class NearestToken:
         """Fresh sequences from the training stream (``meta=False``: x and y only)."""
         return self._sample(int(batch_size), self._train_gen, meta)
 
-    def test_batch(self, size: int) -> Batch:
-        """The fixed test set of ``size`` sequences (same distribution as training). Cached per size."""
-        size = int(size)
-        if size not in self._test_cache:
-            self._test_cache[size] = self._sample(size, make_generator(self.seed, "test", self.device))
-        return self._test_cache[size]
+    def test_sample(self, size: int, gen: torch.Generator) -> Batch:
+        """The fixed test set's sequences (the training distribution: this task has no repetition)."""
+        return self._sample(size, gen)

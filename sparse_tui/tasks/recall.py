@@ -45,40 +45,27 @@ from __future__ import annotations
 
 import torch
 
-from sparse_tui.devices import resolve
-
 from ..presets import RecallTask as RecallConfig
 from ._common import make_generator
-from .base import Batch
+from .base import Batch, Task
 
 _CHUNK = 8192
 
 
-class AssociativeRecall:
+class AssociativeRecall(Task):
     """The associative recall task on one device; see the module docstring."""
 
-    kind = "recall"
-    classification = True
-    in_dim = None
-
     def __init__(self, cfg: RecallConfig, seed: int, device: torch.device | str = "cpu"):
-        self.cfg = cfg
-        self.seed = int(seed)
-        self.device = resolve(device)
+        super().__init__(cfg, seed, device)
         self.n_tokens = cfg.n_tokens
         self.n_pairs = cfg.n_pairs
         self.B = float(cfg.B)
         self.p = float(cfg.p)
         self.values = cfg.values
-        self.seq_len = 2 * cfg.n_pairs + 1
-        self.vocab_size = cfg.n_tokens
-        self.out_dim = cfg.n_tokens
 
         fixed = make_generator(self.seed, "fixed", "cpu")
         self.repeated_tokens = torch.randperm(self.n_tokens, generator=fixed)[:2].to(self.device)
 
-        self._train_gen = make_generator(self.seed, "train", self.device)
-        self._test_cache: dict[int, Batch] = {}
         self.train_set: Batch | None = None
         if cfg.train_size > 0:
             data_gen = make_generator(self.seed, "data", self.device)
@@ -157,10 +144,6 @@ class AssociativeRecall:
             return Batch(x=pick(s.x), y=pick(s.y), relevant=None)
         return Batch(x=pick(s.x), y=pick(s.y), relevant=pick(s.relevant), copy_q=pick(s.copy_q), copy_k=pick(s.copy_k))
 
-    def test_batch(self, size: int) -> Batch:
-        """The fixed test set of ``size`` sequences: B = 1 (one occurrence) and p = 0. Cached per size."""
-        size = int(size)
-        if size not in self._test_cache:
-            gen = make_generator(self.seed, "test", self.device)
-            self._test_cache[size] = self._sample(size, gen, 1.0, 0.0)
-        return self._test_cache[size]
+    def test_sample(self, size: int, gen: torch.Generator) -> Batch:
+        """The fixed test set's sequences: B = 1 (one occurrence) and p = 0."""
+        return self._sample(size, gen, 1.0, 0.0)

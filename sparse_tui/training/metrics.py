@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from sparse_tui.presets import task_kind
 from sparse_tui.tasks.base import Batch
 
 # Upper bound on attention-probability elements materialised per evaluation chunk (about 256 MB in float32).
@@ -46,8 +47,9 @@ def _slice(batch: Batch, i: int, j: int) -> Batch:
 
 
 @torch.no_grad()
-def evaluate(model: torch.nn.Module, batch: Batch, task_kind: str, classification: bool) -> dict[str, float]:
-    """All evaluation metrics of ``model`` on ``batch`` (the fixed test set), computed in memory-bounded chunks."""
+def evaluate(model: torch.nn.Module, batch: Batch, kind: str, classification: bool) -> dict[str, float]:
+    """All evaluation metrics of ``model`` on ``batch`` (the fixed test set of a task of kind ``kind``), computed in
+    memory-bounded chunks."""
     n = len(batch)
     L = batch.x.shape[1]
     chunk = eval_chunk_size(model, n, L)
@@ -56,7 +58,7 @@ def evaluate(model: torch.nn.Module, batch: Batch, task_kind: str, classificatio
     def add(name: str, value: Tensor) -> None:
         sums[name] = sums[name] + value if name in sums else value
 
-    probe = "select" if task_kind == "recall" else "relevant"
+    probe = task_kind(kind).probes[0]  # the readout's mass on ``relevant`` (presets.TaskKind.probes)
     for i in range(0, n, chunk):
         b = _slice(batch, i, i + chunk)
         m = len(b)

@@ -21,12 +21,7 @@ import tomlkit
 from sparse_tui import presets as P
 
 SECTIONS = ("task", "model", "train", "eval", "plateau")
-KIND_CLASSES = {
-    "task": {"linreg": P.LinregTask, "recall": P.RecallTask, "nearest": P.NearestTask},
-    "model": {"toy": P.ToyModel, "transformer": P.TransformerModel, "ode": P.OdeModel},
-}
 PLAIN_CLASSES = {"train": P.TrainConfig, "eval": P.EvalConfig, "plateau": P.PlateauConfig}
-DEFAULT_KIND = {"task": "recall", "model": "transformer"}
 
 
 @dataclass
@@ -70,15 +65,16 @@ def _type_of(ann: Any) -> tuple[str, list[str]]:
 
 def section_fields(section: str, kind: str | None = None) -> list[FieldSpec]:
     """The fields of a section (for task/model: of the given kind), in schema order."""
-    if section in KIND_CLASSES:
-        cls = KIND_CLASSES[section].get(kind or DEFAULT_KIND[section], KIND_CLASSES[section][DEFAULT_KIND[section]])
+    if section in P.KIND_SECTIONS:  # task kinds: the task registry (presets.TASKS)
+        classes = P.kind_classes(section)
+        cls = classes.get(kind, classes[P.default_kind(section)])
     else:
         cls = PLAIN_CLASSES[section]
     out = []
     for name, f in cls.model_fields.items():
         t, choices = _type_of(f.annotation)
         if name == "kind":
-            t, choices = "choice", list(KIND_CLASSES[section])
+            t, choices = "choice", list(classes)
         desc = f.description or (cls.__doc__ or "").strip().split("\n")[0]
         default = f.default if f.default_factory is None else f.default_factory()
         out.append(FieldSpec(f"{section}.{name}", t, default, desc, choices))
@@ -181,12 +177,12 @@ class PresetDraft:
     # -- the form's fields --------------------------------------------------------------------------------------
     def kind(self, section: str) -> str:
         t = self.values.get(f"{section}.kind", "").strip().strip("\"'")
-        return t or DEFAULT_KIND[section]
+        return t or P.default_kind(section)
 
     def fields(self) -> list[FieldSpec]:
         out = top_fields()
         for sec in SECTIONS:
-            out += section_fields(sec, self.kind(sec) if sec in KIND_CLASSES else None)
+            out += section_fields(sec, self.kind(sec) if sec in P.KIND_SECTIONS else None)
         for k in self.sweep_keys():
             out.append(FieldSpec(f"sweep.{k}", "list", None, f"Sweep values of {k} (runs = product of lists x seeds)."))
         return out
@@ -217,8 +213,8 @@ class PresetDraft:
         sweep = {k[len("sweep."):]: parse_text(t) for k, t in self.values.items() if k.startswith("sweep.") and t.strip()}
         if sweep:
             raw["sweep"] = sweep
-        for sec in KIND_CLASSES:  # keys of another kind go when the kind changed
-            orig_kind = (self.raw.get(sec) or {}).get("kind", DEFAULT_KIND[sec])
+        for sec in P.KIND_SECTIONS:  # keys of another kind go when the kind changed
+            orig_kind = (self.raw.get(sec) or {}).get("kind", P.default_kind(sec))
             if self.kind(sec) != orig_kind and isinstance(raw.get(sec), dict):
                 allowed = {f.key.split(".")[1] for f in section_fields(sec, self.kind(sec))}
                 raw[sec] = {k: v for k, v in raw[sec].items() if k in allowed}
@@ -282,8 +278,8 @@ class PresetDraft:
                     del container[parts[-1]]
             else:
                 container[parts[-1]] = _toml_item(new)
-        for sec in KIND_CLASSES:
-            orig_kind = (self.raw.get(sec) or {}).get("kind", DEFAULT_KIND[sec])
+        for sec in P.KIND_SECTIONS:
+            orig_kind = (self.raw.get(sec) or {}).get("kind", P.default_kind(sec))
             if self.kind(sec) != orig_kind and sec in doc:
                 allowed = {f.key.split(".")[1] for f in section_fields(sec, self.kind(sec))}
                 for k in [k for k in doc[sec] if k not in allowed]:
