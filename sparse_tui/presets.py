@@ -223,7 +223,7 @@ class TaskKind:
     """
 
     config: type[TaskSection]
-    task: Any
+    task: type | str
     dims: Callable[[Any], dict]
     probes: tuple[str, ...] = ("relevant",)
 
