@@ -780,7 +780,8 @@ def show(
     plot: Optional[Path] = PlotOpt,
 ) -> None:
     """Summary and terminal plots of one run's curves; --plot FILE also writes the loss and accuracy curves with
-    the plateau marked (several runs: overlaid in one figure)."""
+    the plateau marked (several runs: overlaid in one figure) and, for runs of token tasks, FILE_embedding (same
+    suffix): their final token embeddings in a plane (PCA above 2 dimensions), labelled by token value."""
     from sparse_tui.plotting import chart
     from sparse_tui.store import StoreError
 
@@ -796,13 +797,19 @@ def show(
     except StoreError as e:
         raise fail(str(e)) from None
     if fig_path is not None:
-        from sparse_tui.figures import FigureError, curves_figure
+        from sparse_tui.figures import FigureError, curves_figure, geometry_figure
+        from sparse_tui.geometry import ARRAY
 
+        embedded = [r.run_id for r in recs if store.array(r.run_id, ARRAY) is not None]
+        geo_path = fig_path.with_name(f"{fig_path.stem}_embedding{fig_path.suffix}")
         try:
             curves_figure(store, [r.run_id for r in recs], fig_path)
+            err.print(f"wrote {fig_path}")
+            if embedded:  # token-input runs: their final embedding beside (blog 3's geometry view)
+                geometry_figure(store, embedded, geo_path)
+                err.print(f"wrote {geo_path}")
         except FigureError as e:
             raise fail(str(e)) from None
-        err.print(f"wrote {fig_path}")
         if len(recs) > 1:
             return
     rec = recs[0]

@@ -857,6 +857,43 @@ def nearest_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, titl
         return _save(fig, path)
 
 
+def geometry_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title: str | None = None) -> Path:
+    """Blog 3 ("Sparse attention 3 – inefficiency of extracting similar content", the embedding plots of "Failure
+    even for context length = 3" and "Dependence on embedding dimension"): each run's final token embedding in a
+    plane (n_embd 2: itself; larger: the first two principal components, ``geometry.plane``), one panel per run,
+    every point labelled by its token value and coloured by it, the panel's title giving n_embd and how ordered
+    the embedding is (``geometry.order``: Spearman's rho of embedding distance against value distance, the share of
+    tokens whose nearest token is a numerical neighbour). Runs without a stored embedding are refused."""
+    require_matplotlib()
+    path = check_path(path)
+    import matplotlib as mpl
+
+    from sparse_tui import geometry
+
+    recs = [store.get(r) for r in run_ids]
+    embs = [(rec, store.array(rec.run_id, geometry.ARRAY)) for rec in recs]
+    missing = [rec.run_id for rec, E in embs if E is None]
+    if missing or not embs:
+        raise FigureError(f"no stored embedding for run(s) {', '.join(missing) or '(none given)'} (token-input runs "
+                          "store theirs when they end; runs from before schema 5 have none)")
+    embs.sort(key=lambda re_: ((re_[0].config or {}).get("model", {}).get("d_model") or 0, re_[0].seed or 0))
+    with mpl.rc_context(_style()):
+        fig, axes = _fig(len(embs), 3.0, 3.0)
+        for ax, (rec, E) in zip(axes, embs):
+            pl, o = geometry.plane(E), geometry.order(E)
+            V = E.shape[0]
+            ax.scatter(pl.xy[:, 0], pl.xy[:, 1], c=range(V), cmap="viridis", s=14)
+            for v, (x, y) in enumerate(pl.xy):
+                ax.annotate(str(v), (x, y), fontsize=6, xytext=(2, 2), textcoords="offset points")
+            share = f", {pl.explained:.0%} of var." if pl.axes[0] == "PC1" else ""
+            ax.set_title(f"n_embd {E.shape[1]}, seed {rec.seed}{share}\nrho {o['rho']:.2f}, "
+                         f"neighbours {o['neighbours']:.2f}", fontsize=7.5)
+            ax.set_xlabel(pl.axes[0])
+            ax.set_ylabel(pl.axes[1])
+        fig.suptitle(title or "learned token embeddings (labels: token value)", fontsize=8.5)
+        return _save(fig, path)
+
+
 def fig17_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title: str | None = None) -> Path:
     """Fig. 17 (arXiv 2505.17863 App. C.2): test accuracy (left), the copy probe (attention from the relevant value
     to its key, ``attn/L{l}/copy``, middle) and the selection probe (query to the relevant value,
@@ -890,10 +927,39 @@ def fig17_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title:
         return _save(fig, path)
 
 
+def phase_entry_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title: str | None = None) -> Path:
+    """The phase diagram the blog "Sparse attention 6 – In-context associative recall" suggests, of runs that sweep
+    two parameters (``phase.sweep_axes``: e.g. N × lr): the plateau step (log colours; blank: never emerged) beside
+    the final test accuracy, each cell the mean over its seeds (``phase.phase_grid``, the console's Phase panel's)."""
+    require_matplotlib()
+    path = check_path(path)
+    import matplotlib as mpl
+    from matplotlib.figure import Figure
+
+    from sparse_tui.phase import cell_note, phase_grid, sweep_axes
+
+    recs = [store.get(r) for r in run_ids]
+    x_key, y_key = sweep_axes(recs)
+    with mpl.rc_context(_style()):
+        xs, ys, _, counts = phase_grid(recs, x_key, y_key, "acc")
+        fig = Figure(figsize=(2 * (1.6 + 0.6 * len(xs)), 1.4 + 0.45 * len(ys)), layout="constrained")
+        for ax, value in zip(fig.subplots(1, 2), ("plateau", "acc")):
+            xs, ys, grid, _ = phase_grid(recs, x_key, y_key, value)
+            try:
+                _phase_panel(fig, ax, x_key, y_key, xs, ys, grid, value)
+            except FigureError:  # no run emerged: the panel says so
+                ax.text(0.5, 0.5, f"no {value} value", ha="center", va="center", transform=ax.transAxes)
+            ax.set_title({"plateau": "plateau step (blank: never emerged)", "acc": "final test accuracy"}[value])
+        head = title or f"phase diagram: {y_key} × {x_key}"
+        fig.suptitle(f"{head}   ({cell_note(counts)})", fontsize=8.5)
+        return _save(fig, path)
+
+
 # Figures of one atlas entry (sparse-tui reproduce KEY --plot FILE); other entries: fit_figure or curves_figure.
 ENTRY_FIGURES = {"fig1a": fig1a_figure, "fig1b": fig1b_figure, "fig6": fig6_figure, "fig7": fig7_figure,
                  "fig8": fig8_figure, "fig10": fig10_figure, "fig12": fig12_figure,
-                 "blog3_C": nearest_figure, "blog3_nembd": nearest_figure, "fig17": fig17_figure}
+                 "blog3_C": nearest_figure, "blog3_nembd": nearest_figure, "fig17": fig17_figure,
+                 "blog3_geometry": geometry_figure, "blog6_phase": phase_entry_figure}
 
 
 def p_table_figure(data: Mapping[str, Any], path: str | Path, *, title: str | None = None) -> Path:
@@ -930,16 +996,12 @@ def p_table_figure(data: Mapping[str, Any], path: str | Path, *, title: str | No
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def phase_figure(x_key: str, y_key: str, xs: Sequence[Any], ys: Sequence[Any], grid: Sequence[Sequence[float]],
-                 value: str, path: str | Path, *, title: str | None = None, note: str = "") -> Path:
-    """Write a phase diagram (a value over two swept parameters; empty cells blank, each cell annotated) to
-    ``path``; the plateau step on a log colour scale. Raises ``FigureError``."""
-    require_matplotlib()
-    path = check_path(path, "figure")
-    import matplotlib as mpl
+def _phase_panel(fig: Any, ax: Any, x_key: str, y_key: str, xs: Sequence[Any], ys: Sequence[Any],
+                 grid: Sequence[Sequence[float]], value: str) -> None:
+    """One phase diagram on ``ax``: the cells coloured and annotated (empty ones blank), the plateau step on a log
+    colour scale, accuracy and emerged fraction on [0, 1]. Raises ``FigureError`` when no cell has a value."""
     import numpy as np
     from matplotlib.colors import LogNorm, Normalize
-    from matplotlib.figure import Figure
 
     z = np.array([[np.nan if v is None else float(v) for v in row] for row in grid], dtype=float)
     finite = z[np.isfinite(z)]
@@ -948,20 +1010,31 @@ def phase_figure(x_key: str, y_key: str, xs: Sequence[Any], ys: Sequence[Any], g
     log = value == "plateau" and finite.min() > 0
     norm = LogNorm(finite.min(), max(finite.max(), finite.min() * 1.0001)) if log else (
         Normalize(0.0, 1.0) if value in ("acc", "emerged") else Normalize(finite.min(), finite.max()))
+    im = ax.imshow(np.ma.masked_invalid(z), origin="lower", aspect="auto", cmap="viridis", norm=norm)
+    ax.set_xticks(range(len(xs)), [_fmt_num(v) if isinstance(v, (int, float)) else str(v) for v in xs])
+    ax.set_yticks(range(len(ys)), [_fmt_num(v) if isinstance(v, (int, float)) else str(v) for v in ys])
+    ax.set_xlabel(x_key)
+    ax.set_ylabel(y_key)
+    ax.grid(False)
+    for (i, j), v in np.ndenumerate(z):
+        if np.isfinite(v):
+            ax.text(j, i, f"{v:.3g}", ha="center", va="center", fontsize=6.5,
+                    color="white" if norm(v) < 0.5 else "black")
+    fig.colorbar(im, ax=ax, label=value)
+
+
+def phase_figure(x_key: str, y_key: str, xs: Sequence[Any], ys: Sequence[Any], grid: Sequence[Sequence[float]],
+                 value: str, path: str | Path, *, title: str | None = None, note: str = "") -> Path:
+    """Write a phase diagram (a value over two swept parameters; empty cells blank, each cell annotated) to
+    ``path``; the plateau step on a log colour scale. Raises ``FigureError``."""
+    require_matplotlib()
+    path = check_path(path, "figure")
+    import matplotlib as mpl
+    from matplotlib.figure import Figure
+
     with mpl.rc_context(_style()):
         fig = Figure(figsize=(1.2 + 0.75 * len(xs), 1.0 + 0.45 * len(ys)), layout="constrained")
-        ax = fig.subplots()
-        im = ax.imshow(np.ma.masked_invalid(z), origin="lower", aspect="auto", cmap="viridis", norm=norm)
-        ax.set_xticks(range(len(xs)), [_fmt_num(v) if isinstance(v, (int, float)) else str(v) for v in xs])
-        ax.set_yticks(range(len(ys)), [_fmt_num(v) if isinstance(v, (int, float)) else str(v) for v in ys])
-        ax.set_xlabel(x_key)
-        ax.set_ylabel(y_key)
-        ax.grid(False)
-        for (i, j), v in np.ndenumerate(z):
-            if np.isfinite(v):
-                ax.text(j, i, f"{v:.3g}", ha="center", va="center", fontsize=6.5,
-                        color="white" if norm(v) < 0.5 else "black")
-        fig.colorbar(im, ax=ax, label=value)
+        _phase_panel(fig, fig.subplots(), x_key, y_key, xs, ys, grid, value)
         head = title or f"{value}: {y_key} × {x_key}"
         fig.suptitle(f"{head}   ({note})" if note else head, fontsize=8.5)
         return _save(fig, path)

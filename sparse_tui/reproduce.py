@@ -650,9 +650,41 @@ def nearest_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
                   run_ids=tuple(run_ids))
 
 
+def geometry_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
+    """Blog 3's embedding geometry: per run its n_embd, final test perplexity and accuracy, and how ordered its final
+    embedding is (``geometry.order``: Spearman's rho of embedding distance against value distance; the share of
+    tokens whose nearest token is a numerical neighbour) with the share of variance its two drawn axes hold."""
+    import math
+
+    from sparse_tui import geometry
+
+    lines = [f"{entry.key} — {entry.figure}: {entry.shows}",
+             "  blog: numerically closer tokens are embedded closer together; the geometry improves with n_embd "
+             "(pictures only)",
+             f"  {'n_embd':>6} {'seed':>4} {'final ppl':>9} {'acc':>6} {'rho':>6} {'neighbours':>10} {'2-D share':>9}"]
+    rows = []
+    for rid in run_ids:
+        rec = store.get(rid)
+        E = store.array(rid, geometry.ARRAY)
+        loss = (rec.final or {}).get("test/loss")
+        row = {"run_id": rid, "n_embd": (rec.config or {}).get("model", {}).get("d_model"), "seed": rec.seed,
+               "final_ppl": math.exp(loss) if loss is not None and math.isfinite(loss) else None,
+               "final_acc": (rec.final or {}).get("test/acc"), "rho": None, "neighbours": None, "explained": None}
+        if E is not None:
+            row.update(geometry.order(E), explained=geometry.plane(E).explained)
+        rows.append(row)
+    rows.sort(key=lambda r: (r["n_embd"] or 0, r["seed"] or 0))
+    for r in rows:
+        lines.append(f"  {r['n_embd']:>6} {r['seed']:>4} {_num(r['final_ppl'], '9.2f')} {_num(r['final_acc'], '6.3f')}"
+                     f" {_num(r['rho'], '6.2f')} {_num(r['neighbours'], '10.2f')} {_num(r['explained'], '9.2f')}")
+    if any(r["rho"] is None for r in rows):
+        lines.append("  (—: no stored embedding; runs store theirs when they end)")
+    return Report(entry, "\n".join(lines), {"entry": entry.key, "runs": rows}, run_ids=tuple(run_ids))
+
+
 TABLE_REPORTS: dict[str, Any] = {"fig3_right": p_table_report, "blog3_V": nearest_report, "blog3_C": nearest_report,
                                "blog3_nembd": nearest_report, "euclidean": nearest_report}
-CURVE_REPORTS: dict[str, Any] = {"fig17": probes_report}
+CURVE_REPORTS: dict[str, Any] = {"fig17": probes_report, "blog3_geometry": geometry_report}
 
 
 def draw(store: Any, rep: Report, path: Path) -> Path:

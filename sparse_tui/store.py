@@ -40,7 +40,8 @@ DB_NAME = "runs.db"
 # 1: runs, metrics, attention, meta.  2: + batches (each batch's coordinator: pid, host, heartbeat).
 # 3: batches -> coordinators (a batch may have several coordinators at once: its launcher and each resume of it).
 # 4: + runs.note, runs.tags (edited after launch; NULL: the preset's tags in the config), runs.archived.
-SCHEMA_VERSION = 4
+# 5: + arrays (small named arrays a run keeps after its checkpoints are gone: its final token embedding).
+SCHEMA_VERSION = 5
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -98,6 +99,14 @@ CREATE TABLE IF NOT EXISTS attention (
     data BLOB NOT NULL,
     PRIMARY KEY (run_id, step)
 );
+CREATE TABLE IF NOT EXISTS arrays (
+    run_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    shape TEXT NOT NULL,
+    dtype TEXT NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY (run_id, name)
+);
 """
 
 
@@ -119,7 +128,13 @@ _MIGRATIONS = {
         "ALTER TABLE runs ADD COLUMN tags TEXT",
         "ALTER TABLE runs ADD COLUMN archived INTEGER NOT NULL DEFAULT 0",
     ],
+    4: [
+        "CREATE TABLE IF NOT EXISTS arrays (run_id TEXT NOT NULL, name TEXT NOT NULL, shape TEXT NOT NULL,"
+        " dtype TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY (run_id, name))"
+    ],
 }
+# The dtypes ``log_array`` stores (raw little-endian bytes; nothing a file holds is ever unpickled).
+ARRAY_DTYPES = ("<f4", "<f8", "<i8")
 
 
 def stale_after() -> float:
@@ -591,6 +606,17 @@ class RunStore:
                 (run_id, int(step), _json(meta), buf.getvalue()),
             )
 
+    def log_array(self, run_id: str, name: str, value: Any) -> None:
+        """Keep a small named array of a run (``'embed'``: its final token embedding [V, D]) as raw bytes with
+        its shape and dtype (float32 unless it is float64 or int64); a second write of the name replaces it."""
+        import numpy as np
+
+        a = np.asarray(value)
+        a = np.ascontiguousarray(a, dtype=a.dtype if a.dtype.str in ARRAY_DTYPES else "<f4")
+        with self._tx() as con:
+            con.execute("INSERT OR REPLACE INTO arrays (run_id, name, shape, dtype, data) VALUES (?,?,?,?,?)",
+                        (run_id, name, _json(list(a.shape)), a.dtype.str, a.tobytes()))
+
     def finish(
         self,
         run_id: str,
@@ -673,6 +699,7 @@ class RunStore:
             for run_id in ids:
                 con.execute("DELETE FROM metrics WHERE run_id=?", (run_id,))
                 con.execute("DELETE FROM attention WHERE run_id=?", (run_id,))
+                con.execute("DELETE FROM arrays WHERE run_id=?", (run_id,))
                 n += con.execute("DELETE FROM runs WHERE run_id=?", (run_id,)).rowcount
         return n
 
@@ -869,6 +896,22 @@ class RunStore:
         with np.load(io.BytesIO(row["data"])) as z:
             maps = {k: z[k].astype(np.float32) for k in z.files}
         return maps, json.loads(row["meta"])
+
+    def array(self, run_id: str, name: str) -> Any:
+        """A run's stored array (numpy, read from its raw bytes), or None when the run has none of that name."""
+        import numpy as np
+
+        row = self.con.execute("SELECT shape, dtype, data FROM arrays WHERE run_id=? AND name=?",
+                               (run_id, name)).fetchone()
+        if row is None:
+            return None
+        try:
+            shape = [int(n) for n in json.loads(row["shape"])]
+            if row["dtype"] not in ARRAY_DTYPES:
+                raise ValueError(f"dtype {row['dtype']!r}")
+            return np.frombuffer(row["data"], dtype=np.dtype(row["dtype"])).reshape(shape).copy()
+        except (ValueError, TypeError) as e:
+            raise StoreError(f"{self.path}: damaged array {name!r} of run {run_id} ({e})") from None
 
     def data_version(self) -> int:
         """Changes whenever any connection commits (cheap polling for live views)."""

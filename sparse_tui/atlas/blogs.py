@@ -17,7 +17,6 @@ from sparse_tui.atlas import Entry
 
 BLOG3 = "Sparse attention 3 – inefficiency of extracting similar content (Ziming Liu, 2026)"
 BLOG6 = "Sparse attention 6 – In-context associative recall (Ziming Liu, 2026)"
-LATER = "not built yet (issue 22)"
 NEAREST = ("Our choices (the blog is silent): no skip connection (the blog's 'only' embedding, attention, "
            "unembedding), Adam lr 1e-2, batch 128, online data, distinct context tokens, ties to the lower number.")
 RECALL = ("Our choices (the blog is silent): batch 128, PyTorch's default init, values drawn uniformly, learned "
@@ -27,6 +26,7 @@ R_B3 = "Blog 3: nearest token (`presets/blog3_nearest.toml`)"
 R_B3CN = "Blog 3: perplexity against C and n_embd (`blog3_C`, `blog3_nembd`)"
 R_B6N = "Blog 6: the n_embd sweep (`presets/blog_nembd.toml`)"
 R_B6_80 = "Blog 6: N = 80 (`presets/blog_n80.toml`)"
+R_GEO = "Blog 3: embedding geometry (`presets/blog3_geometry.toml`)"
 R_EUC = "Blog 3's proposal: Euclidean attention (`model.attention = \"euclidean\"`), first measurement"
 R_WARM = "Blog 6's hypothesis: learning-rate warm-up for large N, first measurement"
 
@@ -47,7 +47,9 @@ ENTRIES = [
                    "perplexity is at its floor (1.24)"),
     Entry("blog3_geometry", "Blog 3, embedding geometry", BLOG3, "Failure even for context length = 3; "
           "Dependence on embedding dimension", "learned embeddings (first two principal components): numerically "
-          "close tokens sit close", "curves", built=LATER),
+          "close tokens sit close", "curves", {"cpu": "blog3_geometry"},
+          notes=NEAREST + " V = 32, C = 3, n_embd {2, 4, 8, 16}, 8000 steps; the final embedding (stored when a "
+          "run ends), PCA above n_embd 2.", record=R_GEO),
     Entry("euclidean", "Blog 3, proposal: Euclidean attention", BLOG3, "Questions / Ideas",
           "a distance score −‖q − k‖² in place of q·k: 'a 1D embedding would already be sufficient'", "curves",
           {"cpu": "blog3_euclidean"}, notes=NEAREST + " Softmax of −‖q − k‖²/√d (an exponential kernel; the blog "
@@ -64,7 +66,8 @@ ENTRIES = [
           {"cpu": "blog_n80"}, notes=RECALL + " Plateau: test accuracy ≥ 0.5.", record=R_B6_80,
           measured="2026-11-26, CPU: only 10^5 × 1e-3 learns (acc 0.5 at step 1400, final 1.000)"),
     Entry("blog6_phase", "Blog 6, phase diagram", BLOG6, "How to make large embedding dimensions work",
-          "the suggested phase diagram: N × lr (or N × data size), where recall emerges", "curves", built=LATER),
+          "the suggested phase diagram: N × lr (or N × data size), where recall emerges", "curves",
+          built="not built yet (issue 22)"),
     Entry("warmup", "Blog 6, hypothesis: lr warm-up", BLOG6, "Comment: Link to learning rate warmup",
           "a small early learning rate keeps large N stable while the induction head forms", "curves",
           {"cpu": "blog6_warmup"}, notes=RECALL + " Linear warm-up from 0 over 500 of 2000 steps.", record=R_WARM,

@@ -3,7 +3,7 @@ and the worker's ``ChannelSink``, which takes the run store's writing calls and 
 
 A worker never opens SQLite (no database over a network file system). The training loop writes through a
 ``RunLogger`` to a *sink* (training/runlog.py): on this machine the sink is the ``RunStore``; on a Ray worker it is
-a ``ChannelSink`` with the same methods (``log_metrics``, ``log_metrics_many``, ``log_attention``, ``heartbeat``,
+a ``ChannelSink`` with the same methods (``log_metrics``, ``log_metrics_many``, ``log_attention``, ``log_array``, ``heartbeat``,
 ``finish``, ``checkpoint_files``). Each call becomes a record ``(method, args...)``; the coordinator on the head
 calls the same ``RunStore`` method with the same arguments (``apply``), so cluster runs are stored exactly like
 local ones, and the console, ``runs``, ``show``, ``export`` and ``fit`` on the head see them live.
@@ -113,6 +113,9 @@ class ChannelSink:
     def log_attention(self, run_id: str, step: int, maps: dict, meta: dict) -> None:
         self._add(("log_attention", run_id, int(step), maps, meta))
 
+    def log_array(self, run_id: str, name: str, value) -> None:
+        self._add(("log_array", run_id, name, value))
+
     def heartbeat(self, run_id: str, step: int) -> bool:
         self.steps[run_id] = max(self.steps.get(run_id, 0), int(step))
         self._add(("heartbeat", run_id, int(step)))
@@ -183,6 +186,8 @@ def apply(store, record: tuple, on_error=None) -> str | None:
         store.log_metrics_many(*record[1:])
     elif kind == "log_attention":
         store.log_attention(*record[1:])
+    elif kind == "log_array":
+        store.log_array(*record[1:])
     elif kind == "heartbeat":
         _, run_id, step = record
         if store.heartbeat(run_id, step):

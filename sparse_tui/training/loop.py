@@ -488,6 +488,10 @@ def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_m
 
     def end(mb: _Member, status: str, step: int, reason: str | None = None) -> None:
         flush_train_log(mb)
+        if isinstance(getattr(mb.module, "embed", None), torch.nn.Embedding):
+            # the final token embedding outlives the checkpoints (blog 3's geometry view: sparse_tui/geometry.py)
+            prep.stack.load_into(mb.slot, mb.module)
+            mb.logger.array("embed", mb.module.embed.weight.detach().float().cpu().numpy())
         elapsed = time.perf_counter() - t0
         summary = {
             "final": mb.last,

@@ -43,6 +43,11 @@ class RunLogger:
         if self.store is not None:
             self.store.log_attention(self.run_id, step, maps, meta)
 
+    def array(self, name: str, value) -> None:
+        """A small array the run keeps after its checkpoints are gone (its final token embedding)."""
+        if self.store is not None:
+            self.store.log_array(self.run_id, name, value)
+
     def heartbeat(self, step: int, force: bool = False) -> bool:
         """Rate-limited heartbeat; True when the store says this run should be cancelled."""
         now = time.monotonic()

@@ -15,7 +15,7 @@ from typing import Any
 
 from textual.message import Message
 
-from sparse_tui import figures, runner
+from sparse_tui import figures, geometry, runner
 from sparse_tui.annotate import AnnotateError, check_note, parse_tags
 from sparse_tui.executors import ExecutorError, probe
 from sparse_tui.export import export as write
@@ -25,6 +25,7 @@ from sparse_tui.store import RunStore, StoreError
 from sparse_tui.tui.messages import AttentionData, Done, FitDone, Problem
 from sparse_tui.tui.render import fit as fitview
 from sparse_tui.tui.render.attention import render_attention
+from sparse_tui.tui.render.geometry import render_geometry
 
 
 def check_executor(executor: str, ray_address: str | None) -> None:
@@ -159,6 +160,10 @@ def attention(store: RunStore, run_id: str, step: int | None, layer: str | None,
     H, E = maps[layer].shape[:2]
     task = store.get(run_id).config.get("task", {}).get("kind")
     body, info = render_attention(maps, meta, layer, head, example, width, task)
+    emb = store.array(run_id, geometry.ARRAY)
+    if emb is not None:  # the run's final token embedding under its map (blog 3's geometry view)
+        body.append("\n\n")
+        body.append_text(render_geometry(emb, width))
     return AttentionData(run_id, steps, step, layers, H, E, body, info)
 
 
@@ -186,7 +191,7 @@ def figure(store: RunStore, panel: str, payload: Any, path: Path) -> Message:
             out = figures.fit_figure(payload, path)
         else:
             x, y, xs, ys, grid, counts, value = payload
-            from sparse_tui.tui.render.phase import cell_note
+            from sparse_tui.phase import cell_note
 
             out = figures.phase_figure(x, y, xs, ys, grid, value, path, note=cell_note(counts))
     except (figures.FigureError, OSError) as e:  # nothing to draw yet, no matplotlib: said, not a console error

@@ -5,6 +5,6 @@ plain values or Rich ``Text`` and run in worker threads too).
 * ``numbers``: numbers for narrow columns;
 * ``heatmap``: the colour ramp, scale bar and heatmap grid;
 * ``attention``: the attention map of a snapshot;
-* ``phase``: phase-diagram grids;
+* ``geometry``: a run's final token embedding as a labelled scatter (under the attention map);
 * ``fit``: the Fit panel's request, options, fit and report rendering.
 """

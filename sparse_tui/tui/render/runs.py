@@ -11,6 +11,7 @@ from typing import Any, Callable, Iterable, Sequence
 from rich.text import Text
 
 from sparse_tui.numbers import fmt_age, fmt_num, fmt_short
+from sparse_tui.phase import final_metric  # noqa: F401  (the run table's final loss and accuracy; compare, groups)
 from sparse_tui.store import RunRecord
 
 STATUS_STYLE = {
@@ -127,14 +128,6 @@ def params_text(rec: RunRecord) -> str:
     """The swept params (short names) of a run, or its label."""
     parts = [f"{k.split('.')[-1]}={v}" for k, v in rec.swept.items()]
     return " ".join(parts) if parts else (rec.label or "")
-
-
-def final_metric(rec: RunRecord, last: dict | None, names: Sequence[str]) -> float | None:
-    src = rec.final or last or {}
-    for n in names:
-        if n in src and src[n] is not None:
-            return src[n]
-    return None
 
 
 @dataclass

@@ -18,7 +18,7 @@ from sparse_tui.store import RunRecord
 from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.messages import FigureRequested
 from sparse_tui.tui.render.heatmap import heatmap, scale_bar
-from sparse_tui.tui.render.phase import PHASE_VALUES, cell_note, phase_grid
+from sparse_tui.phase import PHASE_VALUES, cell_note, phase_grid
 from sparse_tui.tui.render.runs import matches, run_row, swept_keys
 from sparse_tui.tui.widgets.ordered_input import OrderedInput
 from sparse_tui.tui.widgets.shallow_focus import ShallowFocus

@@ -1,13 +1,23 @@
 """Phase-diagram grids: a value (plateau step, final accuracy / loss, emerged fraction) averaged over seeds for
-runs that differ in two parameters."""
+runs that differ in two parameters (the phase diagrams the blog "Sparse attention 6 – In-context associative recall"
+suggests: N × lr, N × data size). One owner for the console's Phase panel, ``figures.phase_entry_figure`` and
+``sparse-tui reproduce``'s phase report; no Textual here."""
 
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from sparse_tui.store import RunRecord
-from sparse_tui.tui.render.runs import final_metric
+
+
+def final_metric(rec: RunRecord, last: dict | None, names: Sequence[str]) -> float | None:
+    """A run's final value of the first of ``names`` it has (its summary's, else its last logged values)."""
+    src = rec.final or last or {}
+    for n in names:
+        if n in src and src[n] is not None:
+            return src[n]
+    return None
 
 
 def _sortable(v: Any) -> tuple:
@@ -71,6 +81,12 @@ def phase_grid(records: Iterable[RunRecord], x_key: str, y_key: str, value: str 
     return xs_l, ys_l, grid, counts
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# Attention maps
-# ---------------------------------------------------------------------------------------------------------------
+def sweep_axes(records: Iterable[RunRecord]) -> tuple[str, str]:
+    """The two parameters a set of runs sweeps (the seed aside), in the order the preset's ``[sweep]`` lists them
+    (x first, y second); ``ValueError`` unless there are exactly two."""
+    keys: list[str] = []
+    for r in records:
+        keys += [k for k in r.swept if k != "seed" and k not in keys]
+    if len(keys) != 2:
+        raise ValueError(f"a phase diagram needs runs that sweep two parameters, these sweep {keys or 'none'}")
+    return keys[0], keys[1]
