@@ -328,6 +328,14 @@ class TransformerModel(_Section):
             "distance)."
         ),
     )
+    embedding: Literal["learned", "ordered"] = Field(
+        "learned",
+        description=(
+            "Token embedding: learned; or ordered: frozen, token v at v on the first axis (the others 0), the 1-D "
+            "embedding with which the blog 'Sparse attention 3 - inefficiency of extracting similar content' expects "
+            "distance attention to suffice (token tasks, weight_decay 0)."
+        ),
+    )
 
     @model_validator(mode="after")
     def _check(self) -> "TransformerModel":
@@ -482,6 +490,12 @@ class _Experiment(_Section):
             token_task = task_kind(self.task.kind).tokens(self.task)
             if self.model.tie_embeddings and not token_task:
                 raise ValueError(f"model.tie_embeddings: needs a token task ({_kinds_with(True)})")
+            if self.model.embedding == "ordered":
+                if not token_task or self.model.input == "linear":
+                    raise ValueError(f"model.embedding: 'ordered' needs a token task ({_kinds_with(True)})")
+                if self.train.weight_decay != 0:
+                    raise ValueError("model.embedding: 'ordered' is frozen, and train.weight_decay would move it; "
+                                     "set 0")
             if self.model.input == "embedding" and not token_task:
                 raise ValueError(f"model.input: 'embedding' needs a token task ({_kinds_with(True)}); use auto or"
                                  " linear")

@@ -92,6 +92,7 @@ def build_model(cfg, task) -> nn.Module:
             bias=m.bias,
             tie_embeddings=m.tie_embeddings,
             attention=m.attention,
+            embedding=m.embedding,
             generator=g,
         )
     elif m.kind == "ode":

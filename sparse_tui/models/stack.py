@@ -183,6 +183,10 @@ class StackedTransformer(nn.Module):
             if mask is not None:
                 self.grad_masks[name] = mask
             self._places[name] = places
+        frozen = [i for i, m in enumerate(modules) if getattr(m, "frozen_embedding", False)]
+        if frozen:  # a fixed embedding (model.embedding = "ordered"): its gradient is 0, so no optimiser moves it
+            mask = self.grad_masks.setdefault("embed.weight", torch.ones_like(self.params["embed.weight"]))
+            mask[frozen] = 0.0
 
         # Per-model constants: query scale 1/sqrt(d_qk), LayerNorm widths, sinusoidal positions, masks.
         scales = [1.0 / math.sqrt(s["Q"] // self.H) for s in sizes]

@@ -258,6 +258,7 @@ class Transformer(nn.Module):
         bias: bool = True,
         tie_embeddings: bool = False,
         attention: str = "dot",
+        embedding: str = "learned",
         need_attn: bool = True,
         readout_only: bool = True,
         attn_kernel: str = "auto",
@@ -320,6 +321,20 @@ class Transformer(nn.Module):
             # Redrawn after the rest (not instead of it), so that every other parameter keeps the values it has
             # without the override: the same seed then differs only in the positions.
             nn.init.normal_(self.pos, 0.0, pos_init_std, generator=generator)
+        if embedding not in ("learned", "ordered"):
+            raise ValueError(f"embedding must be 'learned' or 'ordered', got {embedding!r}")
+        self.frozen_embedding = embedding == "ordered"
+        if self.frozen_embedding:
+            # The blog "Sparse attention 3 – inefficiency of extracting similar content" ("Questions / Ideas"): with
+            # distance attention "a 1D embedding would already be sufficient". Token v sits at v on the first axis
+            # (the others 0), set after the draws above so the other parameters keep their seeded values; it never
+            # learns (requires_grad False here; models/stack.py masks its gradient to 0 in a stack).
+            if not isinstance(self.embed, nn.Embedding):
+                raise ValueError("embedding='ordered' needs a token task (input='embedding')")
+            with torch.no_grad():
+                self.embed.weight.zero_()
+                self.embed.weight[:, 0] = torch.arange(vocab_size, dtype=self.embed.weight.dtype)
+            self.embed.weight.requires_grad_(False)
 
     def _init_torch_defaults(self, generator: torch.Generator | None) -> None:
         """PyTorch's default module initialisation, as a from-scratch PyTorch script gets it: Linear weights and biases
