@@ -631,14 +631,15 @@ def nearest_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
              "  blog: random guess among the other context tokens = (C−2)/(C−1)·V; best perplexity falls faster "
              "than V/n_embd",
              f"  {'attention':<9} {'V':>4} {'C':>3} {'n_embd':>6} {'seed':>4} {'final ppl':>9} {'best (step)':>15} "
-             f"{'(C−2)V/(C−1)':>12} {'final/that':>10} {'V/n_embd':>8} {'best/that':>9} {'acc':>6}"]
+             f"{'(C−2)V/(C−1)':>12} {'final/that':>10} {'V/n_embd':>8} {'best/that':>9} {'acc':>6} {'attn→target':>11}"]
     for r in rows:
         g, vn = r["guess"], r["v_over_n"]
         best = "—" if r["best"] is None else f"{r['best']:.2f} ({r['best_step']})"
         lines.append(f"  {r['attention']:<9} {r['V']:>4} {r['C']:>3} {r['n_embd']:>6} {r['seed']:>4} "
                      f"{_num(r['final'], '9.2f')} {best:>15} {_num(g, '12.2f')} "
                      f"{_num(r['final'] / g if (g and r['final']) else None, '10.2f')} {_num(vn, '8.2f')} "
-                     f"{_num(r['best'] / vn if (vn and r['best']) else None, '9.2f')} {_num(r['final_acc'], '6.3f')}")
+                     f"{_num(r['best'] / vn if (vn and r['best']) else None, '9.2f')} {_num(r['final_acc'], '6.3f')} "
+                     f"{_num(r['attn_relevant'], '11.3f')}")
     slope = None
     pts = [(math.log(r["n_embd"]), math.log(r["best"])) for r in rows if r["best"] and r["n_embd"]]
     if len({x for x, _ in pts}) >= 2:
@@ -682,9 +683,37 @@ def geometry_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     return Report(entry, "\n".join(lines), {"entry": entry.key, "runs": rows}, run_ids=tuple(run_ids))
 
 
+def phase_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
+    """Blog 6's suggested phase diagram: over the two swept parameters (``phase.sweep_axes``, e.g. N × lr) the
+    plateau step (first evaluation at the preset's threshold; — never) and the final test accuracy, each cell the
+    mean over its seeds (``phase.phase_grid``, as the console's Phase panel and ``figures.phase_entry_figure``)."""
+    import math
+
+    from sparse_tui.phase import cell_note, phase_grid, sweep_axes
+
+    recs = [store.get(r) for r in run_ids]
+    x, y = sweep_axes(recs)
+    xs, ys, plateau, counts = phase_grid(recs, x, y, "plateau")
+    acc = phase_grid(recs, x, y, "acc")[2]
+    lines = [f"{entry.key} — {entry.figure}: {entry.shows}",
+             f"  blog: 'it would be interesting to draw phase diagrams'; rows {y}, columns {x}; {cell_note(counts)}",
+             "  plateau step (— never) / final test accuracy",
+             "  " + f"{y:>14}" + "".join(f"{format(v, 'g'):>16}" for v in xs)]
+    for j, yv in enumerate(ys):
+        lines.append("  " + f"{format(yv, 'g'):>14}" + "".join(
+            f"{_num(None if math.isnan(p) else p, '6.0f')} / {_num(None if math.isnan(a) else a, '5.3f')}".rjust(16)
+            for p, a in zip(plateau[j], acc[j])))
+    cells = [{x: xv, y: yv, "plateau": None if math.isnan(plateau[j][i]) else plateau[j][i],
+              "acc": None if math.isnan(acc[j][i]) else acc[j][i], "n": counts[j][i]}
+             for j, yv in enumerate(ys) for i, xv in enumerate(xs)]
+    return Report(entry, "\n".join(lines), {"entry": entry.key, "x": x, "y": y, "cells": cells},
+                  run_ids=tuple(run_ids))
+
+
 TABLE_REPORTS: dict[str, Any] = {"fig3_right": p_table_report, "blog3_V": nearest_report, "blog3_C": nearest_report,
                                "blog3_nembd": nearest_report, "euclidean": nearest_report}
-CURVE_REPORTS: dict[str, Any] = {"fig17": probes_report, "blog3_geometry": geometry_report}
+CURVE_REPORTS: dict[str, Any] = {"fig17": probes_report, "blog3_geometry": geometry_report,
+                                 "blog6_phase": phase_report}
 
 
 def draw(store: Any, rep: Report, path: Path) -> Path:

@@ -27,6 +27,7 @@ R_B3CN = "Blog 3: perplexity against C and n_embd (`blog3_C`, `blog3_nembd`)"
 R_B6N = "Blog 6: the n_embd sweep (`presets/blog_nembd.toml`)"
 R_B6_80 = "Blog 6: N = 80 (`presets/blog_n80.toml`)"
 R_GEO = "Blog 3: embedding geometry (`presets/blog3_geometry.toml`)"
+R_PHASE = "Blog 6: phase diagram N × lr (`presets/blog6_phase.toml`)"
 R_EUC = "Blog 3's proposal: Euclidean attention (`model.attention = \"euclidean\"`), first measurement"
 R_WARM = "Blog 6's hypothesis: learning-rate warm-up for large N, first measurement"
 
@@ -67,7 +68,10 @@ ENTRIES = [
           measured="2026-11-26, CPU: only 10^5 × 1e-3 learns (acc 0.5 at step 1400, final 1.000)"),
     Entry("blog6_phase", "Blog 6, phase diagram", BLOG6, "How to make large embedding dimensions work",
           "the suggested phase diagram: N × lr (or N × data size), where recall emerges", "curves",
-          built="not built yet (issue 22)"),
+          {"cpu": "blog6_phase"}, notes=RECALL + " N {16, 40, 80} (ours) × lr {1e-3, 1e-2} (the blog's), one "
+          "seed, 2000 steps. Plateau: test accuracy ≥ 0.5.", record=R_PHASE,
+          measured="2026-11-26, CPU, seed 0: recall emerges only at N = 40, lr 1e-2 (step 900, final 0.81); N = 80 "
+                   "at 1e-2 peaks at 0.21 and diverges; nothing emerges at 1e-3 in 2000 steps"),
     Entry("warmup", "Blog 6, hypothesis: lr warm-up", BLOG6, "Comment: Link to learning rate warmup",
           "a small early learning rate keeps large N stable while the induction head forms", "curves",
           {"cpu": "blog6_warmup"}, notes=RECALL + " Linear warm-up from 0 over 500 of 2000 steps.", record=R_WARM,
