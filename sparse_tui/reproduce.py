@@ -711,7 +711,8 @@ def phase_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
 
 
 TABLE_REPORTS: dict[str, Any] = {"fig3_right": p_table_report, "blog3_V": nearest_report, "blog3_C": nearest_report,
-                               "blog3_nembd": nearest_report, "euclidean": nearest_report}
+                               "blog3_nembd": nearest_report, "euclidean": nearest_report,
+                               "euclidean_ordered": nearest_report}
 CURVE_REPORTS: dict[str, Any] = {"fig17": probes_report, "blog3_geometry": geometry_report,
                                  "blog6_phase": phase_report}
 

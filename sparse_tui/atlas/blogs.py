@@ -29,6 +29,7 @@ R_B6_80 = "Blog 6: N = 80 (`presets/blog_n80.toml`)"
 R_GEO = "Blog 3: embedding geometry (`presets/blog3_geometry.toml`)"
 R_PHASE = "Blog 6: phase diagram N × lr (`presets/blog6_phase.toml`)"
 R_EUC = "Blog 3's proposal: Euclidean attention (`model.attention = \"euclidean\"`), first measurement"
+R_EUC1 = "Blog 3's proposal: Euclidean attention on the ordered 1-D embedding (`blog3_euclidean_ordered`)"
 R_WARM = "Blog 6's hypothesis: learning-rate warm-up for large N, first measurement"
 
 ENTRIES = [
@@ -57,6 +58,13 @@ ENTRIES = [
           "mentions inverse-distance weights); learned embedding from a random start.", record=R_EUC,
           measured="2026-11-26, CPU, 3 seeds: n_embd 1 stays above V/2 with either score (1.09-1.30 × V/2); "
                    "n_embd 2 within the seeds' spread"),
+    Entry("euclidean_ordered", "Blog 3, proposal: Euclidean attention, 1-D", BLOG3, "Questions / Ideas",
+          "distance vs dot attention on the blog's fixed ordered 1-D embedding (token v at v)", "curves",
+          {"cpu": "blog3_euclidean_ordered"},
+          notes=NEAREST + " Frozen ordered embedding (model.embedding = 'ordered'), n_embd 1, V = 32, 8000 steps.",
+          record=R_EUC1,
+          measured="2026-11-26, CPU, 3 seeds: fails as tested: euclidean acc 0.11-0.13 (dot 0.07-0.08), attention "
+                   "to the target 0.37 (uniform 0.33); the query's own token sits in its context"),
     Entry("blog6_nembd", "Blog 6, Goldilocks N", BLOG6, "Dependence on embedding dimension",
           "recall emerges fast only for a middle range of the embedding dimension N", "curves",
           {"cpu": "blog_nembd"}, notes=RECALL + " Plateau: test accuracy ≥ 0.5.", record=R_B6N,
