@@ -83,5 +83,6 @@ ENTRIES = [
     Entry("warmup", "Blog 6, hypothesis: lr warm-up", BLOG6, "Comment: Link to learning rate warmup",
           "a small early learning rate keeps large N stable while the induction head forms", "curves",
           {"cpu": "blog6_warmup"}, notes=RECALL + " Linear warm-up from 0 over 500 of 2000 steps.", record=R_WARM,
-          measured="2026-11-26, CPU, 3 seeds: no run at N = 60 or 80 ends learned, with or without warm-up"),
+          measured="2026-11-26, CPU, 3 seeds: no run at N = 60 or 80 ends learned, with or without warm-up; a "
+                   "1000-step warm-up makes N = 60 reach 0.5 in 3 of 3 seeds, all collapse after"),
 ]
