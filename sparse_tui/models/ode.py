@@ -43,7 +43,7 @@ import numpy as np
 
 from .. import theory
 
-__all__ = ["OdeRun", "simulate_run", "ode_curve", "step_times", "PLATEAU_OBSERVABLES"]
+__all__ = ["OdeRun", "simulate_run", "ode_curve", "recorded_curve", "step_times", "PLATEAU_OBSERVABLES"]
 
 # run metric name -> theory observable
 PLATEAU_OBSERVABLES = {
@@ -192,3 +192,20 @@ def ode_curve(cfg: Any, steps: Sequence[float], metric: str = "test/loss") -> np
     if metric not in table:
         raise ValueError(f"ode_curve: unknown metric {metric!r}; one of {', '.join(table)}")
     return table[metric]
+
+
+def recorded_curve(config: dict, total_steps: int | None, points: int = 300) -> tuple[list[float], list[float]] | None:
+    """The reduced dynamics' test loss (arXiv 2505.17863 Eqs. 12-14 and 17-21) for a recorded linreg run (toy, ode or
+    transformer), from its stored config, at ``points`` + 1 evenly spaced steps up to ``total_steps``: the console's
+    theory overlay (numpy only, no torch). None for other tasks, or when the config has no theory curve."""
+    if config.get("task", {}).get("kind") != "linreg":
+        return None
+    from ..presets import config_from_json  # the preset schema sits above the models
+
+    try:
+        cfg = config_from_json(config)
+        total = int(total_steps or cfg.train.steps)
+        steps = [round(i * total / points) for i in range(points + 1)]
+        return [float(s) for s in steps], [float(v) for v in ode_curve(cfg, steps)]
+    except Exception:  # noqa: BLE001 - no theory curve for this run; the plot says nothing then
+        return None

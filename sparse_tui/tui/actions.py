@@ -1,7 +1,7 @@
 """What the console does to the store, as plain functions the app runs in thread workers.
 
 Each takes the store and the request's arguments and returns the message that reports the outcome (``Done``,
-``Problem``, ``AttentionData``, ``FitDone``); the worker posts it, the app applies it on the UI thread. They use the
+``Problem``, ``AttentionData``, ``TheoryData``, ``FitDone``); the worker posts it, the app applies it on the UI thread. They use the
 code paths of the command line: launching is ``runner.start_detached`` (``sparse-tui run --detach``), resuming
 ``runner.resume_runs_detached`` (``sparse-tui resume --detach``), fitting ``fitreport.fit_store``
 (``sparse-tui fit``), exporting ``export.export`` (``sparse-tui export``). Nothing here imports Textual widgets.
@@ -18,11 +18,12 @@ from textual.message import Message
 from sparse_tui import figures, geometry, runner
 from sparse_tui.annotate import AnnotateError, check_note, parse_tags
 from sparse_tui.executors import ExecutorError, probe
+from sparse_tui.models.ode import recorded_curve
 from sparse_tui.export import export as write
 from sparse_tui.numbers import fmt_duration
 from sparse_tui.plotting import fmt_r2
 from sparse_tui.store import RunStore, StoreError
-from sparse_tui.tui.messages import AttentionData, Done, FitDone, Problem
+from sparse_tui.tui.messages import AttentionData, Done, FitDone, Problem, TheoryData
 from sparse_tui.tui.render import fit as fitview
 from sparse_tui.tui.render.attention import render_attention
 from sparse_tui.tui.render.geometry import render_geometry
@@ -165,6 +166,20 @@ def attention(store: RunStore, run_id: str, step: int | None, layer: str | None,
         body.append("\n\n")
         body.append_text(render_geometry(emb, width))
     return AttentionData(run_id, steps, step, layers, H, E, body, info)
+
+
+def theory(store: RunStore, run_ids: list[str]) -> TheoryData:
+    """The theory (ODE) overlay of each run, from its stored config (``models.ode.recorded_curve``; None: none, or
+    the run was deleted meanwhile)."""
+    curves: dict[str, tuple[list[float], list[float]] | None] = {}
+    for rid in run_ids:
+        try:
+            rec = store.get(rid)
+        except StoreError:
+            curves[rid] = None
+            continue
+        curves[rid] = recorded_curve(rec.config, rec.total_steps)
+    return TheoryData(curves)
 
 
 def fit(store: RunStore, req: Any) -> FitDone:

@@ -1,7 +1,7 @@
 """The console's messages, in two directions (after toolong / harlequin: widgets stay thin).
 
 * Workers → app: the store poller (``tui/poller.py``) and the thread workers of ``tui/actions.py`` never touch
-  widgets; they post ``RunsUpdated``, ``CurvesData``, ``AttentionData``, ``FitDone``, ``GpuInfo``, ``ExecutorChecked``, ``Done``
+  widgets; they post ``RunsUpdated``, ``CurvesData``, ``AttentionData``, ``TheoryData``, ``FitDone``, ``GpuInfo``, ``ExecutorChecked``, ``Done``
   and ``Problem``, which the app applies on the UI thread. The poller's messages coalesce (``can_replace``): when the UI
   thread falls behind, only the newest run table and the newest curves are drawn.
 * Widgets → app: a panel never calls a domain method. It posts what the user asked for (``LaunchRequested``,
@@ -33,11 +33,10 @@ class RunsUpdated(Message):
 
 @dataclass
 class CurvesData(Message):
-    """Metric series of the watched runs: {run_id: {name: (steps, values)}}, theory curves, plateau steps."""
+    """Metric series of the watched runs: {run_id: {name: (steps, values)}}, plateau steps."""
 
     run_ids: list[str]
     series: dict[str, dict[str, tuple[list[float], list[float]]]]
-    theory: dict[str, tuple[list[float], list[float]]] = field(default_factory=dict)
     plateau: dict[str, float | None] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
     params: dict[str, dict] = field(default_factory=dict)  # each run's parameters (legends: the keys that differ)
@@ -58,6 +57,14 @@ class AttentionData(Message):
     examples: int
     body: Any  # rich Text
     info: str
+
+
+@dataclass
+class TheoryData(Message):
+    """The theory (ODE) overlay of runs: {run_id: (steps, test loss)}, None where a run has none
+    (``models.ode.recorded_curve``)."""
+
+    curves: dict[str, tuple[list[float], list[float]] | None]
 
 
 @dataclass
@@ -225,6 +232,13 @@ class AttentionRequested(Message):
     head: int
     example: int
     width: int
+
+
+@dataclass
+class TheoryRequested(Message):
+    """The Curves panel shows runs whose theory (ODE) overlay it has not asked for yet."""
+
+    run_ids: list[str]
 
 
 @dataclass

@@ -3,7 +3,8 @@
 Every ``interval`` seconds it asks SQLite whether anything changed (``PRAGMA data_version``, a no-op query when
 nothing did), reaps dead runs about once a second (``RunStore.reap``: a run whose process died is shown failed), and
 posts what it read: ``RunsUpdated`` (the run table) when the store changed and ``CurvesData`` (the metric series of
-the watched runs, with the reduced dynamics' test loss for linreg runs) when the store or the watched runs changed.
+the watched runs) when the store or the watched runs changed. It reads; the science (the theory overlay) is the
+core's, asked for by the Curves panel (``TheoryRequested``).
 Both messages coalesce (``can_replace``), so a slow UI thread draws only the newest. The loop checks the worker's
 cancellation at every turn (a thread worker cannot be killed) and never touches a widget.
 """
@@ -18,12 +19,11 @@ from textual.message import Message
 from textual.worker import get_current_worker
 
 from sparse_tui.plotting import downsample
-from sparse_tui.store import RunRecord, RunStore
+from sparse_tui.store import RunStore
 from sparse_tui.tui.messages import CurvesData, Problem, RunsUpdated
 from sparse_tui.tui.render.runs import run_name
 
 CURVE_POINTS = 1500  # points per series kept (the plot downsamples further to its width)
-THEORY_POINTS = 300  # steps of the theory (ODE) curve
 
 
 class StorePoller:
@@ -38,7 +38,6 @@ class StorePoller:
         self.interval = interval
         self._watch: tuple[str, ...] = ()
         self._wake = threading.Event()
-        self._theory: dict[str, tuple[list[float], list[float]] | None] = {}
 
     def watch(self, run_ids: list[str]) -> None:
         """Read the curves of these runs from now on (the marked runs, or the current one)."""
@@ -95,10 +94,9 @@ class StorePoller:
             self._wake.wait(self.interval)
 
     def curves(self, watch: tuple[str, ...]) -> CurvesData:
-        """The metric series (downsampled, per-head series left out), plateau steps, names and theory curves of the
-        watched runs; a run deleted meanwhile is skipped."""
+        """The metric series (downsampled, per-head series left out), plateau steps and names of the watched runs; a
+        run deleted meanwhile is skipped."""
         series: dict[str, dict] = {}
-        theory: dict[str, tuple[list[float], list[float]]] = {}
         plateau: dict[str, float | None] = {}
         labels: dict[str, str] = {}
         params: dict[str, dict] = {}
@@ -114,27 +112,5 @@ class StorePoller:
             plateau[rid] = rec.plateau_step
             labels[rid] = run_name(rec)
             params[rid] = dict(rec.params)
-            if rid not in self._theory:
-                self._theory[rid] = theory_curve(rec)
-            if self._theory[rid] is not None:
-                theory[rid] = self._theory[rid]
-        return CurvesData([r for r in watch if r in series], series, theory, plateau, labels, params)
+        return CurvesData([r for r in watch if r in series], series, plateau, labels, params)
 
-
-def theory_curve(rec: RunRecord) -> tuple[list[float], list[float]] | None:
-    """The reduced gradient-flow dynamics' test loss of a linreg run (toy, ode or transformer; arXiv 2505.17863 Eqs. 12-14 and 17-21, the ODE of
-    ``models.ode``, numpy only: the console never imports torch), at ``THEORY_POINTS`` + 1 steps. None for other
-    tasks, or when the run's config has no theory curve."""
-    if rec.config.get("task", {}).get("kind") != "linreg":
-        return None
-    try:
-        from sparse_tui.models.ode import ode_curve
-        from sparse_tui.presets import config_from_json
-
-        cfg = config_from_json(rec.config)
-        total = int(rec.total_steps or cfg.train.steps)
-        steps = [round(i * total / THEORY_POINTS) for i in range(THEORY_POINTS + 1)]
-        vals = [float(v) for v in ode_curve(cfg, steps)]
-        return [float(s) for s in steps], vals
-    except Exception:  # noqa: BLE001 - no theory curve for this run; the plot says nothing then
-        return None

@@ -3,7 +3,7 @@
 The panels post requests (``messages.py``); this mixin of the app decides (only queued / running runs can be
 cancelled, a delete is confirmed, an export asks how and where ...), runs the work (``actions.py``) in a thread
 worker, and gives the result to the panel: ``Done`` / ``Problem`` notifications, ``AttentionData`` to the
-Attention panel, ``FitDone`` to the Fit panel. The fit's runs follow the UI state (``selection.py``)."""
+Attention panel, ``TheoryData`` to the Curves panel, ``FitDone`` to the Fit panel. The fit's runs follow the UI state (``selection.py``)."""
 
 from __future__ import annotations
 
@@ -35,6 +35,8 @@ from sparse_tui.tui.messages import (
     LaunchRequested,
     NoteRequested,
     ResumeRequested,
+    TheoryData,
+    TheoryRequested,
 )
 from sparse_tui.tui.render.compare import compare_body
 from sparse_tui.tui.screens.compare import CompareScreen
@@ -42,6 +44,7 @@ from sparse_tui.tui.screens.confirm import ConfirmScreen
 from sparse_tui.tui.screens.export import ExportScreen
 from sparse_tui.tui.screens.prompt import PromptScreen
 from sparse_tui.tui.widgets.attention_map import AttentionPanel
+from sparse_tui.tui.widgets.curves import CurvesPanel
 from sparse_tui.tui.widgets.fit_panel import FitPanel
 from sparse_tui.tui.widgets.run_table import RunsPanel
 
@@ -223,6 +226,13 @@ class PanelRequests:
             ap.show_message(msg.info)
         else:
             ap.update_data(msg)
+
+    def on_theory_requested(self, msg: TheoryRequested) -> None:
+        self._work(actions.theory, self.store, msg.run_ids, group="theory")
+
+    @guarded
+    def on_theory_data(self, msg: TheoryData) -> None:
+        self.query_one(CurvesPanel).set_theory(msg)
 
     def on_guess_requested(self, msg: GuessRequested) -> None:
         self.query_one(FitPanel).set_guess(self._guess_variables(msg.query))

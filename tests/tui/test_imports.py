@@ -35,6 +35,18 @@ def test_console_source_never_imports_torch():
     assert bad == []
 
 
+def test_console_poller_only_reads_the_store():
+    """The store poller reads and posts; the science (the ODE of the theory overlay) is the core's, computed in a
+    worker at the Curves panel's request (issue 23: the console does not reach into the science)."""
+    mods = set()
+    for node in ast.walk(ast.parse((PKG / "tui" / "poller.py").read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            mods.add(node.module)
+        elif isinstance(node, ast.Import):
+            mods.update(a.name for a in node.names)
+    assert not {m for m in mods if m.startswith(("sparse_tui.models", "sparse_tui.theory", "sparse_tui.presets"))}
+
+
 def test_console_never_loads_torch(synthetic: Path, presets_dir: Path):
     code = f"""
 import asyncio, logging, sys
@@ -55,12 +67,13 @@ async def main():
             await pilot.press(*keys)
             await pilot.pause(0.5)
         await pilot.press("2", "down", "down", "enter")  # a linreg toy run: the theory (ODE) overlay
+        panel = app.query_one("CurvesPanel")
         for _ in range(100):
-            d = app.query_one("CurvesPanel").data
-            if d is not None and d.theory:
+            d = panel.data
+            if d is not None and any(panel.theory_curves.get(r) for r in d.run_ids):
                 break
             await pilot.pause(0.05)
-        assert d is not None and d.theory, "no theory overlay"
+        assert d is not None and any(panel.theory_curves.get(r) for r in d.run_ids), "no theory overlay"
         assert not errors.texts, errors.texts
     print("TORCH", "torch" in sys.modules)
 

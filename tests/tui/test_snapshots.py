@@ -55,8 +55,9 @@ def _steps(*actions):
 
 
 def _curves_ready(app):
-    d = app.query_one("CurvesPanel").data
-    return d is not None and d.run_ids and all(r in d.series for r in d.run_ids)
+    panel = app.query_one("CurvesPanel")
+    d = panel.data
+    return d is not None and d.run_ids and all(r in d.series and r in panel.theory_curves for r in d.run_ids)
 
 
 PANELS = {

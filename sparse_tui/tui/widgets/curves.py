@@ -1,6 +1,7 @@
 """The Live curves panel: loss / accuracy / attention probes of one run or several overlaid.
 
-Data arrive as ``CurvesData`` from the store poller. The panel turns them into a ``PlotSpec`` (every series
+Data arrive as ``CurvesData`` from the store poller; the theory (ODE) overlay of a linreg run is asked for once per run
+(``TheoryRequested``: the core integrates it in a worker) and kept. The panel turns them into a ``PlotSpec`` (every series
 downsampled to the widget width, optionally EMA-smoothed, cut to the zoomed x range) and ``PlotView`` draws it afresh
 on every render, so redraws, resizes and panel switches cannot trip over plotext's figure state. Accuracy has a fixed
 [0, 1] axis (noise must not look like signal), steps are whole-number ticks, the plateau step is a red line and the
@@ -22,7 +23,7 @@ from textual.widgets import Static
 from sparse_tui.numbers import fmt_num
 from sparse_tui.plotting import downsample
 from sparse_tui.tui.guard import Guarded
-from sparse_tui.tui.messages import CurvesData, FigureRequested, GridToggled
+from sparse_tui.tui.messages import CurvesData, FigureRequested, GridToggled, TheoryData, TheoryRequested
 from sparse_tui.tui.plot import PlotSpec, Series, ema, grid_shape
 from sparse_tui.tui.render.runs import param_text, short_keys, value_key
 from sparse_tui.tui.widgets.plot_view import PlotView
@@ -77,9 +78,11 @@ def differing_labels(data: CurvesData, run_ids: list[str] | None = None) -> dict
 
 def curves_spec(data: CurvesData | None, group: str, *, log_loss: bool = True, theory: bool = True,
                 smoothing: float = 0.0, zoom: float = 1.0, center: float = 0.5, width: int = 80,
-                run_ids: list[str] | None = None, title: str = "") -> PlotSpec:
+                run_ids: list[str] | None = None, title: str = "",
+                curves: dict[str, tuple[list[float], list[float]] | None] | None = None) -> PlotSpec:
     """The plot of one metric group of the watched runs (or of ``run_ids`` among them; pure: tested without a
-    screen). Overlaid runs are labelled by the parameters they differ in."""
+    screen), with the theory ``curves`` of the runs that have one. Overlaid runs are labelled by the parameters they
+    differ in."""
     log = group == "loss" and log_loss
     spec = PlotSpec(xlabel="step", log_y=log, integer_x=True, title=title,
                     ylim=(0.0, 1.0) if group in ("accuracy", "attention") else None,
@@ -106,8 +109,8 @@ def curves_spec(data: CurvesData | None, group: str, *, log_loss: bool = True, t
             label = (name_of if len(names) == 1 else f"{name_of} {name}") if many else name
             spec.series.append(Series(xs, ys, label=label, color=COLORS[ci % len(COLORS)]))
             ci += 1
-        if group == "loss" and theory and rid in data.theory:
-            xs, ys = data.theory[rid]
+        if group == "loss" and theory and (curves or {}).get(rid):
+            xs, ys = curves[rid]
             xs, ys = downsample(list(xs), list(ys), npts)
             spec.series.append(Series(xs, ys, label=f"{name_of} ODE" if many else "theory (ODE)",
                                       color="gray"))
@@ -184,6 +187,8 @@ class CurvesPanel(ShallowFocus, Guarded, Vertical, can_focus=True):
         super().__init__(**kw)
         self.data: CurvesData | None = None
         self.group_keys: list[str] = []
+        self.theory_curves: dict[str, tuple[list[float], list[float]] | None] = {}  # None: the run has none
+        self._theory_asked: set[str] = set()
 
     def compose(self) -> ComposeResult:
         yield PlotView(id="curves-plot")
@@ -200,6 +205,14 @@ class CurvesPanel(ShallowFocus, Guarded, Vertical, can_focus=True):
         groups = available_groups(data)
         if self.group not in groups:
             self.group = groups[0]
+        new = [r for r in data.run_ids if r not in self._theory_asked]
+        if new:
+            self._theory_asked.update(new)
+            self.post_message(TheoryRequested(new))
+        self.redraw()
+
+    def set_theory(self, msg: TheoryData) -> None:
+        self.theory_curves.update(msg.curves)
         self.redraw()
 
     # every reactive change redraws
@@ -265,7 +278,7 @@ class CurvesPanel(ShallowFocus, Guarded, Vertical, can_focus=True):
         plot = self.query_one(PlotView)
         z = ZOOMS[self.zoom]
         kw = dict(log_loss=self.log_loss, theory=self.theory, smoothing=SMOOTHING[self.smoothing], zoom=z,
-                  center=self.center)
+                  center=self.center, curves=self.theory_curves)
         parts = [f"Curves · {self.group}"]
         if self.grid:
             units = grid_units(self.data, self.group_keys)
