@@ -32,7 +32,7 @@ PANEL_ACTIONS = [
 
 FORM_KEYS = [
     Binding("tab, shift+tab", "", "next / previous field"),
-    Binding("escape", "", "back to the preset list (then 1-6 switch panels)"),
+    Binding("escape", "", "back to the preset list (then the digits switch panels)"),
     Binding("down, up", "", "next / previous field (also on a closed list)"),
     Binding("enter, space", "", "open a choice list"),
     Binding("enter", "", "add a sweep key (on its line)"),
@@ -44,14 +44,16 @@ def system_commands(app: Any) -> Iterator[SystemCommand]:
     from sparse_tui.tui.panels import PANELS
     from sparse_tui.tui.widgets.presets_panel import PresetsPanel
 
-    for i, (pid, title, _) in enumerate(PANELS, 1):
-        yield SystemCommand(f"Panel: {title}", f"switch to the {title} panel (key {i})", partial(app.show_panel, pid))
-    presets = app.query_one(PresetsPanel)
+    for i, p in enumerate(PANELS, 1):
+        key = f" (key {i})" if i < 10 else ""
+        yield SystemCommand(f"Panel: {p.title}", f"switch to the {p.title} panel{key}",
+                            partial(app.main.show_panel, p.id))
+    presets = app.main.query_one(PresetsPanel)
     for path in presets.files:
         yield SystemCommand(f"Preset: {path.name}", f"open {path} in the form",
                             partial(app.call_later, presets.open_path, path))
     for title, help_, pid, action in PANEL_ACTIONS:
-        yield SystemCommand(title, help_, partial(app._panel_action, pid, action))
+        yield SystemCommand(title, help_, partial(app.main.panel_action, pid, action))
 
     yield SystemCommand("Atlas: reproduce a figure of the paper", "pick a figure, launch its CPU preset, see the fit "
                         "against the paper's law (sparse-tui reproduce)", partial(open_atlas, app))
@@ -73,11 +75,11 @@ def executor_commands(app: Any) -> Iterator[SystemCommand]:
 
 def help_groups(app: Any) -> list[tuple[str, list[Binding]]]:
     """The help screen's tables: the app's keys, each panel's, the preset form's."""
-    from sparse_tui.tui.panels import PANELS
+    from sparse_tui.tui.panels import PANELS, panel_bindings
 
-    groups = [("everywhere", [b for b in app.BINDINGS if isinstance(b, Binding)])]
-    for _, title, cls in PANELS:
-        groups.append((title, list(cls.BINDINGS)))
+    groups = [("everywhere", panel_bindings() + [b for b in app.BINDINGS if isinstance(b, Binding)])]
+    for p in PANELS:
+        groups.append((p.title, list(p.cls.BINDINGS)))
     groups.append(("Presets form", FORM_KEYS))
     return groups
 

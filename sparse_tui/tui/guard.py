@@ -36,8 +36,8 @@ class Guarded:
 
 
 def guarded(fn: Callable) -> Callable:
-    """For the app's handlers of worker messages: a message that arrives while the panels are not all mounted (the
-    app still composing, a Lazy panel not mounted yet, or the app tearing down with a poll in flight) has nothing to
+    """For the main screen's handlers of worker messages: a message that arrives while the panels are not all mounted
+    (the app still composing, a Lazy panel not mounted yet, or the app tearing down with a poll in flight) has nothing to
     update (logged and ignored); any other exception is reported and the console goes on."""
 
     @functools.wraps(fn)
@@ -45,13 +45,13 @@ def guarded(fn: Callable) -> Callable:
         try:
             return fn(self, *a, **kw)
         except (NoMatches, ScreenStackError) as e:
-            if self._exit or not self.panels_mounted():
+            if self.app._exit or not self.panels_mounted():
                 self.log.warning(f"{fn.__name__}: {e} (panels not mounted; ignored)")
                 return None
-            self.report(e)
+            self.app.report(e)
             return None
         except Exception as e:  # noqa: BLE001 - the catch-all that keeps the console alive
-            self.report(e)
+            self.app.report(e)
             return None
 
     return wrapper

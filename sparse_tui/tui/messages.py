@@ -1,12 +1,14 @@
 """The console's messages, in two directions (after toolong / harlequin: widgets stay thin).
 
-* Workers → app: the store poller (``tui/poller.py``) and the thread workers of ``tui/actions.py`` never touch
-  widgets; they post ``RunsUpdated``, ``CurvesData``, ``AttentionData``, ``TheoryData``, ``FitDone``, ``GpuInfo``, ``ExecutorChecked``, ``Done``
-  and ``Problem``, which the app applies on the UI thread. The poller's messages coalesce (``can_replace``): when the UI
-  thread falls behind, only the newest run table and the newest curves are drawn.
-* Widgets → app: a panel never calls a domain method. It posts what the user asked for (``LaunchRequested``,
-  ``CancelRequested``, ``FitRequested`` ...) or what changed (``RunHighlighted``, ``MarkedChanged``); the app
-  (``tui/app.py``) decides, runs the work in a thread worker, and hands the result back to the panel.
+* Workers → screen: the store poller (``tui/poller.py``) and the thread workers of ``tui/actions.py`` never touch
+  widgets; they post ``RunsUpdated``, ``CurvesData``, ``AttentionData``, ``TheoryData``, ``FitDone``, ``Done`` and
+  ``Problem`` to the main screen (``tui/screens/main.py``), which applies them on the UI thread (a ``Problem`` goes on
+  to the app, which reports it); the app's own workers post ``GpuInfo`` and ``ExecutorChecked``. The poller's
+  messages coalesce (``can_replace``): when the UI thread falls behind, only the newest run table and the newest
+  curves are drawn.
+* Widgets → screen: a panel never calls a domain method. It posts what the user asked for (``LaunchRequested``,
+  ``CancelRequested``, ``FitRequested`` ...) or what changed (``RunHighlighted``, ``MarkedChanged``); the main screen
+  decides, runs the work in a thread worker, and hands the result back to the panel.
 """
 
 from __future__ import annotations
@@ -20,8 +22,14 @@ from sparse_tui.store import RunRecord
 
 
 # -- from the store poller and the workers ---------------------------------------------------------------------------
+class ForScreen(Message):
+    """A message for the main screen, which applies it: it does not bubble on to the app."""
+
+    bubble = False
+
+
 @dataclass
-class RunsUpdated(Message):
+class RunsUpdated(ForScreen):
     """A fresh read of the run table (posted by the store poller when the store changed)."""
 
     records: list[RunRecord]
@@ -32,7 +40,7 @@ class RunsUpdated(Message):
 
 
 @dataclass
-class CurvesData(Message):
+class CurvesData(ForScreen):
     """Metric series of the watched runs: {run_id: {name: (steps, values)}}, plateau steps."""
 
     run_ids: list[str]
@@ -46,7 +54,7 @@ class CurvesData(Message):
 
 
 @dataclass
-class AttentionData(Message):
+class AttentionData(ForScreen):
     """A rendered attention snapshot (Rich text) with what it shows."""
 
     run_id: str
@@ -60,7 +68,7 @@ class AttentionData(Message):
 
 
 @dataclass
-class TheoryData(Message):
+class TheoryData(ForScreen):
     """The theory (ODE) overlay of runs: {run_id: (steps, test loss)}, None where a run has none
     (``models.ode.recorded_curve``)."""
 
@@ -68,7 +76,7 @@ class TheoryData(Message):
 
 
 @dataclass
-class FitDone(Message):
+class FitDone(ForScreen):
     body: Any  # rich renderable with the table (None: the fit failed, ``info`` says why)
     plot: dict  # {"x": forecast, "y": plateau, "fit": law at x, "cx"/"cy": censored}
     info: str
@@ -108,7 +116,7 @@ class Problem(Message):
 
 
 @dataclass
-class Done(Message):
+class Done(ForScreen):
     """A worker action finished (launch, cancel, delete, export): shown as a notification."""
 
     text: str

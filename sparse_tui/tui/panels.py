@@ -1,6 +1,12 @@
-"""The console's panels, in the order of their keys (1-6) and tabs: (id, title, widget class)."""
+"""The console's panels, in the order of their tabs and keys (1-9): one ``PanelSpec`` each. The main screen builds
+its tabs, its keys and the calls of each panel's hooks (``widgets/panel.ConsolePanel``) from ``PANELS``; the palette
+and the help list them from it too. A new panel is its module plus one line here (docs/ARCHITECTURE.md)."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.binding import Binding
 
 from sparse_tui.tui.widgets.attention_map import AttentionPanel
 from sparse_tui.tui.widgets.curves import CurvesPanel
@@ -9,12 +15,25 @@ from sparse_tui.tui.widgets.phase_diagram import PhasePanel
 from sparse_tui.tui.widgets.presets_panel import PresetsPanel
 from sparse_tui.tui.widgets.run_table import RunsPanel
 
-PANELS = (
-    ("presets", "Presets", PresetsPanel),
-    ("runs", "Runs", RunsPanel),
-    ("curves", "Curves", CurvesPanel),
-    ("attention", "Attention", AttentionPanel),
-    ("fit", "Fit", FitPanel),
-    ("phase", "Phase", PhasePanel),
-)
-LAZY = {"curves", "attention", "fit", "phase"}  # mounted after the first frame (they are not shown at start)
+
+@dataclass(frozen=True)
+class PanelSpec:
+    id: str  # the widget's id (and its tab's: tab-ID)
+    title: str  # the tab's title, the palette's "Panel: TITLE"
+    cls: type  # a widget class with the ConsolePanel hooks
+    lazy: bool = True  # mounted after the first frame (a panel not shown at start)
+
+
+PANELS = [
+    PanelSpec("presets", "Presets", PresetsPanel, lazy=False),
+    PanelSpec("runs", "Runs", RunsPanel, lazy=False),
+    PanelSpec("curves", "Curves", CurvesPanel),
+    PanelSpec("attention", "Attention", AttentionPanel),
+    PanelSpec("fit", "Fit", FitPanel),
+    PanelSpec("phase", "Phase", PhasePanel),
+]
+
+
+def panel_bindings() -> list[Binding]:
+    """Keys 1-9 switch to the first nine panels (the others are in the palette)."""
+    return [Binding(str(i), f"panel('{p.id}')", p.title, show=False) for i, p in enumerate(PANELS[:9], 1)]

@@ -1,9 +1,10 @@
 """What the panels ask the app for, and the answers handed back to them.
 
-The panels post requests (``messages.py``); this mixin of the app decides (only queued / running runs can be
+The panels post requests (``messages.py``); this mixin of the main screen decides (only queued / running runs can be
 cancelled, a delete is confirmed, an export asks how and where ...), runs the work (``actions.py``) in a thread
 worker, and gives the result to the panel: ``Done`` / ``Problem`` notifications, ``AttentionData`` to the
-Attention panel, ``TheoryData`` to the Curves panel, ``FitDone`` to the Fit panel. The fit's runs follow the UI state (``selection.py``)."""
+Attention panel, ``TheoryData`` to the Curves panel, ``FitDone`` to the Fit panel. The fit's runs follow the UI state
+(``selection.py``)."""
 
 from __future__ import annotations
 
@@ -50,8 +51,8 @@ from sparse_tui.tui.widgets.run_table import RunsPanel
 
 
 class PanelRequests:
-    """Mix into the App (before the Textual class). Needs ``store``, ``records``, ``marked``, ``current``,
-    ``n_workers``, ``executor``, ``ray_address``, ``clock``, ``show_panel`` and ``wake``."""
+    """Mix into the main screen (before the Textual class): needs its ``records``, ``marked``, ``current``,
+    ``show_panel`` and ``view_ids``, and its app's store, poller and options."""
 
     def _work(self, fn: Callable[..., Message | None], *args: Any, group: str, exclusive: bool = False) -> None:
         """Run ``fn(*args)`` (one of ``actions``) in a thread worker and post the message it returns."""
@@ -67,35 +68,37 @@ class PanelRequests:
         self.run_worker(body, name=fn.__name__, group=group, thread=True, exclusive=exclusive, exit_on_error=False)
 
     def on_done(self, msg: Done) -> None:
-        self.children_started.update(msg.pids)
+        self.app.children_started.update(msg.pids)
         self.notify(msg.text, markup=False, severity=msg.severity)
         if msg.run_ids:
             self.query_one(RunsPanel).reveal(msg.run_ids)
         if msg.switch_to:
             self.show_panel(msg.switch_to)
-        self.wake()
+        self.app.wake()
 
     # -- what the panels ask for -----------------------------------------------------------------------------------
     def on_launch_requested(self, msg: LaunchRequested) -> None:
         """ctrl+l: say what would start (runs, steps, the estimated time, where) and launch only on y. A stray key
         must not start a sweep of hours (the form shows a preset from start-up on)."""
-        if not self.ensure_store("launch"):
+        if not self.app.ensure_store("launch"):
             return
+
+        app = self.app
 
         def done(yes: bool | None) -> None:
             if yes:
-                self._work(actions.launch, self.store, msg.loaded, self.n_workers, self.executor, self.ray_address,
+                self._work(actions.launch, app.store, msg.loaded, app.n_workers, app.executor, app.ray_address,
                            group="launch")
 
-        self.push_screen(ConfirmScreen(actions.launch_question(msg.loaded, self.executor, self.ray_address, self.store),
-                                       yes="Launch (y)"), done)
+        app.push_screen(ConfirmScreen(actions.launch_question(msg.loaded, app.executor, app.ray_address, app.store),
+                                      yes="Launch (y)"), done)
 
     def on_cancel_requested(self, msg: CancelRequested) -> None:
         live = [r.run_id for r in self.records if r.run_id in msg.run_ids and r.status in ("queued", "running")]
         if not live:
             self.notify("nothing to cancel (only queued or running runs can be)", severity="warning")
             return
-        self._work(actions.cancel, self.store, live, group="actions")
+        self._work(actions.cancel, self.app.store, live, group="actions")
 
     def on_resume_requested(self, msg: ResumeRequested) -> None:
         """``u`` in Runs: continue failed / interrupted / queued runs from their last checkpoint, the same path as
@@ -107,7 +110,8 @@ class PanelRequests:
             self.notify(f"cannot resume ({states}): only failed, interrupted or queued runs can be",
                         severity="warning", markup=False)
             return
-        self._work(actions.resume, self.store, todo, self.n_workers, self.executor, self.ray_address, group="launch")
+        app = self.app
+        self._work(actions.resume, app.store, todo, app.n_workers, app.executor, app.ray_address, group="launch")
 
     def on_compare_requested(self, msg: CompareRequested) -> None:
         """``x`` in Runs (or the palette): two runs (or two groups) side by side: their final metrics (groups: mean ±
@@ -130,7 +134,7 @@ class PanelRequests:
                 self.query_one(RunsPanel).set_marked([r.run_id for _, members in sides for r in members])
                 self.show_panel("curves")
 
-        self.push_screen(CompareScreen(title, body), done)
+        self.app.push_screen(CompareScreen(title, body), done)
 
     def on_delete_requested(self, msg: DeleteRequested) -> None:
         """d in Runs: the same rule as ``sparse-tui delete``: ended runs only, after a question naming them."""
@@ -145,15 +149,15 @@ class PanelRequests:
 
         def done(yes: bool | None) -> None:
             if yes:
-                self._work(actions.delete, self.store, ids, group="actions")
+                self._work(actions.delete, self.app.store, ids, group="actions")
 
-        self.push_screen(ConfirmScreen(delete_question(recs)), done)
+        self.app.push_screen(ConfirmScreen(delete_question(recs)), done)
 
     def on_archive_requested(self, msg: ArchiveRequested) -> None:
         """A in Runs: archive the chosen runs (hidden unless the filter says is:archived; nothing is deleted), or
         bring archived ones back."""
         if msg.run_ids:
-            self._work(actions.archive, self.store, list(msg.run_ids), msg.archive, group="actions")
+            self._work(actions.archive, self.app.store, list(msg.run_ids), msg.archive, group="actions")
 
     def on_note_requested(self, msg: NoteRequested) -> None:
         """n / T in Runs: edit a run's note or tags in a prompt (the same checks as ``sparse-tui note / tag``)."""
@@ -167,9 +171,9 @@ class PanelRequests:
 
         def done(text: str | None) -> None:
             if text is not None:
-                self._work(actions.annotate, self.store, rec.run_id, msg.what, text, group="actions")
+                self._work(actions.annotate, self.app.store, rec.run_id, msg.what, text, group="actions")
 
-        self.push_screen(PromptScreen(title, value, allow_empty=True), done)
+        self.app.push_screen(PromptScreen(title, value, allow_empty=True), done)
 
     def on_export_requested(self, msg: ExportRequested) -> None:
         ids = list(msg.run_ids)
@@ -177,19 +181,19 @@ class PanelRequests:
             self.notify("no runs to export", severity="warning")
             return
 
-        stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(self.clock()))
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(self.app.clock()))
 
         def done(req) -> None:
             if req is not None and req.path:
-                self._export_folder = Path(req.path).expanduser().parent
-                self._work(actions.export, self.store, ids, req, group="actions")
+                self.export_dir = Path(req.path).expanduser().parent
+                self._work(actions.export, self.app.store, ids, req, group="actions")
 
-        self.push_screen(ExportScreen(len(ids), stamp, folder=self.export_folder()), done)
+        self.app.push_screen(ExportScreen(len(ids), stamp, folder=self.export_folder()), done)
 
     def on_figure_requested(self, msg: FigureRequested) -> None:
         """p in Curves, Fit or Phase: the panel's figure as PNG (P: SVG) in RUNS_DIR/figures, through ``figures``
         (the code of ``sparse-tui show/fit --plot``); the notification says where."""
-        if not self.ensure_store("figure"):
+        if not self.app.ensure_store("figure"):
             return
         if msg.panel == "curves":
             payload = self.view_ids()
@@ -206,17 +210,17 @@ class PanelRequests:
         if not payload:
             self.notify(missing, severity="warning", markup=False)
             return
-        stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(self.clock()))
-        path = self.runs_dir / "figures" / f"{msg.panel}-{stamp}.{msg.fmt}"
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(self.app.clock()))
+        path = self.app.runs_dir / "figures" / f"{msg.panel}-{stamp}.{msg.fmt}"
         n = 1
-        while path.exists() or path in self._figures_pending:  # two in one second: figure-…-2.png
+        while path.exists() or path in self.figures_pending:  # two in one second: figure-…-2.png
             n += 1
-            path = self.runs_dir / "figures" / f"{msg.panel}-{stamp}-{n}.{msg.fmt}"
-        self._figures_pending.add(path)
-        self._work(actions.figure, self.store, msg.panel, payload, path, group="figure")
+            path = self.app.runs_dir / "figures" / f"{msg.panel}-{stamp}-{n}.{msg.fmt}"
+        self.figures_pending.add(path)
+        self._work(actions.figure, self.app.store, msg.panel, payload, path, group="figure")
 
     def on_attention_requested(self, m: AttentionRequested) -> None:
-        self._work(actions.attention, self.store, m.run_id, m.step, m.layer, m.head, m.example, m.width,
+        self._work(actions.attention, self.app.store, m.run_id, m.step, m.layer, m.head, m.example, m.width,
                    group="attention", exclusive=True)
 
     @guarded
@@ -228,7 +232,7 @@ class PanelRequests:
             ap.update_data(msg)
 
     def on_theory_requested(self, msg: TheoryRequested) -> None:
-        self._work(actions.theory, self.store, msg.run_ids, group="theory")
+        self._work(actions.theory, self.app.store, msg.run_ids, group="theory")
 
     @guarded
     def on_theory_data(self, msg: TheoryData) -> None:
@@ -258,7 +262,7 @@ class PanelRequests:
         if req is None:
             self.post_message(actions.fit_failed("no runs match"))
             return
-        self._work(actions.fit, self.store, req, group="fit", exclusive=True)
+        self._work(actions.fit, self.app.store, req, group="fit", exclusive=True)
 
     @guarded
     def on_fit_done(self, msg: FitDone) -> None:

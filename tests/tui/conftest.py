@@ -258,11 +258,12 @@ def make(runs_dir, presets_dir, *, create_store: bool = True, **kw):
 
 @contextlib.asynccontextmanager
 async def opened(runs_dir, presets_dir, size=(120, 40), **kw):
-    """The console on a store, started (its first run table drawn): yields (app, pilot, seen)."""
+    """The console on a store, started (its first run table drawn, every panel mounted): yields (app, pilot,
+    seen)."""
     app = make(runs_dir, presets_dir, **kw)
     seen = Seen()
     async with app.run_test(size=size, message_hook=seen) as pilot:
-        await wait_for(pilot, lambda: seen.tables >= 1)
+        await wait_for(pilot, lambda: seen.tables >= 1 and app.main.panels_mounted())
         yield app, pilot, seen
 
 

@@ -19,7 +19,7 @@ import pytest
 
 from sparse_tui.store import RunStore
 from sparse_tui.tui.app import SparseTuiApp
-from sparse_tui.tui.panels import PANELS
+from sparse_tui.tui.panels import PANELS, panel_bindings
 
 from .conftest import _specs, fill_store, make, run_async, tiny_text
 
@@ -56,10 +56,10 @@ def key_pool() -> list[str]:
     keys: set[str] = set()
     for b in SparseTuiApp.BINDINGS:
         keys.update(k.strip() for k in b.key.split(","))
-    for _, _, cls in PANELS:
+    for cls in (p.cls for p in PANELS):
         for b in cls.BINDINGS:
             keys.update(k.strip() for k in b.key.split(","))
-    keys.update("123456")
+    keys.update(b.key for b in panel_bindings())
     keys.update(["up", "down", "left", "right", "pageup", "pagedown", "home", "end", "enter", "escape", "tab",
                  "shift+tab", "space", "backspace"])
     keys.update(["a", "x", "7", "-", "."])  # some typing into whatever text field has focus

@@ -60,7 +60,7 @@ async def test_x_compares_two_marked_runs_then_overlays_their_curves(synthetic: 
         await pilot.press("enter")
         await wait_for(pilot, lambda: app.query_one("#panels").active == "tab-curves", 20)
         curves = app.query_one(CurvesPanel)
-        await wait_for(pilot, lambda: set(app.view_ids()) == {"0000000c", "0000000d"}, 20)
+        await wait_for(pilot, lambda: set(app.main.view_ids()) == {"0000000c", "0000000d"}, 20)
         await wait_for(pilot, lambda: getattr(curves, "data", None) is not None
                        and set(curves.data.labels.values()) == {"recall-lr lr=0.01 seed=0",
                                                                  "recall-lr lr=0.001 seed=0"}, 20)
@@ -87,7 +87,7 @@ async def test_palette_entry_points_to_a_real_action(synthetic: Path, presets_di
         for c in cmds:
             cb = c.callback
             args = getattr(cb, "args", ())
-            if getattr(cb, "func", None) == app._panel_action:
+            if getattr(cb, "func", None) == app.main.panel_action:
                 pid, action = args
                 panel = app.query_one(f"#{pid}")
                 assert hasattr(panel, f"action_{action}"), (c.title, pid, action)

@@ -70,10 +70,10 @@ async def test_edit_save_launch_watch_quit_reopen(presets_dir: Path, runs_dir: P
             assert "# Keep this comment: the form must preserve it on save." in text
             # launch: the run appears in the table and trains in a detached process
             await launch(pilot)
-            await wait_for(pilot, lambda: len(app.records) == 1, 20)
+            await wait_for(pilot, lambda: len(app.main.records) == 1, 20)
             assert app.query_one("#panels").active == "tab-runs"
-            rid = app.records[0].run_id
-            await wait_for(pilot, lambda: app.records[0].status == "running" and app.records[0].step > 0, 60)
+            rid = app.main.records[0].run_id
+            await wait_for(pilot, lambda: app.main.records[0].status == "running" and app.main.records[0].step > 0, 60)
             # curves update live
             await pilot.press("enter")
             await wait_for(pilot, lambda: app.query_one("#panels").active == "tab-curves", 5)
@@ -177,11 +177,11 @@ async def test_fit_phase_export_delete_on_synthetic_store(synthetic: Path, prese
         # delete the failed run, with confirmation
         await pilot.press("up", "up", "up")
         await pilot.pause(0.2)
-        assert app.current == "0000000d"
+        assert app.main.current == "0000000d"
         await pilot.press("d")
         await pilot.pause(0.3)
         await pilot.press("y")
-        await wait_for(pilot, lambda: len(app.records) == 10, 10)
+        await wait_for(pilot, lambda: len(app.main.records) == 10, 10)
         # help screen lists the bindings
         await pilot.press("f1")
         await pilot.pause(0.3)

@@ -30,22 +30,22 @@ async def test_sigkill_worker_shows_failed_others_keep_running(presets_dir: Path
     app = make(runs_dir, presets_dir)
     try:
         async with app.run_test(size=(80, 24)) as pilot:
-            await wait_for(pilot, lambda: len(app.records) == 2
-                           and all(r.status == "running" and r.step > 0 for r in app.records), 60)
-            victim = app.records[0]
-            other = app.records[1]
+            await wait_for(pilot, lambda: len(app.main.records) == 2
+                           and all(r.status == "running" and r.step > 0 for r in app.main.records), 60)
+            victim = app.main.records[0]
+            other = app.main.records[1]
             assert victim.pid and victim.pid != other.pid
             os.kill(victim.pid, signal.SIGKILL)
             t0 = time.monotonic()
-            await wait_for(pilot, lambda: next(r for r in app.records if r.run_id == victim.run_id).status
+            await wait_for(pilot, lambda: next(r for r in app.main.records if r.run_id == victim.run_id).status
                            == "failed", 10)
             assert time.monotonic() - t0 < 10
-            dead = next(r for r in app.records if r.run_id == victim.run_id)
+            dead = next(r for r in app.main.records if r.run_id == victim.run_id)
             assert "process died" in (dead.reason or "")
-            step_then = next(r for r in app.records if r.run_id == other.run_id).step
-            await wait_for(pilot, lambda: next(r for r in app.records if r.run_id == other.run_id).step > step_then,
+            step_then = next(r for r in app.main.records if r.run_id == other.run_id).step
+            await wait_for(pilot, lambda: next(r for r in app.main.records if r.run_id == other.run_id).step > step_then,
                            15)
-            assert next(r for r in app.records if r.run_id == other.run_id).status == "running"
+            assert next(r for r in app.main.records if r.run_id == other.run_id).status == "running"
             # cancel the survivor from the table (c): the trainer stops it within about a second
             await pilot.press("2")
             await pilot.pause(0.2)
@@ -53,9 +53,9 @@ async def test_sigkill_worker_shows_failed_others_keep_running(presets_dir: Path
             for _ in range(table_ids.index(other.run_id)):
                 await pilot.press("down")
             await pilot.pause(0.2)
-            assert app.current == other.run_id
+            assert app.main.current == other.run_id
             await pilot.press("c")
-            await wait_for(pilot, lambda: next(r for r in app.records if r.run_id == other.run_id).status
+            await wait_for(pilot, lambda: next(r for r in app.main.records if r.run_id == other.run_id).status
                            == "cancelled", 15)
         assert console_errors == []
     finally:

@@ -129,7 +129,7 @@ async def test_marks_hidden_by_the_filter_do_not_count(synthetic: Path, presets_
         await pilot.press("u")
         await wait_for(pilot, lambda: hook.seen, 5)
         assert hook.seen[-1].run_ids == [FAILED]
-        assert app.marked == []  # the app's marked runs (curves, fit, compare) are the visible ones
+        assert app.main.marked == []  # the app's marked runs (curves, fit, compare) are the visible ones
     assert console_errors == []
 
 
@@ -304,7 +304,7 @@ async def test_a_new_store_is_asked_for_and_exports_go_to_the_runs_dir(tmp_path:
         assert "No run store" in app.screen.question
         await pilot.press("y")
         await wait_for(pilot, lambda: (runs / "runs.db").exists() and app.store is not None, 10)
-        assert app.export_folder() == str((runs / "exports").resolve())
+        assert app.main.export_folder() == str((runs / "exports").resolve())
     assert console_errors == []
 
 

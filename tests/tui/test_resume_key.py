@@ -20,7 +20,7 @@ async def _select(pilot, run_id: str) -> None:
     panel = pilot.app.query_one(RunsPanel)
     panel.table.move_cursor(row=panel.shown.index(run_id), animate=False)
     await pilot.pause(0.2)
-    assert pilot.app.current == run_id
+    assert pilot.app.main.current == run_id
 
 
 @run_async
@@ -53,8 +53,8 @@ async def test_u_resumes_a_failed_run_and_refuses_a_finished_one(synthetic: Path
         assert any(f"batch {before.batch_id} pid 4242" in t for t in _texts(app))
         rec = RunStore(synthetic).get(failed)
         assert rec.status == "queued"
-        await wait_for(pilot, lambda: any(r.run_id == failed and r.status == "queued" for r in app.records), 10)
-        assert app.current == failed  # the resumed run stays under the cursor
+        await wait_for(pilot, lambda: any(r.run_id == failed and r.status == "queued" for r in app.main.records), 10)
+        assert app.main.current == failed  # the resumed run stays under the cursor
     assert console_errors == []
 
 

@@ -23,7 +23,7 @@ async def _to_run(pilot, preset: str, status: str | None = None):
     panel.table.move_cursor(row=0)
     await pilot.pause(0.1)
     for _ in range(len(panel.shown)):
-        rec = next(r for r in app.records if r.run_id == panel.current_run())
+        rec = next(r for r in app.main.records if r.run_id == panel.current_run())
         if rec.preset == preset and status in (None, rec.status):
             return rec
         await pilot.press("down")
@@ -93,11 +93,11 @@ async def test_launch_under_a_filter_shows_the_new_runs(synthetic: Path, presets
         await pilot.press("1")
         await pilot.pause(0.2)
         await launch(pilot)
-        await wait_for(pilot, lambda: any(r.preset == "tiny" for r in app.records), 20)
-        new = next(r.run_id for r in app.records if r.preset == "tiny")
+        await wait_for(pilot, lambda: any(r.preset == "tiny" for r in app.main.records), 20)
+        new = next(r.run_id for r in app.main.records if r.preset == "tiny")
         await wait_for(pilot, lambda: runs.current_run() == new, 10)
         assert runs.query_text == "" and new in runs.shown
-        assert app.current == new
+        assert app.main.current == new
         assert app.query_one("#panels").active == "tab-runs"
     assert console_errors == []
 
@@ -156,7 +156,7 @@ async def test_attention_map_scrolls_at_once(synthetic: Path, presets_dir: Path,
         try:
             await wait_for(pilot, lambda: ap.steps, 10)
         except AssertionError:
-            raise AssertionError(f"{console_errors} {ap.run_id} {app.current} {app.query_one('#panels').active}")
+            raise AssertionError(f"{console_errors} {ap.run_id} {app.main.current} {app.query_one('#panels').active}")
         await pilot.pause(0.2)
         box = ap.query_one("VerticalScroll")
         assert box.max_scroll_y > 0

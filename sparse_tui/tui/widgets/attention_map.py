@@ -12,10 +12,11 @@ from textual.widgets import Static
 
 from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.messages import AttentionData, AttentionRequested
+from sparse_tui.tui.widgets.panel import ConsolePanel, StoreView
 from sparse_tui.tui.widgets.shallow_focus import ShallowFocus
 
 
-class AttentionPanel(ShallowFocus, Guarded, Vertical, can_focus=True):
+class AttentionPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True):
     BINDINGS = [
         Binding("left,comma", "step(-1)", "Prev step"),
         Binding("right,full_stop", "step(1)", "Next step"),
@@ -29,7 +30,6 @@ class AttentionPanel(ShallowFocus, Guarded, Vertical, can_focus=True):
         Binding("pageup", "scroll('page_up')", "Page up", show=False),
         Binding("pagedown", "scroll('page_down')", "Page down", show=False),
     ]
-    HELP = "Attention"
 
     DEFAULT_CSS = """
     AttentionPanel #attn-info { height: auto; color: $text-muted; }
@@ -56,6 +56,17 @@ class AttentionPanel(ShallowFocus, Guarded, Vertical, can_focus=True):
     def on_mount(self) -> None:
         self.border_title = "Attention"
         self.border_subtitle = "←/→ step · l layer · h head · x example"
+
+    def panel_shown(self, view: StoreView) -> None:
+        self.set_run(view.current)
+
+    def store_changed(self, view: StoreView) -> None:
+        """Follow the newest snapshot of a running run shown at its newest step."""
+        if self.run_id is not None and self.step is not None and self.steps and self.step == self.steps[-1]:
+            rec = next((r for r in view.records if r.run_id == self.run_id), None)
+            if rec is not None and rec.status == "running":
+                self.step = None
+                self.request()
 
     def set_run(self, run_id: str | None) -> None:
         if run_id != self.run_id:

@@ -1,11 +1,11 @@
 """The Live curves panel: loss / accuracy / attention probes of one run or several overlaid.
 
-Data arrive as ``CurvesData`` from the store poller; the theory (ODE) overlay of a linreg run is asked for once per run
-(``TheoryRequested``: the core integrates it in a worker) and kept. The panel turns them into a ``PlotSpec`` (every series
-downsampled to the widget width, optionally EMA-smoothed, cut to the zoomed x range) and ``PlotView`` draws it afresh
-on every render, so redraws, resizes and panel switches cannot trip over plotext's figure state. Accuracy has a fixed
-[0, 1] axis (noise must not look like signal), steps are whole-number ticks, the plateau step is a red line and the
-legend sits below the plot, labelled with the run names.
+Data arrive as ``CurvesData`` from the store poller; the theory (ODE) overlay of a linreg run is asked for once per
+run (``TheoryRequested``: the core integrates it in a worker) and kept. The panel turns them into a ``PlotSpec``
+(every series downsampled to the widget width, optionally EMA-smoothed, cut to the zoomed x range) and ``PlotView``
+draws it afresh on every render, so redraws, resizes and panel switches cannot trip over plotext's figure state.
+Accuracy has a fixed [0, 1] axis (noise must not look like signal), steps are whole-number ticks, the plateau step
+is a red line and the legend sits below the plot, labelled with the run names.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.messages import CurvesData, FigureRequested, GridToggled, TheoryData, TheoryRequested
 from sparse_tui.tui.plot import PlotSpec, Series, ema, grid_shape
 from sparse_tui.tui.render.runs import param_text, short_keys, value_key
+from sparse_tui.tui.widgets.panel import ConsolePanel
 from sparse_tui.tui.widgets.plot_view import PlotView
 from sparse_tui.tui.widgets.shallow_focus import ShallowFocus
 
@@ -149,7 +150,7 @@ def grid_units(data: CurvesData | None, group_keys: list[str]) -> list[tuple[str
     return out
 
 
-class CurvesPanel(ShallowFocus, Guarded, Vertical, can_focus=True):
+class CurvesPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True):
     BINDINGS = [
         Binding("m", "next_group", "Next metric"),
         Binding("M", "prev_group", "Prev metric", show=False),
@@ -167,7 +168,6 @@ class CurvesPanel(ShallowFocus, Guarded, Vertical, can_focus=True):
         Binding("p", "figure('png')", "Figure"),
         Binding("P", "figure('svg')", "Figure (SVG)", show=False),
     ]
-    HELP = "Curves"
 
     DEFAULT_CSS = """
     CurvesPanel PlotView { height: 1fr; }
@@ -228,7 +228,7 @@ class CurvesPanel(ShallowFocus, Guarded, Vertical, can_focus=True):
         self.post_message(GridToggled(on))
         self._redraw_on_change()
 
-    def set_groups(self, keys: list[str], records=None) -> None:
+    def set_groups(self, keys: list[str]) -> None:
         """The Runs table's grouping: the grid draws one chart per group."""
         self.group_keys = list(keys)
         self.page = 0

@@ -18,12 +18,14 @@ from textual.widgets import Input, Label, Static
 from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.messages import FigureRequested, FitDone, FitRequested, GuessRequested
 from sparse_tui.tui.plot import PlotSpec, Series
+from sparse_tui.tui.selection import fit_selection_key
 from sparse_tui.tui.widgets.ordered_input import OrderedInput
+from sparse_tui.tui.widgets.panel import ConsolePanel, StoreView
 from sparse_tui.tui.widgets.plot_view import PlotView
 from sparse_tui.tui.widgets.shallow_focus import ShallowFocus
 
 
-class FitPanel(ShallowFocus, Guarded, Vertical, can_focus=True):
+class FitPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True):
     BINDINGS = [
         Binding("ctrl+f", "fit", "Fit", priority=True),
         Binding("enter", "fit", "Fit", show=False),
@@ -35,7 +37,6 @@ class FitPanel(ShallowFocus, Guarded, Vertical, can_focus=True):
         Binding("P", "figure('svg')", "Figure (SVG)", show=False),
         Binding("escape", "leave_input", "Leave field", show=False),
     ]
-    HELP = "Fit"
 
     DEFAULT_CSS = """
     FitPanel Horizontal.fit-inputs { height: 1; }
@@ -98,9 +99,10 @@ class FitPanel(ShallowFocus, Guarded, Vertical, can_focus=True):
         self.query_one("#fit-vars", Input).value = text
         self._guessed = text
 
-    def selection_changed(self, key: tuple) -> None:
-        """The panel is shown for ``key`` (the app's default runs): variables that were guessed (or none) are
-        guessed again for a new selection; variables the user typed stay."""
+    def panel_shown(self, view: StoreView) -> None:
+        """The panel is shown for its default runs (the marked runs, else the current run's preset): variables that
+        were guessed (or none) are guessed again for a new selection; variables the user typed stay."""
+        key = fit_selection_key(view.records, view.marked, view.current)
         vars_ = self.query_one("#fit-vars", Input).value
         if key != self._selection and (not vars_.strip() or vars_ == self._guessed):
             self.action_guess()

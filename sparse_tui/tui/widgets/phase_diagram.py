@@ -21,12 +21,13 @@ from sparse_tui.tui.render.heatmap import heatmap, scale_bar
 from sparse_tui.phase import PHASE_VALUES, cell_note, phase_grid
 from sparse_tui.tui.render.runs import matches, run_row, swept_keys
 from sparse_tui.tui.widgets.ordered_input import OrderedInput
+from sparse_tui.tui.widgets.panel import ConsolePanel, StoreView
 from sparse_tui.tui.widgets.shallow_focus import ShallowFocus
 
 VALUES = list(PHASE_VALUES)
 
 
-class PhasePanel(ShallowFocus, Guarded, Vertical, can_focus=True):
+class PhasePanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True):
     BINDINGS = [
         Binding("x", "cycle('x')", "X param"),
         Binding("y", "cycle('y')", "Y param"),
@@ -37,7 +38,6 @@ class PhasePanel(ShallowFocus, Guarded, Vertical, can_focus=True):
         Binding("P", "figure('svg')", "Figure (SVG)", show=False),
         Binding("escape", "leave_input", "Leave field", show=False),
     ]
-    HELP = "Phase"
 
     DEFAULT_CSS = """
     PhasePanel Horizontal.phase-inputs { height: 1; }
@@ -88,12 +88,14 @@ class PhasePanel(ShallowFocus, Guarded, Vertical, can_focus=True):
     def _filter_done(self, event: Input.Submitted) -> None:
         self.focus()
 
-    def update_data(self, records: list[RunRecord], last: dict, current: str | None = None) -> None:
-        self.records, self.last, self.current = records, last, current
-        sig = (current, *((r.run_id, r.status, r.plateau_step, r.step) for r in records))
+    def store_changed(self, view: StoreView) -> None:
+        self.records, self.last, self.current = view.records, view.last, view.current
+        sig = (view.current, *((r.run_id, r.status, r.plateau_step, r.step) for r in view.records))
         if sig != self._sig:
             self._sig = sig
             self.redraw()
+
+    panel_shown = store_changed
 
     def _selected(self) -> list[RunRecord]:
         if not self.filter:  # default: the runs of the current run's preset (else all runs)

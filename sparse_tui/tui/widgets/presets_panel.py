@@ -16,20 +16,20 @@ from sparse_tui.tui.messages import LaunchRequested
 from sparse_tui.tui.screens.diff import DiffScreen
 from sparse_tui.tui.screens.prompt import PromptScreen
 from sparse_tui.tui.widgets.field_row import FieldRow
+from sparse_tui.tui.widgets.panel import ConsolePanel
 from sparse_tui.tui.widgets.preset_form import PresetForm
 
 
-class PresetsPanel(Guarded, Horizontal):
+class PresetsPanel(ConsolePanel, Guarded, Horizontal):
     BINDINGS = [
         Binding("ctrl+s", "save", "Save", priority=True),
         Binding("ctrl+n", "save_as", "Save as", priority=True),
         Binding("ctrl+d", "diff", "Diff", priority=True),
         Binding("ctrl+l", "launch", "Launch", priority=True),
         Binding("ctrl+r", "revert", "Revert", priority=True),
-        # Digits are typed into a text field: Esc leaves the field for the form, where 1-6 switch panels again.
+        # Digits are typed into a text field: Esc leaves the field for the form, where the digits switch panels again.
         Binding("escape", "leave_form", "Leave field", show=False),
     ]
-    HELP = "Presets"
 
     DEFAULT_CSS = """
     PresetsPanel #preset-list { width: 22; }
@@ -123,7 +123,12 @@ class PresetsPanel(Guarded, Horizontal):
             self._list_width = want
             self.query_one("#preset-list", ListView).styles.width = want
 
-    def focus_list(self) -> None:
+    @classmethod
+    def create(cls, app, pid: str) -> PresetsPanel:
+        return cls(app.presets_dir, app.preset, app.overrides, id=pid)
+
+    def focus_panel(self) -> None:
+        """The file list (Enter opens the form), not a field: digits still switch panels."""
         self.query_one("#preset-list", ListView).focus()
 
     def focus_form(self, first_field: bool = False) -> None:

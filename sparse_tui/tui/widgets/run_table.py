@@ -53,6 +53,7 @@ from sparse_tui.tui.render.runs import (
 )
 from sparse_tui.tui.screens.columns import ColumnsScreen
 from sparse_tui.tui.widgets.ordered_input import OrderedInput
+from sparse_tui.tui.widgets.panel import ConsolePanel, StoreView
 
 # What 80 columns hold: the full 8-character id, the run's name (as wide as the rest leaves), status, progress and
 # results; preset, params, device and age go to the detail line of the run under the cursor.
@@ -64,7 +65,7 @@ HP_MAX = 10  # widest hyperparameter column
 SORTS = ("age", "name", "status", "step", "loss", "acc", "plateau")  # s cycles these, then the hyperparameters
 
 
-class RunsPanel(Guarded, Vertical):
+class RunsPanel(ConsolePanel, Guarded, Vertical):
     BINDINGS = [
         Binding("space", "toggle_mark", "Mark"),
         Binding("a", "mark_all", "Mark all"),
@@ -89,7 +90,7 @@ class RunsPanel(Guarded, Vertical):
         Binding("f", "fit", "Fit", show=False),
         Binding("escape", "leave_input", "Leave filter", show=False),
     ]
-    HELP = "Runs"
+    LIVE = True  # the marks, the cursor and the curve grid's runs follow the table, shown or not
 
     DEFAULT_CSS = """
     RunsPanel #run-filter { height: 1; }
@@ -175,11 +176,14 @@ class RunsPanel(Guarded, Vertical):
         return True
 
     # -- data ----------------------------------------------------------------------------------------------------
-    def show(self, records: list[RunRecord], last: dict, now: float) -> None:
-        self._records = {r.run_id: r for r in records}
-        self._last = last
-        self.rows = [run_row(r, last.get(r.run_id), now) for r in records]
+    def store_changed(self, view: StoreView) -> None:
+        self._records = {r.run_id: r for r in view.records}
+        self._last = view.last
+        self.rows = [run_row(r, view.last.get(r.run_id), view.now) for r in view.records]
         self.render_rows()
+
+    def focus_panel(self) -> None:
+        self.table.focus()
 
     def _filtered(self) -> list[Row]:
         words = self.query_text.split()

@@ -1,0 +1,181 @@
+"""The main screen: the panels in tabs, switching between them, and the UI state they share.
+
+Everything here is generated from the panel registry (``tui/panels.PANELS``): the tabs, the keys 1..N, and the calls
+of each panel's hooks (``widgets/panel.ConsolePanel``): ``store_changed`` with each read of the store poller,
+``panel_shown`` on a switch, ``focus_panel``. The screen keeps the UI state: the newest read of the store (``records``,
+``last``) and the run under the Runs table's cursor (``current``); the marked runs are the Runs panel's (``marked``
+asks it). Its mixin ``PanelRequests`` (``requests.py``) answers what the panels ask for."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual import on
+from textual.app import ComposeResult
+from textual.lazy import Lazy
+from textual.reactive import reactive
+from textual.screen import Screen
+from textual.widgets import Header, Input, TabbedContent, TabPane
+
+from sparse_tui.store import RunRecord
+from sparse_tui.tui import panels
+from sparse_tui.tui.guard import Guarded, guarded
+from sparse_tui.tui.messages import (
+    CurvesData,
+    GridToggled,
+    GroupingChanged,
+    MarkedChanged,
+    PanelRequested,
+    RunHighlighted,
+    RunsUpdated,
+)
+from sparse_tui.tui.requests import PanelRequests
+from sparse_tui.tui.widgets.curves import CurvesPanel
+from sparse_tui.tui.widgets.keys_footer import KeysFooter
+from sparse_tui.tui.widgets.panel import StoreView
+from sparse_tui.tui.widgets.run_table import RunsPanel
+
+
+class MainScreen(PanelRequests, Guarded, Screen):
+    """The screen of the panels; guarded like them (a widget's render error surfaces in its screen's loop)."""
+
+    GRID_RUNS = 64  # at most this many runs in the Curves grid
+
+    current: reactive[str | None] = reactive(None, init=False)  # the run under the Runs table's cursor
+
+    def __init__(self) -> None:
+        super().__init__(id="_default")
+        for b in panels.panel_bindings():
+            self._bindings.bind(b.key, b.action, b.description, show=False)
+        self.records: list[RunRecord] = []
+        self.last: dict[str, dict] = {}
+        self.figures_pending: set[Path] = set()  # figure files asked for (each request gets a name of its own)
+        self.export_dir: Path | None = None  # the export dialog's folder (the last one used)
+
+    def compose(self) -> ComposeResult:
+        yield Header(icon="◆")
+        with TabbedContent(initial=f"tab-{panels.PANELS[0].id}", id="panels"):
+            for i, p in enumerate(panels.PANELS, 1):
+                with TabPane(f"{i} {p.title}", id=f"tab-{p.id}"):
+                    panel = p.cls.create(self.app, p.id)
+                    yield Lazy(panel) if p.lazy else panel
+        yield KeysFooter()
+
+    # -- the UI state the panels see -------------------------------------------------------------------------------
+    @property
+    def marked(self) -> list[str]:
+        """The marked runs that count: those the Runs table's filter shows (the Runs panel owns the marks)."""
+        runs = self.query(RunsPanel)
+        return runs.first().visible_marks() if runs else []
+
+    def view(self) -> StoreView:
+        return StoreView(self.records, self.last, self.current, self.marked, self.app.clock())
+
+    def _panels(self, live_only: bool = False):
+        """The mounted panels (the LIVE ones, and the one shown unless ``live_only``)."""
+        active = self.query_one("#panels", TabbedContent).active
+        for p in panels.PANELS:
+            if p.cls.LIVE or (not live_only and active == f"tab-{p.id}"):
+                yield from self.query(f"#{p.id}")
+
+    @guarded
+    def on_runs_updated(self, msg: RunsUpdated) -> None:
+        self.records, self.last = msg.records, msg.last
+        view = self.view()
+        for panel in self._panels():
+            panel.store_changed(view)
+        self._update_watch()  # the grid follows the table's runs
+        self.app.set_header()
+
+    @guarded
+    def tick(self) -> None:
+        """Every few seconds: the live panels again with the time now (run ages)."""
+        if self.records:
+            view = self.view()
+            for panel in self._panels(live_only=True):
+                panel.store_changed(view)
+
+    @guarded
+    def on_curves_data(self, msg: CurvesData) -> None:
+        self.query_one(CurvesPanel).update_data(msg)
+
+    @on(RunHighlighted)
+    def _run_highlighted(self, msg: RunHighlighted) -> None:
+        self.current = msg.run_id
+
+    @on(MarkedChanged)
+    @on(GridToggled)
+    def _watch_changed(self) -> None:
+        self._update_watch()
+
+    def watch_current(self) -> None:
+        self._update_watch()
+
+    @on(GroupingChanged)
+    @guarded
+    def _grouping_changed(self, msg: GroupingChanged) -> None:
+        self.query_one(CurvesPanel).set_groups(list(msg.keys))
+
+    def view_ids(self) -> list[str]:
+        """The runs whose curves are shown: the marked runs, else (the Curves grid) the runs the Runs table shows,
+        else the current one."""
+        if marked := self.marked:
+            return marked
+        curves = self.query(CurvesPanel)
+        if curves and curves.first().grid:
+            return self.query_one(RunsPanel).visible_ids[: self.GRID_RUNS]
+        return [self.current] if self.current else []
+
+    def _update_watch(self) -> None:
+        if self.app.poller is not None:
+            self.app.poller.watch(self.view_ids())
+
+    def export_folder(self) -> str:
+        """Where the export dialog proposes to write: the folder used last, else RUNS_DIR/exports (never the
+        current folder: a git checkout collected untracked CSVs), in full."""
+        return str((self.export_dir or self.app.runs_dir / "exports").resolve())
+
+    # -- switching panels ------------------------------------------------------------------------------------------
+    @guarded
+    def action_panel(self, pid: str) -> None:
+        self.show_panel(pid)
+
+    @on(PanelRequested)
+    @guarded
+    def _panel_requested(self, msg: PanelRequested) -> None:
+        self.show_panel(msg.panel)
+
+    def panels_mounted(self) -> bool:
+        """Every panel is in the DOM (not while composing, before a Lazy panel is mounted, or while tearing down)."""
+        return self.is_attached and all(self.query(f"#{p.id}") for p in panels.PANELS)
+
+    def show_panel(self, pid: str) -> None:
+        self.query_one("#panels", TabbedContent).active = f"tab-{pid}"
+        self.call_later(self._focus_panel, pid)
+
+    def _focus_panel(self, pid: str) -> None:
+        if self.query_one("#panels", TabbedContent).active != f"tab-{pid}":
+            return  # a later switch won
+        found = self.query(f"#{pid}")
+        if not found:  # a Lazy panel not mounted yet: it is, after the next frame
+            self.call_after_refresh(self._focus_panel, pid)
+            return
+        panel = found.first()
+        panel.query(".panel-error").remove()  # a problem shown earlier was seen (it stays in the log)
+        focused = self.focused
+        if not (isinstance(focused, Input) and panel in focused.ancestors):
+            panel.focus_panel()  # (a key typed right after the switch put the focus in a field: 2 then /: it stays)
+        panel.panel_shown(self.view())
+
+    def panel_action(self, pid: str, action: str) -> None:
+        """A palette command: show the panel, then run its action."""
+        self.show_panel(pid)
+        self.call_after_refresh(lambda: self.app.run_action(action, self.query_one(f"#{pid}")))
+
+    @on(TabbedContent.TabActivated)
+    @guarded
+    def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        pid = (event.pane.id or "").removeprefix("tab-")
+        panel = self.query(f"#{pid}")
+        if pid and not (self.focused and panel and panel.first() in [self.focused, *self.focused.ancestors]):
+            self.call_later(self._focus_panel, pid)

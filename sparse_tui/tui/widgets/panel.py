@@ -1,0 +1,45 @@
+"""What the main screen (``screens/main.py``) asks of a console panel: a Textual widget that mixes in
+``ConsolePanel`` (before the Textual class) and overrides the hooks it needs. ``tui/panels.py`` registers it.
+
+The screen calls ``store_changed`` with each fresh read of the run store (the store poller's ``RunsUpdated``) on the
+panel shown, and on every ``LIVE`` panel shown or not; ``panel_shown`` when the user switches to the panel (its key,
+the palette, another panel's request); ``focus_panel`` to put the focus in it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sparse_tui.store import RunRecord
+
+
+@dataclass(frozen=True)
+class StoreView:
+    """The newest read of the run store and the UI state, as the panels' hooks see them."""
+
+    records: list[RunRecord]  # every run (the run table)
+    last: dict[str, dict[str, float]]  # the latest metrics of running runs (and of ended runs without final ones)
+    current: str | None  # the run under the Runs table's cursor
+    marked: list[str]  # the marked runs that the Runs table's filter shows
+    now: float  # 'now' for run ages (the app's clock)
+
+
+class ConsolePanel:
+    """The hooks of a console panel; each does nothing unless the panel overrides it."""
+
+    LIVE = False  # True: ``store_changed`` also while hidden (and every 5 s, for ages)
+
+    @classmethod
+    def create(cls, app: Any, pid: str) -> Any:
+        """The panel's widget; ``app`` (the console) holds the start-up options (presets folder, preset ...)."""
+        return cls(id=pid, classes="panel")
+
+    def store_changed(self, view: StoreView) -> None:
+        """A fresh read of the run store."""
+
+    def panel_shown(self, view: StoreView) -> None:
+        """The user switched to this panel."""
+
+    def focus_panel(self) -> None:
+        """Put the focus in the panel (the panel itself; a panel with a table or a list may pick that)."""
+        self.focus()  # type: ignore[attr-defined]
