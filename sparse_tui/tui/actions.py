@@ -1,10 +1,11 @@
-"""What the console does to the store, as plain functions the app runs in thread workers.
+"""What the console does to the store, as plain functions the main screen runs in thread workers.
 
 Each takes the store and the request's arguments and returns the message that reports the outcome (``Done``,
 ``Problem``, ``AttentionData``, ``TheoryData``, ``FitDone``); the worker posts it, the main screen applies it on the UI
-thread. They use the code paths of the command line: launching is ``runner.start_detached`` (``sparse-tui run --detach``), resuming
-``runner.resume_runs_detached`` (``sparse-tui resume --detach``), fitting ``fitreport.fit_store``
-(``sparse-tui fit``), exporting ``export.export`` (``sparse-tui export``). Nothing here imports Textual widgets.
+thread. They use the code paths of the command line: launching is ``runner.start_detached`` (``sparse-tui run
+--detach``), resuming ``runner.resume_runs_detached`` (``sparse-tui resume --detach``), fitting
+``fitreport.fit_store`` (``sparse-tui fit``), exporting ``export.export`` (``sparse-tui export``), the theory overlay
+``models.ode.recorded_curve``. Nothing here imports Textual widgets.
 """
 
 from __future__ import annotations

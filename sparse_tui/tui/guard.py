@@ -37,8 +37,8 @@ class Guarded:
 
 def guarded(fn: Callable) -> Callable:
     """For the main screen's handlers of worker messages: a message that arrives while the panels are not all mounted
-    (the app still composing, a Lazy panel not mounted yet, or the app tearing down with a poll in flight) has nothing to
-    update (logged and ignored); any other exception is reported and the console goes on."""
+    (the app still composing, a Lazy panel not mounted yet, or the app tearing down with a poll in flight) has
+    nothing to update (logged and ignored); any other exception is reported and the console goes on."""
 
     @functools.wraps(fn)
     def wrapper(self, *a: Any, **kw: Any) -> Any:

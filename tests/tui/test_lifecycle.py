@@ -43,8 +43,8 @@ async def test_sigkill_worker_shows_failed_others_keep_running(presets_dir: Path
             dead = next(r for r in app.main.records if r.run_id == victim.run_id)
             assert "process died" in (dead.reason or "")
             step_then = next(r for r in app.main.records if r.run_id == other.run_id).step
-            await wait_for(pilot, lambda: next(r for r in app.main.records if r.run_id == other.run_id).step > step_then,
-                           15)
+            await wait_for(pilot, lambda: next(r for r in app.main.records
+                                               if r.run_id == other.run_id).step > step_then, 15)
             assert next(r for r in app.main.records if r.run_id == other.run_id).status == "running"
             # cancel the survivor from the table (c): the trainer stops it within about a second
             await pilot.press("2")
