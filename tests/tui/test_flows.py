@@ -102,10 +102,10 @@ async def test_edit_save_launch_watch_quit_reopen(presets_dir: Path, runs_dir: P
         seen2 = Seen()
         async with app2.run_test(size=(80, 24), message_hook=seen2) as pilot:
             await wait_for(pilot, lambda: seen2.tables >= 1)
-            assert [r.run_id for r in app2.records] == [rid]
-            await wait_for(pilot, lambda: app2.records[0].status in TERMINAL, 90)
-            assert app2.records[0].status == "finished"
-            assert app2.records[0].step == 1500
+            assert [r.run_id for r in app2.main.records] == [rid]
+            await wait_for(pilot, lambda: app2.main.records[0].status in TERMINAL, 90)
+            assert app2.main.records[0].status == "finished"
+            assert app2.main.records[0].step == 1500
         assert console_errors == []
     finally:
         _kill_batches(runs_dir)

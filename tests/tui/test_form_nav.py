@@ -65,7 +65,7 @@ async def test_tab_through_the_form_is_cheap_highlighted_and_visible(presets_dir
     async with app.run_test(size=(80, 24)) as pilot:
         await _form_ready(pilot)
         box, plist = app.query_one("#form-box"), app.query_one("#preset-list")
-        assert lit(app, box) and not lit(app, plist)
+        await wait_for(pilot, lambda: lit(app, box) and not lit(app, plist), 10)
         form = app.query_one("#preset-form")
 
         restyled: list[int] = []

@@ -16,6 +16,7 @@ from textual.lazy import Lazy
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Header, Input, TabbedContent, TabPane
+from textual.worker import Worker
 
 from sparse_tui.store import RunRecord
 from sparse_tui.tui import panels
@@ -60,6 +61,9 @@ class MainScreen(PanelRequests, Guarded, Screen):
                     panel = p.cls.create(self.app, p.id)
                     yield Lazy(panel) if p.lazy else panel
         yield KeysFooter()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        self.app.on_worker_state_changed(event)  # a failed request's worker is reported like the app's own
 
     # -- the UI state the panels see -------------------------------------------------------------------------------
     @property
