@@ -238,3 +238,34 @@ def test_recall_probes_read_copy_and_selection_from_a_hand_built_attention_patte
     assert m["attn/L2/select"] == pytest.approx(0.55)
     assert m["attn/L1/select"] == pytest.approx(0.0)  # layer 1's readout row sits on position 0
     assert "attn/L2/copy" not in m
+
+
+def test_ode_and_trained_runs_share_one_rule_for_best(monkeypatch):
+    """An ODE run's summary is built by the trained runs' tracker (loop.Tracker): "best" is the lowest finite
+    value of every *loss and the highest finite value of every *acc, whoever computed the points (before, the ODE
+    path had its own builder: min over every value, NaN included, and no accuracies)."""
+    import numpy as np
+
+    from sparse_tui.models import ode
+    from sparse_tui.presets import RunConfig
+    from sparse_tui.training.loop import Tracker
+
+    cfg = RunConfig.model_validate({"task": {"kind": "linreg", "d": 8, "T": 16}, "model": {"kind": "ode"},
+                                    "train": {"lr": 1.0, "steps": 30}, "eval": {"every": 10}})
+    series = {"test/loss": np.array([0.5, float("nan"), 0.2, 0.3]), "test/acc": np.array([0.1, 0.7, 0.4, 0.5]),
+              "toy/w": np.array([0.0, 1.0, 2.0, 3.0])}
+    fake = ode.OdeRun(steps=np.array([0, 10, 20, 30]), metrics=series, plateau_step=17.5, plateau_time=1.0,
+                      plateau_exact=True, integrator_steps=42, notes=[])
+    monkeypatch.setattr(ode, "simulate_run", lambda c: fake)
+    ended = []
+    res = train_run(cfg, on_done=lambda i, r: ended.append((i, r)))
+    assert ended == [(0, res)] and res.status == "finished" and res.step == 30
+    assert res.summary["best"] == {"test/loss": 0.2, "test/acc": 0.7}
+    assert res.summary["final"] == {"test/loss": 0.3, "test/acc": 0.5, "toy/w": 3.0}
+    assert res.plateau_step == 17.5 and res.summary["integrator_steps"] == 42 and res.summary["steps_done"] == 30
+    # a trained run: the same rule over its evaluations
+    tr = Tracker(cfg, RunLogger())
+    for step, vals in enumerate([{"test/loss": 0.5, "test/acc": 0.1}, {"test/loss": float("nan"), "test/acc": 0.7},
+                                 {"test/loss": 0.2, "test/acc": float("nan")}]):
+        tr.record(step, vals)
+    assert tr.summary(2)["best"] == {"test/loss": 0.2, "test/acc": 0.7}

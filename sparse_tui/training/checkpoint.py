@@ -42,7 +42,6 @@ import sys
 import time
 import warnings
 from pathlib import Path
-from typing import Callable
 
 from sparse_tui.store import pid_alive
 
@@ -245,12 +244,6 @@ def checkpoint_files(store, run_ids: list[str]):
     return own(run_ids) if own is not None else CheckpointFiles(store.runs_dir, run_ids)
 
 
-def _generators(task) -> dict:
-    import torch
-
-    return {k: v for k, v in vars(task).items() if isinstance(v, torch.Generator)}
-
-
 class Checkpointer:
     """Saves and restores the state of one stack (``loop.Prepared``) for the runs ``run_ids`` in ``files``
     (``CheckpointFiles`` or a Ray worker's channel to the head)."""
@@ -260,9 +253,6 @@ class Checkpointer:
         self.last_save = self.started = time.monotonic()
         self.wall_before = 0.0  # seconds trained before this process resumed the runs
         self.warned = False
-        # Called before every save: the loop stores the train/loss points it buffers between evaluations, so a
-        # checkpoint never gets ahead of the records it continues from (a run resumed from step S logs from S + 1).
-        self.before_save: Callable[[], None] | None = None
 
     @classmethod
     def for_stack(cls, members) -> "Checkpointer | None":
@@ -281,11 +271,21 @@ class Checkpointer:
         if now or step % self.every == 0 or time.monotonic() - self.last_save >= CHECKPOINT_SECONDS:
             self.save(step, prep, live)
 
+    def handover(self, step: int, prep, live) -> "Checkpointer":
+        """The checkpointer of the smaller stack ``prep`` rebuilt from ``live`` (``loop.Prepared.restack``), its
+        checkpoint saved at once; it replaces this one's (other runs, other shapes)."""
+        new = Checkpointer.for_stack(live)
+        new.started, new.wall_before = self.started, self.wall_before
+        new.save(step, prep, live)
+        if self.run_ids[0] != new.run_ids[0]:  # else the new file replaced it
+            self.files.remove()
+        return new
+
     def save(self, step: int, prep, live) -> None:
         import torch
 
-        if self.before_save is not None:
-            self.before_save()
+        for mb in prep.members:  # the train/loss points buffered since the last evaluation are stored first, so
+            mb.flush()  # a checkpoint never gets ahead of the records it continues from (resumed from S: logs S + 1)
         state = {
             "format": FORMAT,
             "run_ids": self.run_ids,
@@ -296,16 +296,7 @@ class Checkpointer:
             "rng_cpu": torch.get_rng_state(),
             "rng_cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
             "live": [mb.slot for mb in live],  # places in this stack (loop.Prepared: it may have shrunk)
-            "members": [
-                {
-                    "gens": {k: g.get_state() for k, g in _generators(mb.task).items()},
-                    "det": (mb.det.initial, mb.det.step),
-                    "best": dict(mb.best),
-                    "last": dict(mb.last),
-                    "n_since": mb.n_since,
-                }
-                for mb in prep.members
-            ],
+            "members": [mb.state_dict() for mb in prep.members],  # loop.Tracker: streams, detector, metrics
             "wall": self.wall_before + time.monotonic() - self.started,
         }
         try:
@@ -339,11 +330,7 @@ class Checkpointer:
         if state["rng_cuda"] and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(state["rng_cuda"])
         for mb, saved in zip(prep.members, state["members"], strict=True):
-            gens = _generators(mb.task)
-            for k, st in saved["gens"].items():
-                gens[k].set_state(st)
-            mb.det.initial, mb.det.step = saved["det"]
-            mb.best, mb.last, mb.n_since = dict(saved["best"]), dict(saved["last"]), saved["n_since"]
+            mb.load_state_dict(saved)
         self.wall_before = float(state.get("wall", 0.0))
         return int(state["step"]), [prep.members[i] for i in state["live"]]
 

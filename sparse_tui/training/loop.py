@@ -1,9 +1,10 @@
 """The one training loop: a stack of M runs (models/stack.py) trained together; a single run is a stack of one.
 
 ``train_stack`` is the only place a Transformer or toy model is trained, whoever asked (``trainer.train_run`` for one
-run, ``runner._train_claimed`` for a group, the headless CLI, the console, worker processes). Evaluation,
-attention snapshots, plateau detection, divergence, cancellation, logging and the learning-rate schedule are
-written once, here, per member of the stack.
+run, ``runner._train_claimed`` for a group, the headless CLI, the console, worker processes). ``_train`` is one flat
+loop over the steps (nanoGPT's train.py is the model); what concerns one run (evaluation, attention snapshots,
+plateau detection, the best and last metrics, buffered train/loss points, its end and its summary) is its
+``Tracker``, the one summary builder: an integrated ODE run (training/trainer.py) is recorded through it too.
 
 A run's numbers do not depend on which runs share its stack: each member has its own task (its own seeded data
 streams on the device: tasks/_common.py), its own initialisation (``models.build_model`` from its seed), its own
@@ -169,23 +170,111 @@ def generator_slots(members) -> list[tuple[object, str]]:
     return [(mb.task, k) for mb in members for k, v in vars(mb.task).items() if isinstance(v, torch.Generator)]
 
 
-class _Member:
-    """One run inside the stack: its task, its own module (evaluation), test set and bookkeeping."""
+class Tracker:
+    """One run's bookkeeping, whoever computes its numbers (``train_stack`` for a member of a stack, the ODE
+    integration in training/trainer.py): ``evaluate`` (a trained member), ``record`` (the one rule for "best": the
+    lowest finite value of a ``*loss``, the highest of an ``*acc``, and the plateau detector), ``log_train``,
+    ``end`` and ``summary`` (the one summary builder of a run). ``begin`` starts its clock and says what its
+    summary reports about how it trained (``context``) and whom ``end`` tells (``on_done(index, result)``)."""
 
-    def __init__(self, index, cfg, logger, task, module, test):
+    def __init__(self, cfg, logger, task=None, module=None, test=None, index: int = 0):
         self.index, self.cfg, self.logger, self.task, self.module, self.test = index, cfg, logger, task, module, test
-        self.slot = index  # its place in the stack it trains in now (Prepared: changes when the stack shrinks)
+        self.slot, self.stack = index, None  # its place in the stack it trains in now, and that stack (Prepared)
         self.ev_steps = set(eval_steps(cfg))
         self.snaps = snapshot_steps(cfg)
         self.det = PlateauDetector(mode=cfg.plateau.mode, value=cfg.plateau.value)
-        self.history: dict[str, list[float]] = {}
         self.best: dict[str, float] = {}
         self.last: dict[str, float] = {}
-        self.n_since = 0
+        self.n_since = 0  # training steps summed in the stack's loss sum since this run's last logged point
+        self.train_log: list[tuple[int, float]] = []  # train/loss points buffered until the next evaluation
         self.result: RunResult | None = None
+        self.begin({})
+
+    def begin(self, context: dict, on_done: Callable[[int, RunResult], None] | None = None) -> None:
+        self.started, self.context, self.on_done = time.perf_counter(), context, on_done
+
+    def measure(self) -> dict[str, float]:
+        """The member's metrics now, from its own module (its slice of the stack copied in), in float32."""
+        self.stack.load_into(self.slot, self.module)
+        self.module.eval()
+        with full_fp32(self.test.x.device):
+            vals = evaluate(self.module, self.test, self.task.kind, self.task.classification)
+            if self.cfg.model.kind == "toy":
+                vals.update(toy_metrics(self.module, self.task))
+        self.module.train()
+        return vals
+
+    def evaluate(self, step: int, loss_sum: float | None = None) -> None:
+        """Evaluate, log the metrics (and the attention maps at snapshot steps) and record them. ``loss_sum``:
+        the stack's training-loss sum of this run since its last logged point (its mean is ``train/loss``)."""
+        self.flush()
+        vals = self.measure()
+        if self.n_since and loss_sum is not None:
+            vals["train/loss"] = loss_sum / self.n_since
+        self.n_since = 0
+        vals["lr"] = self.cfg.train.lr * lr_factor(max(step, 1), self.cfg)
+        self.logger.metrics(step, vals)
+        if step in self.snaps:
+            with full_fp32(self.test.x.device):
+                maps, meta = attention_snapshot(self.module, self.test, self.cfg.eval.snapshot_examples)
+            self.logger.attention(step, maps, meta)
+        self.record(step, vals)
+
+    def record(self, step: int, vals: dict[str, float]) -> None:
+        self.last = vals
+        self.det.update(step, vals.get(self.cfg.plateau.metric, math.nan))
+        for k, v in vals.items():
+            if k.endswith("loss") and math.isfinite(v):
+                self.best[k] = min(self.best.get(k, math.inf), v)
+            elif k.endswith("acc") and math.isfinite(v):
+                self.best[k] = max(self.best.get(k, -math.inf), v)
+
+    def log_train(self, step: int, loss_sum: float) -> None:
+        """A train/loss point between evaluations: the mean since the last one (stored at the next ``flush``)."""
+        self.train_log.append((step, loss_sum / self.n_since))
+        self.n_since = 0
+
+    def flush(self) -> None:
+        """Store the buffered train/loss points in one transaction (at evaluations, checkpoints and the end)."""
+        if self.train_log:
+            self.logger.series([p[0] for p in self.train_log], {"train/loss": [p[1] for p in self.train_log]})
+            self.train_log.clear()
+
+    def summary(self, step: int) -> dict:
+        elapsed = time.perf_counter() - self.started
+        out = {"final": self.last, "best": self.best, "steps_done": step, "wall_seconds": elapsed}
+        if self.module is not None:
+            out["steps_per_second"] = step / elapsed if elapsed > 0 else None
+            out["n_params"] = sum(p.numel() for p in self.module.parameters())
+        out.update({k: list(v) if isinstance(v, list) else v for k, v in self.context.items() if v != []})
+        return out
+
+    def end(self, status: str, step: int, reason: str | None = None) -> RunResult:
+        self.flush()
+        if isinstance(getattr(self.module, "embed", None), torch.nn.Embedding):
+            # the final token embedding outlives the checkpoints (blog 3's geometry view: sparse_tui/geometry.py)
+            self.stack.load_into(self.slot, self.module)
+            self.logger.array("embed", self.module.embed.weight.detach().float().cpu().numpy())
+        self.result = RunResult(status=status, reason=reason, plateau_step=self.det.step, summary=self.summary(step),
+                                step=step)
+        if self.on_done is not None:
+            self.on_done(self.index, self.result)
+        return self.result
+
+    def state_dict(self) -> dict:
+        """What a checkpoint keeps of this run: its random streams, detector, metrics and loss count."""
+        return {"gens": {k: g.get_state() for k, g in vars(self.task).items() if isinstance(g, torch.Generator)},
+                "det": (self.det.initial, self.det.step), "best": dict(self.best), "last": dict(self.last),
+                "n_since": self.n_since}
+
+    def load_state_dict(self, state: dict) -> None:
+        for k, st in state["gens"].items():
+            getattr(self.task, k).set_state(st)
+        self.det.initial, self.det.step = state["det"]
+        self.best, self.last, self.n_since = dict(state["best"]), dict(state["last"]), state["n_since"]
 
 
-def build_members(cfgs: list[RunConfig], device: torch.device, loggers, dtype=None) -> list[_Member]:
+def build_members(cfgs: list[RunConfig], device: torch.device, loggers, dtype=None) -> list[Tracker]:
     from sparse_tui.models import build_model
     from sparse_tui.tasks import make_task
 
@@ -199,7 +288,7 @@ def build_members(cfgs: list[RunConfig], device: torch.device, loggers, dtype=No
         test = task.test_batch(cfg.eval.test_size)
         if dtype is not None and test.x.is_floating_point():
             test = type(test)(test.x.to(dtype), test.y.to(dtype), test.relevant, test.copy_q, test.copy_k)
-        members.append(_Member(i, cfg, loggers[i], task, module, test))
+        members.append(Tracker(cfg, loggers[i], task, module, test, index=i))
     return members
 
 
@@ -207,7 +296,7 @@ class Batcher:
     """Every member's training batch, stacked to ``[M, B, ...]`` (padded on the left / at the end for mixed
     shapes: models/stack.py). A stack of one is a view, no copy."""
 
-    def __init__(self, stack, members: list[_Member], dtype):
+    def __init__(self, stack, members: list[Tracker], dtype):
         self.stack, self.members, self.dtype = stack, members, dtype
         self.padded = getattr(stack, "padded", False)
         self.classification = members[0].task.classification
@@ -276,14 +365,9 @@ def trial_step(prep: "Prepared", stream=None, warmup: int = 1, check_syncs: bool
                     prep.step_fn()
         if stream is not None:
             torch.cuda.current_stream(prep.device).wait_stream(stream)
-        with torch.no_grad(), full_fp32(prep.device):
+        with torch.no_grad():
             for mb in prep.members:
-                prep.stack.load_into(mb.slot, mb.module)
-                mb.module.eval()
-                evaluate(mb.module, mb.test, mb.task.kind, mb.task.classification)
-                if mb.cfg.model.kind == "toy":
-                    toy_metrics(mb.module, mb.task)
-                mb.module.train()
+                mb.measure()
         if prep.device.type == "cuda":
             torch.cuda.synchronize(prep.device)
     except Exception as e:  # noqa: BLE001 - any failure of the trial is a reason to fall back
@@ -336,7 +420,7 @@ class Prepared:
     the benchmarks time)."""
 
     def __init__(self, cfgs, device, loggers=None, kernel="auto", dtype=None, autocast=nullcontext,
-                 capturable: bool = False, members: list[_Member] | None = None):
+                 capturable: bool = False, members: list[Tracker] | None = None):
         from sparse_tui.models.stack import build_stack, stacked_loss
 
         self.cfgs, self.device = cfgs, device
@@ -345,11 +429,11 @@ class Prepared:
         self.steps, self.bs = cfgs[0].train.steps, cfgs[0].train.batch_size
         if members is None:
             members = build_members(cfgs, device, loggers or [RunLogger() for _ in cfgs], dtype)
-        for slot, mb in enumerate(members):
-            mb.slot = slot  # its place in this stack (``index``: its place in the caller's list, for ``on_done``)
         self.members = members
         self.classification = classification = self.members[0].task.classification
         self.stack = stack = build_stack([mb.module for mb in self.members], kernel, classification)
+        for slot, mb in enumerate(members):
+            mb.slot, mb.stack = slot, stack  # its place in this stack (``index``: in the caller's list, for on_done)
         params = stack.parameters_list()
         self.table = lr_table(cfgs, self.steps)
         self.opt = opt = StackOptimizer(params, cfgs, self.table, device, capturable=capturable)
@@ -376,7 +460,7 @@ class Prepared:
 
     @classmethod
     @torch.no_grad()
-    def restack(cls, old: "Prepared", keep: list[_Member]) -> "Prepared":
+    def restack(cls, old: "Prepared", keep: list[Tracker]) -> "Prepared":
         """A smaller stack of ``keep`` (members of ``old``) that continues exactly where they are: their parameters,
         optimiser state, loss sums and bookkeeping move over; their tasks (and random streams) are the same
         objects. The new stack pads only to the largest of the members kept."""
@@ -443,156 +527,72 @@ def _engine(prep: Prepared, graph: bool, graph_mode: str, notes: list[str]) -> t
 def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_mode, dtype, notes, autocast):
     graph = graph_wanted(device, graph_mode)
     prep = Prepared(cfgs, device, loggers, kernel, dtype, autocast, capturable=graph)
-    members = prep.members
-    ckpt = Checkpointer.for_stack(members)  # training/checkpoint.py: continue from the latest checkpoint
-    start, resumed = ckpt.restore(prep) if ckpt is not None else (0, members)
-    runner, graphed = _engine(prep, graph, graph_mode, notes)  # the trial (puts the state back), the capture
-    M, steps = prep.M, prep.steps
+    runs, steps = prep.members, prep.steps
+    ckpt = Checkpointer.for_stack(runs)  # training/checkpoint.py: continue from the latest checkpoint
+    start, live = ckpt.restore(prep) if ckpt is not None else (0, list(runs))
+    step_fn, graphed = _engine(prep, graph, graph_mode, notes)  # the trial (puts the state back), the capture
+    # what every run's summary says about how it trained (one dict for the stack: a rebuild updates it)
+    context: dict = {"stacked_with": prep.M} if prep.M > 1 else {}
+    context.update({"cuda_graph": graphed} if graph else {}, notes=notes)
+    for tr in runs:
+        tr.begin(context, on_done)
+    for tr in runs if start == 0 else []:
+        tr.evaluate(0)
+        tr.logger.heartbeat(0, force=True)
     sync_every = 1 if device.type == "cpu" else min(c.eval.every for c in cfgs)
-    t0 = time.perf_counter()
-
-    def flush_train_log(mb: _Member) -> None:
-        """Store the buffered train/loss points in one transaction (at evaluations, checkpoints and the end)."""
-        log = getattr(mb, "train_log", None)
-        if log:
-            mb.logger.series([p[0] for p in log], {"train/loss": [p[1] for p in log]})
-            log.clear()
-
-    def do_eval(mb: _Member, step: int, loss_host: list[float]) -> dict[str, float]:
-        flush_train_log(mb)
-        cfg, model = mb.cfg, mb.module
-        prep.stack.load_into(mb.slot, model)
-        model.eval()
-        with full_fp32(device):
-            vals = evaluate(model, mb.test, mb.task.kind, mb.task.classification)
-            if cfg.model.kind == "toy":
-                vals.update(toy_metrics(model, mb.task))
-        model.train()
-        if mb.n_since:
-            vals["train/loss"] = loss_host[mb.slot] / mb.n_since
-        mb.n_since = 0
-        vals["lr"] = cfg.train.lr * lr_factor(max(step, 1), cfg)
-        mb.logger.metrics(step, vals)
-        if step in mb.snaps:
-            with full_fp32(device):
-                maps, meta = attention_snapshot(model, mb.test, cfg.eval.snapshot_examples)
-            mb.logger.attention(step, maps, meta)
-        mb.det.update(step, vals.get(cfg.plateau.metric, math.nan))
-        for k, v in vals.items():
-            mb.history.setdefault(k, []).append(v)
-            if k.endswith("loss") and math.isfinite(v):
-                mb.best[k] = min(mb.best.get(k, math.inf), v)
-            elif k.endswith("acc") and math.isfinite(v):
-                mb.best[k] = max(mb.best.get(k, -math.inf), v)
-        return vals
-
-    def end(mb: _Member, status: str, step: int, reason: str | None = None) -> None:
-        flush_train_log(mb)
-        if isinstance(getattr(mb.module, "embed", None), torch.nn.Embedding):
-            # the final token embedding outlives the checkpoints (blog 3's geometry view: sparse_tui/geometry.py)
-            prep.stack.load_into(mb.slot, mb.module)
-            mb.logger.array("embed", mb.module.embed.weight.detach().float().cpu().numpy())
-        elapsed = time.perf_counter() - t0
-        summary = {
-            "final": mb.last,
-            "best": mb.best,
-            "steps_done": step,
-            "wall_seconds": elapsed,
-            "steps_per_second": step / elapsed if elapsed > 0 else None,
-            "n_params": sum(p.numel() for p in mb.module.parameters()),
-        }
-        if M > 1:
-            summary["stacked_with"] = M
-        if graph:
-            summary["cuda_graph"] = graphed
-        if notes:
-            summary["notes"] = list(notes)
-        mb.result = RunResult(status=status, reason=reason, plateau_step=mb.det.step, summary=summary, step=step)
-        if on_done is not None:
-            on_done(mb.index, mb.result)
-
-    def restack(step: int) -> None:
-        """Continue with a stack of the live members only (its graph captured anew), and checkpoint it at once."""
-        nonlocal prep, runner, graphed, ckpt
-        before = prep.M
-        prep = Prepared.restack(prep, live)
-        runner, graphed = _engine(prep, graph, "auto", notes)
-        why = f"stack of {before} runs rebuilt as {prep.M} at step {step} (the others ended)"
-        notes.append(why)
-        print(f"sparse-tui: {why}", file=sys.stderr, flush=True)
-        if ckpt is not None:  # the new stack's checkpoint replaces the old one (other runs, other shapes)
-            old = ckpt
-            ckpt = Checkpointer.for_stack(live)
-            ckpt.started, ckpt.wall_before, ckpt.before_save = old.started, old.wall_before, old.before_save
-            ckpt.save(step, prep, live)
-            if old.run_ids[0] != ckpt.run_ids[0]:  # else the new file replaced it
-                old.files.remove()
-
-    zeros = [0.0] * M
-    for mb in members:
-        mb.train_log = []  # (step, train/loss) between evaluations, stored at the next one (or checkpoint)
-    if ckpt is not None:  # a process killed after a checkpoint must not lose the points logged before it
-        ckpt.before_save = lambda: [flush_train_log(mb) for mb in members]
-    for mb in members if start == 0 else []:
-        mb.last = do_eval(mb, 0, zeros)
-        mb.logger.heartbeat(0, force=True)
-
-    live = list(resumed)
     for step in range(start + 1, steps + 1):
         prep.opt.set_lr(step, prep.lr_dev)
-        runner()
-        for mb in live:
-            mb.n_since += 1
-        evaluating = [mb for mb in live if step in mb.ev_steps]
-        loss_host = None
-        if step % sync_every == 0 or evaluating:
-            loss_host = prep.loss_sum.tolist()
-            for mb in list(live):
-                if (step % sync_every == 0 or step in mb.ev_steps) and not math.isfinite(loss_host[mb.slot]):
-                    end(mb, "diverged", step, f"non-finite training loss at step {step}")
-                    live.remove(mb)
-        reset: set[int] = set()
-        for mb in evaluating:
-            if mb.result is None:
-                mb.last = do_eval(mb, step, loss_host)
-                reset.add(mb.slot)
-                after = mb.cfg.plateau.stop_after
-                if after >= 0 and mb.det.step is not None and step - mb.det.step >= after and mb in live:
-                    end(mb, "finished", step,
-                        f"stopped at step {step}, {step - mb.det.step} steps after its plateau (plateau.stop_after)")
-                    live.remove(mb)
-        # train/loss between evaluations: the mean over the last eval.train_every steps (one host sync then)
-        logging = [mb for mb in live if mb.result is None and step % mb.cfg.eval.train_every == 0
-                   and mb not in evaluating and mb.n_since]
-        if logging:
-            loss_host = prep.loss_sum.tolist() if loss_host is None else loss_host
-            for mb in logging:
-                mb.train_log.append((step, loss_host[mb.slot] / mb.n_since))
-                reset.add(mb.slot)
-                mb.n_since = 0
-        if reset:  # one multiply on the device for the whole stack
+        step_fn()
+        # the loss sums are read back at evaluations (and every step on CPUs: a NaN stops a run where it appears)
+        synced = step % sync_every == 0
+        sums = prep.loss_sum.tolist() if synced or any(step in tr.ev_steps for tr in live) else None
+        for tr in live:
+            tr.n_since += 1
+            if (synced or step in tr.ev_steps) and not math.isfinite(sums[tr.slot]):
+                tr.end("diverged", step, f"non-finite training loss at step {step}")
+        reset: set[int] = set()  # whose loss sums were logged (zeroed below by one multiply on the device)
+        for tr in [tr for tr in live if tr.result is None]:
+            after = tr.cfg.plateau.stop_after
+            if step in tr.ev_steps:
+                tr.evaluate(step, sums[tr.slot])
+                reset.add(tr.slot)
+                if after >= 0 and tr.det.step is not None and step - tr.det.step >= after:
+                    tr.end("finished", step, f"stopped at step {step}, {step - tr.det.step} steps after its"
+                                             " plateau (plateau.stop_after)")
+            elif step % tr.cfg.eval.train_every == 0 and tr.n_since:  # train/loss between evaluations
+                sums = prep.loss_sum.tolist() if sums is None else sums
+                tr.log_train(step, sums[tr.slot])
+                reset.add(tr.slot)
+        if reset:
             prep.loss_sum.mul_(prep.reset_masks(frozenset(reset)))
         if on_step is not None:
             on_step(step)
         why_all = should_stop() if should_stop is not None else None
+        live = [tr for tr in live if tr.result is None]
         if ckpt is not None:
             ckpt.maybe_save(step, prep, live, now=bool(why_all))
-        for mb in list(live):
-            cancel = mb.logger.heartbeat(step)
-            why = "cancelled" if cancel else why_all
+        for tr in live:
+            why = "cancelled" if tr.logger.heartbeat(step) else why_all
             if why:
-                end(mb, why, step, f"{why} at step {step}")
-                live.remove(mb)
+                tr.end(why, step, f"{why} at step {step}")
+        live = [tr for tr in live if tr.result is None]
         if not live:
             break
         if 2 * len(live) <= prep.M and steps - step >= RESTACK_MIN_STEPS:
-            restack(step)
-    for mb in live:
-        bad = [k for k in ("test/loss", "train/loss") if k in mb.last and not math.isfinite(mb.last[k])]
+            # continue with a stack of the live runs only (its graph captured anew), checkpointed at once
+            why = f"stack of {prep.M} runs rebuilt as {len(live)} at step {step} (the others ended)"
+            prep = Prepared.restack(prep, live)
+            step_fn, graphed = _engine(prep, graph, "auto", notes)
+            context.update({"cuda_graph": graphed} if graph else {})
+            notes.append(why)
+            print(f"sparse-tui: {why}", file=sys.stderr, flush=True)
+            ckpt = ckpt.handover(step, prep, live) if ckpt is not None else None
+    for tr in live:
+        bad = [k for k in ("test/loss", "train/loss") if k in tr.last and not math.isfinite(tr.last[k])]
         if bad:
-            end(mb, "diverged", steps, f"non-finite {bad[0]} at step {steps}")
+            tr.end("diverged", steps, f"non-finite {bad[0]} at step {steps}")
         else:
-            end(mb, "finished", steps)
+            tr.end("finished", steps)
     if ckpt is not None:
-        ckpt.finished(members)
-    return [mb.result for mb in members]
+        ckpt.finished(runs)
+    return [tr.result for tr in runs]

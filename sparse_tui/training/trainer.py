@@ -8,7 +8,6 @@ executor uses (``library_versions``; devices are resolved by devices.py).
 from __future__ import annotations
 
 import platform
-import time
 from typing import Callable
 
 import numpy
@@ -16,7 +15,7 @@ import torch
 
 import sparse_tui
 from sparse_tui.presets import RunConfig
-from sparse_tui.training.loop import train_stack
+from sparse_tui.training.loop import Tracker, train_stack
 from sparse_tui.training.runlog import RunLogger, RunResult
 
 
@@ -56,40 +55,25 @@ def train_run(
     logger = logger or RunLogger()
     device = torch.device(device) if isinstance(device, str) else device
     if cfg.model.kind == "ode":
-        res = _integrate_ode_run(cfg, logger)
-        if on_done is not None:
-            on_done(0, res)
-        return res
+        return _integrate_ode_run(cfg, logger, on_done)
     return train_stack([cfg], device=device, loggers=[logger], should_stop=should_stop, on_step=on_step,
                        on_done=on_done, kernel=kernel, graph=graph, notes=notes)[0]
 
 
-def _integrate_ode_run(cfg: RunConfig, logger: RunLogger) -> RunResult:
-    """Record the reduced gradient-flow dynamics (paper Eqs. 12-14 / 17-21) as an ordinary run."""
+def _integrate_ode_run(cfg: RunConfig, logger: RunLogger, on_done=None) -> RunResult:
+    """Record the reduced gradient-flow dynamics (paper Eqs. 12-14 / 17-21) as an ordinary run: its points go
+    through the same ``loop.Tracker`` as a trained run's evaluations (one rule for "best", one summary)."""
     from sparse_tui.models.ode import simulate_run
 
-    t0 = time.perf_counter()
+    tracker = Tracker(cfg, logger)
+    tracker.begin({}, on_done)
     sim = simulate_run(cfg)
     steps = [int(s) for s in sim.steps]
-    logger.series(steps, {k: [float(x) for x in v] for k, v in sim.metrics.items()})
-    last = {k: float(v[-1]) for k, v in sim.metrics.items()}
-    plateau = sim.plateau_step
-    if not sim.plateau_exact:  # a metric the flow cannot watch exactly: use the evaluation-grid crossing
-        from sparse_tui.training.plateau import plateau_step
-
-        series = sim.metrics.get(cfg.plateau.metric)
-        plateau = None if series is None else plateau_step(steps, list(series), cfg.plateau.mode, cfg.plateau.value)
-    best = {}
-    for k, v in sim.metrics.items():
-        if k.endswith("loss"):
-            best[k] = float(min(v))
-    elapsed = time.perf_counter() - t0
-    summary = {
-        "final": last,
-        "best": best,
-        "steps_done": steps[-1] if steps else 0,
-        "wall_seconds": elapsed,
-        "integrator_steps": sim.integrator_steps,
-        "notes": sim.notes,
-    }
-    return RunResult("finished", None, plateau, summary, steps[-1] if steps else 0)
+    series = {k: [float(x) for x in v] for k, v in sim.metrics.items()}
+    logger.series(steps, series)
+    for i, step in enumerate(steps):
+        tracker.record(step, {k: v[i] for k, v in series.items()})
+    if sim.plateau_exact:  # the flow's exact crossing, between evaluations (else the detector's, on the grid)
+        tracker.det.step = sim.plateau_step
+    tracker.context.update(integrator_steps=sim.integrator_steps, notes=sim.notes)
+    return tracker.end("finished", steps[-1] if steps else 0)
