@@ -42,7 +42,7 @@ def test_the_trial_leaves_no_trace(train, mixed_lr):
         for p in (a, b):
             p.opt.set_lr(step, p.lr_dev)
             p.step_fn()
-    for pa, pb in zip(a.stack.parameters_list(), b.stack.parameters_list()):
+    for pa, pb in zip(a.stack.parameters(), b.stack.parameters()):
         assert torch.equal(pa, pb)
     assert torch.equal(a.loss_sum, b.loss_sum)
     for ma, mb in zip(a.members, b.members):

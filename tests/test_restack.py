@@ -70,6 +70,32 @@ def test_the_live_runs_of_a_rebuilt_stack_go_on_as_alone(train, mixed_lr, capsys
                     assert recs[i][0][step][k] == pytest.approx(v, rel=1e-9, abs=1e-12), (i, step, k)
 
 
+def test_runs_left_with_one_learning_rate_go_on_in_the_fused_optimiser(monkeypatch):
+    """The runs with other learning rates end early, so the rebuilt stack's runs share one schedule and it runs
+    torch's fused optimiser, which takes over the per-model update's state (both keep it under torch.optim's
+    names: training/optim.py): each live run's curve is its own alone (float64, to 1e-9)."""
+    from sparse_tui.training.loop import Prepared
+
+    cfgs = [c.model_copy(update={"train": c.train.model_copy(update={"lr": 2e-3})}) if i % 2 else c
+            for i, c in enumerate(sweep())]  # runs 1 and 3 (they end at step 10) at another learning rate
+    fused = []
+    real = Prepared.restack.__func__
+    monkeypatch.setattr(Prepared, "restack", classmethod(lambda cls, old, keep: fused.append(
+        (old.opt.fused, real(cls, old, keep))) or fused[-1][1]))
+    recs = [_record() for _ in cfgs]
+    res = train_stack(cfgs, loggers=[r[1] for r in recs], dtype=torch.float64)
+    assert [r.status for r in res] == ["finished"] * 4 and [r.step for r in res] == [150, 10, 150, 10]
+    assert [(was, new.opt.fused) for was, new in fused] == [(False, True)]
+    for i in (0, 2):
+        rows, logger = _record()
+        train_stack([cfgs[i]], loggers=[logger], dtype=torch.float64)
+        assert sorted(rows) == sorted(recs[i][0])
+        for step, vals in rows.items():
+            for k, v in vals.items():
+                if math.isfinite(v):
+                    assert recs[i][0][step][k] == pytest.approx(v, rel=1e-9, abs=1e-12), (i, step, k)
+
+
 def test_no_rebuild_near_the_end_or_while_most_runs_live():
     cfgs = sweep(steps=60)  # the two runs end at step 10 with 50 steps left: not worth a rebuild
     res = train_stack(cfgs)

@@ -346,3 +346,62 @@ def test_run_id_prefix_is_literal(tiny_preset, runs_dir):
     for pattern in ("_", "%", rid[0] + "_", rid[:2] + "%"):
         with pytest.raises(Exception, match="no run"):
             store.get(pattern)
+
+
+def _as_format_1(path: Path, fused: bool) -> None:
+    """Rewrite a checkpoint in format 1, the layout sparse-tui wrote before the stack was an ``nn.Module``
+    (training/checkpoint.py at bcea166): the parameters as a list, the optimiser's state as torch.optim's own
+    state_dict (``fused``) or as the per-model update's attributes ``t``, ``lr_now``, ``state1``, ``state2``."""
+    import torch
+
+    state = torch.load(path, weights_only=True)
+    per = state["opt"]["state"]
+    if fused:
+        groups = [{"lr": 0.01, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.0, "amsgrad": False,
+                   "fused": True, "params": list(range(len(per)))}]
+        opt = {"fused": {"state": dict(enumerate(per)), "param_groups": groups}}
+    else:
+        opt = {"t": per[0]["step"], "lr_now": torch.tensor([0.01, 0.02]),
+               "state1": [s["exp_avg"] for s in per], "state2": [s["exp_avg_sq"] for s in per]}
+    state.update(format=1, params=list(state.pop("model").values()), opt=opt)
+    torch.save(state, path)
+
+
+@pytest.mark.parametrize("lrs", [[1e-2], [1e-2, 2e-2]], ids=["fused", "per-model"])
+def test_a_checkpoint_of_the_previous_format_resumes_bit_identically(tmp_path, monkeypatch, lrs):
+    """A run interrupted under the previous version (checkpoint format 1) resumes after an upgrade: the same
+    numbers as a run never interrupted (one run: torch's fused Adam; two learning rates: the per-model update)."""
+    from sparse_tui.presets import RunConfig, RunSpec
+    from sparse_tui.training.checkpoint import Checkpointer, CheckpointFiles, check
+
+    raw = {"task": {"kind": "recall", "n_tokens": 8, "n_pairs": 3}, "seed": 3,
+           "model": {"kind": "transformer", "n_layers": 2, "n_heads": 1, "d_model": 16},
+           "train": {"lr": 1e-2, "batch_size": 16, "steps": 60, "device": "cpu", "checkpoint_every": 20},
+           "eval": {"every": 10, "test_size": 32}}
+    cfgs = [RunConfig.model_validate({**raw, "train": {**raw["train"], "lr": lr}}) for lr in lrs]
+    specs = [RunSpec("fmt", "fmt.toml", c, {"train.lr": c.train.lr}) for c in cfgs]
+    ref = RunStore(tmp_path / "ref")
+    rb, ref_ids = ref.create_runs(specs)
+    runner.work(ref, rb, group=8)
+
+    store = RunStore(tmp_path / "cut")
+    batch, ids = store.create_runs(specs)
+    runner.work(store, batch, group=8, should_stop=StopAfter(33))
+    assert [store.get(i).step for i in ids] == [33] * len(ids)
+    path = CheckpointFiles(store.runs_dir, ids).path
+    _as_format_1(path, fused=len(lrs) == 1)
+    check(store.runs_dir, ids[0])  # what `sparse-tui resume` asks first: accepted
+    assert runner.requeue_for_resume(store, batch, ids) == ids
+    starts, restore = [], Checkpointer.restore
+
+    def spy(self, prep):
+        out = restore(self, prep)
+        starts.append(out[0])
+        return out
+
+    monkeypatch.setattr(Checkpointer, "restore", spy)
+    runner.work(store, batch, group=8)
+    assert starts[0] == 33
+    for i, r in zip(ids, ref_ids):
+        assert store.get(i).status == "finished" and store.get(i).step == 60
+        assert _series(store, i) == _series(ref, r)  # bit-identical: it resumed at 33, not from step 0

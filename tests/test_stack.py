@@ -155,6 +155,39 @@ def test_sinusoidal_tied_and_vector_inputs_are_exact():
     check_model_equivalence([lin_bare, cfg(lin, seed=3, model__bias=False, task__d=6, model__d_model=12)])
 
 
+def test_the_stack_is_an_nn_module_with_state_dict_and_to():
+    """Registered parameters: ``state_dict()`` has the stacked models' own parameter names (each entry [M, ...],
+    model i's real entries its own values), ``load_state_dict`` makes another stack of the same shapes compute
+    exactly the same, and ``.to()`` converts the parameters and every per-model constant (buffers: the masks of
+    mixed widths, lengths and vocabularies, per-model query scales, sinusoidal positions)."""
+    base = {"task": {"kind": "recall", "n_tokens": 10, "n_pairs": 3},
+            "model": {"kind": "transformer", "n_layers": 2, "n_heads": 2, "d_model": 8, "mlp": True,
+                      "layernorm": True, "pos_enc": "sinusoidal", "init": "torch"}, "train": {"device": "cpu"}}
+    cfgs = [cfg(base, seed=0), cfg(base, seed=1, model__d_model=12, model__d_qk=3, task__n_pairs=5,
+                                   task__n_tokens=14)]
+    mods, xs, ys, classification = modules_and_batches(cfgs)
+    stack = build_stack(mods, "core", classification)
+    sd = stack.state_dict()
+    assert list(sd) == [n for n, _ in mods[0].named_parameters()]
+    for i, m in enumerate(mods):
+        for name, p in m.named_parameters():
+            assert sd[name].shape[0] == 2 and torch.equal(sd[name][i][stack._places[name][i]], p.detach())
+    x, _ = stack_inputs(stack, xs, ys, classification)
+    want = stack(x)
+    other = build_stack(modules_and_batches([c.model_copy(update={"seed": c.seed + 7}) for c in cfgs])[0], "core",
+                        classification)
+    assert not torch.equal(other(x), want)
+    other.load_state_dict(sd)
+    assert torch.equal(other(x), want)
+    low = build_stack([copy.deepcopy(m).float() for m in mods], "core", classification)
+    assert isinstance(low.q_scale, torch.Tensor) and low.width_mask is not None and low.logit_bias is not None
+    low = low.to(F64)
+    floats = list(low.parameters()) + [b for b in low.buffers() if b.is_floating_point()]
+    assert len(floats) > len(sd) and all(t.dtype == F64 for t in floats)
+    low.load_state_dict(sd)  # the same float64 parameters; the constants were made in float32
+    torch.testing.assert_close(low(x), want, rtol=1e-6, atol=1e-6)
+
+
 def test_stack_rejects_models_of_different_structure():
     base = {"task": {"kind": "recall", "n_tokens": 8, "n_pairs": 2}, "model": {"kind": "transformer"},
             "train": {"device": "cpu"}}

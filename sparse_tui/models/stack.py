@@ -95,6 +95,18 @@ def _ix(idx: list[Tensor]) -> tuple[Tensor, ...]:
     return tuple(t.view(*([1] * d), -1, *([1] * (nd - d - 1))) for d, t in enumerate(idx))
 
 
+def _register(root: nn.Module, name: str, param: nn.Parameter, mask: Tensor | None) -> None:
+    """``param`` (and its gradient mask, a buffer ``<name>_mask``) at the dotted ``name`` under ``root``, in
+    plain container modules: ``root.state_dict()`` then has the keys of the model it stacks."""
+    *path, leaf = name.split(".")
+    for part in path:
+        if part not in root._modules:
+            root.add_module(part, nn.Module())
+        root = root._modules[part]
+    root.register_parameter(leaf, param)
+    root.register_buffer(leaf + "_mask", mask, persistent=False)
+
+
 def _linear(x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
     """x [M, N, in] @ w [M, out, in]^T (+ b [M, out]) -> [M, N, out]."""
     if b is None:
@@ -157,10 +169,9 @@ class StackedTransformer(nn.Module):
         device = next(ref.parameters()).device
         f = dict(dtype=dtype, device=device)
 
-        # Stacked parameters (leaves), their per-model placement, and the 0/1 masks of the real entries.
+        # Stacked parameters, registered under the Transformer's own names (so ``state_dict()`` has its keys, each
+        # with a leading [M]), their per-model placement, and the 0/1 masks of the real entries (buffers).
         self.names = [n for n, _ in ref.named_parameters()]
-        self.params: dict[str, Tensor] = {}
-        self.grad_masks: dict[str, Tensor] = {}
         self._places: dict[str, list[tuple]] = {}
         for name in self.names:
             lay = _layout(name, self.input_kind)
@@ -179,39 +190,53 @@ class StackedTransformer(nn.Module):
                 if mask is not None:
                     mask[i][ix] = 1.0
                 places.append(ix)
-            self.params[name] = stacked.requires_grad_(True)
-            if mask is not None:
-                self.grad_masks[name] = mask
+            _register(self, name, nn.Parameter(stacked), mask)
             self._places[name] = places
         frozen = [i for i, m in enumerate(modules) if getattr(m, "frozen_embedding", False)]
         if frozen:  # a fixed embedding (model.embedding = "ordered"): its gradient is 0, so no optimiser moves it
-            mask = self.grad_masks.setdefault("embed.weight", torch.ones_like(self.params["embed.weight"]))
-            mask[frozen] = 0.0
+            if self.embed.weight_mask is None:
+                self.embed.weight_mask = torch.ones_like(self.embed.weight)
+            self.embed.weight_mask[frozen] = 0.0
 
-        # Per-model constants: query scale 1/sqrt(d_qk), LayerNorm widths, sinusoidal positions, masks.
+        # Per-model constants (buffers: they follow ``.to()``): query scale 1/sqrt(d_qk), LayerNorm widths,
+        # sinusoidal positions, masks.
         scales = [1.0 / math.sqrt(s["Q"] // self.H) for s in sizes]
-        self.q_scale: float | Tensor = scales[0] if len(set(scales)) == 1 else torch.tensor(scales, **f).view(M, 1, 1)
-        self.width_mask = None
+        if len(set(scales)) == 1:
+            self.q_scale: float | Tensor = scales[0]
+        else:
+            self.register_buffer("q_scale", torch.tensor(scales, **f).view(M, 1, 1), persistent=False)
+        wm = inv = pe = lb = None
         if self.mixed_width:
             wm = torch.zeros(M, 1, self.D, **f)
             for i, d in enumerate(self.widths):
                 wm[i, :, :d] = 1.0
-            self.width_mask = wm
-            self.inv_width = torch.tensor([1.0 / d for d in self.widths], **f).view(M, 1, 1)
-        self.pos_table = None
+            inv = torch.tensor([1.0 / d for d in self.widths], **f).view(M, 1, 1)
         if self.pos_kind == "sin":
             pe = torch.zeros(M, self.L, self.D, **f)
             for i, (L_i, d) in enumerate(zip(self.seq_lens, self.widths)):
                 pe[i, self.L - L_i :, :d] = sinusoidal_positions(L_i, d).to(**f)
-            self.pos_table = pe
-        self.logit_bias = None
         if len(set(self.outs)) > 1 and classification:  # regression: padded outputs are 0 against a 0 target
             lb = torch.zeros(M, 1, self.C, **f)
             for i, c in enumerate(self.outs):
                 lb[i, :, c:] = float("-inf")
-            self.logit_bias = lb
-        self.offsets = (torch.arange(M, device=device) * self.V).view(M, 1, 1) if self.V and M > 1 else None
+        offsets = (torch.arange(M, device=device) * self.V).view(M, 1, 1) if self.V and M > 1 else None
+        for key, t in (("width_mask", wm), ("inv_width", inv), ("pos_table", pe), ("logit_bias", lb),
+                       ("offsets", offsets)):
+            self.register_buffer(key, t, persistent=False)
+        self._index()
+
+    def _index(self) -> None:
+        """The lookups the forward uses (name -> parameter, name -> gradient mask), refreshed after ``.to()``."""
+        self.params = dict(self.named_parameters())
+        self.grad_masks = {n: self.get_buffer(n + "_mask") for n in self.names
+                           if self.get_buffer(n + "_mask") is not None}
         self._bias_cache: dict[tuple, Tensor | None] = {}
+
+    def _apply(self, fn, recurse=True):
+        super()._apply(fn, recurse)
+        self._places = {n: [tuple(fn(t) for t in ix) for ix in places] for n, places in self._places.items()}
+        self._index()
+        return self
 
     def _sizes(self, m: Transformer) -> dict[str, int]:
         a = m.blocks[0].attn
@@ -231,9 +256,6 @@ class StackedTransformer(nn.Module):
         """Copy model i's real entries into its own module (for evaluation)."""
         for name, p in module.named_parameters():
             p.copy_(self.params[name][i][self._places[name][i]])
-
-    def parameters_list(self) -> list[Tensor]:
-        return [self.params[n] for n in self.names]
 
     def member_block(self, name: str, t: Tensor, i: int) -> Tensor:
         """Model i's real entries of ``t``, a tensor laid out like parameter ``name`` (the parameter itself, or an
@@ -398,18 +420,14 @@ class StackedToy(nn.Module):
         self.M = len(modules)
         self.kernel = kernel
         self.names = ["a", "W"]
-        self.params = {n: torch.stack([getattr(m, n).detach() for m in modules]).requires_grad_(True)
-                       for n in self.names}
-        self.grad_masks: dict[str, Tensor] = {}
+        for n in self.names:
+            self.register_parameter(n, nn.Parameter(torch.stack([getattr(m, n).detach() for m in modules])))
         self.padded = False
 
     @torch.no_grad()
     def load_into(self, i: int, module: nn.Module) -> None:
-        module.a.copy_(self.params["a"][i])
-        module.W.copy_(self.params["W"][i])
-
-    def parameters_list(self) -> list[Tensor]:
-        return [self.params[n] for n in self.names]
+        module.a.copy_(self.a[i])
+        module.W.copy_(self.W[i])
 
     def member_block(self, name: str, t: Tensor, i: int) -> Tensor:
         return t[i]
@@ -422,8 +440,8 @@ class StackedToy(nn.Module):
         pass
 
     def forward(self, x: Tensor) -> Tensor:
-        W = self.params["W"]
-        alpha = self.params["a"].softmax(-1)  # [M, T]
+        W = self.W
+        alpha = self.a.softmax(-1)  # [M, T]
         pooled = torch.einsum("mt,mntd->mnd", alpha, x.to(W.dtype))
         return torch.bmm(pooled, W.transpose(1, 2))
 

@@ -4,7 +4,8 @@ exactly where it stopped (``sparse-tui resume``).
 Every ``train.checkpoint_every`` steps, and at least every ``CHECKPOINT_SECONDS`` of training, the training loop
 (training/loop.py) saves its state to ``RUNS_DIR/checkpoints/<first run id>.<step>.pt``:
 
-* the step, the stacked parameters and the optimiser state (moments, step counts, the current learning rates);
+* the step, the stack's ``state_dict()`` (models/stack.py: the runs' parameter names, each ``[M, ...]``) and the
+  optimiser's (training/optim.py: moments, momentum buffers, step counts, under torch.optim's names);
 * the random streams: torch's global CPU and CUDA generators and every member task's own generators
   (tasks/_common.py: the training data stream is the "data position");
 * each run's bookkeeping: the plateau detector, the last and best metrics, the training-loss sum since the last
@@ -46,7 +47,7 @@ from pathlib import Path
 from sparse_tui.store import pid_alive
 
 CHECKPOINT_SECONDS = 300.0  # also save at least this often (5 minutes of training), whatever checkpoint_every says
-FORMAT = 1
+FORMAT = 2  # 1: before the stack was an nn.Module (still resumed: _from_format_1)
 
 
 class CheckpointError(Exception):
@@ -119,7 +120,7 @@ def check(runs_dir: Path, run_id: str) -> None:
     except Exception as e:  # noqa: BLE001 - whatever the unpickler says, it is one line
         raise CheckpointError(f"{path}: not a sparse-tui checkpoint, refused to load it ({_why(e)}); remove it"
                               " to train the run from step 0") from None
-    if not isinstance(state, dict) or state.get("format") != FORMAT:
+    if not isinstance(state, dict) or state.get("format") not in (1, FORMAT):
         raise CheckpointError(f"{path}: not a sparse-tui checkpoint (format {FORMAT}); remove it to train the run"
                               " from step 0")
 
@@ -290,8 +291,8 @@ class Checkpointer:
             "format": FORMAT,
             "run_ids": self.run_ids,
             "step": step,
-            "params": [p.detach().clone() for p in prep.stack.parameters_list()],
-            "opt": _optimizer_state(prep.opt),
+            "model": {k: v.clone() for k, v in prep.stack.state_dict().items()},  # models/stack.py: an nn.Module
+            "opt": prep.opt.state_dict(),
             "loss_sum": prep.loss_sum.detach().clone(),
             "rng_cpu": torch.get_rng_state(),
             "rng_cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
@@ -319,12 +320,15 @@ class Checkpointer:
         except Exception as e:  # noqa: BLE001 - a damaged checkpoint, or not data: start over, say so
             print(f"sparse-tui: ignoring damaged checkpoint {self.files}: {_why(e)}", file=sys.stderr, flush=True)
             return 0, list(prep.members)
-        if not isinstance(state, dict) or state.get("format") != FORMAT or state.get("run_ids") != self.run_ids:
+        if not isinstance(state, dict) or state.get("format") not in (1, FORMAT):
             return 0, list(prep.members)
+        if state.get("run_ids") != self.run_ids:
+            return 0, list(prep.members)
+        if state["format"] == 1:
+            state = _from_format_1(state, prep)
         with torch.no_grad():
-            for p, saved in zip(prep.stack.parameters_list(), state["params"], strict=True):
-                p.copy_(saved)
-            _load_optimizer_state(prep.opt, state["opt"])
+            prep.stack.load_state_dict(state["model"])
+            prep.opt.load_state_dict(state["opt"])
             prep.loss_sum.copy_(state["loss_sum"])
         torch.set_rng_state(state["rng_cpu"])
         if state["rng_cuda"] and torch.cuda.is_available():
@@ -340,25 +344,16 @@ class Checkpointer:
             self.files.remove()
 
 
-def _optimizer_state(opt) -> dict:
-    """Every tensor and counter of a ``StackOptimizer`` (fused torch.optim or the per-model update)."""
-    if getattr(opt, "fused", False):
-        return {"fused": opt.opt.state_dict()}
-    out: dict = {"t": opt.t.detach().clone(), "lr_now": opt.lr_now.detach().clone()}
-    for name in ("state1", "state2"):
-        val = getattr(opt, name, None)
-        out[name] = None if val is None else [s.detach().clone() for s in val]
-    return out
-
-
-def _load_optimizer_state(opt, saved: dict) -> None:
-    if "fused" in saved:
-        opt.opt.load_state_dict(saved["fused"])
-        return
-    opt.t.copy_(saved["t"])
-    opt.lr_now.copy_(saved["lr_now"])
-    for name in ("state1", "state2"):
-        mine, theirs = getattr(opt, name, None), saved.get(name)
-        if mine is not None and theirs is not None:
-            for a, b in zip(mine, theirs, strict=True):
-                a.copy_(b)
+def _from_format_1(state: dict, prep) -> dict:
+    """A checkpoint of format 1 (sparse-tui before the stack was an ``nn.Module``: the parameters as a list in the
+    stack's order, the optimiser's state under its attributes' names then) in today's layout, so a run
+    interrupted before an upgrade resumes (tests/test_resume.py)."""
+    opt, n = state["opt"], len(state["params"])
+    if "fused" in opt:  # torch.optim's own state_dict: its names already
+        per = [opt["fused"]["state"].get(i, {}) for i in range(n)]
+    else:
+        names = ("momentum_buffer", None) if prep.opt.kind == "sgd" else ("exp_avg", "exp_avg_sq")
+        per = [{"step": opt["t"], **{k: v[i] for k, v in zip(names, (opt["state1"], opt["state2"]))
+                                     if k is not None and v is not None}} for i in range(n)]
+    model = dict(zip((k for k, _ in prep.stack.named_parameters()), state["params"], strict=True))
+    return {**state, "format": FORMAT, "model": model, "opt": {"state": per}}

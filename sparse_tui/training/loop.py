@@ -346,7 +346,7 @@ def trial_step(prep: "Prepared", stream=None, warmup: int = 1, check_syncs: bool
     step cannot be captured), else None."""
     slots = generator_slots(prep.members)
     states = [getattr(o, a).get_state() for o, a in slots]
-    params = prep.stack.parameters_list()
+    params = list(prep.stack.parameters())
     saved = [p.detach().clone() for p in params]
     opt_saved = prep.opt.snapshot()
     sums = prep.loss_sum.clone()
@@ -434,7 +434,7 @@ class Prepared:
         self.stack = stack = build_stack([mb.module for mb in self.members], kernel, classification)
         for slot, mb in enumerate(members):
             mb.slot, mb.stack = slot, stack  # its place in this stack (``index``: in the caller's list, for on_done)
-        params = stack.parameters_list()
+        params = list(stack.parameters())
         self.table = lr_table(cfgs, self.steps)
         self.opt = opt = StackOptimizer(params, cfgs, self.table, device, capturable=capturable)
         self.lr_dev = torch.tensor(self.table, device=device, dtype=params[0].dtype)  # [steps, M]
@@ -464,7 +464,7 @@ class Prepared:
         """A smaller stack of ``keep`` (members of ``old``) that continues exactly where they are: their parameters,
         optimiser state, loss sums and bookkeeping move over; their tasks (and random streams) are the same
         objects. The new stack pads only to the largest of the members kept."""
-        names = old.stack.names
+        names = [n for n, _ in old.stack.named_parameters()]
         for mb in keep:
             old.stack.load_into(mb.slot, mb.module)
         states = old.opt.state_tensors()
@@ -473,8 +473,8 @@ class Prepared:
         sums = old.loss_sum[[mb.slot for mb in keep]].clone()
         new = cls([mb.cfg for mb in keep], old.device, kernel=old.kernel, dtype=old.dtype, autocast=old.autocast,
                   capturable=old.capturable, members=keep)
-        new.opt.load_member_states([{k: new.stack.stacked_like(n, b) if b[0].dim() else b[0]
-                                     for k, b in bl.items()} for n, bl in zip(names, blocks)])
+        new.opt.load_state_dict({"state": [{k: new.stack.stacked_like(n, b) if b[0].dim() else b[0]
+                                            for k, b in bl.items()} for n, bl in zip(names, blocks)]})
         new.loss_sum.copy_(sums)
         return new
 

@@ -67,8 +67,10 @@ class StackOptimizer:
         self.b2_m = torch.tensor([c.train.beta2 for c in cfgs], **f64)
         self.mom_m = torch.tensor([c.train.momentum for c in cfgs], **f)
         self.any_momentum = any(c.train.momentum for c in cfgs)
-        self.state1 = [torch.zeros_like(p) for p in params] if self.kind != "sgd" or self.any_momentum else None
-        self.state2 = [torch.zeros_like(p) for p in params] if self.kind != "sgd" else None
+        # each parameter's state under torch.optim's names, so that either implementation loads the other's
+        names = ("momentum_buffer",) if self.any_momentum else ()
+        names = ("exp_avg", "exp_avg_sq") if self.kind != "sgd" else names
+        self.state = [{k: torch.zeros_like(p) for k in names} for p in params]
 
     def _view(self, v: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
         return v.view(self.M, *([1] * (p.dim() - 1)))
@@ -119,7 +121,7 @@ class StackOptimizer:
                 if wd_v is not None:
                     g = g.add(p * wd_v)
                 if self.any_momentum:
-                    buf = self.state1[i]
+                    buf = self.state[i]["momentum_buffer"]
                     buf.mul_(self._view(mom, p)).add_(g)
                     # a model without momentum uses its gradient (its buffer is then exactly g)
                     g = buf
@@ -129,7 +131,7 @@ class StackOptimizer:
                 p.mul_(1 - lr_v * wd_v)
             elif wd_v is not None:
                 g = g.add(p * wd_v)
-            m, v = self.state1[i], self.state2[i]
+            m, v = self.state[i]["exp_avg"], self.state[i]["exp_avg_sq"]
             b1_v, b2_v = self._view(b1, p), self._view(b2, p)
             m.mul_(b1_v).add_(g * (1 - b1_v))
             v.mul_(b2_v).addcmul_(g, g * (1 - b2_v))
@@ -137,19 +139,32 @@ class StackOptimizer:
             p.sub_((m / denom) * (lr_v / self._view(bc1, p)))
 
     def state_tensors(self) -> list[dict[str, torch.Tensor]]:
-        """Per parameter, its optimiser state by name (moments, momentum buffer, step count): the tensors
-        themselves, empty before a fused optimiser's first step."""
+        """Per parameter, its optimiser state under torch.optim's names (``exp_avg``, ``exp_avg_sq``,
+        ``momentum_buffer``, ``step``), the same for both implementations: the tensors themselves, empty before a
+        fused optimiser's first step."""
         if self.fused:
             return [{k: v for k, v in self.opt.state.get(p, {}).items() if torch.is_tensor(v)} for p in self.params]
-        out = []
-        for i in range(len(self.params)):
-            st = {"t": self.t}
-            if self.state1 is not None:
-                st["state1"] = self.state1[i]
-            if self.state2 is not None:
-                st["state2"] = self.state2[i]
-            out.append(st)
-        return out
+        return [{"step": self.t, **st} for st in self.state]
+
+    def state_dict(self) -> dict:
+        """A copy of the state (``state_tensors``): what a checkpoint keeps. The learning rates are not in it: the
+        loop sets them before every step."""
+        return {"state": [{k: v.detach().clone() for k, v in st.items()} for st in self.state_tensors()]}
+
+    @torch.no_grad()
+    def load_state_dict(self, state: dict) -> None:
+        """Take over ``state_dict()``'s state (of this optimiser, or of one of a stack rebuilt into these
+        parameters by ``loop.Prepared.restack``), whichever implementation made it: a fused optimiser is given its
+        state as torch.optim makes it (a float32 step on the parameter's device); the per-model update copies."""
+        if self.fused:
+            for p, st in zip(self.params, state["state"], strict=True):
+                if st:
+                    self.opt.state[p] = {k: v.to(p.device, torch.float32, copy=True) if k == "step" else v.clone()
+                                         for k, v in st.items()}
+            return
+        for mine, st in zip(self.state_tensors(), state["state"], strict=True):
+            for k, v in mine.items():
+                v.copy_(st[k])
 
     @torch.no_grad()
     def snapshot(self) -> list[dict[str, torch.Tensor]] | None:
@@ -170,33 +185,13 @@ class StackOptimizer:
                 v.copy_(saved[k])
 
     @torch.no_grad()
-    def load_member_states(self, states: list[dict[str, torch.Tensor]]) -> None:
-        """Take over per-parameter states (``state_tensors`` layout, already restacked for these parameters):
-        a fused optimiser is given its state as torch.optim would have made it; the per-model update copies."""
-        if self.fused:
-            for p, st in zip(self.params, states, strict=True):
-                if st:
-                    self.opt.state[p] = {k: v.clone() for k, v in st.items()}
-            return
-        for mine, st in zip(self.state_tensors(), states, strict=True):
-            for k, v in mine.items():
-                v.copy_(st[k])
-
-    @torch.no_grad()
     def reset_state(self) -> None:
         """Back to the state of a fresh optimiser, in place (the same tensors, so a captured CUDA graph that reads
         them stays valid): moments, momentum buffers and step counts zero. A zero momentum buffer gives
         ``0 * momentum + g = g``, exactly the first step of a fresh SGD (dampening 0)."""
-        if self.fused:
-            for st in self.opt.state.values():
-                for v in st.values():
-                    if torch.is_tensor(v):
-                        v.zero_()
-            return
-        self.t.zero_()
-        for states in (self.state1, self.state2):
-            for t in states or []:
-                t.zero_()
+        for st in self.state_tensors():
+            for v in st.values():
+                v.zero_()
 
     def zero_grad(self) -> None:
         for p in self.params:
