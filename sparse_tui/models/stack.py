@@ -232,9 +232,10 @@ class StackedTransformer(nn.Module):
                            if self.get_buffer(n + "_mask") is not None}
         self._bias_cache: dict[tuple, Tensor | None] = {}
 
-    def _apply(self, fn, recurse=True):
+    def _apply(self, fn, recurse=True):  # .to(), .cuda(), .double(), ...: the index tensors follow the device
         super()._apply(fn, recurse)
-        self._places = {n: [tuple(fn(t) for t in ix) for ix in places] for n, places in self._places.items()}
+        dev = self.params[self.names[0]].device
+        self._places = {n: [tuple(t.to(dev) for t in ix) for ix in places] for n, places in self._places.items()}
         self._index()
         return self
 
