@@ -130,6 +130,13 @@ class LinregTask(TaskSection):
     indicator: bool = Field(
         False, description="Append a feature that is 1 on relevant tokens and 0 elsewhere (App. B.1)."
     )
+    x_tilde: Literal["e1", "random"] = Field(
+        "e1",
+        description=(
+            "The repeated token x~ of cross-sample repetition: 'e1' = the first basis vector (App. A.2, 'without "
+            "loss of generality' for gradient flow, not for Adam); 'random' = a random unit vector drawn per (seed, d)."
+        ),
+    )
     test_repetition: bool = Field(
         False,
         description=(

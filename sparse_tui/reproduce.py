@@ -35,11 +35,25 @@ def config_key(config: dict) -> str:
     return json.dumps({k: v for k, v in config.items() if k not in _NOT_CONFIG}, sort_keys=True)
 
 
+def _canonical(config: dict) -> dict:
+    """A stored config as today's schema writes it: a field added since the run was recorded takes its default
+    (which is what the run trained with), so adding a field does not orphan the store's runs. A config the schema
+    no longer accepts is kept as stored (it then matches nothing)."""
+    from pydantic import ValidationError
+
+    from sparse_tui.presets import config_from_json
+
+    try:
+        return config_from_json(config).model_dump(mode="json")
+    except ValidationError:
+        return config
+
+
 def index_runs(store: Any) -> dict[str, list[Any]]:
-    """The store's runs whose status is a result (``REUSED``), by ``config_key``."""
+    """The store's runs whose status is a result (``REUSED``), by ``config_key`` of their canonical config."""
     by_key: dict[str, list[Any]] = {}
     for r in store.runs(status=list(REUSED)):
-        by_key.setdefault(config_key(r.config), []).append(r)
+        by_key.setdefault(config_key(_canonical(r.config)), []).append(r)
     return by_key
 
 

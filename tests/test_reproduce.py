@@ -168,3 +168,23 @@ def test_fig17_report_reads_both_probes_before_at_and_after_the_plateau(tmp_path
 
     out = ENTRY_FIGURES["fig17"](store, ["r0"], tmp_path / "fig17.png")
     assert out.stat().st_size > 10_000
+
+
+def test_reuse_survives_a_field_added_to_the_schema_since_the_run():
+    """A run recorded before a config field existed (here linreg's task.x_tilde) trained with that field's default:
+    reproduce still reuses it (its stored config is read through today's schema), and a run whose stored config
+    differs in a real setting still does not match."""
+    from types import SimpleNamespace
+
+    from sparse_tui.presets import expand, load_preset
+    from sparse_tui.reproduce import match_runs
+
+    specs = expand(load_preset(ROOT / "presets" / "paper_fig3_p_cpu.toml"))[:2]
+    old = [spec.config.model_dump(mode="json") for spec in specs]
+    for c in old:
+        del c["task"]["x_tilde"]  # as recorded before the field existed
+    old[1]["train"]["lr"] = 0.5  # a different configuration
+    recs = [SimpleNamespace(config=c, status="finished", created_at=float(i)) for i, c in enumerate(old)]
+    store = SimpleNamespace(runs=lambda status=None: recs)
+    found, missing = match_runs(store, specs)
+    assert found == {0: recs[0]} and missing == [1]

@@ -186,6 +186,24 @@ def test_linreg_cross_sample_fraction_and_x_tilde():
     assert (b1.x[b1.relevant] == t.x_tilde).all()
 
 
+def test_linreg_random_x_tilde_is_a_seeded_unit_vector_and_changes_nothing_else():
+    """x_tilde = "random": x~ on the unit sphere, from its own stream (seed, d), so W*, tokens and which sequences
+    carry x~ are those of x_tilde = "e1" (common random numbers); Adam is not rotation invariant (App. A.2 fn. 3)."""
+    d, N = 16, 2000
+    e1, rnd = (linreg(d=d, T=10, p=0.3, position="random", x_tilde=x) for x in ("e1", "random"))
+    assert float(rnd.x_tilde.norm()) == pytest.approx(1.0, abs=1e-6)
+    assert int((rnd.x_tilde != 0).sum()) == d  # spread over every coordinate, unlike e_1
+    assert torch.equal(rnd.x_tilde, linreg(d=d, T=32, p=0.3, x_tilde="random").x_tilde)  # per (seed, d): not T
+    assert not torch.equal(rnd.x_tilde, linreg(d=d, T=10, p=0.3, seed=1, x_tilde="random").x_tilde)
+    assert torch.equal(rnd.w_star, e1.w_star)
+    a, b = e1.train_batch(N), rnd.train_batch(N)
+    is_e1, is_rnd = (a.x == e1.x_tilde).all(-1), (b.x == rnd.x_tilde).all(-1)
+    assert torch.equal(is_e1, is_rnd) and 0.25 < float(is_rnd.any(-1).float().mean()) < 0.35
+    assert torch.equal(a.x[~is_e1], b.x[~is_rnd])  # every other token is the same
+    torch.testing.assert_close(b.y[is_rnd.any(-1)], (rnd.w_star @ rnd.x_tilde).expand(int(is_rnd.any(-1).sum()), d))
+    assert torch.equal(e1.test_batch(300).x, rnd.test_batch(300).x)  # the test set has no x~ either way
+
+
 @pytest.mark.parametrize("position", ["last", "fixed", "random"])
 def test_linreg_test_set_has_no_repetition(position):
     d, T, B = 8, 16, 4

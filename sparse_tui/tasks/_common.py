@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-STREAMS = {"fixed": 0, "train": 1, "test": 2, "data": 3}
+STREAMS = {"fixed": 0, "train": 1, "test": 2, "data": 3, "x_tilde": 4}
 
 
 def derive_seed(seed: int, stream: str, key: tuple[int, ...] = ()) -> int:

@@ -31,10 +31,13 @@ otherwise exactly one relevant position.
 
 Decisions where the sources are silent:
 
-* **x~ = e_1**, the first canonical basis vector, exactly as the paper's App. A.2 / A.4 write it ("without loss of
-  generality"). It is the same for every seed. It is WLOG for the toy model and gradient flow (both rotation
-  equivariant, and W* is isotropic), but not for Adam, which is coordinate-wise: a Transformer trained with Adam
-  sees x~ aligned with one input feature.
+* **x~ = e_1** (``x_tilde = "e1"``, the default), the first canonical basis vector, exactly as the paper's App. A.2 /
+  A.4 write it ("without loss of generality", footnote 3: a right multiplication of W by an orthogonal matrix). It
+  is the same for every seed. It is WLOG for the toy model and gradient flow (both rotation equivariant, and W* is
+  isotropic), but not for Adam, which is coordinate-wise: a Transformer trained with Adam sees x~ aligned with one
+  input feature. ``x_tilde = "random"`` draws x~ uniformly on the unit sphere from its own stream keyed by
+  (seed, d), so every other random number of the run is unchanged (docs/REPRODUCTION.md, Fig. 3 right, measures
+  both).
 * The B copies are all replaced by x~ (the whole "relevant token" is x~, as in App. A.2 where the last B tokens are
   always identical).
 * Which position the B = 1 test set uses: ``'last'`` -> the last position T (y* = W* x_T, §2.1); ``'fixed'`` -> the
@@ -87,8 +90,12 @@ class LinearRegression(Task):
             self.positions = perm[: self.B].to(self.device)
         else:
             self.positions = None
-        self.x_tilde = torch.zeros(self.d, device=self.device)
-        self.x_tilde[0] = 1.0
+        if cfg.x_tilde == "random":  # its own stream: W*, positions and tokens are those of x_tilde = "e1"
+            v = torch.randn(self.d, generator=make_generator(self.seed, "x_tilde", "cpu", key=(self.d,)))
+            self.x_tilde = (v / v.norm()).to(self.device)
+        else:
+            self.x_tilde = torch.zeros(self.d, device=self.device)
+            self.x_tilde[0] = 1.0
 
     # ------------------------------------------------------------------------------------------------------
     def _sample(self, n: int, gen: torch.Generator, B: int, p: float) -> Batch:
