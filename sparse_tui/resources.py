@@ -17,7 +17,7 @@ from sparse_tui.presets import RunConfig, n_eval_steps, task_kind
 F32 = 4
 # Evaluation materialises at most this many attention probabilities per chunk (training/metrics.py _ATTN_BUDGET).
 EVAL_ATTN_ELEMENTS = 64 * 1024 * 1024
-# Host bytes per training step of the learning-rate schedule the loop builds before training (training/schedule.py
+# Host bytes per training step of the learning-rate schedule the loop builds before training (schedule.py
 # lr_table: a Python list of floats per step, ~100 B, plus a float32 copy on the device).
 LR_TABLE_BYTES_PER_STEP = 104
 # Share of the available memory one run may plan to use (the rest: Python, torch's allocator, the store).

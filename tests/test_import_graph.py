@@ -1,6 +1,10 @@
-"""sparse_tui has no import circles: an import graph of the package's modules, read from their source (every
-``import`` statement, also those inside functions), has no cycle. Circles make import order matter and hide
-layering mistakes (the training loop and the model code used to import each other through ``lr_factor``)."""
+"""sparse_tui's import graph, read from the modules' source (every ``import`` statement, also those inside
+functions), has no cycle and no import from a lower layer to a higher one. Circles make import order matter and
+hide layering mistakes (the training loop and the model code used to import each other through ``lr_factor``).
+
+``LAYERS`` is the one definition of the package's layers (docs/ARCHITECTURE.md, "Layers", describes it): a module
+may import modules of its own layer and of the layers before it, never of a layer after it. Every module belongs to
+exactly one layer (the longest prefix that names it), so a new module is placed here when it is written."""
 
 from __future__ import annotations
 
@@ -8,6 +12,21 @@ import ast
 from pathlib import Path
 
 PKG = Path(__file__).resolve().parent.parent / "sparse_tui"
+
+# Lowest first. A name is a module or a package (with everything under it).
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("base", ("sparse_tui", "sparse_tui.numbers", "sparse_tui.devices", "sparse_tui.exitcodes",
+              "sparse_tui.schedule", "sparse_tui.theory", "sparse_tui.plotting")),
+    ("config and store", ("sparse_tui.presets", "sparse_tui.store", "sparse_tui.atlas", "sparse_tui.resources")),
+    ("science", ("sparse_tui.tasks", "sparse_tui.models", "sparse_tui.fitting", "sparse_tui.geometry")),
+    ("training", ("sparse_tui.training",)),
+    ("lifecycle and reports", ("sparse_tui.runner", "sparse_tui.executors", "sparse_tui.export",
+                               "sparse_tui.fitreport", "sparse_tui.progress", "sparse_tui.annotate",
+                               "sparse_tui.bridges", "sparse_tui.estimate", "sparse_tui.phase")),
+    ("commands", ("sparse_tui.figures", "sparse_tui.reproduce", "sparse_tui.doctor")),
+    ("console", ("sparse_tui.tui",)),
+    ("cli", ("sparse_tui.cli", "sparse_tui.__main__")),
+]
 
 
 def module_name(path: Path) -> str:
@@ -69,12 +88,61 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
+def layer_of(module: str) -> int | None:
+    """The index in ``LAYERS`` of the longest name that is ``module`` or a package above it (the top package,
+    ``sparse_tui``, names only its ``__init__``); None: in no layer."""
+    best, found = -1, None
+    for i, (_, names) in enumerate(LAYERS):
+        for n in names:
+            if (module == n or n != "sparse_tui" and module.startswith(n + ".")) and len(n) > best:
+                best, found = len(n), i
+    return found
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Each import of a module from a higher layer, as 'importer (layer) -> imported (layer)'."""
+    name = [n for n, _ in LAYERS]
+    return sorted(f"{m} ({name[layer_of(m)]}) -> {t} ({name[layer_of(t)]})"
+                  for m, ts in graph.items() for t in ts if layer_of(t) > layer_of(m))
+
+
 def test_the_graph_sees_imports_inside_functions():
     g = import_graph()
-    assert "sparse_tui.training.schedule" in g["sparse_tui.models.ode"]  # a lazy import inside a function
+    assert "sparse_tui.fitting" in g["sparse_tui.tui.selection"]  # a lazy import inside a function
     assert "sparse_tui.training.loop" in g["sparse_tui.training.trainer"]
 
 
 def test_no_import_circles_in_sparse_tui():
     found = cycles(import_graph())
     assert found == [], f"import circles: {found}"
+
+
+def test_every_module_is_in_one_layer():
+    assert [m for m in import_graph() if layer_of(m) is None] == []
+    assert layer_of("sparse_tui.new_module") is None  # a new module is placed by hand
+    names = [n for _, ns in LAYERS for n in ns]
+    assert len(names) == len(set(names))
+
+
+def test_no_import_from_a_lower_layer_to_a_higher_one():
+    found = upward_imports(import_graph())
+    assert found == [], "imports against the layer order:\n" + "\n".join(found)
+
+
+def test_the_layer_check_finds_an_upward_import():
+    """The check is not vacuous: the models importing the training package (as ode.py did through lr_factor) and
+    the store importing the console are reported."""
+    g = {"sparse_tui.models.ode": {"sparse_tui.training.loop"}, "sparse_tui.store": {"sparse_tui.tui.app"},
+         "sparse_tui.tui.app": {"sparse_tui.store"}, "sparse_tui.training.loop": set()}
+    assert upward_imports(g) == [
+        "sparse_tui.models.ode (science) -> sparse_tui.training.loop (training)",
+        "sparse_tui.store (config and store) -> sparse_tui.tui.app (console)",
+    ]
+
+
+def test_the_architecture_doc_names_the_layers_in_order():
+    """docs/ARCHITECTURE.md's "Layers" section lists the same layers in the same order as ``LAYERS``."""
+    doc = (PKG.parent / "docs" / "ARCHITECTURE.md").read_text()
+    section = doc.split("## Layers", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[2].strip() for line in section.splitlines() if line.startswith("| ") and "---" not in line]
+    assert rows[1:] == [n for n, _ in LAYERS]

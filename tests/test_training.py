@@ -10,7 +10,7 @@ import torch
 from sparse_tui.presets import eval_steps, expand, load_preset, validate_preset_data
 from sparse_tui.store import RunStore
 from sparse_tui.training.plateau import PlateauDetector, plateau_step
-from sparse_tui.training.schedule import lr_factor
+from sparse_tui.schedule import lr_factor
 from sparse_tui.training.trainer import RunLogger, train_run
 
 

@@ -7,9 +7,9 @@ Time and steps
 --------------
 Gradient descent with step size lr follows the gradient flow with time t = lr x (number of steps), so step k is
 flow time ``t_k = k * train.lr`` (constant schedule, no warmup). With a warmup or a decaying schedule the time is the
-cumulative learning rate, t_k = lr * sum_{j<=k} lr_factor(j) (the trainer's ``lr_factor``). The optimiser setting is
-ignored: the flow is the small-step limit of plain gradient descent (Asm. 1), not of Adam. ``batch_size`` is ignored
-too (the flow uses the expected loss).
+cumulative learning rate, t_k = lr * sum_{j<=k} lr_factor(j) (``schedule.lr_factor``, the training loop's). The
+optimiser setting is ignored: the flow is the small-step limit of plain gradient descent (Asm. 1), not of Adam.
+``batch_size`` is ignored too (the flow uses the expected loss).
 
 Metrics (docs/ARCHITECTURE.md names) at steps 0, every, 2 every, ..., and train.steps:
 
@@ -42,6 +42,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import theory
+from ..schedule import lr_factor
 
 __all__ = ["OdeRun", "simulate_run", "ode_curve", "recorded_curve", "step_times", "PLATEAU_OBSERVABLES"]
 
@@ -88,9 +89,7 @@ def _schedule_is_constant(cfg: Any) -> bool:
 
 
 def _cum_lr(cfg: Any, upto: int) -> np.ndarray:
-    """Cumulative flow time after each step 0..upto for a non-constant schedule (trainer's ``lr_factor``)."""
-    from ..training.schedule import lr_factor  # imported lazily: only needed for warmup / decaying schedules
-
+    """Cumulative flow time after each step 0..upto for a non-constant schedule (``schedule.lr_factor``)."""
     f = np.array([0.0] + [lr_factor(k, cfg) for k in range(1, upto + 1)])
     return cfg.train.lr * np.cumsum(f)
 

@@ -37,12 +37,12 @@ from typing import Callable
 import torch
 
 from sparse_tui.presets import RunConfig, eval_steps
+from sparse_tui.schedule import lr_factor, lr_table
 from sparse_tui.training.checkpoint import Checkpointer
 from sparse_tui.training.metrics import evaluate, toy_metrics
 from sparse_tui.training.optim import StackOptimizer
 from sparse_tui.training.plateau import PlateauDetector
 from sparse_tui.training.runlog import RunLogger, RunResult
-from sparse_tui.training.schedule import lr_factor, lr_table
 
 
 class StackFailed(RuntimeError):
