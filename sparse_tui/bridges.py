@@ -46,7 +46,7 @@ class BridgeError(Exception):
 
 def run_dir_name(rec: RunRecord) -> str:
     """A run's folder in the TensorBoard log dir: its name and id, safe as one path component."""
-    name = f"{rec.preset} {rec.label or ''}".strip()
+    name = rec.name
     return re.sub(r"[^A-Za-z0-9_.=+-]+", "_", name).strip("_")[:80] + f"_{rec.run_id}"
 
 
@@ -237,7 +237,7 @@ def to_mlflow(store: RunStore, runs: list[RunRecord], uri: str | None = None,
         if rec.note:
             tags["mlflow.note.content"] = rec.note
         run = client.create_run(eid, start_time=int((rec.started_at or rec.created_at) * 1000),
-                                run_name=f"{rec.preset} {rec.label or ''}".strip() + f" {rec.run_id}")
+                                run_name=f"{rec.name} {rec.run_id}")
         rid = run.info.run_id
         params = [Param(k, str(v)[:6000]) for k, v in hparam_values(rec).items()]
         metrics = []

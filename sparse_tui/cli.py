@@ -971,6 +971,7 @@ def theory(
     the paper as sqrt(d)*T (docs/THEORY.md).
     """
     from sparse_tui import fitreport
+    from sparse_tui.fitting import FitError
 
     items = list(grid) + list(extra or [])  # --grid d=.. T=.. : later items arrive as extra arguments
     if extra and not grid:
@@ -978,7 +979,7 @@ def theory(
     try:
         if items:
             if d is not None or T is not None:
-                raise fitreport.FitError("give either --grid or --d/--T, not both")
+                raise FitError("give either --grid or --d/--T, not both")
             res = fitreport.theory_grid(items, threshold=threshold, paper=None if paper == "none" else paper)
             if as_json:
                 sys.stdout.write(json.dumps(fitreport.theory_grid_dict(res), indent=1) + "\n")
@@ -986,16 +987,16 @@ def theory(
                 out.print(fitreport.format_theory_grid(res), markup=False)
             return
         if d is None or T is None:
-            raise fitreport.FitError("give --d and --T (and optionally --B, --p), or --grid d=... T=...")
+            raise FitError("give --d and --T (and optionally --B, --p), or --grid d=... T=...")
         for name, v in (("--d", d), ("--T", T), ("--B", B)):
             if not math.isfinite(v) or v < 1 or float(v) != int(v):
-                raise fitreport.FitError(f"{name}: must be a positive integer, got {v:g}")
+                raise FitError(f"{name}: must be a positive integer, got {v:g}")
         if B > T:
-            raise fitreport.FitError("--B: must be <= --T")
+            raise FitError("--B: must be <= --T")
         if not 0.0 <= p <= 1.0:
-            raise fitreport.FitError(f"--p: must be in [0, 1], got {p:g}")
+            raise FitError(f"--p: must be in [0, 1], got {p:g}")
         pt = fitreport.theory_point(int(d), int(T), int(B), p, threshold=threshold)
-    except (fitreport.FitError, ValueError) as e:
+    except (FitError, ValueError) as e:
         raise _fit_error(e) from None
     if as_json:
         sys.stdout.write(json.dumps(pt, indent=1) + "\n")
@@ -1027,6 +1028,7 @@ def fit(
     theory's forecast and the paper's fit. Runs that never emerged are reported as censored. --plot FILE also
     writes the plateau against each variable on log-log axes with the fit and the paper's law."""
     from sparse_tui import fitreport
+    from sparse_tui.fitting import FitError
 
     if bootstrap < 0:
         raise fail("--bootstrap: must be >= 0")
@@ -1035,7 +1037,7 @@ def fit(
     try:  # the console's Fit panel calls the same function with the same arguments
         rep = fitreport.fit_store(store, vars_, run_ids=list(run_ids or []), preset=preset, batch=batch, where=where,
                                   tie=tie, bootstrap=bootstrap, seed=seed, target=target, paper=paper)
-    except (fitreport.FitError, ValueError) as e:
+    except (FitError, ValueError) as e:
         raise _fit_error(e) from None
     if as_json:
         sys.stdout.write(json.dumps(rep.to_dict(), indent=1) + "\n")

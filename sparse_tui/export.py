@@ -67,7 +67,7 @@ def run_row(rec: RunRecord, store: RunStore | None = None) -> dict[str, Any]:
         "status": rec.status,
         "reason": rec.reason,
         "label": rec.label,
-        "name": f"{rec.preset} {rec.label or ''}".strip(),
+        "name": rec.name,
         "tags": list(rec.tags),
         "note": rec.note,
         "seed": rec.seed,

@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .fitting import FitError, FitResult, compare_to_theory, fit_power_law, format_comparison, short_name
+from .fitting import FitError, FitResult, compare_to_theory, fit_power_law, format_comparison
 from .numbers import fmt_or
 from .theory import (
     PAPER_FITS,
@@ -48,7 +48,6 @@ from .theory import (
 )
 
 __all__ = [
-    "FitError",
     "Selection",
     "FitReport",
     "parse_vars",
@@ -629,8 +628,3 @@ def json_safe(obj: Any) -> Any:
     if isinstance(obj, float) and not math.isfinite(obj):
         return None
     return obj
-
-
-def short(v: str) -> str:
-    """Re-export of ``fitting.short_name`` for the console."""
-    return short_name(v)

@@ -230,6 +230,12 @@ class RunRecord:
         return max(0.0, (end or time.time()) - self.started_at)
 
     @property
+    def name(self) -> str:
+        """What tells a run apart (tables, legends, exports, the compare view): its preset and its label (the swept
+        values and the keys edited away from the preset file, then the seed)."""
+        return f"{self.preset} {self.label or ''}".strip()
+
+    @property
     def final(self) -> dict:
         return self.summary.get("final", {}) if self.summary else {}
 

@@ -146,3 +146,35 @@ def test_the_architecture_doc_names_the_layers_in_order():
     section = doc.split("## Layers", 1)[1].split("\n## ", 1)[0]
     rows = [line.split("|")[2].strip() for line in section.splitlines() if line.startswith("| ") and "---" not in line]
     assert rows[1:] == [n for n, _ in LAYERS]
+
+
+# Names a package's __init__ offers from its modules as the package's API (not used in the __init__ itself).
+PACKAGE_API: dict[str, set[str]] = {}
+
+
+def unused_package_imports() -> list[str]:
+    """Names a module imports from sparse_tui at its top level and never uses: a re-export for an old import path
+    (a shim) or dead code. A name counts as used when the module's code or a string annotation names it."""
+    out = []
+    for path in PKG.rglob("*.py"):
+        mod = module_name(path)
+        tree = ast.parse(path.read_text(), str(path))
+        imported: dict[str, int] = {}
+        for node in tree.body:
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("sparse_tui")):
+                for a in node.names:
+                    imported[a.asname or a.name] = node.lineno
+        names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        notes = [n.annotation for n in ast.walk(tree) if isinstance(n, (ast.arg, ast.AnnAssign)) and n.annotation]
+        notes += [n.returns for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        strings = " ".join(c.value for a in notes if a for c in ast.walk(a) if isinstance(c, ast.Constant)
+                           and isinstance(c.value, str))
+        for name, line in imported.items():
+            if name not in names and name not in strings and name not in PACKAGE_API.get(mod, ()):
+                out.append(f"{path.relative_to(PKG.parent)}:{line}: {name}")
+    return sorted(out)
+
+
+def test_no_name_is_imported_only_to_be_re_exported():
+    found = unused_package_imports()
+    assert found == [], "imported and never used (a re-export shim, or dead):\n" + "\n".join(found)

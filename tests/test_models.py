@@ -13,7 +13,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from sparse_tui.models import ToyAttention, Transformer, build_model
+from sparse_tui.models import build_model
+from sparse_tui.models.toy import ToyAttention
+from sparse_tui.models.transformer import Transformer
 from sparse_tui.presets import RunConfig
 
 CPU = torch.device("cpu")

@@ -41,6 +41,22 @@ def test_lifecycle_and_records(tiny_preset, runs_dir):
         store.finish(rec.run_id, "running")
 
 
+def test_a_run_has_one_name_everywhere(tiny_preset, runs_dir):
+    """``RunRecord.name`` (preset and label) is the name the export, ``runs --json``, the run table and the
+    bridges show: one place decides it."""
+    from sparse_tui.export import run_row
+    from sparse_tui.tui.render.runs import COLUMNS, table_row
+
+    store = RunStore(runs_dir)
+    store.create_runs(_specs(tiny_preset))
+    for rec in store.runs():
+        assert rec.name == f"{rec.preset} {rec.label}" and rec.label.endswith(f"seed={rec.seed}")
+        assert run_row(rec, store)["name"] == rec.name
+        assert table_row(rec, None, 0.0).cells[COLUMNS.index("name")] == rec.name
+    rec.label = ""
+    assert rec.name == rec.preset
+
+
 def test_unknown_run_and_missing_store(tmp_path):
     with pytest.raises(StoreError, match="no run store here"):
         RunStore(tmp_path / "nothing", create=False)

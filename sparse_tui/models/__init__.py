@@ -8,35 +8,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-# torch is imported lazily (PEP 562 ``__getattr__`` below and inside the functions), so that importing
-# ``sparse_tui.models.ode`` (numpy / scipy only) does not load torch: ``sparse-tui theory`` and ``sparse-tui fit``
-# stay light.
+# torch is imported inside the functions, so that importing ``sparse_tui.models.ode`` (numpy / scipy only) does not
+# load torch: ``sparse-tui theory`` and ``sparse-tui fit`` stay light.
 if TYPE_CHECKING:
     import torch
     from torch import nn
-
-    from .toy import ToyAttention
-    from .transformer import Transformer
-
-__all__ = ["ToyAttention", "Transformer", "build_model", "init_generator"]
-
-_LAZY = {"ToyAttention": ".toy", "Transformer": ".transformer"}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
 
 # Salt mixed into the run seed for the model's initialisation, so that the init stream never coincides with the
 # task's stream (a task seeded with the same integer would otherwise draw W* and the initial W identically).

@@ -21,11 +21,6 @@ _PER_MODEL_MODEL_FIELDS = ("init_std", "init", "init_scale", "pos_init_std")
 _PADDED_MODEL_FIELDS = ("d_model", "d_qk", "mlp_factor")
 
 
-# Shapes the task gives the model, from the config alone (no task is built): one definition, shared with the
-# resource estimate.
-task_dims = dims
-
-
 def group_key(cfg) -> tuple | None:
     """Runs with equal keys can be trained in one stack; None = never stacked (the ODE 'model' is integrated)."""
     if cfg.model.kind == "ode":
@@ -38,9 +33,9 @@ def group_key(cfg) -> tuple | None:
         for k in _PADDED_MODEL_FIELDS:
             m.pop(k, None)
         if m.get("input", "auto") == "auto":  # resolved by the task: an embedding for token tasks
-            m["input"] = "embedding" if task_dims(cfg)["vocab"] else "linear"
+            m["input"] = "embedding" if dims(cfg)["vocab"] else "linear"
     else:
-        shapes = tuple(sorted(task_dims(cfg).items()))
+        shapes = tuple(sorted(dims(cfg).items()))
     t = cfg.train
     return (
         cfg.task.kind,
@@ -64,7 +59,7 @@ def padded_config(cfgs: list):
     """A config with the largest shape of each kind among ``cfgs`` (what each model of their stack costs)."""
     if len(cfgs) == 1 or cfgs[0].model.kind != "transformer":
         return cfgs[0]
-    big = max(cfgs, key=lambda c: (c.model.d_model, task_dims(c)["seq_len"]))
+    big = max(cfgs, key=lambda c: (c.model.d_model, dims(c)["seq_len"]))
     m = big.model.model_copy(update={
         "d_model": max(c.model.d_model for c in cfgs),
         "d_qk": max((c.model.d_qk or c.model.d_model // c.model.n_heads) for c in cfgs),

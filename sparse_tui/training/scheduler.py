@@ -30,7 +30,8 @@ import os
 from dataclasses import dataclass
 
 from sparse_tui.presets import RunConfig, RunSpec
-from sparse_tui.training.grouping import group_key, padded_config, task_dims
+from sparse_tui.resources import dims
+from sparse_tui.training.grouping import group_key, padded_config
 
 SCHEDULES = ("auto", "sequential", "processes", "stacked")
 
@@ -245,7 +246,7 @@ def plan(
 def n_params(cfg: RunConfig) -> int:
     """Parameter count of a run's model, from its config (matches ``models.build_model``)."""
     m = cfg.model
-    td = task_dims(cfg)
+    td = dims(cfg)
     L, out = td["seq_len"], td["out_dim"]
     if m.kind == "toy":
         return L + out * td["in_dim"]
@@ -280,7 +281,7 @@ def estimate_bytes(cfg: RunConfig) -> int:
     (counted as materialised even when fused kernels are used), times 2 for temporaries.
     """
     p = n_params(cfg)
-    td = task_dims(cfg)
+    td = dims(cfg)
     bs, L = cfg.train.batch_size, td["seq_len"]
     m = cfg.model
     if m.kind != "transformer":
@@ -327,7 +328,7 @@ PADDING_CAP: float | None = None
 
 def _shape(cfg: RunConfig) -> dict[str, int]:
     """The sizes that set a Transformer's training FLOPs (``step_flops``); per run, or padded over a stack."""
-    m, td = cfg.model, task_dims(cfg)
+    m, td = cfg.model, dims(cfg)
     kind = m.input if m.input != "auto" else ("embedding" if td["vocab"] else "linear")
     return {"D": m.d_model, "Q": m.n_heads * (m.d_qk or m.d_model // m.n_heads), "V": m.d_model,
             "F": m.mlp_factor * m.d_model if m.mlp else 0, "L": td["seq_len"],
@@ -337,7 +338,7 @@ def _shape(cfg: RunConfig) -> dict[str, int]:
 def step_flops(cfg: RunConfig, shape: dict[str, int] | None = None) -> float:
     """Matmul FLOPs of one training step (forward + backward = 3x forward) of ``cfg``'s model, at its own shape or
     at ``shape`` (the padded shape of a stack: ``stack_flops``). Toy models: their one weighted sum and map."""
-    td = task_dims(cfg)
+    td = dims(cfg)
     bs = cfg.train.batch_size
     if cfg.model.kind != "transformer":
         return 3.0 * bs * 2 * (td["seq_len"] * (td["in_dim"] or 1) + (td["in_dim"] or 1) * td["out_dim"])
@@ -430,7 +431,7 @@ def describe_groups(cfgs: list[RunConfig], groups: list[list[int]]) -> list[str]
         if len(g) == 1:
             continue
         widths = sorted({c.model.d_model for c in members if c.model.kind == "transformer"})
-        lens = sorted({task_dims(c)["seq_len"] for c in members})
+        lens = sorted({dims(c)["seq_len"] for c in members})
         lines.append(f"stack of {len(g)} runs (d_model {'/'.join(map(str, widths)) or '-'}, length "
                      f"{'/'.join(map(str, lens))}): padded FLOPs x{padding_overhead(members):.2f} of their own")
     return lines

@@ -185,7 +185,7 @@ def theory(store: RunStore, run_ids: list[str]) -> TheoryData:
 
 def fit(store: RunStore, req: Any) -> FitDone:
     """``fitreport.fit_store`` with the request's arguments: the code path (and numbers) of ``sparse-tui fit``."""
-    from sparse_tui.fitreport import FitError
+    from sparse_tui.fitting import FitError
 
     try:
         rep = fitview.run_fit(store, req)

@@ -21,7 +21,6 @@ from textual.worker import get_current_worker
 from sparse_tui.plotting import downsample
 from sparse_tui.store import RunStore
 from sparse_tui.tui.messages import CurvesData, Problem, RunsUpdated
-from sparse_tui.tui.render.runs import run_name
 
 CURVE_POINTS = 1500  # points per series kept (the plot downsamples further to its width)
 
@@ -110,7 +109,7 @@ class StorePoller:
                 k: tuple(map(list, downsample(v[0], v[1], CURVE_POINTS))) for k, v in raw.items() if "/H" not in k
             }
             plateau[rid] = rec.plateau_step
-            labels[rid] = run_name(rec)
+            labels[rid] = rec.name
             params[rid] = dict(rec.params)
         return CurvesData([r for r in watch if r in series], series, plateau, labels, params)
 

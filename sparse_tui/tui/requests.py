@@ -245,7 +245,7 @@ class PanelRequests:
         return selection.guess_fit_variables(self.records, self.marked, self.current, query)
 
     def on_fit_requested(self, msg: FitRequested) -> None:
-        from sparse_tui.fitreport import FitError
+        from sparse_tui.fitting import FitError
 
         variables = msg.variables
         if variables is None:  # guessed variables follow the runs chosen now

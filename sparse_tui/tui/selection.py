@@ -9,7 +9,7 @@ from sparse_tui.store import RunRecord
 
 
 def fit_records(records: list[RunRecord], marked: list[str], current: str | None, query: str) -> list[RunRecord]:
-    from sparse_tui.tui.render.runs import matches, run_row
+    from sparse_tui.tui.render.runs import matches, table_row
 
     if not query and marked:
         ids = set(marked)
@@ -19,7 +19,7 @@ def fit_records(records: list[RunRecord], marked: list[str], current: str | None
         if cur is None:
             return list(records)
         return [r for r in records if r.preset == cur.preset]
-    return [r for r in records if matches(run_row(r, None, 0.0), query)]
+    return [r for r in records if matches(table_row(r, None, 0.0), query)]
 
 
 def fit_selection_key(records: list[RunRecord], marked: list[str], current: str | None) -> tuple:

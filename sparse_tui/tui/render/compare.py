@@ -9,7 +9,7 @@ from rich.text import Text
 
 from sparse_tui.store import RunRecord
 from sparse_tui.tui.render.groups import Stat
-from sparse_tui.tui.render.runs import final_metric, run_name
+from sparse_tui.tui.render.runs import final_metric
 
 def _flat(d: Any, prefix: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
@@ -28,7 +28,7 @@ METRICS = (("plateau step", None), ("final test/loss", ("test/loss", "train/loss
 
 def _side_name(key: str, members: list[RunRecord]) -> str:
     if len(members) == 1:
-        return f"{members[0].run_id}: {run_name(members[0])}"
+        return f"{members[0].run_id}: {members[0].name}"
     return f"{key.removeprefix('g:')} ({len(members)} runs)"
 
 

@@ -67,7 +67,8 @@ def parse_fit_options(text: str) -> dict[str, Any]:
     """The Fit panel's options line, ``sparse-tui fit`` style: ``--tie d:0.5,T:1 --bootstrap 200 --seed 1
     --target plateau_time --paper none --where task.B=2 --preset NAME --batch ID`` (also ``--opt=value``,
     ``opt=value``, ``boot 200``). Returns {option: value} (``where`` a list); raises ``FitError`` in one line."""
-    from sparse_tui.fitreport import FitError, parse_tie, parse_where
+    from sparse_tui.fitreport import parse_tie, parse_where
+    from sparse_tui.fitting import FitError
 
     try:
         toks = shlex.split(text or "")

@@ -10,7 +10,7 @@ from rich.style import Style
 from rich.text import Text
 
 from sparse_tui.numbers import fmt_num
-from sparse_tui.plotting import ramp  # noqa: F401 - the ramp of the console's heatmaps and the exported images
+from sparse_tui.plotting import ramp
 
 
 def _bg(rgb: tuple[int, int, int]) -> Style:

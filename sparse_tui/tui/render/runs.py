@@ -1,4 +1,4 @@
-"""The run table's text: one ``Row`` per run (display cells, sort keys, the text the filter searches), run names,
+"""The run table's text: one ``Row`` per run (display cells, sort keys, the text the filter searches; ``table_row``),
 tags, sort orders (natural, by value), the swept keys of a set of runs, and name cutting for narrow columns."""
 
 from __future__ import annotations
@@ -26,12 +26,6 @@ STATUS_STYLE = {
 
 COLUMNS = ("run", "status", "preset", "params", "step", "plateau", "loss", "acc", "device", "age", "name")
 STATUS = COLUMNS.index("status")
-
-
-def run_name(rec: RunRecord) -> str:
-    """What tells a run apart (tables, legends, the compare view): its preset and its label (the swept values and
-    the keys edited away from the preset file, then the seed)."""
-    return f"{rec.preset} {rec.label or ''}".strip()
 
 
 def run_tags(rec: RunRecord) -> list[str]:
@@ -139,7 +133,8 @@ class Row:
     params: dict = field(default_factory=dict)  # the run's parameters (the hyperparameter columns)
 
 
-def run_row(rec: RunRecord, last: dict | None, now: float) -> Row:
+def table_row(rec: RunRecord, last: dict | None, now: float) -> Row:
+    """A run as the run table shows it: display cells, sort keys, the text the filter searches."""
     loss = final_metric(rec, last, ("test/loss", "train/loss"))
     acc = final_metric(rec, last, ("test/acc",))
     age = now - rec.created_at if rec.created_at else None
@@ -157,7 +152,7 @@ def run_row(rec: RunRecord, last: dict | None, now: float) -> Row:
         fmt_num(acc, ".3f"),
         rec.device or "-",
         fmt_age(age),
-        run_name(rec),
+        rec.name,
     )
     nan_last = lambda v: (v is None or (isinstance(v, float) and math.isnan(v)), v if v is not None else 0)  # noqa
     keys = (
@@ -171,7 +166,7 @@ def run_row(rec: RunRecord, last: dict | None, now: float) -> Row:
         nan_last(acc),
         rec.device or "",
         rec.created_at or 0.0,
-        natural(run_name(rec)),
+        natural(rec.name),
     )
     text = " ".join([rec.run_id, status, rec.preset, params_text(rec), rec.label or "", rec.device or "",
                      *run_tags(rec), rec.note or ""]).lower()
@@ -194,7 +189,7 @@ DESCENDING_FIRST = {"acc", "step", "age"}
 
 
 def _missing(k: Any) -> bool:
-    return isinstance(k, tuple) and len(k) == 2 and k[0] is True  # the (missing, value) keys of run_row
+    return isinstance(k, tuple) and len(k) == 2 and k[0] is True  # the (missing, value) keys of table_row
 
 
 def sort_key(column: str) -> Callable[[Row], Any]:

@@ -19,7 +19,7 @@ from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.messages import FigureRequested
 from sparse_tui.tui.render.heatmap import heatmap, scale_bar
 from sparse_tui.phase import PHASE_VALUES, cell_note, phase_grid
-from sparse_tui.tui.render.runs import matches, run_row, swept_keys
+from sparse_tui.tui.render.runs import matches, swept_keys, table_row
 from sparse_tui.tui.widgets.ordered_input import OrderedInput
 from sparse_tui.tui.widgets.panel import ConsolePanel, StoreView
 from sparse_tui.tui.widgets.shallow_focus import ShallowFocus
@@ -103,7 +103,7 @@ class PhasePanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True):
             if cur is None:
                 return self.records
             return [r for r in self.records if r.preset == cur.preset]
-        return [r for r in self.records if matches(run_row(r, None, 0.0), self.filter)]
+        return [r for r in self.records if matches(table_row(r, None, 0.0), self.filter)]
 
     def action_cycle(self, axis: str) -> None:
         if not self.keys:

@@ -42,13 +42,13 @@ from sparse_tui.tui.render.runs import (
     fit_name,
     matches,
     param_text,
-    run_row,
     run_tags,
     short_keys,
     sort_rows,
     sort_words,
     speed,
     swept_keys,
+    table_row,
     varied_keys,
 )
 from sparse_tui.tui.screens.columns import ColumnsScreen
@@ -179,7 +179,7 @@ class RunsPanel(ConsolePanel, Guarded, Vertical):
     def store_changed(self, view: StoreView) -> None:
         self._records = {r.run_id: r for r in view.records}
         self._last = view.last
-        self.rows = [run_row(r, view.last.get(r.run_id), view.now) for r in view.records]
+        self.rows = [table_row(r, view.last.get(r.run_id), view.now) for r in view.records]
         self.render_rows()
 
     def focus_panel(self) -> None:
