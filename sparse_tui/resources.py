@@ -1,6 +1,11 @@
 """What a run needs before it trains: parameters, the largest tensor, memory for a training batch and for an
 evaluation, and the number of evaluations, estimated from the config alone (no torch, no model is built).
 
+The one memory model of sparse-tui: ``step_bytes`` (parameters, gradients, optimiser state and one training step's
+batch and activations) is what the sweep scheduler packs into a stack (``training/scheduler.py``); ``estimate``
+adds the evaluation and the learning-rate table for the preflight. ``MEMORY_FRACTION`` is the one share of a
+device's memory that either may plan to use.
+
 ``check`` refuses a preset whose largest run cannot fit the device's memory, with the estimate in its one-line
 message, before anything is written to the run store (``runner.preflight``). The estimate is generous (float32
 everywhere, every attention probability materialised, autograd's saved activations counted twice for temporaries),
@@ -20,8 +25,11 @@ EVAL_ATTN_ELEMENTS = 64 * 1024 * 1024
 # Host bytes per training step of the learning-rate schedule the loop builds before training (schedule.py
 # lr_table: a Python list of floats per step, ~100 B, plus a float32 copy on the device).
 LR_TABLE_BYTES_PER_STEP = 104
-# Share of the available memory one run may plan to use (the rest: Python, torch's allocator, the store).
-MEMORY_FRACTION = 0.8
+# Share of a device's memory that a run (the preflight: of the total on CUDA, of the available RAM on a CPU) or a
+# stack of runs (the scheduler: of the free CUDA memory) may plan to use; the rest: evaluation, fragmentation,
+# Python, torch's allocator. 0.7 is the value the scheduler's stacks on GPUs were measured with (docs/PERFORMANCE.md);
+# the preflight used 0.8 until the two memory models became one (issue 23).
+MEMORY_FRACTION = 0.7
 
 
 class ResourceError(Exception):
@@ -60,31 +68,88 @@ class Estimate:
         )
 
 
-def estimate(cfg: RunConfig) -> Estimate:
-    """The memory one run of ``cfg`` needs on its device (see the module docstring)."""
+def n_params(cfg: RunConfig) -> int:
+    """Parameter count of a run's model, from its config (matches ``models.build_model``; 0 for the ODE)."""
+    m = cfg.model
+    td = dims(cfg)
+    L, out = td["seq_len"], td["out_dim"]
+    if m.kind == "toy":
+        return L + out * td["in_dim"]
+    if m.kind != "transformer":
+        return 0
+    d, H = m.d_model, m.n_heads
+    dqk = m.d_qk or d // H
+    kind = m.input if m.input != "auto" else ("embedding" if td["vocab"] else "linear")
+    b = 1 if m.bias else 0  # model.bias: biases on every Linear layer but the key projection
+    p = td["vocab"] * d if kind == "embedding" else td["in_dim"] * d + b * d
+    if m.pos_enc == "learned":
+        p += L * d
+    per_layer = (d * H * dqk + b * H * dqk) + d * H * dqk + (d * d + b * d) * 2
+    if m.mlp:
+        hid = m.mlp_factor * d
+        per_layer += d * hid + b * hid + hid * d + b * d
+    if m.layernorm:
+        per_layer += 2 * d * (2 if m.mlp else 1)
+    p += m.n_layers * per_layer
+    if m.layernorm:
+        p += 2 * d
+    if m.tie_embeddings:
+        return p
+    return p + d * out + b * out
+
+
+def _input(cfg: RunConfig) -> tuple[int, int]:
+    """One sequence's input: (elements, bytes per element): token ids (int64) or vectors (float32)."""
     d = dims(cfg)
-    L, out, vocab, in_dim = d["seq_len"], d["out_dim"], d["vocab"], d["in_dim"]
+    return d["seq_len"] * (d["in_dim"] or 1), 8 if d["in_dim"] is None else F32
+
+
+def _activations(cfg: RunConfig) -> int:
+    """Activations autograd keeps for one sequence (elements): per layer the stream, LayerNorm, q/k/v/out and MLP
+    activations and the attention scores and probabilities (counted as materialised even when fused kernels are
+    used), plus the input map's output."""
+    d, m = dims(cfg), cfg.model
+    L = d["seq_len"]
+    if m.kind != "transformer":  # the toy model (paper Eq. 2) and the integrated ODE
+        return 4 * L * (d["in_dim"] or 1)
+    dm, H = m.d_model, m.n_heads
+    dqk = m.d_qk or dm // H
+    per_layer = L * (4 * dm + 2 * H * dqk + (2 * m.mlp_factor * dm if m.mlp else 0)) + 3 * H * L * L
+    return m.n_layers * per_layer + L * dm
+
+
+def _state_and_batch(cfg: RunConfig) -> tuple[int, int]:
+    """Bytes of the parameters, their gradients and two optimiser states (4 x params), and of one training step:
+    the batch and its activations, times 2 for temporaries. Nothing for the ODE (it is integrated, on the host)."""
+    if cfg.model.kind == "ode":
+        return 0, 0
+    elems, elem_bytes = _input(cfg)
+    bs = cfg.train.batch_size
+    return F32 * 4 * n_params(cfg), bs * elems * elem_bytes + 2 * F32 * bs * _activations(cfg)
+
+
+def step_bytes(cfg: RunConfig) -> int:
+    """Device memory one run (one model of a stack) takes while it trains: parameters, gradients, optimiser state,
+    one batch and its activations. What the scheduler packs into a stack (``scheduler.stack_member_bytes``)."""
+    return sum(_state_and_batch(cfg))
+
+
+def estimate(cfg: RunConfig) -> Estimate:
+    """The memory one run of ``cfg`` needs on its device: ``step_bytes`` plus the evaluation and the learning-rate
+    table (see the module docstring)."""
+    d = dims(cfg)
+    L, vocab, in_dim = d["seq_len"], d["vocab"], d["in_dim"]
     m, bs, n_test = cfg.model, cfg.train.batch_size, cfg.eval.test_size
+    x_elems, x_bytes = _input(cfg)
     tensors: dict[str, int] = {}
-    x_elems = L * (in_dim or 1)  # one sequence's input: token ids (int64) or vectors (float32)
-    x_bytes = 8 if in_dim is None else F32
     if m.kind == "transformer":
         dm, H = m.d_model, m.n_heads
-        dqk = m.d_qk or dm // H
-        embed = vocab * dm if vocab and m.input != "linear" else (in_dim or 1) * dm + dm
-        tensors["input map"] = embed
-        per_layer = 2 * dm * H * dqk + H * dqk + 2 * (dm * dm + dm)
+        tensors["input map"] = vocab * dm if vocab and m.input != "linear" else (in_dim or 1) * dm + dm
         if m.mlp:
-            hid = m.mlp_factor * dm
-            per_layer += 2 * dm * hid + hid + dm
-            tensors["MLP weight"] = dm * hid
-        params = embed + L * dm + m.n_layers * per_layer + dm * out + out + 4 * dm * m.n_layers
+            tensors["MLP weight"] = dm * m.mlp_factor * dm
         tensors["attention scores of a batch"] = bs * H * L * L
-        per_seq_act = m.n_layers * (L * (4 * dm + 2 * H * dqk + (2 * m.mlp_factor * dm if m.mlp else 0)) + 3 * H * L * L)
         layers_heads = m.n_layers * H
-    else:  # the toy model (paper Eq. 2) and the integrated ODE
-        params = L + out * (in_dim or 1)
-        per_seq_act = 4 * L * (in_dim or 1)
+    else:
         layers_heads = 1
     tensors["training batch"] = bs * x_elems
     tensors["test set"] = n_test * x_elems
@@ -92,14 +157,11 @@ def estimate(cfg: RunConfig) -> Estimate:
     if train_set:
         tensors["fixed training set"] = train_set * x_elems
     chunk = max(1, min(n_test, EVAL_ATTN_ELEMENTS // max(1, layers_heads * L * L)))
-    state = F32 * 4 * params
-    batch = bs * x_elems * x_bytes + 2 * F32 * bs * per_seq_act
-    evaluation = (n_test + train_set) * x_elems * x_bytes + F32 * chunk * per_seq_act
-    if m.kind == "ode":
-        state, batch, evaluation = 0, 0, 0
+    state, batch = _state_and_batch(cfg)
+    evaluation = 0 if m.kind == "ode" else (n_test + train_set) * x_elems * x_bytes + F32 * chunk * _activations(cfg)
     name, largest = max(tensors.items(), key=lambda kv: kv[1])
     return Estimate(
-        params=params,
+        params=n_params(cfg),
         largest_tensor=largest,
         largest_name=name,
         state_bytes=state,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sparse_tui.presets import RunConfig, RunSpec
+from sparse_tui.resources import n_params, step_bytes
 from sparse_tui.training import scheduler as sch
 
 BASE = {
@@ -139,24 +140,23 @@ def test_ode_runs_never_stack():
 
 def test_grouping_by_memory_budget_splits_instead_of_overflowing():
     small, big = cfg(0, 8), cfg(0, 64)
-    per_small, per_big = sch.estimate_bytes(small), sch.estimate_bytes(big)
+    per_small, per_big = step_bytes(small), step_bytes(big)
     assert per_big > per_small > 0
     cfgs = [cfg(s, 8) for s in range(5)] + [cfg(s, 64) for s in range(3)]
     budget = int(2.5 * per_big)  # two big models fit, ten small ones do
     groups = sch.group_runs(cfgs, budget_bytes=budget)
     assert groups == [[0, 1, 2, 3, 4], [5, 6], [7]]
     for g in groups:  # every model of a stack costs the stack's largest shape
-        assert len(g) * max(sch.estimate_bytes(cfgs[i]) for i in g) <= budget
+        assert len(g) * max(step_bytes(cfgs[i]) for i in g) <= budget
     # a budget smaller than one model still trains it (alone): a sweep that fits one at a time always runs
     assert sch.group_runs(cfgs[5:], budget_bytes=per_big // 2) == [[0], [1], [2]]
-    assert sch.group_size(big, None) == sch.MAX_GROUP
 
 
 def test_memory_estimate_grows_with_batch_and_sequence():
-    a = sch.estimate_bytes(cfg(0, 32))
-    assert sch.estimate_bytes(cfg(0, 32, batch_size=256)) > 1.8 * a
+    a = step_bytes(cfg(0, 32))
+    assert step_bytes(cfg(0, 32, batch_size=256)) > 1.8 * a
     longer = RunConfig.model_validate({**BASE, "task": {"kind": "recall", "n_tokens": 64, "n_pairs": 64}})
-    assert sch.estimate_bytes(longer) > 2 * a
+    assert step_bytes(longer) > 2 * a
 
 
 def test_param_count_matches_built_models():
@@ -182,7 +182,7 @@ def test_param_count_matches_built_models():
     tied = paper.model_copy(update={"model": paper.model.model_copy(update={"tie_embeddings": True})})
     for c in (cfg(), paper, toy, lin, bare, bare_lin, tied):
         model = build_model(c, make_task(c, "cpu"))
-        assert sch.n_params(c) == sum(p.numel() for p in model.parameters())
+        assert n_params(c) == sum(p.numel() for p in model.parameters())
 
 
 def test_cli_schedule_flag(tmp_path):

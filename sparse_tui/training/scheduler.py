@@ -30,13 +30,11 @@ import os
 from dataclasses import dataclass
 
 from sparse_tui.presets import RunConfig, RunSpec
-from sparse_tui.resources import dims
+from sparse_tui.resources import MEMORY_FRACTION, dims, step_bytes
 from sparse_tui.training.grouping import group_key, padded_config
 
 SCHEDULES = ("auto", "sequential", "processes", "stacked")
 
-# Fraction of the free device memory a stacked group may plan to use (the rest: evaluation, fragmentation).
-MEMORY_FRACTION = 0.7
 # Upper bound on models per stack: past this, a step is already large enough to fill a GPU.
 MAX_GROUP = 256
 # Seconds a worker process needs before its first step (interpreter, torch import, store): charged to the
@@ -163,8 +161,8 @@ def measure_thread_speedup(
 
 
 def _typical(cfgs: list[RunConfig]) -> RunConfig:
-    """The run of median estimated size (``estimate_bytes``): what the calibration times."""
-    return sorted(cfgs, key=estimate_bytes)[len(cfgs) // 2]
+    """The run of median estimated size (``resources.step_bytes``): what the calibration times."""
+    return sorted(cfgs, key=step_bytes)[len(cfgs) // 2]
 
 
 def _cpu_plan(specs: list[RunSpec], cores: int, free: int, speedup: float | None) -> Plan:
@@ -243,69 +241,10 @@ def plan(
 # --------------------------------------------------------------------------------------------------------------
 
 
-def n_params(cfg: RunConfig) -> int:
-    """Parameter count of a run's model, from its config (matches ``models.build_model``)."""
-    m = cfg.model
-    td = dims(cfg)
-    L, out = td["seq_len"], td["out_dim"]
-    if m.kind == "toy":
-        return L + out * td["in_dim"]
-    if m.kind != "transformer":
-        return 0
-    d, H = m.d_model, m.n_heads
-    dqk = m.d_qk or d // H
-    kind = m.input if m.input != "auto" else ("embedding" if td["vocab"] else "linear")
-    b = 1 if m.bias else 0  # model.bias: biases on every Linear layer but the key projection
-    p = td["vocab"] * d if kind == "embedding" else td["in_dim"] * d + b * d
-    if m.pos_enc == "learned":
-        p += L * d
-    per_layer = (d * H * dqk + b * H * dqk) + d * H * dqk + (d * d + b * d) * 2
-    if m.mlp:
-        hid = m.mlp_factor * d
-        per_layer += d * hid + b * hid + hid * d + b * d
-    if m.layernorm:
-        per_layer += 2 * d * (2 if m.mlp else 1)
-    p += m.n_layers * per_layer
-    if m.layernorm:
-        p += 2 * d
-    if m.tie_embeddings:
-        return p
-    return p + d * out + b * out
-
-
-def estimate_bytes(cfg: RunConfig) -> int:
-    """A generous estimate of the device memory one model takes in a stacked training step (float32).
-
-    Parameters, gradients and two optimiser states (4 x params), plus the activations autograd keeps for one batch:
-    per layer the stream, LayerNorm, q/k/v/out and MLP activations, and the attention scores and probabilities
-    (counted as materialised even when fused kernels are used), times 2 for temporaries.
-    """
-    p = n_params(cfg)
-    td = dims(cfg)
-    bs, L = cfg.train.batch_size, td["seq_len"]
-    m = cfg.model
-    if m.kind != "transformer":
-        acts = bs * L * (td["in_dim"] or 1) * 4
-    else:
-        d, H = m.d_model, m.n_heads
-        dqk = m.d_qk or d // H
-        tokens = bs * L
-        per_layer = tokens * (4 * d + 2 * H * dqk + (2 * m.mlp_factor * d if m.mlp else 0)) + 3 * bs * H * L * L
-        acts = m.n_layers * per_layer + tokens * d
-    return int(4 * (4 * p + 2 * acts) + bs * L * 8)
-
-
 def stack_member_bytes(cfgs: list[RunConfig]) -> int:
-    """Device memory one model of a stack of ``cfgs`` takes: a stack pads every model to the largest shape."""
-    return max(estimate_bytes(padded_config(cfgs)), max(estimate_bytes(c) for c in cfgs))
-
-
-def group_size(cfgs: RunConfig | list[RunConfig], budget_bytes: int | None, limit: int = MAX_GROUP) -> int:
-    """Models per stack of runs like ``cfgs`` that fit ``budget_bytes`` (None = no memory limit, CPU), at least 1."""
-    if budget_bytes is None:
-        return limit
-    cfgs = cfgs if isinstance(cfgs, list) else [cfgs]
-    return max(1, min(limit, int(budget_bytes // max(1, stack_member_bytes(cfgs)))))
+    """Device memory one model of a stack of ``cfgs`` takes (``resources.step_bytes``, the one memory model): a
+    stack pads every model to the largest shape."""
+    return max(step_bytes(padded_config(cfgs)), max(step_bytes(c) for c in cfgs))
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -382,7 +321,7 @@ def partition(cfgs: list[RunConfig], *, max_group: int = MAX_GROUP, budget_bytes
     n = len(cfgs)
     if n <= 1:
         return [list(range(n))]
-    order = sorted(range(n), key=lambda i: (step_flops(cfgs[i]), estimate_bytes(cfgs[i]), i))
+    order = sorted(range(n), key=lambda i: (step_flops(cfgs[i]), step_bytes(cfgs[i]), i))
     own = [step_flops(cfgs[i]) for i in order]
     best = [0.0] + [float("inf")] * n  # best[j]: cost of stacking order[:j]
     cut = [0] * (n + 1)
@@ -438,7 +377,8 @@ def describe_groups(cfgs: list[RunConfig], groups: list[list[int]]) -> list[str]
 
 
 def device_budget(device) -> int | None:
-    """Bytes a stack may plan to use on ``device``: a fraction of the free memory on CUDA; None on CPU."""
+    """Bytes a stack may plan to use on ``device``: ``resources.MEMORY_FRACTION`` of the free memory on CUDA; None
+    on CPU."""
     import torch
 
     if getattr(device, "type", str(device)) != "cuda" or not torch.cuda.is_available():
