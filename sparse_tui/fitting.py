@@ -302,45 +302,71 @@ def fit_power_law(
     bootstrap: int = 0,
     seed: int = 0,
 ) -> FitResult:
-    """Fit log target = log C + sum beta_i log x_i by least squares over the runs in ``rows`` (see module doc)."""
+    """Fit log target = log C + sum beta_i log x_i by least squares over the runs in ``rows`` (see module doc): the
+    request checked (``_variables``, ``_target_columns``), the runs split into used and censored (``_split``), the
+    design (``_design``), the least squares with t-intervals (``_least_squares``), the bootstrap (``_bootstrap``) and
+    the censored runs against the law (``_judge_censored``)."""
     rows = _rows(rows)
     tie_l = _parse_tie(tie)
+    free, allvars = _variables(variables, tie_l)
+    if not rows:
+        raise FitError("no runs to fit")
+    res = _Resolver(rows)
+    tcols = _target_columns(res, rows, allvars, target)
+    used_x, used_y, censored = _split(rows, res, allvars, target, tcols)
+    X, ly = _design(used_x, used_y, free, tie_l, allvars, n_censored=len(censored))
+    fit = _least_squares(X, ly, free, tie_l)
+    boot = _bootstrap(X, ly, free, tie_l, bootstrap, seed)
+    n_incons = _judge_censored(censored, rows, res, allvars, fit["log_C"], fit["exponents"])
+    kinds = {r.get("params.model.kind", r.get("model.kind")) for r in rows}
+    kinds.discard(None)
+    notes = []
+    if censored:
+        notes.append(f"{len(censored)} censored run(s) excluded from the least squares (their plateau is only "
+                     "bounded below); exponents of variables that slow runs down are biased low")
+    if fit["dof"] < 3:
+        notes.append(f"only {fit['dof']} residual degree(s) of freedom: intervals are wide")
+    return FitResult(
+        target=target, variables=allvars, **fit, n_censored=len(censored), tie=tie_l, bootstrap=int(bootstrap or 0),
+        **boot, censored=censored, n_censored_inconsistent=n_incons, model_kind=next(iter(kinds)) if len(kinds) == 1
+        else None, columns={v: res.columns.get(v, v) for v in allvars}, notes=notes,
+    )
+
+
+def _variables(variables: Sequence[str], tie_l: list[tuple[str, float]] | None) -> tuple[list[str], list[str]]:
+    """The free variables, and all of the law's (free, then tied)."""
     variables = [str(v) for v in variables]
     if len(set(variables)) != len(variables):
         raise FitError("a variable is listed twice")
     tied_names = [n for n, _ in tie_l] if tie_l else []
     free = [v for v in variables if v not in tied_names]
-    allvars = free + tied_names
-    if not allvars:
+    if not free + tied_names:
         raise FitError("no variables to fit")
-    if not rows:
-        raise FitError("no runs to fit")
+    return free, free + tied_names
 
-    res = _Resolver(rows)
+
+def _target_columns(res: _Resolver, rows: list[dict[str, Any]], allvars: list[str], target: str) -> list[str]:
+    """Where the target may be read in a row; FitError for a variable or a target the run table does not have."""
     for v in allvars:
         if not res.known(v):
             raise FitError(f"unknown variable {v!r}: not a column of the run table"
                            + (" (f needs p and d)" if v == "f" else ""))
-    # target column
     tcols = [target, "params." + target, "summary." + target]
     if not any(any(c in r for c in tcols) for r in rows):
         raise FitError(f"unknown target {target!r}: not a column of the run table")
+    return tcols
 
+
+def _split(rows: list[dict[str, Any]], res: _Resolver, allvars: list[str], target: str, tcols: list[str]):
+    """The variables and targets of the runs with a target, and the censored runs (no target: never left the
+    plateau), each with the lower bound of its plateau when a row says how far it ran."""
     used_x: list[list[float]] = []
     used_y: list[float] = []
     censored: list[dict[str, Any]] = []
     for i, r in enumerate(rows):
         tv = next((r[c] for c in tcols if c in r), None)
         if _is_missing(tv):
-            lb = None
-            for k in _LOWER_BOUND_KEYS:
-                if k in r and not _is_missing(r[k]):
-                    try:
-                        lb = float(r[k])
-                        break
-                    except (TypeError, ValueError):
-                        pass
-            censored.append({"row": i, "lower_bound": lb, "predicted": None, "inconsistent": False,
+            censored.append({"row": i, "lower_bound": _lower_bound(r), "predicted": None, "inconsistent": False,
                              "status": r.get("status")})
             continue
         y = _number(tv, target, i)
@@ -355,12 +381,28 @@ def fit_power_law(
             xs.append(x)
         used_x.append(xs)
         used_y.append(y)
+    return used_x, used_y, censored
 
+
+def _lower_bound(row: dict[str, Any]) -> float | None:
+    for k in _LOWER_BOUND_KEYS:
+        if k in row and not _is_missing(row[k]):
+            try:
+                return float(row[k])
+            except (TypeError, ValueError):
+                pass
+    return None
+
+
+def _design(used_x: list[list[float]], used_y: list[float], free: list[str], tie_l: list[tuple[str, float]] | None,
+            allvars: list[str], n_censored: int) -> tuple[np.ndarray, np.ndarray]:
+    """The least-squares design [1, log x_free..., (tied combination)] and log y; FitError when it cannot be fitted
+    (too few runs, a constant variable or tied combination, collinear variables)."""
     n = len(used_y)
     k = 1 + len(free) + (1 if tie_l else 0)
     if n < k + 1:
         raise FitError(f"too few runs with a plateau: {n} for {k} parameters (need at least {k + 1})"
-                       + (f"; {len(censored)} censored" if censored else ""))
+                       + (f"; {n_censored} censored" if n_censored else ""))
     LX = np.log(np.array(used_x, dtype=float))
     ly = np.log(np.array(used_y, dtype=float))
     for j, v in enumerate(allvars):
@@ -368,9 +410,8 @@ def fit_power_law(
             raise FitError(f"variable {v!r} is constant ({math.exp(LX[0, j]):g}) over the {n} runs used: "
                            "its exponent cannot be fitted")
     cols = [np.ones(n)] + [LX[:, j] for j in range(len(free))]
-    ratios = np.array([kk for _, kk in tie_l]) if tie_l else None
     if tie_l:
-        z = LX[:, len(free):] @ ratios
+        z = LX[:, len(free):] @ np.array([kk for _, kk in tie_l])
         if np.ptp(z) == 0:
             raise FitError("the tied combination " + " · ".join(f"{v}^{kk:g}" for v, kk in tie_l)
                            + " is constant over the runs used: its scale cannot be fitted")
@@ -379,24 +420,27 @@ def fit_power_law(
     if np.linalg.matrix_rank(X) < X.shape[1]:
         raise FitError("the variables are collinear over the runs used (e.g. T and T/B with B fixed): "
                        "drop one of " + ", ".join(allvars))
+    return X, ly
 
+
+def _least_squares(X: np.ndarray, ly: np.ndarray, free: list[str],
+                   tie_l: list[tuple[str, float]] | None) -> dict[str, Any]:
+    """OLS with 95% Student-t intervals from s^2 (X'X)^-1 (n - k degrees of freedom): the ``FitResult`` fields of the
+    exponents (tied ones as k_i times the scale), log C and C, R², n, dof and the residual spread."""
+    n, k = X.shape
     coef, resid, rss = _ols(X, ly)
     dof = n - k
     s2 = rss / dof
-    cov = s2 * np.linalg.inv(X.T @ X)
-    se = np.sqrt(np.maximum(np.diag(cov), 0.0))
+    se = np.sqrt(np.maximum(np.diag(s2 * np.linalg.inv(X.T @ X)), 0.0))
     tq = float(stats.t.ppf(0.975, dof))
     tss = float(((ly - ly.mean()) ** 2).sum())
-    r2 = 1.0 - rss / tss if tss > 0 else float("nan")
-
     exps: dict[str, float] = {}
     ses: dict[str, float] = {}
     cis: dict[str, tuple[float, float]] = {}
     for j, v in enumerate(free):
         b, e = float(coef[1 + j]), float(se[1 + j])
         exps[v], ses[v], cis[v] = b, e, (b - tq * e, b + tq * e)
-    scale = scale_se = None
-    scale_ci = None
+    scale = scale_se = scale_ci = None
     if tie_l:
         scale, scale_se = float(coef[-1]), float(se[-1])
         scale_ci = (scale - tq * scale_se, scale + tq * scale_se)
@@ -404,38 +448,48 @@ def fit_power_law(
             lo, hi = sorted((kk * scale_ci[0], kk * scale_ci[1]))
             exps[v], ses[v], cis[v] = kk * scale, abs(kk) * scale_se, (lo, hi)
     logC, logC_se = float(coef[0]), float(se[0])
+    return dict(exponents=exps, stderr=ses, ci=cis, log_C=logC, log_C_stderr=logC_se, C=math.exp(logC),
+                C_ci=(math.exp(logC - tq * logC_se), math.exp(logC + tq * logC_se)),
+                r2=1.0 - rss / tss if tss > 0 else float("nan"), n=n, dof=dof, residual_std=math.sqrt(s2),
+                tie_scale=scale, tie_scale_stderr=scale_se, tie_scale_ci=scale_ci)
 
-    # bootstrap over runs
-    boot_ci = None
-    skipped = 0
-    if bootstrap and bootstrap > 0:
-        rng = np.random.default_rng(seed)
-        draws = []
-        for _ in range(int(bootstrap)):
-            ix = rng.integers(0, n, n)
-            Xb, yb = X[ix], ly[ix]
-            if np.linalg.matrix_rank(Xb) < X.shape[1]:
-                skipped += 1
-                continue
-            cb, _, _ = _ols(Xb, yb)
-            draws.append(cb)
-        if draws:
-            D = np.array(draws)
-            boot_ci = {}
 
-            def pct(a):
-                lo, hi = np.percentile(a, [2.5, 97.5])
-                return (float(lo), float(hi))
+def _bootstrap(X: np.ndarray, ly: np.ndarray, free: list[str], tie_l: list[tuple[str, float]] | None,
+               bootstrap: int, seed: int) -> dict[str, Any]:
+    """Percentile intervals from ``bootstrap`` resamples of the used runs (with replacement; resamples whose design
+    is singular are skipped and counted): the ``FitResult`` fields ``boot_ci`` and ``boot_skipped``."""
+    if not bootstrap or bootstrap <= 0:
+        return dict(boot_ci=None, boot_skipped=0)
+    n = len(ly)
+    rng = np.random.default_rng(seed)
+    draws, skipped = [], 0
+    for _ in range(int(bootstrap)):
+        ix = rng.integers(0, n, n)
+        if np.linalg.matrix_rank(X[ix]) < X.shape[1]:
+            skipped += 1
+            continue
+        draws.append(_ols(X[ix], ly[ix])[0])
+    if not draws:
+        return dict(boot_ci=None, boot_skipped=skipped)
+    D = np.array(draws)
 
-            for j, v in enumerate(free):
-                boot_ci[v] = pct(D[:, 1 + j])
-            if tie_l:
-                boot_ci["scale"] = pct(D[:, -1])
-                for v, kk in tie_l:
-                    boot_ci[v] = pct(kk * D[:, -1])
-            boot_ci["C"] = pct(np.exp(D[:, 0]))
+    def pct(a):
+        lo, hi = np.percentile(a, [2.5, 97.5])
+        return (float(lo), float(hi))
 
-    # censored runs vs the law
+    boot_ci = {v: pct(D[:, 1 + j]) for j, v in enumerate(free)}
+    if tie_l:
+        boot_ci["scale"] = pct(D[:, -1])
+        for v, kk in tie_l:
+            boot_ci[v] = pct(kk * D[:, -1])
+    boot_ci["C"] = pct(np.exp(D[:, 0]))
+    return dict(boot_ci=boot_ci, boot_skipped=skipped)
+
+
+def _judge_censored(censored: list[dict[str, Any]], rows: list[dict[str, Any]], res: _Resolver, allvars: list[str],
+                    log_C: float, exps: dict[str, float]) -> int:
+    """Each censored run's predicted plateau (set in place), and how many sit above the law (their lower bound
+    exceeds the prediction: the law under-predicts the slowest settings)."""
     n_incons = 0
     for c in censored:
         r = rows[c["row"]]
@@ -444,29 +498,12 @@ def fit_power_law(
         except FitError:
             continue
         if all(x > 0 and math.isfinite(x) for x in xs):
-            pred = math.exp(logC + sum(exps[v] * math.log(x) for v, x in zip(allvars, xs)))
+            pred = math.exp(log_C + sum(exps[v] * math.log(x) for v, x in zip(allvars, xs)))
             c["predicted"] = pred
             if c["lower_bound"] is not None and pred < c["lower_bound"]:
                 c["inconsistent"] = True
                 n_incons += 1
-
-    kinds = {r.get("params.model.kind", r.get("model.kind")) for r in rows}
-    kinds.discard(None)
-    notes = []
-    if censored:
-        notes.append(f"{len(censored)} censored run(s) excluded from the least squares (their plateau is only "
-                     "bounded below); exponents of variables that slow runs down are biased low")
-    if dof < 3:
-        notes.append(f"only {dof} residual degree(s) of freedom: intervals are wide")
-    return FitResult(
-        target=target, variables=allvars, exponents=exps, stderr=ses, ci=cis, log_C=logC, log_C_stderr=logC_se,
-        C=math.exp(logC), C_ci=(math.exp(logC - tq * logC_se), math.exp(logC + tq * logC_se)), r2=r2, n=n,
-        n_censored=len(censored), dof=dof, residual_std=math.sqrt(s2), tie=tie_l, tie_scale=scale,
-        tie_scale_stderr=scale_se, tie_scale_ci=scale_ci, bootstrap=int(bootstrap or 0), boot_ci=boot_ci,
-        boot_skipped=skipped, censored=censored, n_censored_inconsistent=n_incons,
-        columns={v: res.columns.get(v, v) for v in allvars},
-        model_kind=next(iter(kinds)) if len(kinds) == 1 else None, notes=notes,
-    )
+    return n_incons
 
 
 # ---------------------------------------------------------------------------------------------------------------
