@@ -143,3 +143,21 @@ def test_eight_processes_write_at_once(tiny_preset, runs_dir):
     assert len(store.metrics(ids[0])["train/loss"][0]) == 300
     assert all(len(store.metrics(i)["test/loss"][0]) == 150 for i in ids[1:])
     assert store.get(ids[0]).step == 1149
+
+
+def test_the_store_parts_define_each_method_once():
+    """``RunStore`` is the sum of its parts (store/schema, claims, writes, reads): a method defined in two of them
+    would hide one silently."""
+    from sparse_tui.store.claims import Claims
+    from sparse_tui.store.reads import Reads
+    from sparse_tui.store.schema import StoreFile
+    from sparse_tui.store.writes import Writes
+
+    parts = [set(vars(p)) - {"__module__", "__doc__", "__dict__", "__weakref__", "__qualname__", "__firstlineno__",
+                             "__static_attributes__"} for p in (StoreFile, Claims, Writes, Reads)]
+    seen: set[str] = set()
+    for names in parts:
+        assert not names & seen, names & seen
+        seen |= names
+    assert {"create_runs", "claim_runs", "reap", "finish", "log_metrics", "runs", "find", "con"} <= seen
+    assert set(RunStore.__bases__) == {StoreFile, Claims, Writes, Reads}

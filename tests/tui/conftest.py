@@ -153,7 +153,7 @@ def _specs(raw: dict, src: str = "synthetic.toml"):
 def fill_store(runs_dir: Path) -> RunStore:
     """A deterministic store: a 3x3 linreg toy sweep (d x T, plateau ~ 1.5 sqrt(d) T) plus one recall run with
     attention snapshots, one running run and one failed run. Fixed ids and times."""
-    import sparse_tui.store as store_mod
+    import sparse_tui.store.claims as store_mod
 
     counter = itertools.count(1)
     orig = store_mod.new_id

@@ -1,0 +1,176 @@
+"""What the console, ``runs``, ``show``, ``export`` and ``fit`` read from the run store: runs (reaped first, damaged
+rows skipped and named), the one resolver of user-given ids, metric series and tables, attention snapshots, and a
+cheap change counter for live views. A mixin of ``RunStore``."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import sqlite3
+from typing import Any, Iterable, Iterator
+
+from sparse_tui.store.records import ARRAY_DTYPES, RunRecord, StoreError, _row_to_record, _shown
+
+
+class Reads:
+    """Reading runs (a part of ``RunStore``)."""
+
+    def _record(self, row: sqlite3.Row) -> RunRecord | None:
+        """A row as a record, with an in-memory reaping verdict applied; None (and a warning) for a damaged row."""
+        try:
+            rec = _row_to_record(row)
+        except (ValueError, TypeError, KeyError) as e:
+            try:
+                rid = row["run_id"]
+            except (IndexError, KeyError):
+                rid = "?"
+            msg = f"warning: {self.path}: run {rid}: damaged row skipped ({type(e).__name__}: {e})"
+            if msg not in self.warnings:
+                self.warnings.append(msg)
+            return None
+        if rec.run_id in self._overrides and rec.status in ("running", "queued"):
+            rec.status, rec.reason, rec.ended_at = self._overrides[rec.run_id]
+        return rec
+
+    def runs(
+        self,
+        *,
+        status: str | Iterable[str] | None = None,
+        preset: str | None = None,
+        batch_id: str | None = None,
+        reap: bool = True,
+    ) -> list[RunRecord]:
+        """All runs, newest first, optionally filtered."""
+        if reap:
+            self.reap()
+        where, args = [], []
+        if status:
+            sts = [status] if isinstance(status, str) else list(status)
+            where.append(f"status IN ({','.join('?' * len(sts))})")
+            args += sts
+        if preset:
+            where.append("preset=?")
+            args.append(preset)
+        if batch_id:
+            where.append("batch_id=?")
+            args.append(batch_id)
+        sql = "SELECT * FROM runs"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY created_at DESC, position ASC"
+        recs = [self._record(r) for r in self.con.execute(sql, args)]
+        if status and self._overrides:  # a verdict held in memory changes the status filter's answer
+            sts = {status} if isinstance(status, str) else set(status)
+            recs = [r for r in recs if r is None or r.status in sts]
+        return [r for r in recs if r is not None]
+
+    def find(self, text: str, kinds: tuple[str, ...] = ("run",), what: str = "run id") -> tuple[str, str]:
+        """The one resolver of user-given ids, for every command: ``text`` is a run id or a batch id (``kinds``), or
+        a unique prefix of one (matched literally: ``_`` and ``%`` are characters, not wildcards). An exact id wins
+        over a prefix. Returns (kind, id); StoreError (one line, naming ``what``) when ``text`` is empty, names
+        nothing, or is the prefix of several ids (they are listed)."""
+        if not text:
+            raise StoreError(f"{what}: must not be empty")
+        tables = {"run": "SELECT run_id FROM runs WHERE {} LIMIT 5",
+                  "batch": "SELECT DISTINCT batch_id FROM runs WHERE {} LIMIT 5"}
+        col = {"run": "run_id", "batch": "batch_id"}
+        for kind in kinds:
+            if self.con.execute(tables[kind].format(f"{col[kind]}=?"), (text,)).fetchone():
+                return kind, text
+        found = [(kind, r[0]) for kind in kinds for r in self.con.execute(
+            tables[kind].format(f"substr({col[kind]}, 1, ?) = ?"), (len(text), text))]
+        if len(found) == 1:
+            return found[0]
+        nouns = " or ".join(kinds)
+        if not found:
+            raise StoreError(f"no {nouns} {_shown(text)} in {self.path}")
+        listed = ", ".join(f"{kind} {i}" for kind, i in found[:4]) + (", ..." if len(found) > 4 else "")
+        raise StoreError(f"{what} {_shown(text)} is ambiguous: it starts {listed}")
+
+    def get(self, run_id: str) -> RunRecord:
+        """A run by id or unique id prefix (``find``)."""
+        _, rid = self.find(run_id)
+        row = self.con.execute("SELECT * FROM runs WHERE run_id=?", (rid,)).fetchone()
+        if row is None:  # deleted since
+            raise StoreError(f"no run {_shown(run_id)} in {self.path}")
+        rec = self._record(row)
+        if rec is None:
+            raise StoreError(self.warnings[-1].removeprefix("warning: "))
+        return rec
+
+    def metrics(
+        self, run_id: str, names: Iterable[str] | None = None, since_step: int | None = None
+    ) -> dict[str, tuple[list[int], list[float]]]:
+        """Series per metric name: ``{name: (steps, values)}`` in step order (missing values are NaN)."""
+        sql = "SELECT name, step, value FROM metrics WHERE run_id=?"
+        args: list[Any] = [run_id]
+        if names is not None:
+            names = list(names)
+            if not names:
+                return {}
+            sql += f" AND name IN ({','.join('?' * len(names))})"
+            args += names
+        if since_step is not None:
+            sql += " AND step>?"
+            args.append(int(since_step))
+        sql += " ORDER BY name, step"
+        out: dict[str, tuple[list[int], list[float]]] = {}
+        for name, step, value in self.con.execute(sql, args):
+            steps, vals = out.setdefault(name, ([], []))
+            steps.append(step)
+            vals.append(math.nan if value is None else value)
+        return out
+
+    def metric_rows(self, run_ids: Iterable[str] | None = None) -> Iterator[tuple[str, int, str, float | None]]:
+        """The long metric table ``(run_id, step, name, value)``."""
+        if run_ids is None:
+            yield from self.con.execute("SELECT run_id, step, name, value FROM metrics ORDER BY run_id, name, step")
+            return
+        for run_id in run_ids:
+            yield from self.con.execute(
+                "SELECT run_id, step, name, value FROM metrics WHERE run_id=? ORDER BY name, step", (run_id,)
+            )
+
+    def last_metrics(self, run_id: str) -> dict[str, float]:
+        """The latest value of every metric of a run."""
+        rows = self.con.execute(
+            "SELECT m.name, m.value FROM metrics m JOIN (SELECT name, MAX(step) AS s FROM metrics WHERE run_id=?"
+            " GROUP BY name) l ON m.name=l.name AND m.step=l.s WHERE m.run_id=?",
+            (run_id, run_id),
+        )
+        return {name: (math.nan if v is None else v) for name, v in rows}
+
+    def attention_steps(self, run_id: str) -> list[int]:
+        return [r[0] for r in self.con.execute("SELECT step FROM attention WHERE run_id=? ORDER BY step", (run_id,))]
+
+    def attention(self, run_id: str, step: int) -> tuple[dict[str, Any], dict]:
+        """Attention maps at a step: ``({'L1': float32 array [H, E, Lq, L], ...}, meta)``."""
+        import numpy as np
+
+        row = self.con.execute("SELECT meta, data FROM attention WHERE run_id=? AND step=?", (run_id, step)).fetchone()
+        if row is None:
+            raise StoreError(f"run {run_id} has no attention snapshot at step {step}")
+        with np.load(io.BytesIO(row["data"])) as z:
+            maps = {k: z[k].astype(np.float32) for k in z.files}
+        return maps, json.loads(row["meta"])
+
+    def array(self, run_id: str, name: str) -> Any:
+        """A run's stored array (numpy, read from its raw bytes), or None when the run has none of that name."""
+        import numpy as np
+
+        row = self.con.execute("SELECT shape, dtype, data FROM arrays WHERE run_id=? AND name=?",
+                               (run_id, name)).fetchone()
+        if row is None:
+            return None
+        try:
+            shape = [int(n) for n in json.loads(row["shape"])]
+            if row["dtype"] not in ARRAY_DTYPES:
+                raise ValueError(f"dtype {row['dtype']!r}")
+            return np.frombuffer(row["data"], dtype=np.dtype(row["dtype"])).reshape(shape).copy()
+        except (ValueError, TypeError) as e:
+            raise StoreError(f"{self.path}: damaged array {name!r} of run {run_id} ({e})") from None
+
+    def data_version(self) -> int:
+        """Changes whenever any connection commits (cheap polling for live views)."""
+        return int(self.con.execute("PRAGMA data_version").fetchone()[0])
