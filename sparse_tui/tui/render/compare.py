@@ -7,9 +7,9 @@ from rich.console import Group as RichGroup
 from rich.table import Table
 from rich.text import Text
 
+from sparse_tui.phase import final_metric
 from sparse_tui.store import RunRecord
 from sparse_tui.tui.render.groups import Stat
-from sparse_tui.tui.render.runs import final_metric
 
 def _flat(d: Any, prefix: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}

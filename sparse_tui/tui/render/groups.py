@@ -15,8 +15,9 @@ from typing import Any, Iterable, Sequence
 from rich.text import Text
 
 from sparse_tui.numbers import fmt_short
+from sparse_tui.phase import final_metric
 from sparse_tui.store import RunRecord
-from sparse_tui.tui.render.runs import STATUS_STYLE, Row, final_metric, natural, param_text, short_keys, value_key
+from sparse_tui.tui.render.runs import STATUS_STYLE, Row, natural, param_text, short_keys, value_key
 
 CELL = 12  # width of a group's mean ± std cells in the run table
 GROUP_PREFIX = "g:"  # row keys of group rows in the run table (run ids are hex, never contain ':')

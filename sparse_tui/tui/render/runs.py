@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterable, Sequence
 from rich.text import Text
 
 from sparse_tui.numbers import fmt_age, fmt_num, fmt_short
-from sparse_tui.phase import final_metric  # noqa: F401  (the run table's final loss and accuracy; compare, groups)
+from sparse_tui.phase import final_metric
 from sparse_tui.store import RunRecord
 
 STATUS_STYLE = {
