@@ -1121,9 +1121,11 @@ def reproduce(
             err.print(_esc(line), markup=False)
         raise typer.Exit(int(ExitCode.USAGE)) from None
     store = _open_store(runs_dir, create=True)
-    plans = [rp.plan(store, entry, size, presets_dir) for entry in chosen]
+    plans = []
     code = ExitCode.OK
-    for p in plans:
+    for entry in chosen:  # planned in turn: an entry reuses what an earlier one just trained (Fig. 5 and Fig. 16)
+        p = rp.plan(store, entry, size, presets_dir)
+        plans.append(p)
         _say(p.describe())
         todo = p.to_train()
         if not todo:

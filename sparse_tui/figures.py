@@ -17,6 +17,7 @@ nothing half-written.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -957,11 +958,62 @@ def phase_entry_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, 
         return _save(fig, path)
 
 
+def varied_task_key(recs: Sequence[Any]) -> str:
+    """The first ``[task]`` key whose value differs between the runs (``"B"`` for Fig. 5 left's runs), read from
+    their configurations (a reused run's own sweep may have named another key); "" when none differs."""
+    tasks = [(r.config or {}).get("task", {}) for r in recs]
+    keys = list(dict.fromkeys(k for t in tasks for k in t))
+    return next((k for k in keys if len({json.dumps(t.get(k), sort_keys=True) for t in tasks}) > 1), "")
+
+
+def fig16_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title: str | None = None) -> Path:
+    """Fig. 16 (arXiv 2505.17863 App. C.2), the training counterpart of Fig. 5: the training loss (fresh batches with
+    the run's repetition; the emergence level ``atlas.paper_recall.FIG16_TRAIN_LOSS`` as a grey line) left, the test
+    accuracy without repetition right (where Fig. 5 sees the overfitting); one colour per swept value (B or p), one
+    line style per seed."""
+    require_matplotlib()
+    path = check_path(path)
+    import matplotlib as mpl
+
+    from sparse_tui.atlas.paper_recall import FIG16_TRAIN_LOSS
+
+    recs = [store.get(r) for r in run_ids]
+    var = varied_task_key(recs)
+    key = lambda rec: (var, (rec.config or {}).get("task", {}).get(var))  # noqa: E731
+    recs.sort(key=lambda r: (float(key(r)[1]) if isinstance(key(r)[1], (int, float)) else 0.0, r.seed or 0))
+    values = list(dict.fromkeys(key(r) for r in recs))
+    seeds = sorted({r.seed or 0 for r in recs})
+    styles = ("-", "--", ":", "-.")
+    with mpl.rc_context(_style()):
+        fig, axes = _fig(2, 3.8, 2.9)
+        colour = dict(zip(values, _colours(len(values))))
+        for rec in recs:
+            series = store.metrics(rec.run_id)
+            k = key(rec)
+            ls = styles[seeds.index(rec.seed or 0) % len(styles)]
+            label = f"{k[0]} = {k[1]:g}" if (rec.seed or 0) == seeds[0] and isinstance(k[1], (int, float)) else None
+            for ax, name in zip(axes, ("train/loss", "test/acc")):
+                if name in series:
+                    ax.plot(*series[name], color=colour[k], ls=ls, lw=1.0, label=label)
+        axes[0].axhline(FIG16_TRAIN_LOSS, color="0.55", lw=0.7)
+        axes[0].set_yscale("log")
+        axes[1].set_ylim(-0.02, 1.02)
+        for ax, head in zip(axes, ("training data, with repetition (train loss)",
+                                   "test data, no repetition (accuracy)")):
+            ax.set_xlabel("step")
+            ax.set_title(head)
+        axes[0].legend(frameon=False, title=("line style: seed " + ", ".join(map(str, seeds))) if len(seeds) > 1
+                       else None)
+        fig.suptitle(title or "Fig. 16: repetition on the training data", fontsize=8.5)
+        return _save(fig, path)
+
+
 # Figures of one atlas entry (sparse-tui reproduce KEY --plot FILE); other entries: fit_figure or curves_figure.
 ENTRY_FIGURES = {"fig1a": fig1a_figure, "fig1b": fig1b_figure, "fig6": fig6_figure, "fig7": fig7_figure,
                  "fig8": fig8_figure, "fig10": fig10_figure, "fig12": fig12_figure,
                  "blog3_C": nearest_figure, "blog3_nembd": nearest_figure, "fig17": fig17_figure,
-                 "blog3_geometry": geometry_figure, "blog6_phase": phase_entry_figure}
+                 "blog3_geometry": geometry_figure, "blog6_phase": phase_entry_figure,
+                 "fig16_left": fig16_figure, "fig16_right": fig16_figure}
 
 
 def p_table_figure(data: Mapping[str, Any], path: str | Path, *, title: str | None = None) -> Path:

@@ -564,6 +564,56 @@ def probes_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     return Report(entry, "\n".join(lines), {"entry": entry.key, "runs": out}, run_ids=tuple(run_ids))
 
 
+def _is_baseline(rec: Any) -> bool:
+    """No repetition of either kind (B = 1, p = 0): the run a recall speed-up is measured against."""
+    t = (rec.config or {}).get("task", {})
+    return float(t.get("B", 1.0)) == 1.0 and float(t.get("p", 0.0)) == 0.0
+
+
+def fig16_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
+    """Fig. 16 (App. C.2): Fig. 5's runs read on their training data (``train/loss``: fresh batches with the run's
+    repetition). Per run the first step with train/loss <= ``FIG16_TRAIN_LOSS`` and the speed-up over the baseline
+    (B = 1, p = 0) of the same seed, beside the test-set plateau (5%, no repetition) and final test accuracy that show
+    the overfitting Fig. 5 sees. The paper: on training data repetition only speeds up (curves, no numbers)."""
+    from sparse_tui.atlas.paper_recall import FIG16_TRAIN_LOSS
+    from sparse_tui.figures import varied_task_key
+
+    recs = [store.get(r) for r in run_ids]
+    var = varied_task_key(recs) or "run"
+    rows: list[dict[str, Any]] = []
+    for rec in recs:
+        value = (rec.config or {}).get("task", {}).get(var)
+        steps, vals = store.metrics(rec.run_id).get("train/loss", ([], []))
+        cross = next((float(s) for s, v in zip(steps, vals) if v is not None and v <= FIG16_TRAIN_LOSS), None)
+        rows.append({"run_id": rec.run_id, "variable": var, "value": value, "seed": rec.seed, "train_cross": cross,
+                     "baseline": _is_baseline(rec), "final_train_loss": vals[-1] if vals else None,
+                     "plateau": rec.plateau_step, "final_test_acc": (rec.final or {}).get("test/acc")})
+    base = {r["seed"]: r["train_cross"] for r in rows if r["baseline"]}
+    for r in rows:
+        b, c = base.get(r["seed"]), r["train_cross"]
+        r["speedup"] = b / c if (b and c) else None
+    rows.sort(key=lambda r: (float(r["value"]) if isinstance(r["value"], (int, float)) else 0.0, r["seed"] or 0))
+    rep_rows = [r for r in rows if not r["baseline"]]
+    only_faster = (all(r["speedup"] is not None and r["speedup"] >= 1 for r in rep_rows) if rep_rows and base
+                   else None)
+    lines = [f"{entry.key} — {entry.figure}: {entry.shows}",
+             f"  {len(rows)} run(s); paper: on the training data repetition only speeds emergence up (curves, no "
+             f"numbers); measured: first step with train/loss <= {FIG16_TRAIN_LOSS:g} (ours) and the speed-up over "
+             "the same seed's B = 1, p = 0 run; test plateau (5%, no repetition) and final test accuracy beside",
+             f"  {var:>6} {'seed':>4} {'train <= ' + format(FIG16_TRAIN_LOSS, 'g'):>11} {'speed-up':>8} "
+             f"{'final train':>11} {'test plateau':>12} {'final test acc':>14}"]
+    for r in rows:
+        val = format(r["value"], "g") if isinstance(r["value"], (int, float)) else str(r["value"] or "—")
+        lines.append(f"  {val:>6} {_num(r['seed'], '4g')} {_num(r['train_cross'], '11g')} "
+                     f"{_num(r['speedup'], '8.2f')} {_num(r['final_train_loss'], '11.3g')} "
+                     f"{_num(r['plateau'], '12g')} {_num(r['final_test_acc'], '14.3f')}")
+    verdict = {True: "yes", False: "NO", None: "— (no baseline run or no crossing)"}[only_faster]
+    lines.append(f"  every run with repetition reaches the training-loss level sooner than its seed's baseline: "
+                 f"{verdict}")
+    data = {"entry": entry.key, "level": FIG16_TRAIN_LOSS, "runs": rows, "only_faster": only_faster}
+    return Report(entry, "\n".join(lines), data, run_ids=tuple(run_ids))
+
+
 REPORTS = {"law": law_report, "curves": curves_report}
 THEORY_REPORTS = {"fig1a": fig1a_report, "fig1b": fig1b_report, "fig6": fig6_report, "fig7": fig7_report,
                   "fig8": fig8_report, "fig10": fig10_report}
@@ -728,7 +778,7 @@ TABLE_REPORTS: dict[str, Any] = {"fig3_right": p_table_report, "blog3_V": neares
                                "blog3_nembd": nearest_report, "euclidean": nearest_report,
                                "euclidean_ordered": nearest_report}
 CURVE_REPORTS: dict[str, Any] = {"fig17": probes_report, "blog3_geometry": geometry_report,
-                                 "blog6_phase": phase_report}
+                                 "blog6_phase": phase_report, "fig16_left": fig16_report, "fig16_right": fig16_report}
 
 
 def draw(store: Any, rep: Report, path: Path) -> Path:

@@ -75,10 +75,6 @@ def test_reproduce_bad_input_is_one_line(tmp_path):
     assert r.returncode == 2 and r.stderr.startswith("error: unknown figure 'fig99'") and "Traceback" not in r.stderr
     r = cli("reproduce", "fig1c", "--size", "tpu", "--runs-dir", str(runs))
     assert r.returncode == 2 and "--size: must be one of auto, cpu, gpu" in r.stderr
-    r = cli("reproduce", "fig16", "--runs-dir", str(runs))
-    assert r.returncode == 2 and "fig16: not built yet (issue 22)" in r.stderr
-    r = cli("reproduce", "fig4_left", "--size", "cpu", "--runs-dir", str(runs))
-    assert r.returncode == 2 and "fig4_left: no cpu-sized preset (sizes: gpu)" in r.stderr
     r = cli("reproduce", "--runs-dir", str(runs))
     assert r.returncode == 2 and "name a figure" in r.stderr
     assert not runs.exists(), "nothing is written for bad input"
