@@ -958,6 +958,12 @@ def phase_entry_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, 
         return _save(fig, path)
 
 
+def fig4_curves_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title: str | None = None) -> Path:
+    """Fig. 4 left/middle (arXiv 2505.17863 §3.2): test loss and test accuracy of every run on shared axes, one
+    colour per N_pairs and one line style per seed (the paper's overlay, not one panel per point)."""
+    return curves_figure(store, run_ids, path, title=title, facet=False)
+
+
 def varied_task_key(recs: Sequence[Any]) -> str:
     """The first ``[task]`` key whose value differs between the runs (``"B"`` for Fig. 5 left's runs), read from
     their configurations (a reused run's own sweep may have named another key); "" when none differs."""
@@ -1013,7 +1019,7 @@ ENTRY_FIGURES = {"fig1a": fig1a_figure, "fig1b": fig1b_figure, "fig6": fig6_figu
                  "fig8": fig8_figure, "fig10": fig10_figure, "fig12": fig12_figure,
                  "blog3_C": nearest_figure, "blog3_nembd": nearest_figure, "fig17": fig17_figure,
                  "blog3_geometry": geometry_figure, "blog6_phase": phase_entry_figure,
-                 "fig16_left": fig16_figure, "fig16_right": fig16_figure}
+                 "fig16_left": fig16_figure, "fig16_right": fig16_figure, "fig4_left": fig4_curves_figure}
 
 
 def p_table_figure(data: Mapping[str, Any], path: str | Path, *, title: str | None = None) -> Path:

@@ -28,6 +28,9 @@ from sparse_tui.atlas import SIZES, AtlasError, Entry, entries, preset_path
 # again: training is seeded).
 REUSED = ("finished", "diverged")
 _NOT_CONFIG = ("name", "description", "tags")
+# Associative recall "proper" (ours; the reports of Figs. 4 left and 17): the first test accuracy >= this. Copying
+# any value of the context already scores 1/N_pairs, above App. D.1's 5%.
+RECALL_LEVEL = 0.6
 
 
 def config_key(config: dict) -> str:
@@ -547,7 +550,7 @@ def probes_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
         series = store.metrics(rid)
         pl = rec.plateau_step
         acc = series.get("test/acc", ([], []))
-        recall = next((float(st) for st, v in zip(*acc) if v is not None and v >= 0.6), None)
+        recall = next((float(st) for st, v in zip(*acc) if v is not None and v >= RECALL_LEVEL), None)
         end = float(acc[0][-1]) if acc[0] else None
         points = {"start": 0.0, "half": None if pl is None else pl / 2, "plateau": pl, "acc60": recall, "end": end}
         row = {"run_id": rid, "label": rec.label, "plateau": pl, "acc60": recall}
@@ -611,6 +614,81 @@ def fig16_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     lines.append(f"  every run with repetition reaches the training-loss level sooner than its seed's baseline: "
                  f"{verdict}")
     data = {"entry": entry.key, "level": FIG16_TRAIN_LOSS, "runs": rows, "only_faster": only_faster}
+    return Report(entry, "\n".join(lines), data, run_ids=tuple(run_ids))
+
+
+def fig4_curves_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
+    """Fig. 4 left/middle (§3.2): learning curves as N_pairs grows at a fixed vocabulary. Per run the plateau (App.
+    D.1's 5% test accuracy), the first evaluation at ``RECALL_LEVEL`` accuracy and the rise between the two (relative
+    to the plateau: small = sharp), the final accuracy; per N_pairs the geometric means over seeds beside Fig. 4
+    right's law at that point (0.55 · N_tokens^0.79 · N_pairs^2.25); the log-log slope of the plateau against N_pairs;
+    and whether the plateau grows with N_pairs in every seed. The paper: emergence is sharp and later for more
+    pairs (curves, no numbers)."""
+    import math
+
+    from sparse_tui.theory import PAPER_FITS
+
+    law = PAPER_FITS["fig4"]
+    rows: list[dict[str, Any]] = []
+    for rid in run_ids:
+        rec = store.get(rid)
+        t = (rec.config or {}).get("task", {})
+        steps, vals = store.metrics(rid).get("test/acc", ([], []))
+        recall = next((float(st) for st, v in zip(steps, vals) if v is not None and v >= RECALL_LEVEL), None)
+        pl = rec.plateau_step
+        rows.append({"run_id": rid, "n_pairs": t.get("n_pairs"), "n_tokens": t.get("n_tokens"), "seed": rec.seed,
+                     "plateau": pl, "recall": recall, "rise": (recall - pl) / pl if (recall and pl) else None,
+                     "final_acc": vals[-1] if vals else None, "last_step": float(steps[-1]) if steps else None})
+    rows.sort(key=lambda r: (r["n_pairs"] or 0, r["seed"] or 0))
+
+    def gmean(xs: list) -> float | None:
+        xs = [x for x in xs if x]
+        return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+    points = []
+    for n in sorted({r["n_pairs"] for r in rows}):
+        rs = [r for r in rows if r["n_pairs"] == n]
+        pl = gmean([r["plateau"] for r in rs])
+        points.append({"n_pairs": n, "n_tokens": rs[0]["n_tokens"], "seeds": len(rs),
+                       "censored": sum(r["plateau"] is None for r in rs), "plateau": pl,
+                       "recall": gmean([r["recall"] for r in rs]), "never": sum(r["recall"] is None for r in rs),
+                       "paper": law.predict(n_tokens=rs[0]["n_tokens"], n_pairs=n)})
+    fit = [(math.log(pt["n_pairs"]), math.log(pt["plateau"])) for pt in points if pt["plateau"] and not pt["censored"]]
+    slope = None
+    if len({x for x, _ in fit}) >= 2:
+        mx, my = sum(x for x, _ in fit) / len(fit), sum(y for _, y in fit) / len(fit)
+        slope = sum((x - mx) * (y - my) for x, y in fit) / sum((x - mx) ** 2 for x, _ in fit)
+    later = None
+    seeds = sorted({r["seed"] for r in rows})
+    if len(points) >= 2:
+        later = True
+        for sd in seeds:  # strictly later with every added pair count; a run without a plateau is the latest
+            pls = [r["plateau"] if r["plateau"] is not None else math.inf for r in rows if r["seed"] == sd]
+            later = later and all(a < b or a == b == math.inf for a, b in zip(pls, pls[1:]))
+    lines = [f"{entry.key} — {entry.figure}: {entry.shows}",
+             f"  {len(rows)} run(s); paper: emergence sharp and later for more pairs (curves; Fig. 4 right's law "
+             f"{law.C:g} · N_tokens^{law.exponents['n_tokens']:g} · N_pairs^{law.exponents['n_pairs']:g} gives the "
+             f"plateau); measured: plateau (5%), first {RECALL_LEVEL:.0%} accuracy, rise = (that − plateau) / plateau",
+             f"  {'N_pairs':>7} {'N_tokens':>8} {'seed':>4} {'plateau':>8} {format(RECALL_LEVEL, '.0%'):>8} "
+             f"{'rise':>6} {'final acc':>9} {'last step':>9}"]
+    for r in rows:
+        lines.append(f"  {r['n_pairs']:>7} {r['n_tokens']:>8} {_num(r['seed'], '4g')} {_num(r['plateau'], '8g')} "
+                     f"{_num(r['recall'], '8g')} {_num(r['rise'], '6.2f')} {_num(r['final_acc'], '9.3f')} "
+                     f"{_num(r['last_step'], '9g')}")
+    lines.append("  per N_pairs (geometric mean over seeds; — = no run crossed):")
+    lines.append(f"  {'N_pairs':>7} {'plateau':>8} {'paper law':>9} {'ratio':>6} {format(RECALL_LEVEL, '.0%'):>8} "
+                 f"{'never':>5}")
+    for pt in points:
+        ratio = pt["plateau"] / pt["paper"] if pt["plateau"] and not pt["censored"] else None
+        lines.append(f"  {pt['n_pairs']:>7} {_num(pt['plateau'], '8.0f')}{'*' if pt['censored'] else ' '}"
+                     f"{pt['paper']:>9.0f} {_num(ratio, '6.2f')} {_num(pt['recall'], '8.0f')} {pt['never']:>5}")
+    if slope is not None:
+        lines.append(f"  plateau ∝ N_pairs^{slope:.2f} over N_pairs {[pt['n_pairs'] for pt in points if pt['plateau']]}"
+                     f" (Fig. 4 right: {law.exponents['n_pairs']:g}); * = some seed never crossed 5%")
+    if later is not None:
+        lines.append(f"  the plateau grows with N_pairs in every seed: {'yes' if later else 'NO'}")
+    data = {"entry": entry.key, "runs": rows, "points": points, "n_pairs_slope": slope, "later_with_pairs": later,
+            "recall_level": RECALL_LEVEL}
     return Report(entry, "\n".join(lines), data, run_ids=tuple(run_ids))
 
 
@@ -778,7 +856,8 @@ TABLE_REPORTS: dict[str, Any] = {"fig3_right": p_table_report, "blog3_V": neares
                                "blog3_nembd": nearest_report, "euclidean": nearest_report,
                                "euclidean_ordered": nearest_report}
 CURVE_REPORTS: dict[str, Any] = {"fig17": probes_report, "blog3_geometry": geometry_report,
-                                 "blog6_phase": phase_report, "fig16_left": fig16_report, "fig16_right": fig16_report}
+                                 "blog6_phase": phase_report, "fig16_left": fig16_report, "fig16_right": fig16_report,
+                                 "fig4_left": fig4_curves_report}
 
 
 def draw(store: Any, rep: Report, path: Path) -> Path:

@@ -112,3 +112,33 @@ def test_reproduce_fig16_trains_a_shared_run_once(tmp_path):
     assert "fig16_right (Fig. 16 right): preset paper_fig5_p_cpu (cpu), 2 run(s): 1 already in the store" in r.stderr
     assert len(RunStore(runs, create=False).runs()) == 3
     assert "fig16_right — Fig. 16 right" in r.stdout and "sooner than its seed's baseline" in r.stdout
+
+
+def acc(*vals: float) -> dict:
+    return {"test/acc": ([0, 100, 200, 300, 400][: len(vals)], list(vals))}
+
+
+def test_fig4_left_report_says_when_recall_emerges_per_pair_count():
+    """Fig. 4 left/middle (§3.2): per run the 5% plateau and the first 60% evaluation; per N_pairs the geometric
+    mean beside Fig. 4 right's law at that point; the log-log slope in N_pairs; 'later for more pairs' per seed."""
+    runs = {
+        "n4s0": {"task": {"n_pairs": 4, "n_tokens": 256}, "seed": 0, "plateau": 100.0, "series": acc(0, .1, .7, .9)},
+        "n4s1": {"task": {"n_pairs": 4, "n_tokens": 256}, "seed": 1, "plateau": 100.0, "series": acc(0, .1, .5, .7)},
+        "n8s0": {"task": {"n_pairs": 8, "n_tokens": 256}, "seed": 0, "plateau": 400.0,
+                 "series": acc(0, 0, 0, .01, .06)},
+        "n8s1": {"task": {"n_pairs": 8, "n_tokens": 256}, "seed": 1, "plateau": 400.0,
+                 "series": acc(0, 0, 0, .01, .65)},
+    }
+    rep = report(fake_store(runs), atlas.ENTRIES["fig4_left"], list(runs))
+    rows = {r["run_id"]: r for r in rep.data["runs"]}
+    assert rows["n4s0"]["recall"] == 200 and rows["n4s0"]["rise"] == pytest.approx(1.0)
+    assert rows["n4s1"]["recall"] == 300 and rows["n8s0"]["recall"] is None and rows["n8s1"]["recall"] == 400
+    pts = {pt["n_pairs"]: pt for pt in rep.data["points"]}
+    assert pts[4]["plateau"] == pytest.approx(100.0) and pts[8]["never"] == 1
+    assert pts[4]["recall"] == pytest.approx((200 * 300) ** 0.5)
+    assert pts[8]["paper"] == pytest.approx(0.55 * 256 ** 0.79 * 8 ** 2.25)
+    assert rep.data["n_pairs_slope"] == pytest.approx(2.0)  # 100 -> 400 over a doubling
+    assert rep.data["later_with_pairs"] is True and "in every seed: yes" in rep.text
+    runs["n8s1"]["plateau"] = 50.0  # one seed emerges sooner with more pairs
+    rep = report(fake_store(runs), atlas.ENTRIES["fig4_left"], list(runs))
+    assert rep.data["later_with_pairs"] is False and "in every seed: NO" in rep.text
