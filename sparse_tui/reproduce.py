@@ -573,6 +573,47 @@ def _is_baseline(rec: Any) -> bool:
     return float(t.get("B", 1.0)) == 1.0 and float(t.get("p", 0.0)) == 0.0
 
 
+def fig5_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
+    """Fig. 5 (§3.3): per run the first test accuracy (no repetition) >= 5% (App. D.1), 30% and ``RECALL_LEVEL``, the
+    speed-up at each over the baseline (B = 1, p = 0) of the same seed, and the final test accuracy against the
+    baseline's (a large deficit: the overfitting). The paper: a small B (p) speeds emergence up about 4× (2×); too
+    much overfits, with a late grokking-like recovery."""
+    from sparse_tui.figures import varied_task_key
+
+    levels = (0.05, 0.3, RECALL_LEVEL)
+    recs = [store.get(r) for r in run_ids]
+    var = varied_task_key(recs) or "run"
+    rows: list[dict[str, Any]] = []
+    for rec in recs:
+        steps, vals = store.metrics(rec.run_id).get("test/acc", ([], []))
+        cross = [next((float(st) for st, v in zip(steps, vals) if v is not None and v >= lv), None) for lv in levels]
+        rows.append({"run_id": rec.run_id, "variable": var, "value": (rec.config or {}).get("task", {}).get(var),
+                     "seed": rec.seed, "baseline": _is_baseline(rec), "cross": cross,
+                     "best": max((v for v in vals if v is not None), default=None),
+                     "final": vals[-1] if vals else None})
+    base = {r["seed"]: r for r in rows if r["baseline"]}
+    for r in rows:
+        b = base.get(r["seed"])
+        r["speedup"] = [b["cross"][i] / c if (b and b["cross"][i] and c) else None for i, c in enumerate(r["cross"])]
+        r["final_vs_baseline"] = r["final"] - b["final"] if (b and r["final"] is not None
+                                                              and b["final"] is not None) else None
+    rows.sort(key=lambda r: (float(r["value"]) if isinstance(r["value"], (int, float)) else 0.0, r["seed"] or 0))
+    pct = [format(lv, ".0%") for lv in levels]
+    lines = [f"{entry.key} — {entry.figure}: {entry.shows}",
+             f"  {len(rows)} run(s); paper: a small amount of repetition speeds emergence up (B: about 4×, p: about 2×), "
+             "too much overfits; measured on the test set without repetition: first step at each accuracy, the "
+             "speed-up over the same seed's B = 1, p = 0 run (×), final accuracy and its difference to that run's",
+             f"  {var:>6} {'seed':>4} " + " ".join(f"{'at ' + x:>7} {'×':>5}" for x in pct)
+             + f" {'best':>5} {'final':>5} {'vs base':>7}"]
+    for r in rows:
+        val = format(r["value"], "g") if isinstance(r["value"], (int, float)) else str(r["value"] or "—")
+        lines.append(f"  {val:>6} {_num(r['seed'], '4g')} "
+                     + " ".join(f"{_num(c, '7g')} {_num(x, '5.2f')}" for c, x in zip(r["cross"], r["speedup"]))
+                     + f" {_num(r['best'], '5.2f')} {_num(r['final'], '5.2f')} {_num(r['final_vs_baseline'], '+7.2f')}")
+    data = {"entry": entry.key, "levels": list(levels), "runs": rows}
+    return Report(entry, "\n".join(lines), data, run_ids=tuple(run_ids))
+
+
 def fig16_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     """Fig. 16 (App. C.2): Fig. 5's runs read on their training data (``train/loss``: fresh batches with the run's
     repetition). Per run the first step with train/loss <= ``FIG16_TRAIN_LOSS`` and the speed-up over the baseline
@@ -857,7 +898,8 @@ TABLE_REPORTS: dict[str, Any] = {"fig3_right": p_table_report, "blog3_V": neares
                                "euclidean_ordered": nearest_report}
 CURVE_REPORTS: dict[str, Any] = {"fig17": probes_report, "blog3_geometry": geometry_report,
                                  "blog6_phase": phase_report, "fig16_left": fig16_report, "fig16_right": fig16_report,
-                                 "fig4_left": fig4_curves_report}
+                                 "fig4_left": fig4_curves_report, "fig5_left": fig5_report,
+                                 "fig5_right": fig5_report}
 
 
 def draw(store: Any, rep: Report, path: Path) -> Path:

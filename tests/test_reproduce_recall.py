@@ -142,3 +142,21 @@ def test_fig4_left_report_says_when_recall_emerges_per_pair_count():
     runs["n8s1"]["plateau"] = 50.0  # one seed emerges sooner with more pairs
     rep = report(fake_store(runs), atlas.ENTRIES["fig4_left"], list(runs))
     assert rep.data["later_with_pairs"] is False and "in every seed: NO" in rep.text
+
+
+def test_fig5_report_sets_each_accuracy_crossing_beside_the_same_seeds_baseline():
+    """Fig. 5 (§3.3): the first test accuracy >= 5%, 30%, 60% per run, the speed-up at each over the B = 1, p = 0 run
+    of its seed, and the final accuracy's deficit against it (the overfitting of large repetition)."""
+    runs = {
+        "p0": {"task": {"B": 1.0, "p": 0.0}, "seed": 0, "series": acc(0, 0.06, 0.4, 0.7, 0.9)},
+        "p5": {"task": {"B": 1.0, "p": 0.5}, "seed": 0, "series": acc(0.1, 0.35, 0.5, 0.65, 0.8)},
+        "p9": {"task": {"B": 1.0, "p": 0.9}, "seed": 0, "series": acc(0.06, 0.2, 0.2, 0.3, 0.3)},
+    }
+    rep = report(fake_store(runs), atlas.ENTRIES["fig5_right"], list(runs))
+    rows = {r["run_id"]: r for r in rep.data["runs"]}
+    assert rows["p0"]["cross"] == [100, 200, 300] and rows["p0"]["speedup"] == [1.0, 1.0, 1.0]
+    assert rows["p5"]["cross"] == [0, 100, 300]
+    assert rows["p5"]["speedup"] == [None, 2.0, 1.0]  # crossed at step 0: no finite speed-up
+    assert rows["p9"]["cross"] == [0, 300, None] and rows["p9"]["speedup"][1] == pytest.approx(200 / 300)
+    assert rows["p9"]["final_vs_baseline"] == pytest.approx(-0.6) and rows["p9"]["best"] == 0.3
+    assert {r["variable"] for r in rows.values()} == {"p"} and "vs base" in rep.text
