@@ -46,13 +46,13 @@ ENTRIES = [
           notes=FIG5 + "B {1, 2, 4, 6} at N_pairs 6 (CPU), {1, 2, 4, 8} at 32 (GPU): ours, the paper lists none. "
                 "In-context repetition: one query slot plus each other slot w.p. (B-1)/(N_pairs-1) (App. C.1: B/N "
                 "per slot).",
-          record=R_FIG5, measured="2026-11-26, CPU: B = 2 halves the plateau (190 vs 370); B = 4, 6 overfit "
-                                  "(final test acc 0.07-0.38)"),
+          record=R_FIG5, measured="2026-11-26, CPU: B = 2 reaches 5% 1.8-2.1x, 60% 1.3-1.5x sooner; B = 4, 6 "
+                                  "overfit (final test acc 0.52-0.84 below B = 1)"),
     Entry("fig5_right", "Fig. 5 right", PAPER, "§3.3", "cross-sample repetition p speeds up recall, then overfits",
           "curves", {"cpu": "paper_fig5_p_cpu", "gpu": "paper_fig5_p"}, threshold=ACC,
           notes=FIG5 + "p {0, 0.5, 0.9} (CPU), {0, 0.25, 0.5, 0.75} (GPU): ours, the paper lists none.",
-          record=R_FIG5, measured="2026-11-26, CPU: p = 0.5 faster early, not to 60% (speed-up not reproduced at "
-                                  "N_pairs 6); p = 0.9 overfits (final 0.42)"),
+          record=R_FIG5, measured="2026-11-26, CPU: p = 0.5 reaches 30% 1.1-1.5x sooner (8/8 runs, 4 settings), 5% "
+                                  "0.82-1.48x, 60% never sooner (paper 2x: not reproduced); p = 0.9 overfits"),
     Entry("fig16_left", "Fig. 16 left", PAPER, "App. C.2", "on the training data in-context repetition B only speeds "
           "recall up (Fig. 5 left's runs)", "curves", {"cpu": "paper_fig5_B_cpu", "gpu": "paper_fig5_B"},
           notes=FIG16 + FIG5 + "B {1, 2, 4, 6} (CPU), {1, 2, 4, 8} (GPU).", record=R_FIG16,
