@@ -86,7 +86,6 @@ def test_reproduce_list_prints_every_figure_without_torch(tmp_path):
     for n in range(1, 18):
         assert f"Fig. {n}" in r.stdout
     assert "no run store here" in r.stdout
-    assert "not built yet (issue 22)" in r.stdout  # honest about what is missing
     for key in ("blog3_C", "blog3_nembd", "blog6_nembd", "euclidean", "warmup"):  # the blogs follow the paper
         assert key in r.stdout and r.stdout.index(key) > r.stdout.index("Fig. 17")
 

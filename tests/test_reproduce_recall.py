@@ -82,6 +82,8 @@ def test_reproduce_an_entry_not_built_or_without_the_size_is_one_line(tmp_path, 
     assert r.exit_code == 2 and "fig99_gpuonly: no cpu-sized preset (sizes: gpu)" in r.stderr
     assert "Traceback" not in r.stderr and r.exception is None or isinstance(r.exception, SystemExit)
     assert not runs.exists(), "nothing is written for bad input"
+    r = CliRunner().invoke(app, ["reproduce", "--list", "--runs-dir", str(runs)])
+    assert r.exit_code == 0 and "not built yet (a test)" in r.output  # --list is honest about what is missing
 
 
 def test_reproduce_fig16_trains_a_shared_run_once(tmp_path):
