@@ -177,24 +177,21 @@ def main_callback(
         out.print(f"sparse-tui {__version__}")
         raise typer.Exit(0)
     if ctx.invoked_subcommand is None:
-        _executor_flags(executor, ray_address)
-        _open_tui(_runs_dir(runs_dir), presets_dir, None, [], executor, ray_address)
+        _open_tui(_runs_dir(runs_dir), presets_dir, None, [], _executor_options(executor, ray_address))
 
 
-def _open_tui(runs_dir: Path, presets_dir: Path, preset: Optional[Path], overrides: list[str],
-              executor: str = "local", ray_address: Optional[str] = None) -> None:
+def _open_tui(runs_dir: Path, presets_dir: Path, preset: Optional[Path], overrides: list[str], executor) -> None:
+    """The console; its launches and resumes train on ``executor`` (``ExecutorOptions``), checked first."""
     try:
         from sparse_tui.tui.app import run_app
     except ImportError as e:  # pragma: no cover - a broken install
         raise fail(f"the console is not available: {e}") from None
-    if executor != "local":  # launches go to Ray: say now, not at the first launch, when it cannot be reached
-        from sparse_tui.executors import probe
+    from sparse_tui.executors import executor_for
 
-        problem = probe(executor, ray_address)
-        if problem:
-            raise fail(problem)
-    code = run_app(runs_dir=runs_dir, presets_dir=presets_dir, preset=preset, overrides=overrides,
-                   executor=executor, ray_address=ray_address)
+    problem = executor_for(executor).probe()  # say now, not at the first launch, when it cannot be reached
+    if problem:
+        raise fail(problem)
+    code = run_app(runs_dir=runs_dir, presets_dir=presets_dir, preset=preset, overrides=overrides, executor=executor)
     raise typer.Exit(int(code or 0))
 
 
@@ -230,7 +227,7 @@ def run(
     ray_address: Optional[str] = RayAddressOpt,
 ) -> None:
     """Run every run of a preset (sweep x seeds), recording them in the run store."""
-    _executor_flags(executor, ray_address)
+    opts = _executor_options(executor, ray_address)
     overrides = list(set_)
     if tag:
         from sparse_tui.presets import tag_problem
@@ -247,22 +244,19 @@ def run(
     if tag:
         loaded = _add_tags(loaded, list(tag), preset)
     if not headless and not dry_run and not detach:
-        _open_tui(_runs_dir(runs_dir), presets_dir, preset, list(set_), executor, ray_address)
+        _open_tui(_runs_dir(runs_dir), presets_dir, preset, list(set_), opts)
     n_workers = _workers_flag(workers)
     from sparse_tui.training.scheduler import SCHEDULES
 
     if schedule not in SCHEDULES:
         raise fail(f"--schedule: must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
     from sparse_tui import runner
+    from sparse_tui.executors import executor_for, options
     from sparse_tui.presets import expand
 
     specs = expand(loaded)
-    if executor == "local" or dry_run:
-        try:
-            runner.preflight(specs, device, preset.name)
-        except runner.PreflightError as e:
-            raise fail(str(e)) from None
-    if dry_run:
+    if dry_run:  # the preset on this machine; no cluster is asked
+        _preflight(executor_for(options()), specs, device, preset.name)
         t = Table(title=_esc(f"{loaded.name}: {len(specs)} run(s)"))
         for col in ("#", "run", "task", "model", "steps", "device"):
             t.add_column(col)
@@ -277,86 +271,50 @@ def run(
             out.print(line, markup=False)
         raise typer.Exit(0)
 
-    # The cluster is checked before the store is opened: nothing is written when it is unreachable.
-    ex = _connect_executor(executor, ray_address, specs, device, check_only=detach)
+    # The executor is checked before the store is opened: nothing is written when it refuses.
+    ex = _preflight(executor_for(opts), specs, device, preset.name, detached=detach)
     store = _open_store(runs_dir, create=True)
     if detach:
         batch_id, ids, pid = runner.start_detached(
-            store, specs, schedule=schedule, workers=n_workers or None, device=device, executor=executor,
-            ray_address=ray_address,
+            store, specs, schedule=schedule, workers=n_workers or None, device=device, executor=opts,
         )
         out.print(f"batch {batch_id}: {len(ids)} run(s) started in the background (pid {pid})")
         out.print(f"log: {runner.log_path(store, batch_id)} (its first line is the schedule the coordinator chose)")
         raise typer.Exit(0)
-    workers, group = _plan(ex, specs, schedule, n_workers, device)
+    workers, group = ex.plan(specs, schedule, n_workers, device, say=_say)
     batch_id, ids = store.create_runs(specs)  # this process is the batch's coordinator
-    _train_batch(store, batch_id, workers, device, group, only=ids, executor=ex)
+    _train_batch(store, batch_id, ex, workers, device, group, only=ids)
 
 
 def _say(line: str) -> None:
     err.print(line, markup=False)
 
 
-def _executor_flags(executor: str, ray_address: Optional[str]) -> None:
-    """``--executor`` / ``--ray-address`` values (exit 2, one line); nothing is imported yet."""
-    from sparse_tui.executors import EXECUTORS
-
-    if executor not in EXECUTORS:
-        raise fail(f"--executor: must be one of {', '.join(EXECUTORS)}, got {executor!r}")
-    if ray_address is not None and executor != "ray":
-        raise fail("--ray-address: only with --executor ray")
-    if ray_address is not None:
-        from sparse_tui.executors import ExecutorError
-        from sparse_tui.executors.address import parse_address
-
-        try:
-            parse_address(ray_address)
-        except ExecutorError as e:
-            raise fail(str(e)) from None
-
-
-def _connect_executor(executor: str, ray_address: Optional[str], specs: list, device: Optional[str],
-                      check_only: bool = False):
-    """None for local; for ray, the connected executor after its checks (exit 2, one line, before any write).
-    ``check_only`` with ``--ray-address local`` (a detached batch starts its private Ray itself): Ray's install
-    only."""
-    from sparse_tui.executors import ExecutorError
+def _executor_options(executor: str, ray_address: Optional[str]):
+    """``--executor`` / ``--ray-address`` as one ``ExecutorOptions`` (exit 2, one line, for a bad value); nothing
+    heavy is imported."""
+    from sparse_tui.executors import ExecutorError, options
 
     try:
-        if check_only and executor == "ray" and ray_address == "local":
-            from sparse_tui.executors.ray_executor import _import_ray
-
-            _import_ray()
-            return None
-        return _join_executor(executor, ray_address, specs, device)
+        return options(executor, ray_address)
     except ExecutorError as e:
         raise fail(str(e)) from None
 
 
-def _join_executor(executor: str, ray_address: Optional[str], specs: list, device: Optional[str]):
-    """The connected executor (None for local) after its preflight; ``ExecutorError`` (one line) otherwise."""
-    from sparse_tui.executors import make_executor
+def _preflight(ex, specs: list, device: Optional[str], source: str, detached: bool = False):
+    """``ex`` after its preflight (the device, the memory; Ray: the cluster, joined), before anything is written;
+    exit 2 with its one line otherwise."""
+    from sparse_tui.executors import ExecutorError
 
-    ex = make_executor(executor, ray_address)
-    if ex is not None:
-        ex.preflight(specs, device)
+    try:
+        ex.preflight(specs, device, source, detached=detached)
+    except ExecutorError as e:
+        raise fail(str(e)) from None
     return ex
 
 
-def _plan(ex, specs: list, schedule: str, n_workers: int, device: Optional[str]) -> tuple[int, int]:
-    """(workers, runs per stack): the sweep scheduler's plan here, or the Ray executor's on its cluster."""
-    from sparse_tui import runner
-
-    if ex is None:
-        return runner.plan_batch(specs, schedule, n_workers, device, say=_say)
-    group = ex.plan(specs, schedule, device)
-    _say(f"{ex.describe()}: stacks of up to {group} run(s), "
-         f"{n_workers or 'as many as the cluster has room for'} at once")
-    return n_workers, group
-
-
-def _train_batch(store, batch_id: str, workers: int, device: Optional[str], group: int = 1,
-                 only: Optional[list] = None, executor=None, then_exit: bool = True, table: bool = True) -> ExitCode:
+def _train_batch(store, batch_id: str, executor, workers: int, device: Optional[str], group: int = 1,
+                 only: Optional[list] = None, then_exit: bool = True, table: bool = True) -> ExitCode:
     """Coordinate a batch here (``runner.coordinate``) with progress on stderr, then print the summary of its runs
     (``only``: those of them; ``table`` False: none) and exit with the batch's exit code (``then_exit`` False:
     return it, unless interrupted)."""
@@ -367,12 +325,11 @@ def _train_batch(store, batch_id: str, workers: int, device: Optional[str], grou
     runner.install_signal_handlers(flag)
     n = len(store.runs(batch_id=batch_id, status="queued", reap=False))
     stacks = f", stacks of up to {group} run(s)" if group > 1 else ""
-    where = f"{workers} worker(s)" if executor is None else f"Ray executor ({executor.address})"
-    err.print(f"batch {batch_id}: {n} run(s), {where}{stacks}, store {_esc(store.path)}", markup=False)
+    err.print(f"batch {batch_id}: {n} run(s), {executor.describe(workers)}{stacks}, store {_esc(store.path)}",
+              markup=False)
     try:
         with BatchProgress(store, batch_id, err):
-            runner.coordinate(store, batch_id, workers=workers, device=device, flag=flag, group=group,
-                              executor=executor)
+            runner.coordinate(store, batch_id, executor, workers=workers, device=device, flag=flag, group=group)
     except KeyboardInterrupt:
         flag.status = flag.status or "interrupted"
         runner.end_unstarted(store, batch_id, "interrupted", "never started")
@@ -457,26 +414,23 @@ def work(
 ) -> None:
     """Coordinator of a detached batch (started by run --detach and by the console): plans when the runs start."""
     from sparse_tui import runner
+    from sparse_tui.executors import ExecutorError, executor_for
 
-    _executor_flags(executor, ray_address)
+    ex = executor_for(_executor_options(executor, ray_address))
     store = _open_store(runs_dir)
     store.add_coordinator(batch_id)
     specs = runner.batch_specs(store, batch_id)
-    ex = None
-    if executor != "local":
-        from sparse_tui.executors import ExecutorError
-
+    if ex.options.kind != "local":  # (the launcher checked this machine's device and memory)
         try:
-            ex = _join_executor(executor, ray_address, specs, device)
+            ex.preflight(specs, device, f"batch {batch_id}")
         except ExecutorError as e:  # refused (a token) or gone since the console's check: the runs say why
             runner.end_unstarted(store, batch_id, "failed", f"never started: {e}")
             raise fail(str(e)) from None
     if workers == 0 or group == 0:
         if specs:
-            planned_workers, planned_group = _plan(ex, specs, schedule, workers, device)
+            planned_workers, planned_group = ex.plan(specs, schedule, workers, device, say=_say)
             workers, group = planned_workers, group or planned_group
-    _train_batch(store, batch_id, workers if ex is not None else max(1, workers), device, max(1, group),
-                 executor=ex)
+    _train_batch(store, batch_id, ex, workers, device, max(1, group))
 
 
 @app.command(hidden=True)
@@ -519,8 +473,9 @@ def resume(
 ) -> None:
     """Continue the failed and interrupted runs (and runs left queued) of a batch, or one run, from their latest
     checkpoints, through the same launch path as 'run'."""
-    _executor_flags(executor, ray_address)
+    opts = _executor_options(executor, ray_address)
     from sparse_tui import runner
+    from sparse_tui.executors import executor_for
     from sparse_tui.presets import RunSpec
     from sparse_tui.store import StoreError
     from sparse_tui.training.scheduler import SCHEDULES
@@ -538,22 +493,16 @@ def resume(
         raise fail(str(e)) from None
     recs = [store.get(r) for r in ids]
     specs = [RunSpec(r.preset, r.preset_path or "", c, r.swept) for r, c in zip(recs, cfgs)]
-    if executor == "local":
-        try:
-            runner.preflight(specs, device, recs[0].preset)
-        except runner.PreflightError as e:
-            raise fail(str(e)) from None
-    ex = _connect_executor(executor, ray_address, specs, device)
+    ex = _preflight(executor_for(opts), specs, device, recs[0].preset)
     if detach:
         runner.requeue_for_resume(store, batch_id, ids)
-        pid = runner.detach(store, batch_id, workers=n_workers, device=device, schedule=schedule, executor=executor,
-                            ray_address=ray_address)
+        pid = runner.detach(store, batch_id, workers=n_workers, device=device, schedule=schedule, executor=opts)
         out.print(f"batch {batch_id}: {len(ids)} run(s) resumed in the background (pid {pid})")
         out.print(f"log: {_esc(runner.log_path(store, batch_id))}")
         raise typer.Exit(0)
-    workers_n, group = _plan(ex, specs, schedule, n_workers, device)
+    workers_n, group = ex.plan(specs, schedule, n_workers, device, say=_say)
     runner.requeue_for_resume(store, batch_id, ids)
-    _train_batch(store, batch_id, workers_n, device, group, only=ids, executor=ex)
+    _train_batch(store, batch_id, ex, workers_n, device, group, only=ids)
 
 
 def _workers_flag(workers: str) -> int:
@@ -1108,7 +1057,7 @@ def reproduce(
         import torch
 
         size = "gpu" if torch.cuda.is_available() else "cpu"
-    from sparse_tui import runner
+    from sparse_tui.executors import executor_for, options
     from sparse_tui.presets import PresetError
 
     try:  # every named preset loads before the store is opened (or created)
@@ -1130,13 +1079,10 @@ def reproduce(
         todo = p.to_train()
         if not todo:
             continue
-        try:
-            runner.preflight(todo, device, p.preset)
-        except runner.PreflightError as e:
-            raise fail(str(e)) from None
-        n, group = runner.plan_batch(todo, "auto", n_workers, device, say=_say)
+        ex = _preflight(executor_for(options()), todo, device, p.preset)
+        n, group = ex.plan(todo, "auto", n_workers, device, say=_say)
         batch_id, ids = store.create_runs(todo)  # this process coordinates: the same runner as `run --headless`
-        code = max(code, _train_batch(store, batch_id, n, device, group, only=ids, then_exit=False,
+        code = max(code, _train_batch(store, batch_id, ex, n, device, group, only=ids, then_exit=False,
                                       table=not as_json))
     reports = []
     paths = rp.plot_paths(fig_path, chosen) if fig_path is not None else [None] * len(plans)

@@ -25,7 +25,7 @@ from typing import Callable
 
 from sparse_tui import runner
 from sparse_tui.devices import resolve as resolve_device
-from sparse_tui.executors import INSTALL_HINT, probe
+from sparse_tui.executors import INSTALL_HINT, ExecutorOptions, LocalExecutor, executor_for
 from sparse_tui.executors.address import current_cluster
 from sparse_tui.store import RunStore
 
@@ -77,7 +77,7 @@ def _schedule(store, cfgs, group: int) -> tuple[float, list]:
     specs = [RunSpec("doctor", "doctor.toml", c, {"seed": c.seed, "model.d_model": c.model.d_model}) for c in cfgs]
     batch, ids = store.create_runs(specs)
     t = time.perf_counter()
-    runner.run_batch(store, batch, workers=1, group=group)
+    runner.run_batch(store, batch, LocalExecutor(), workers=1, group=group)
     return time.perf_counter() - t, [store.get(i) for i in ids]
 
 
@@ -90,7 +90,7 @@ def ray_line() -> str:
         version = metadata.version("ray")
     except metadata.PackageNotFoundError:
         return f"ray: not installed (optional, for --executor ray: {INSTALL_HINT})"
-    problem = probe("ray", "auto")
+    problem = executor_for(ExecutorOptions("ray")).probe()
     if problem:
         return f"ray {version}; --executor ray: {problem}"
     return f"ray {version}; --executor ray (auto): the cluster at {current_cluster()} answers"

@@ -6,8 +6,9 @@ console, ``resume``). docs/ARCHITECTURE.md shows the steps and who calls them.
 2. ``store.create_runs`` records the runs of the expanded preset as ``queued`` (one *batch*), together
    with the batch's **coordinator** (pid and host) in the same transaction.
 3. ``plan_batch`` asks the sweep scheduler how to train them (workers, threads, stacks).
-4. ``coordinate`` trains the batch: in this process (``workers == 1``), or by starting worker processes
-   (``python -m sparse_tui worker BATCH``) that each **claim** queued runs (``work``) until none is left.
+4. ``coordinate`` trains the batch through an executor (executors/: this machine, in this process or with worker
+   processes (``python -m sparse_tui worker BATCH``) that each **claim** queued runs (``work``) until none is
+   left; or a Ray cluster).
    A run that has a checkpoint continues from it (training/checkpoint.py).
 5. ``_train_claimed`` is the one place that decides how a run ended, whoever trains it (this process, a worker
    process, a Ray task): each run gets one terminal status (``record_end`` → ``store.finish``, which never
@@ -38,17 +39,19 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from sparse_tui.devices import DeviceError, resolve
 from sparse_tui.store import RunRecord, RunStore, StoreError, is_disk_full
 from sparse_tui.training.checkpoint import CheckpointError, check, remove_stale_temporaries
 from sparse_tui.training.runlog import RunLogger
+
+if TYPE_CHECKING:  # (executors/ import this module: no import at run time)
+    from sparse_tui.executors.base import Executor, ExecutorOptions
 
 # Seconds the training loop has, after Ctrl-C / SIGTERM, to stop at a step boundary before an alarm cuts the step
 # or evaluation short (docs: SIGTERM and Ctrl-C are honoured within 2 s).
@@ -418,14 +421,14 @@ def record_end(store: RunStore, run_id: str, status: str, **kw) -> bool:
     return True
 
 
-def coordinate(store: RunStore, batch_id: str, **how) -> None:
-    """Record this process as one of ``batch_id``'s coordinators and train every queued run of it (``run_batch``,
-    with its keywords ``how``); it stops being one when it returns. Checkpoint temporaries left by killed processes
-    are removed first."""
+def coordinate(store: RunStore, batch_id: str, executor: Executor, **how) -> None:
+    """Record this process as one of ``batch_id``'s coordinators and train every queued run of it through
+    ``executor`` (``run_batch``, with its keywords ``how``); it stops being one when it returns. Checkpoint
+    temporaries left by killed processes are removed first."""
     store.add_coordinator(batch_id)
     remove_stale_temporaries(store.runs_dir)
     try:
-        run_batch(store, batch_id, **how)
+        run_batch(store, batch_id, executor, **how)
     finally:
         try:
             store.drop_coordinator(batch_id)
@@ -433,42 +436,23 @@ def coordinate(store: RunStore, batch_id: str, **how) -> None:
             pass
 
 
-def worker_command(
-    store: RunStore, batch_id: str, *, device: str | None, threads: int | None, group: int = 1
-) -> list[str]:
-    cmd = [sys.executable, "-m", "sparse_tui", "worker", batch_id, "--runs-dir", str(store.runs_dir)]
-    if device:
-        cmd += ["--device", device]
-    if threads:
-        cmd += ["--threads", str(threads)]
-    if group > 1:
-        cmd += ["--group", str(group)]
-    return cmd
-
-
 def run_batch(
     store: RunStore,
     batch_id: str,
+    executor: Executor,
     *,
     workers: int = 1,
     device: str | None = None,
     flag: StopFlag | None = None,
     poll: Callable[[], None] | None = None,
     group: int = 1,
-    executor=None,
 ) -> None:
-    """Train every queued run of a batch, in-process or with ``workers`` worker processes (stacks of up to
-    ``group`` same-shape runs each), or, given an ``executor`` (executors/: the Ray cluster), through it: it
-    forms the stacks with ``next_stack``, trains them elsewhere with the same training loop, and this process
-    alone writes the store."""
+    """Train every queued run of a batch through ``executor`` (executors/: this machine, with ``workers``
+    processes and stacks of up to ``group`` same-shape runs, or a Ray cluster), and end the queued runs it leaves
+    when the batch stops (Ctrl-C, a full disk): the lifecycle is the same whatever the executor."""
     flag = flag or StopFlag()
     try:
-        if executor is not None:
-            executor.run_batch(store, batch_id, workers=workers, device=device, flag=flag, poll=poll, group=group)
-        elif workers <= 1:
-            work(store, batch_id, device=device, should_stop=flag, group=group)
-        else:
-            _run_with_workers(store, batch_id, workers=workers, device=device, flag=flag, poll=poll, group=group)
+        executor.run_batch(store, batch_id, workers=workers, device=device, flag=flag, poll=poll, group=group)
     except DiskFull:
         end_unstarted(store, batch_id, "failed", "never started: disk full")
         raise
@@ -491,70 +475,14 @@ def end_unstarted(store: RunStore, batch_id: str, status: str, reason: str) -> i
         return 0
 
 
-def _run_with_workers(
-    store: RunStore,
-    batch_id: str,
-    *,
-    workers: int,
-    device: str | None,
-    flag: StopFlag,
-    poll: Callable[[], None] | None,
-    group: int = 1,
-) -> None:
-    cores = os.cpu_count() or 1
-    threads = max(1, cores // workers)
-    procs: list[subprocess.Popen] = []
-    restarts = 0
-
-    def spawn() -> None:
-        procs.append(subprocess.Popen(worker_command(store, batch_id, device=device, threads=threads, group=group)))
-
-    n_queued = len(store.runs(batch_id=batch_id, status="queued", reap=False))
-    for _ in range(min(workers, max(1, n_queued))):
-        spawn()
-    last_beat = time.monotonic()
-    while True:
-        time.sleep(0.3)
-        if poll is not None:
-            poll()
-        if time.monotonic() - last_beat > 5.0:  # what other hosts judge this coordinator by
-            last_beat = time.monotonic()
-            try:
-                store.beat_batch(batch_id)
-            except sqlite3.Error:
-                pass
-        alive = [p for p in procs if p.poll() is None]
-        if flag.status:
-            for p in alive:
-                try:
-                    p.send_signal(signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
-            for p in alive:
-                try:
-                    p.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-            store.reap()
-            return
-        queued = store.runs(batch_id=batch_id, status="queued", reap=True)
-        if not alive and not queued:
-            return
-        # A worker that died while runs are still queued is replaced (bounded, so a crash loop cannot spin).
-        if queued and len(alive) < min(workers, len(queued)) and restarts < 4 * workers:
-            restarts += 1
-            spawn()
-        procs = [p for p in procs if p.poll() is None]
-
-
 def detach(
     store: RunStore, batch_id: str, *, workers: int = 0, device: str | None = None, group: int = 0,
-    schedule: str = "auto", executor: str = "local", ray_address: str | None = None,
+    schedule: str = "auto", executor: ExecutorOptions | None = None,
 ) -> int:
     """Start ``python -m sparse_tui work BATCH`` in its own session, logging to RUNS_DIR/logs/BATCH.log.
 
     ``workers`` / ``group`` 0: the coordinator asks the sweep scheduler (``schedule``) when the runs start.
-    ``executor`` ``ray``: the coordinator trains the stacks on the Ray cluster at ``ray_address``.
+    ``executor``: where the coordinator trains the stacks (None: this machine), handed over as its flags.
     Returns the coordinator's pid. The process survives the caller (TUI quit, SSH hangup)."""
     logs = store.runs_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -562,8 +490,7 @@ def detach(
     cmd += ["--workers", str(workers), "--group", str(group), "--schedule", schedule]
     if device:
         cmd += ["--device", device]
-    if executor != "local":
-        cmd += ["--executor", executor] + (["--ray-address", ray_address] if ray_address else [])
+    cmd += executor.flags() if executor is not None else []
     log = open(logs / f"{batch_id}.log", "ab")
     proc = subprocess.Popen(
         cmd,
@@ -586,13 +513,12 @@ def start_detached(
     schedule: str = "auto",
     workers: int | None = None,
     device: str | None = None,
-    executor: str = "local",
-    ray_address: str | None = None,
+    executor: ExecutorOptions | None = None,
 ) -> tuple[str, list[str], int]:
     """Record ``specs`` as a new batch and start it in the background; the coordinator asks the sweep scheduler
     for the plan when the runs start (it may time a few training steps: ``scheduler.plan``), and writes it as
-    the first line of the batch's log. ``executor`` ``ray``: the caller has checked the cluster
-    (``executors.make_executor``) before calling.
+    the first line of the batch's log. ``executor``: where it trains (None: this machine); the caller has probed
+    it (``Executor.probe``) or run its preflight before calling.
 
     The one launch path of ``sparse-tui run --detach`` and of the console. Returns (batch_id, run_ids, pid)."""
     from sparse_tui.training.scheduler import SCHEDULES
@@ -600,8 +526,7 @@ def start_detached(
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
     batch_id, ids = store.create_runs(specs)
-    pid = detach(store, batch_id, workers=workers or 0, device=device, schedule=schedule,
-                 **_executor_kw(executor, ray_address))
+    pid = detach(store, batch_id, workers=workers or 0, device=device, schedule=schedule, executor=executor)
     return batch_id, ids, pid
 
 
@@ -657,46 +582,40 @@ def requeue_for_resume(store: RunStore, batch_id: str, run_ids: list[str], coord
     return store.requeue(run_ids)
 
 
-def _executor_kw(executor: str, ray_address: str | None) -> dict:
-    """``detach``'s executor arguments, only when not the default (``local``)."""
-    return {} if executor == "local" else {"executor": executor, "ray_address": ray_address}
-
-
 def resume_detached(store: RunStore, target: str, *, schedule: str = "auto", workers: int | None = None,
-                    device: str | None = None, executor: str = "local",
-                    ray_address: str | None = None) -> tuple[str, list[str], int]:
+                    device: str | None = None,
+                    executor: ExecutorOptions | None = None) -> tuple[str, list[str], int]:
     """``sparse-tui resume TARGET --detach`` as one call (what the console offers on a failed or interrupted run):
     re-queue the runs and start a detached coordinator for them. Returns (batch_id, run_ids, pid)."""
     batch_id, ids = resume_targets(store, target)
     check_resumable(store, ids)
     requeue_for_resume(store, batch_id, ids)
-    pid = detach(store, batch_id, workers=workers or 0, device=device, schedule=schedule,
-                 **_executor_kw(executor, ray_address))
+    pid = detach(store, batch_id, workers=workers or 0, device=device, schedule=schedule, executor=executor)
     return batch_id, ids, pid
 
 
 def resume_runs_detached(store: RunStore, run_ids: list[str], *, workers: int | None = None,
-                         device: str | None = None, executor: str = "local",
-                         ray_address: str | None = None) -> list[tuple[str, list[str], int]]:
+                         device: str | None = None,
+                         executor: ExecutorOptions | None = None) -> list[tuple[str, list[str], int]]:
     """Resume several chosen runs (the console's marked runs): the resumable ones (failed, interrupted, queued) are
     re-queued per batch, with one detached coordinator per batch. Returns
-    [(batch_id, run_ids, pid)]; StoreError when none of them can be resumed. ``executor`` ``ray``: the
-    coordinators train on the Ray cluster at ``ray_address``."""
+    [(batch_id, run_ids, pid)]; StoreError when none of them can be resumed. ``executor``: where the
+    coordinators train (None: this machine)."""
     store.reap()
     recs = [store.get(r) for r in run_ids]
     todo = [r for r in recs if r.status in RESUMABLE]
     if not todo:
         states = ", ".join(sorted({r.status for r in recs})) or "no runs"
         raise StoreError(f"nothing to resume: only failed, interrupted or queued runs can be ({states})")
-    ex_kw = _executor_kw(executor, ray_address)
     if len(todo) == 1:
-        return [resume_detached(store, todo[0].run_id, workers=workers, device=device, **ex_kw)]
+        return [resume_detached(store, todo[0].run_id, workers=workers, device=device, executor=executor)]
     check_resumable(store, [r.run_id for r in todo])
     out = []
     for batch_id in dict.fromkeys(r.batch_id for r in todo):
         ids = [r.run_id for r in sorted(todo, key=lambda r: r.position) if r.batch_id == batch_id]
         requeue_for_resume(store, batch_id, ids)
-        out.append((batch_id, ids, detach(store, batch_id, workers=workers or 0, device=device, **ex_kw)))
+        out.append((batch_id, ids, detach(store, batch_id, workers=workers or 0, device=device,
+                                                executor=executor)))
     return out
 
 

@@ -19,6 +19,7 @@ import pytest
 import torch
 
 from sparse_tui import runner
+from sparse_tui.executors import LocalExecutor
 from sparse_tui.presets import RunConfig, RunSpec
 from sparse_tui.store import RunStore, StoreError
 
@@ -188,7 +189,7 @@ def test_full_disk_in_a_stack_is_recorded_and_stops_the_batch(tmp_path, monkeypa
     batch, ids = batch_of(store, cfgs)
     _disk_full_from_step(monkeypatch, 15, finish_too=finish_fails, error=error)
     with pytest.raises(runner.DiskFull) as got:
-        runner.run_batch(store, batch, group=8)
+        runner.run_batch(store, batch, LocalExecutor(), group=8)
     msg = str(got.value)
     monkeypatch.undo()
     assert "disk full" in msg and f"sparse-tui resume {batch}" in msg
@@ -240,11 +241,11 @@ def test_an_interrupted_coordinator_leaves_the_queue_to_a_live_one(tmp_path, liv
     store = RunStore(tmp_path / "runs")
     batch, ids = store.create_runs([RunSpec("t", "t.toml", cfg(seed=s), {"seed": s}) for s in range(2)])
     store.add_coordinator(batch, live_process.pid)
-    runner.run_batch(store, batch, flag=runner.StopFlag("interrupted"))
+    runner.run_batch(store, batch, LocalExecutor(), flag=runner.StopFlag("interrupted"))
     assert [r.status for r in store.runs()] == ["queued", "queued"]
     live_process.kill()
     live_process.wait()
-    runner.run_batch(store, batch, flag=runner.StopFlag("interrupted"))
+    runner.run_batch(store, batch, LocalExecutor(), flag=runner.StopFlag("interrupted"))
     assert {(r.status, r.reason) for r in store.runs()} == {("interrupted", "never started")}
 
 

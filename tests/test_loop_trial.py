@@ -11,6 +11,7 @@ import copy
 import pytest
 import torch
 
+from sparse_tui.executors import LocalExecutor
 from sparse_tui.presets import RunConfig, RunSpec
 from sparse_tui.training import loop
 from sparse_tui.training.optim import StackOptimizer
@@ -109,7 +110,7 @@ def test_a_failure_the_old_trial_could_not_see_halves_the_stack(tmp_path, monkey
     inject(monkeypatch)
     store = RunStore(tmp_path / "runs")
     batch, ids = _batch(store, cfgs)
-    runner.run_batch(store, batch, workers=1, group=8)
+    runner.run_batch(store, batch, LocalExecutor(), workers=1, group=8)
     for i, want in zip(ids, alone):
         rec = store.get(i)
         assert rec.status == "finished", rec.reason

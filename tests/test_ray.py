@@ -96,7 +96,7 @@ class Coordinator(threading.Thread):
     def run(self):
         try:
             # the thread's own store connection (SQLite connections belong to a thread)
-            runner.coordinate(RunStore(self.store.runs_dir), self.batch, executor=ray_executor.connect("auto"),
+            runner.coordinate(RunStore(self.store.runs_dir), self.batch, executor=ray_executor.RayExecutor().connect(),
                               group=self.group)
         except BaseException as e:  # noqa: BLE001 - reported by finish()
             self.error = e

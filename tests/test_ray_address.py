@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from sparse_tui.executors import ExecutorError, probe
+from sparse_tui.executors import ExecutorError, ExecutorOptions, executor_for
 from sparse_tui.executors.address import current_cluster, is_current_cluster, parse_address, ray_temp_dir
 
 
@@ -58,6 +58,10 @@ def test_parse_address_errors_name_the_flag():
     for bad in ("head", "head:", ":6379", "head:0", "head:70000", "head:x"):
         with pytest.raises(ExecutorError, match="^--ray-address: must be auto, local or HOST:PORT"):
             parse_address(bad)
+
+
+def probe(kind: str, address: str | None = None) -> str | None:
+    return executor_for(ExecutorOptions(kind, address)).probe()
 
 
 def test_probe_auto_uses_the_address_file(ray_tmp):

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from sparse_tui import runner
 from sparse_tui.cli import app
+from sparse_tui.executors import ExecutorOptions
 from sparse_tui.executors.channel import Channel, ChannelSink, apply
 from sparse_tui.presets import config_from_json, expand, load_preset
 from sparse_tui.store import RunStore
@@ -186,7 +187,7 @@ def test_console_launches_through_the_chosen_executor(tiny_preset, tmp_path, mon
         errors = Errors()
         logging.getLogger("sparse_tui.tui").addHandler(errors)
         RunStore(runs_dir).close()  # the console asks before it creates a store (issue 21)
-        app = make_app(runs_dir, presets, gpu=False, poll_interval=0.1, executor="ray", ray_address=address)
+        app = make_app(runs_dir, presets, gpu=False, poll_interval=0.1, executor=ExecutorOptions("ray", address))
         async with app.run_test(size=(100, 30)) as pilot:
             await pilot.pause(0.5)
             assert f"ray {address}" in app.sub_title
@@ -209,7 +210,7 @@ def test_console_launches_through_the_chosen_executor(tiny_preset, tmp_path, mon
     assert calls == [] and RunStore(tmp_path / "a").runs() == []
     assert errors == ["ExecutorError: --ray-address: cannot reach a Ray cluster at 127.0.0.1:1 (Connection refused)"]
     errors = asyncio.run(launch("local", tmp_path / "b"))
-    assert errors == [] and calls and calls[0]["executor"] == "ray" and calls[0]["ray_address"] == "local"
+    assert errors == [] and calls and calls[0]["executor"] == ExecutorOptions("ray", "local")
     assert len(RunStore(tmp_path / "b").runs()) == 1
 
 

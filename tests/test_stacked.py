@@ -9,6 +9,7 @@ import math
 import pytest
 import torch
 
+from sparse_tui.executors import LocalExecutor
 from sparse_tui.presets import RunConfig
 from sparse_tui.training import grouping as st
 from sparse_tui.training.loop import train_stack
@@ -199,12 +200,12 @@ def test_store_records_match_sequential(tmp_path, schedule):
     cfgs = [cfg(RECALL, seed=s, train__steps=20) for s in (0, 1, 2)]
     store = RunStore(tmp_path / "runs")
     _, ids_seq = _batch(store, cfgs)
-    runner.run_batch(store, store.get(ids_seq[0]).batch_id, workers=1)
+    runner.run_batch(store, store.get(ids_seq[0]).batch_id, LocalExecutor(), workers=1)
     batch, ids = _batch(store, cfgs)
     if schedule == "stacked":
-        runner.run_batch(store, batch, workers=1, group=8)
+        runner.run_batch(store, batch, LocalExecutor(), workers=1, group=8)
     else:
-        runner.run_batch(store, batch, workers=2)
+        runner.run_batch(store, batch, LocalExecutor(), workers=2)
     seq, got = _records(store, ids_seq), _records(store, ids)
     for seed in (0, 1, 2):
         (ra, ma), (rb, mb) = seq[seed], got[seed]
@@ -239,7 +240,7 @@ def test_stack_whose_trial_step_fails_falls_back_and_says_why(tmp_path, monkeypa
     store = RunStore(tmp_path / "runs")
     cfgs = [cfg(RECALL, seed=s, train__steps=5) for s in range(3)]
     batch, ids = _batch(store, cfgs)
-    runner.run_batch(store, batch, workers=1, group=8)
+    runner.run_batch(store, batch, LocalExecutor(), workers=1, group=8)
     # 3 -> 1 + 2 -> 1 + (1 + 1); each lone run: default kernel fails, the plain kernel trains
     assert [m for m, _ in sizes] == [3, 1, 1, 2, 1, 1, 1, 1]
     log = capsys.readouterr().err
@@ -265,12 +266,12 @@ def test_a_run_whose_every_kernel_fails_is_recorded_failed(tmp_path, monkeypatch
     monkeypatch.setattr(loop, "trial_step", broken)
     store = RunStore(tmp_path / "runs")
     batch, ids = _batch(store, [cfg(RECALL, seed=0, train__steps=5)])
-    runner.run_batch(store, batch, workers=1)
+    runner.run_batch(store, batch, LocalExecutor(), workers=1)
     rec = store.get(ids[0])
     assert rec.status == "failed" and "no kernel (injected)" in rec.reason
     # the stacked schedule: halves, then each run alone on every kernel, then recorded failed (no endless split)
     batch, ids = _batch(store, [cfg(RECALL, seed=s, train__steps=5) for s in (0, 1)])
-    runner.run_batch(store, batch, workers=1, group=8)
+    runner.run_batch(store, batch, LocalExecutor(), workers=1, group=8)
     for i in ids:
         rec = store.get(i)
         assert rec.status == "failed" and "no kernel (injected)" in rec.reason

@@ -15,7 +15,7 @@ import socket
 import sys
 from pathlib import Path
 
-from sparse_tui.executors.errors import ExecutorError
+from sparse_tui.executors.base import ExecutorError
 
 CONNECT_TIMEOUT = 5.0  # seconds to reach HOST:PORT before ray.init is tried
 

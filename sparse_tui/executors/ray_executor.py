@@ -2,9 +2,9 @@
 
 ``sparse-tui run PRESET --headless --executor ray [--ray-address auto|local|HOST:PORT]``:
 
-* ``connect`` checks the cluster before anything is written (Ray missing, a bad or unreachable address: one line,
-  exit 2) and joins it as a driver.
-* ``RayExecutor.run_batch`` is ``runner.run_batch``'s Ray branch. The coordinator forms stacks exactly as the local
+* ``RayExecutor.preflight`` checks the cluster before anything is written (Ray missing, a bad or unreachable
+  address, a GPU batch on a cluster without one: one line, exit 2) and joins it as a driver (``connect``).
+* ``RayExecutor.run_batch`` is what ``runner.run_batch`` asks of it. The coordinator forms stacks exactly as the local
   path does (``runner.next_stack`` over the queued runs, the stack size from ``scheduler.plan``), claims them in the
   store, and submits each as a Ray task asking for the stack's resources: one GPU for a CUDA stack, ``CPUS_PER_STACK``
   CPUs (and as many torch threads) for a CPU stack. It keeps as many stacks in flight as the cluster's live nodes
@@ -28,12 +28,13 @@ Faults (tests/test_ray.py):
   ``interrupted`` at their next heartbeat); tasks that do not answer within ``STOP_SECONDS`` are cancelled and
   their runs recorded interrupted.
 
-Ray is imported here only, and only when an executor is made.
+Ray is imported here only, and only when the executor connects.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import logging
 import os
 import socket
@@ -46,8 +47,8 @@ from typing import Callable
 from sparse_tui import runner
 from sparse_tui.devices import resolve as resolve_device
 from sparse_tui.executors.address import auto_address, is_current_cluster, parse_address, reach
+from sparse_tui.executors.base import INSTALL_HINT, ExecutorError, ExecutorOptions
 from sparse_tui.executors.channel import PUT_TIMEOUT, Channel, ChannelSink, apply
-from sparse_tui.executors.errors import INSTALL_HINT, ExecutorError
 from sparse_tui.runner import StopFlag, next_stack, record_end
 from sparse_tui.store import TERMINAL
 from sparse_tui.training.checkpoint import CheckpointFiles
@@ -145,15 +146,15 @@ def _join(ray, target: str, here: bool, kw: dict) -> None:
         ray.init(address=target, **kw)
 
 
-def connect(address: str = "auto") -> "RayExecutor":
+def _connect(address: str):
     """Join the Ray cluster at ``address`` (``auto``: the one ``ray start`` runs on this machine, by its address
     file; ``local``: a private single-machine Ray started here; ``HOST:PORT``: the head's GCS address) as a driver.
-    A process that is already connected (tests) keeps its connection. Raises ExecutorError, one line, naming the
-    flag."""
+    A process that is already connected (tests) keeps its connection. Returns the ``ray`` module; raises
+    ExecutorError, one line, naming the flag."""
     ray = _import_ray()
     hostport = parse_address(address)
     if ray.is_initialized():
-        return RayExecutor(address)
+        return ray
     target = address
     if address == "auto":  # resolved here, so Ray's own auto token rule (_join) is not applied
         target = auto_address()
@@ -174,7 +175,7 @@ def connect(address: str = "auto") -> "RayExecutor":
             raise ExecutorError(_auth_hint(target)) from None
         first = (str(e).strip().splitlines() or [type(e).__name__])[0]
         raise ExecutorError(f"--ray-address: cannot connect to Ray at {target}: {first}") from None
-    return RayExecutor(address)
+    return ray
 
 
 def train_stack_task(put_channel, run_ids: list[str], configs: list[dict], device: str, threads: int,
@@ -238,22 +239,50 @@ def failure_reason(e: BaseException, step: int) -> tuple[str, bool]:
 
 
 class RayExecutor:
-    """Trains a batch's stacks as Ray tasks (see the module docstring); made by ``connect``."""
+    """``--executor ray [--ray-address ADDRESS]``: trains a batch's stacks as Ray tasks (see the module docstring).
+    Made without Ray; ``connect`` (or ``preflight``) joins the cluster."""
 
-    def __init__(self, address: str = "auto"):
-        self.ray = _import_ray()
-        self.address = address
+    def __init__(self, options: ExecutorOptions = ExecutorOptions("ray")):
+        self.options = options
+        self.address = options.address or "auto"
+        self.ray = None
+
+    def connect(self) -> "RayExecutor":
+        if self.ray is None:
+            self.ray = _connect(self.address)
+        return self
+
+    def probe(self) -> str | None:
+        """Without importing Ray: Ray is installed and, unless ``local`` (a private Ray), the cluster's address
+        answers (``auto``: the one ``ray start --head`` runs on this machine, by its address file under Ray's
+        temporary directory). The detached coordinator then connects for real."""
+        if importlib.util.find_spec("ray") is None:
+            return f"--executor ray: Ray is not installed; {INSTALL_HINT}"
+        if self.address == "local":
+            return None
+        try:
+            address = auto_address() if self.address == "auto" else self.address
+            reach(address, parse_address(address))
+        except ExecutorError as e:
+            return str(e)
+        return None
+
+    def where(self) -> str:
+        return f"the Ray cluster ({self.address})"
 
     # -- the cluster ------------------------------------------------------------------------------------------
     def resources(self) -> dict:
         """CPU and GPU totals of the cluster's live nodes."""
-        res = self.ray.cluster_resources()
+        res = self.connect().ray.cluster_resources()
         return {"CPU": float(res.get("CPU", 0.0)), "GPU": float(res.get("GPU", 0.0))}
 
-    def describe(self) -> str:
-        nodes = [n for n in self.ray.nodes() if n.get("Alive")]
+    def cluster(self) -> str:
+        nodes = [n for n in self.connect().ray.nodes() if n.get("Alive")]
         r = self.resources()
         return f"Ray cluster {self.address}: {len(nodes)} node(s), {r['CPU']:g} CPU(s), {r['GPU']:g} GPU(s)"
+
+    def describe(self, workers: int) -> str:
+        return f"Ray executor ({self.address})"
 
     def stack_device(self, want: str) -> str:
         """Where a stack trains on the cluster: ``auto`` is a GPU when the cluster has one; ``cuda:N`` is any one
@@ -262,21 +291,32 @@ class RayExecutor:
             return "cuda" if self.resources()["GPU"] > 0 else "cpu"
         return "cuda" if want.startswith("cuda") else want
 
-    def preflight(self, specs: list, device: str | None) -> None:
-        """Refuse (ExecutorError) a batch that asks for a GPU on a cluster without one."""
+    def preflight(self, specs: list, device: str | None, source: str, *, detached: bool = False) -> None:
+        """Join the cluster and refuse (ExecutorError) a batch that asks for a GPU on a cluster without one.
+        ``detached`` with ``--ray-address local``: only that Ray is installed (the detached coordinator starts
+        its private Ray itself)."""
+        if detached and self.address == "local":
+            _import_ray()
+            return
+        self.connect()
         wants = {self.stack_device(device or s.config.train.device) for s in specs}
         if "cuda" in wants and self.resources()["GPU"] < 1:
             flag = "--device" if device else "train.device"
             raise ExecutorError(f"{flag}: cuda requested but the Ray cluster at {self.address} has no GPU "
-                                f"({self.describe()})")
+                                f"({self.cluster()})")
 
-    def plan(self, specs: list, schedule: str, device: str | None) -> int:
+    def plan(self, specs: list, schedule: str, workers: int, device: str | None,
+             say: Callable[[str], None]) -> tuple[int, int]:
         """Runs per stack, by the sweep scheduler's rule for the device the stacks get (stacked on GPUs, one run
-        per stack on CPUs unless ``--schedule stacked``)."""
+        per stack on CPUs unless ``--schedule stacked``); ``workers`` stacks at once (0: as many as the cluster
+        has room for)."""
         from sparse_tui.training.scheduler import plan
 
         kind = self.stack_device(device or (specs[0].config.train.device if specs else "auto"))
-        return plan(specs, schedule, kind, idle=1).group
+        group = plan(specs, schedule, kind, idle=1).group
+        say(f"{self.cluster()}: stacks of up to {group} run(s), "
+            f"{workers or 'as many as the cluster has room for'} at once")
+        return workers, group
 
     def slots(self, device: str) -> int:
         """Stacks the cluster's live nodes can train at once."""
@@ -288,7 +328,7 @@ class RayExecutor:
     def run_batch(self, store, batch_id: str, *, workers: int = 0, device: str | None = None, flag=None,
                   poll: Callable[[], None] | None = None, group: int = 1) -> None:
         """Train every queued run of ``batch_id`` on the cluster; this process writes every record to ``store``."""
-        return _Coordinator(self, store, batch_id, workers, device, flag, poll, group).run()
+        return _Coordinator(self.connect(), store, batch_id, workers, device, flag, poll, group).run()
 
 
 class _Coordinator:

@@ -18,7 +18,7 @@ from textual.message import Message
 
 from sparse_tui import figures, geometry, runner
 from sparse_tui.annotate import AnnotateError, check_note, parse_tags
-from sparse_tui.executors import ExecutorError, probe
+from sparse_tui.executors import ExecutorError, ExecutorOptions, executor_for
 from sparse_tui.models.ode import recorded_curve
 from sparse_tui.export import export as write
 from sparse_tui.numbers import fmt_duration
@@ -30,38 +30,36 @@ from sparse_tui.tui.render.attention import render_attention
 from sparse_tui.tui.render.geometry import render_geometry
 
 
-def check_executor(executor: str, ray_address: str | None) -> None:
-    """``--executor ray``: refuse to launch while Ray is missing or its cluster unreachable (``ExecutorError``, one
-    line; nothing is recorded)."""
-    problem = probe(executor, ray_address)
+def check_executor(executor: ExecutorOptions) -> None:
+    """Refuse to launch while the executor cannot be used (Ray missing, its cluster unreachable: ``ExecutorError``,
+    one line; nothing is recorded)."""
+    problem = executor_for(executor).probe()
     if problem:
         raise ExecutorError(problem)
 
 
-def launch(store: RunStore, loaded: Any, workers: int | None = None, executor: str = "local",
-           ray_address: str | None = None) -> Message:
+def launch(store: RunStore, loaded: Any, workers: int | None = None,
+           executor: ExecutorOptions = ExecutorOptions()) -> Message:
     """Record the runs of a validated preset and start them in a detached process (the sweep scheduler plans them
-    as they start; ``executor`` local or ray, docs/CLUSTER.md); the Runs panel then shows them with the cursor on
+    as they start, on ``executor``: docs/CLUSTER.md); the Runs panel then shows them with the cursor on
     the first."""
     from sparse_tui.presets import expand
 
-    check_executor(executor, ray_address)
-    batch_id, ids, pid = runner.start_detached(store, expand(loaded), workers=workers or None, executor=executor,
-                                               ray_address=ray_address)
+    check_executor(executor)
+    batch_id, ids, pid = runner.start_detached(store, expand(loaded), workers=workers or None, executor=executor)
     return Done(f"launched {loaded.name}: batch {batch_id}, {len(ids)} run(s), pid {pid} "
                 f"(log {runner.log_path(store, batch_id)})", switch_to="runs", run_ids=list(ids), pids=[pid])
 
 
-def launch_question(loaded: Any, executor: str = "local", ray_address: str | None = None,
-                    store: RunStore | None = None) -> str:
+def launch_question(loaded: Any, executor: ExecutorOptions = ExecutorOptions(), store: RunStore | None = None) -> str:
     """What ctrl+l would start, asked before it does: runs, steps, an estimate of the time from earlier runs of the
     preset in the store (seconds per step, one at a time), and where."""
     from sparse_tui.presets import expand
 
     specs = expand(loaded)
     steps = sum(s.config.train.steps for s in specs)
-    where = "this machine" if executor == "local" else f"the Ray cluster ({ray_address or 'auto'})"
-    text = (f"Launch {loaded.name}: {len(specs)} run(s), {steps:,} training steps in all, on {where}?")
+    text = (f"Launch {loaded.name}: {len(specs)} run(s), {steps:,} training steps in all, on "
+            f"{executor_for(executor).where()}?")
     per_step = seconds_per_step(store, loaded.name) if store is not None else None
     if per_step is not None:
         text += f"\nEarlier runs of {loaded.name} here took {per_step * 1e3:.1f} ms a step: about " \
@@ -98,13 +96,12 @@ def annotate(store: RunStore, run_id: str, what: str, text: str) -> Message:
         return Done(f"{run_id}: {e}", severity="warning")
 
 
-def resume(store: RunStore, ids: list[str], workers: int | None = None, executor: str = "local",
-           ray_address: str | None = None) -> Message:
+def resume(store: RunStore, ids: list[str], workers: int | None = None,
+           executor: ExecutorOptions = ExecutorOptions()) -> Message:
     """Continue failed / interrupted / queued runs from their latest checkpoint, one detached coordinator per batch."""
     try:
-        check_executor(executor, ray_address)
-        started = runner.resume_runs_detached(store, ids, workers=workers or None, executor=executor,
-                                              ray_address=ray_address)
+        check_executor(executor)
+        started = runner.resume_runs_detached(store, ids, workers=workers or None, executor=executor)
     except StoreError as e:  # the run changed since the table was drawn (it finished, or another resume won)
         return Problem(f"cannot resume: {e}", severity="warning")
     n = sum(len(r) for _, r, _ in started)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -26,7 +27,7 @@ from textual.screen import Screen
 from textual.theme import ThemeProvider
 from textual.worker import get_current_worker
 
-from sparse_tui.executors import probe
+from sparse_tui.executors import ExecutorOptions, executor_for
 from sparse_tui.exitcodes import ExitCode
 from sparse_tui.store import DB_NAME, RunStore
 from sparse_tui.tui.commands import CommandPalette, help_groups, system_commands
@@ -56,10 +57,10 @@ class SparseTuiApp(Reporting, FocusHighlight, Guarded, App[int]):
 
     def __init__(self, runs_dir: Path, presets_dir: Path, preset: Path | None = None,
                  overrides: list[str] | None = None, *, clock: Callable[[], float] = time.time,
-                 poll_interval: float = 0.3, gpu: bool = True, workers: int | None = None, executor: str = "local",
-                 ray_address: str | None = None) -> None:
+                 poll_interval: float = 0.3, gpu: bool = True, workers: int | None = None,
+                 executor: ExecutorOptions = ExecutorOptions()) -> None:
         super().__init__()
-        self.executor, self.ray_address = executor, ray_address  # launches and resumes go there (docs/CLUSTER.md)
+        self.executor = executor  # launches and resumes train there (docs/CLUSTER.md)
         self.runs_dir = Path(runs_dir)
         self.presets_dir = Path(presets_dir)
         self.preset = Path(preset) if preset else None
@@ -163,8 +164,8 @@ class SparseTuiApp(Reporting, FocusHighlight, Guarded, App[int]):
             parts.append(f"{n_queued} queued")
         if self._gpu_text:
             parts.append(self._gpu_text)
-        if self.executor != "local":
-            parts.append(f"{self.executor} {self.ray_address or 'auto'}")
+        if self.executor.kind != "local":
+            parts.append(f"{self.executor.kind} {self.executor.address or 'auto'}")
         self.sub_title = " · ".join(parts)
 
     @work(thread=True, exclusive=True, group="gpu", exit_on_error=False)
@@ -187,15 +188,15 @@ class SparseTuiApp(Reporting, FocusHighlight, Guarded, App[int]):
         self.set_header()
 
     # -- executor --------------------------------------------------------------------------------------------------
-    def action_executor(self, executor: str) -> None:
-        """Train the next launches and resumes on ``executor`` (local, or ray at ``--ray-address``, default auto;
-        docs/CLUSTER.md), once it is checked: the same check as ``sparse-tui --executor ray``, in a thread (it may
-        wait seconds for an address to answer). Runs already started stay where they are."""
-        self.check_executor(executor)
+    def action_executor(self, kind: str) -> None:
+        """Train the next launches and resumes on the executor ``kind`` (local, or ray at ``--ray-address``, default
+        auto; docs/CLUSTER.md), once it is checked: the same check as ``sparse-tui --executor ray``, in a thread (it
+        may wait seconds for an address to answer). Runs already started stay where they are."""
+        self.check_executor(replace(self.executor, kind=kind))
 
     @work(thread=True, exclusive=True, group="executor", exit_on_error=False)
-    def check_executor(self, executor: str) -> None:
-        self.post_message(ExecutorChecked(executor, probe(executor, self.ray_address)))
+    def check_executor(self, executor: ExecutorOptions) -> None:
+        self.post_message(ExecutorChecked(executor, executor_for(executor).probe()))
 
     def on_executor_checked(self, msg: ExecutorChecked) -> None:
         if msg.problem:
@@ -206,7 +207,7 @@ class SparseTuiApp(Reporting, FocusHighlight, Guarded, App[int]):
         self.notify(f"launches and resumes now train on {self._where()}", timeout=6)
 
     def _where(self) -> str:
-        return "this machine" if self.executor == "local" else f"the Ray cluster ({self.ray_address or 'auto'})"
+        return executor_for(self.executor).where()
 
 
 def make_app(
@@ -221,9 +222,9 @@ def make_app(
 
 
 def run_app(runs_dir: Path, presets_dir: Path, preset: Path | None = None, overrides: list[str] | None = None,
-            executor: str = "local", ray_address: str | None = None) -> int:
+            executor: ExecutorOptions = ExecutorOptions()) -> int:
     """Run the console until the user quits. Returns the process exit code."""
-    app = make_app(runs_dir, presets_dir, preset, overrides, executor=executor, ray_address=ray_address)
+    app = make_app(runs_dir, presets_dir, preset, overrides, executor=executor)
     result = app.run()
     if app.return_code not in (None, 0):
         return int(ExitCode.RUN_FAILED)

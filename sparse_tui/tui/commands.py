@@ -64,12 +64,12 @@ def system_commands(app: Any) -> Iterator[SystemCommand]:
 def executor_commands(app: Any) -> Iterator[SystemCommand]:
     """Where launches train (docs/CLUSTER.md): the other executor than the current one; Ray only when installed
     (the app checks the cluster answers before it switches)."""
-    if app.executor == "ray":
+    if app.executor.kind == "ray":
         yield SystemCommand("Executor: this machine", "launches and resumes train here (--executor local)",
                             partial(app.action_executor, "local"))
     elif importlib.util.find_spec("ray") is not None:
         yield SystemCommand("Executor: the Ray cluster",
-                            f"launches and resumes train on Ray at {app.ray_address or 'auto'} (--executor ray; "
+                            f"launches and resumes train on Ray at {app.executor.address or 'auto'} (--executor ray; "
                             "docs/CLUSTER.md)", partial(app.action_executor, "ray"))
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from textual.message import Message
 
+from sparse_tui.executors.base import ExecutorOptions
 from sparse_tui.store import RunRecord
 
 
@@ -100,7 +101,7 @@ class ExecutorChecked(Message):
     """The answer to "train the next launches on ``executor``" (the palette's Executor command): ``problem`` is the
     one line that refuses it (Ray missing, no cluster answering), or None."""
 
-    executor: str
+    executor: ExecutorOptions
     problem: str | None
 
 

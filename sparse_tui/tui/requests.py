@@ -87,10 +87,9 @@ class PanelRequests:
 
         def done(yes: bool | None) -> None:
             if yes:
-                self._work(actions.launch, app.store, msg.loaded, app.n_workers, app.executor, app.ray_address,
-                           group="launch")
+                self._work(actions.launch, app.store, msg.loaded, app.n_workers, app.executor, group="launch")
 
-        app.push_screen(ConfirmScreen(actions.launch_question(msg.loaded, app.executor, app.ray_address, app.store),
+        app.push_screen(ConfirmScreen(actions.launch_question(msg.loaded, app.executor, app.store),
                                       yes="Launch (y)"), done)
 
     def on_cancel_requested(self, msg: CancelRequested) -> None:
@@ -111,7 +110,7 @@ class PanelRequests:
                         severity="warning", markup=False)
             return
         app = self.app
-        self._work(actions.resume, app.store, todo, app.n_workers, app.executor, app.ray_address, group="launch")
+        self._work(actions.resume, app.store, todo, app.n_workers, app.executor, group="launch")
 
     def on_compare_requested(self, msg: CompareRequested) -> None:
         """``x`` in Runs (or the palette): two runs (or two groups) side by side: their final metrics (groups: mean ±

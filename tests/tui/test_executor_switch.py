@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from sparse_tui import runner
+from sparse_tui.executors import ExecutorOptions
 from sparse_tui.store import RunStore
 
 from .conftest import launch, palette, run_async, tiny_text, wait_for
@@ -47,16 +48,16 @@ async def test_palette_switches_launches_to_ray_and_back(tmp_path: Path, monkeyp
         head.listen()
         async with app.run_test(size=(120, 40)) as pilot:
             await pilot.pause(0.3)
-            assert app.executor == "local" and "ray" not in app.sub_title
+            assert app.executor.kind == "local" and "ray" not in app.sub_title
             # no cluster on this machine yet: refused with the reason, launches stay here
             await palette(pilot, "Executor: the Ray cluster")
             await wait_for(pilot, lambda: any("no Ray cluster runs on this machine" in t for t in _texts(app)), 10)
             assert any(t.startswith("launches stay on this machine") for t in _texts(app)), _texts(app)
-            assert app.executor == "local"
+            assert app.executor.kind == "local"
             # 'ray start --head' has run (its address file names a port that answers): switched
             (ray_tmp / "ray" / "ray_current_cluster").write_text(f"127.0.0.1:{head.getsockname()[1]}")
             await palette(pilot, "Executor: the Ray cluster")
-            await wait_for(pilot, lambda: app.executor == "ray", 10)
+            await wait_for(pilot, lambda: app.executor.kind == "ray", 10)
             assert "ray auto" in app.sub_title
             assert any("now train on the Ray cluster (auto)" in t for t in _texts(app)), _texts(app)
             # a launch goes to Ray
@@ -64,9 +65,9 @@ async def test_palette_switches_launches_to_ray_and_back(tmp_path: Path, monkeyp
             await pilot.pause(0.2)
             await launch(pilot)
             await wait_for(pilot, lambda: bool(calls), 10)
-            assert calls[-1]["executor"] == "ray" and calls[-1]["ray_address"] is None  # None: auto
+            assert calls[-1]["executor"] == ExecutorOptions("ray")  # address None: auto
             # and back
             await palette(pilot, "Executor: this machine")
-            await wait_for(pilot, lambda: app.executor == "local", 10)
+            await wait_for(pilot, lambda: app.executor.kind == "local", 10)
             assert "ray" not in app.sub_title
     assert len(console_errors) == 1 and "no Ray cluster runs on this machine" in console_errors[0], console_errors

@@ -22,6 +22,7 @@ from textual.widgets.option_list import Option
 
 from sparse_tui import atlas, runner
 from sparse_tui import reproduce as rp
+from sparse_tui.executors import ExecutorOptions
 from sparse_tui.tui.actions import check_executor
 from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.screens.answer_once import AnswersOnce
@@ -38,11 +39,11 @@ class AtlasScreen(AnswersOnce, Guarded, ModalScreen[None]):
     BINDINGS = [Binding("escape,q", "close", "Close"), Binding("l", "launch", "Launch"),
                 Binding("r", "refresh", "Refresh")]
 
-    def __init__(self, store: Any, executor: str = "local", ray_address: str | None = None) -> None:
+    def __init__(self, store: Any, executor: ExecutorOptions = ExecutorOptions()) -> None:
         super().__init__()
 
         self.store = store
-        self.executor, self.ray_address = executor, ray_address
+        self.executor = executor
         self.entries = atlas.entries()
         self.status: dict[str, str] = {}
 
@@ -148,9 +149,8 @@ class AtlasScreen(AnswersOnce, Guarded, ModalScreen[None]):
                 self.app.call_from_thread(self.app.notify, f"{e.key}: every run is already in the store")
                 self._detail(e)
                 return
-            check_executor(self.executor, self.ray_address)
-            batch_id, ids, pid = runner.start_detached(self.store, todo, executor=self.executor,
-                                                       ray_address=self.ray_address)
+            check_executor(self.executor)
+            batch_id, ids, pid = runner.start_detached(self.store, todo, executor=self.executor)
         except Exception as exc:  # noqa: BLE001 - a refused launch is a notification, not a crash
             self.app.call_from_thread(self.app.notify, f"{e.key}: cannot launch: {str(exc).splitlines()[0]}",
                                       severity="error")
@@ -168,4 +168,4 @@ def open_atlas(app: Any) -> None:
     if app.store is None:
         app.notify("no run store open", severity="error")
         return
-    app.push_screen(AtlasScreen(app.store, app.executor, app.ray_address))
+    app.push_screen(AtlasScreen(app.store, app.executor))

@@ -1,0 +1,95 @@
+"""The ``local`` executor (the default): this machine trains the batch, in the coordinator's process
+(``runner.work``) or in worker processes it starts (``python -m sparse_tui worker BATCH``), as the sweep scheduler
+plans (training/scheduler.py, docs/PERFORMANCE.md)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from typing import Callable
+
+from sparse_tui import runner
+from sparse_tui.executors.base import ExecutorError, ExecutorOptions
+from sparse_tui.store import RunStore
+
+BEAT_SECONDS = 5.0  # how often the coordinator beats its heartbeat (what other hosts judge it by)
+
+
+class LocalExecutor:
+    """This machine (``--executor local``)."""
+
+    def __init__(self, options: ExecutorOptions = ExecutorOptions()):
+        self.options = options
+
+    def probe(self) -> str | None:
+        return None
+
+    def where(self) -> str:
+        return "this machine"
+
+    def preflight(self, specs: list, device: str | None, source: str, *, detached: bool = False) -> None:
+        """The device exists and the largest run fits its memory (``runner.preflight``)."""
+        try:
+            runner.preflight(specs, device, source)
+        except runner.PreflightError as e:
+            raise ExecutorError(str(e)) from None
+
+    def plan(self, specs: list, schedule: str, workers: int, device: str | None,
+             say: Callable[[str], None]) -> tuple[int, int]:
+        return runner.plan_batch(specs, schedule, workers, device, say=say)
+
+    def describe(self, workers: int) -> str:
+        return f"{max(1, workers)} worker(s)"
+
+    def run_batch(self, store: RunStore, batch_id: str, *, workers: int = 1, device: str | None = None,
+                  flag: Callable[[], str | None], poll: Callable[[], None] | None = None, group: int = 1) -> None:
+        """In this process (``workers`` <= 1), or with ``workers`` worker processes (stacks of up to ``group``
+        same-shape runs each) that it replaces when they die and stops on ``flag``."""
+        if workers <= 1:
+            runner.work(store, batch_id, device=device, should_stop=flag, group=group)
+            return
+        cmd = [sys.executable, "-m", "sparse_tui", "worker", batch_id, "--runs-dir", str(store.runs_dir),
+               "--threads", str(max(1, (os.cpu_count() or 1) // workers)), "--group", str(group)]
+        cmd += ["--device", device] if device else []
+        procs: list[subprocess.Popen] = []
+        restarts = 0
+        n_queued = len(store.runs(batch_id=batch_id, status="queued", reap=False))
+        for _ in range(min(workers, max(1, n_queued))):
+            procs.append(subprocess.Popen(cmd))
+        last_beat = time.monotonic()
+        while True:
+            time.sleep(0.3)
+            if poll is not None:
+                poll()
+            if time.monotonic() - last_beat > BEAT_SECONDS:
+                last_beat = time.monotonic()
+                try:
+                    store.beat_batch(batch_id)
+                except sqlite3.Error:
+                    pass
+            alive = [p for p in procs if p.poll() is None]
+            if flag():
+                for p in alive:
+                    try:
+                        p.send_signal(signal.SIGTERM)
+                    except ProcessLookupError:
+                        pass
+                for p in alive:
+                    try:
+                        p.wait(timeout=5)
+                    except subprocess.TimeoutExpired:
+                        p.kill()
+                store.reap()
+                return
+            queued = store.runs(batch_id=batch_id, status="queued", reap=True)
+            if not alive and not queued:
+                return
+            # A worker that died while runs are still queued is replaced (bounded, so a crash loop cannot spin).
+            if queued and len(alive) < min(workers, len(queued)) and restarts < 4 * workers:
+                restarts += 1
+                procs.append(subprocess.Popen(cmd))
+            procs = [p for p in procs if p.poll() is None]
