@@ -169,7 +169,7 @@ def main_callback(
     presets_dir: Path = typer.Option(Path("presets"), "--presets-dir", help="Directory of preset files."),
     version: bool = typer.Option(False, "--version", help="Print the version and exit."),
     executor: str = typer.Option("local", "--executor", help="Where the console's launches train: local or ray."),
-    ray_address: Optional[str] = RayAddressOpt,
+    address: Optional[str] = RayAddressOpt,
 ) -> None:
     if version:
         from sparse_tui import __version__
@@ -177,7 +177,7 @@ def main_callback(
         out.print(f"sparse-tui {__version__}")
         raise typer.Exit(0)
     if ctx.invoked_subcommand is None:
-        _open_tui(_runs_dir(runs_dir), presets_dir, None, [], _executor_options(executor, ray_address))
+        _open_tui(_runs_dir(runs_dir), presets_dir, None, [], _executor_options(executor, address))
 
 
 def _open_tui(runs_dir: Path, presets_dir: Path, preset: Optional[Path], overrides: list[str], executor) -> None:
@@ -224,10 +224,10 @@ def run(
     dry_run: bool = typer.Option(False, "--dry-run", help="Validate and list the runs, train nothing."),
     tag: List[str] = typer.Option([], "--tag", help="Add a tag to every run (repeatable; after the preset's tags)."),
     executor: str = ExecutorOpt,
-    ray_address: Optional[str] = RayAddressOpt,
+    address: Optional[str] = RayAddressOpt,
 ) -> None:
     """Run every run of a preset (sweep x seeds), recording them in the run store."""
-    opts = _executor_options(executor, ray_address)
+    opts = _executor_options(executor, address)
     overrides = list(set_)
     if tag:
         from sparse_tui.presets import tag_problem
@@ -290,13 +290,13 @@ def _say(line: str) -> None:
     err.print(line, markup=False)
 
 
-def _executor_options(executor: str, ray_address: Optional[str]):
+def _executor_options(executor: str, address: Optional[str]):
     """``--executor`` / ``--ray-address`` as one ``ExecutorOptions`` (exit 2, one line, for a bad value); nothing
     heavy is imported."""
     from sparse_tui.executors import ExecutorError, options
 
     try:
-        return options(executor, ray_address)
+        return options(executor, address)
     except ExecutorError as e:
         raise fail(str(e)) from None
 
@@ -410,13 +410,13 @@ def work(
     group: int = typer.Option(0, "--group", help="Stacks of up to this many same-shape runs (0: as planned)."),
     schedule: str = typer.Option("auto", "--schedule"),
     executor: str = ExecutorOpt,
-    ray_address: Optional[str] = RayAddressOpt,
+    address: Optional[str] = RayAddressOpt,
 ) -> None:
     """Coordinator of a detached batch (started by run --detach and by the console): plans when the runs start."""
     from sparse_tui import runner
     from sparse_tui.executors import ExecutorError, executor_for
 
-    ex = executor_for(_executor_options(executor, ray_address))
+    ex = executor_for(_executor_options(executor, address))
     store = _open_store(runs_dir)
     store.add_coordinator(batch_id)
     specs = runner.batch_specs(store, batch_id)
@@ -469,11 +469,11 @@ def resume(
     schedule: str = typer.Option("auto", "--schedule", help="auto, sequential, processes or stacked."),
     detach: bool = typer.Option(False, "--detach", help="Continue in the background and return at once."),
     executor: str = ExecutorOpt,
-    ray_address: Optional[str] = RayAddressOpt,
+    address: Optional[str] = RayAddressOpt,
 ) -> None:
     """Continue the failed and interrupted runs (and runs left queued) of a batch, or one run, from their latest
     checkpoints, through the same launch path as 'run'."""
-    opts = _executor_options(executor, ray_address)
+    opts = _executor_options(executor, address)
     from sparse_tui import runner
     from sparse_tui.executors import executor_for
     from sparse_tui.presets import RunSpec
