@@ -191,6 +191,7 @@ def phase_scheduler(args) -> dict:
     import torch
 
     from sparse_tui import runner
+    from sparse_tui.executors import LocalExecutor
     from sparse_tui.store import RunStore
     from sparse_tui.training.scheduler import plan
 
@@ -204,7 +205,7 @@ def phase_scheduler(args) -> dict:
         batch, ids = store.create_runs(specs)
         if p.threads and p.workers == 1:
             torch.set_num_threads(p.threads)
-        runner.run_batch(store, batch, workers=p.workers, group=p.group, device=args.device)
+        runner.run_batch(store, batch, LocalExecutor(), workers=p.workers, group=p.group, device=args.device)
         if args.device.startswith("cuda"):
             torch.cuda.synchronize()
         wall = time.perf_counter() - t

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from sparse_tui import geometry
+from sparse_tui.executors import LocalExecutor
 from sparse_tui.presets import expand, load_preset
 from sparse_tui.store import RunStore, StoreError
 
@@ -119,7 +120,7 @@ def test_training_a_stack_stores_each_runs_final_embedding(tmp_path: Path):
                                 "sweep.model.d_model=[2, 4]"]))
     store = RunStore(tmp_path / "runs")
     batch, ids = store.create_runs(specs)
-    runner.run_batch(store, batch, workers=1, group=8)
+    runner.run_batch(store, batch, LocalExecutor(), workers=1, group=8)
     for rid, D in zip(ids, (2, 4)):
         rec = store.get(rid)
         assert rec.status == "finished"

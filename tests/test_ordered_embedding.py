@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from sparse_tui.executors import LocalExecutor
 from sparse_tui.presets import PresetError, expand, load_preset
 from sparse_tui.store import RunStore
 
@@ -47,7 +48,7 @@ def test_training_leaves_the_ordered_embedding_where_it_is(tmp_path: Path):
     for emb in ("ordered", "learned"):
         specs = _specs(f"model.embedding={emb}", "sweep.task.vocab=[16, 32]")
         batch, ids = store.create_runs(specs)
-        runner.run_batch(store, batch, workers=1, group=8)
+        runner.run_batch(store, batch, LocalExecutor(), workers=1, group=8)
         for rid, V in zip(ids, (16, 32)):
             assert store.get(rid).status == "finished"
             E = store.array(rid, "embed")
