@@ -25,8 +25,9 @@ from typing import Callable
 
 from sparse_tui import runner
 from sparse_tui.devices import resolve as resolve_device
-from sparse_tui.executors import INSTALL_HINT, ExecutorOptions, LocalExecutor, executor_for
+from sparse_tui.executors import ExecutorOptions, LocalExecutor, executor_for
 from sparse_tui.executors.address import current_cluster
+from sparse_tui.executors.base import INSTALL_HINT
 from sparse_tui.store import RunStore
 
 TOLERANCE = 1e-3  # relative, on each run's final test loss

@@ -12,7 +12,7 @@ connects (``sparse-tui --help`` stays light; tests/test_cli.py).
 from __future__ import annotations
 
 from sparse_tui.executors.address import parse_address
-from sparse_tui.executors.base import INSTALL_HINT, Executor, ExecutorError, ExecutorOptions  # noqa: F401  (API)
+from sparse_tui.executors.base import Executor, ExecutorError, ExecutorOptions
 from sparse_tui.executors.local import LocalExecutor
 from sparse_tui.executors.ray_executor import RayExecutor
 
