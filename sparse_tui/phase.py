@@ -42,15 +42,15 @@ def cell_note(counts: list[list[int]]) -> str:
 
 def phase_grid(records: Iterable[RunRecord], x_key: str, y_key: str, value: str = "plateau",
                last: dict[str, dict] | None = None) -> tuple[list[Any], list[Any], list[list[float]], list[list[int]]]:
-    """Grid of a value over two params: (xs, ys, values[y][x], counts[y][x]). Only ended runs count."""
+    """Grid of a value over two params: (xs, ys, values[y][x], counts[y][x]). A run still queued or running counts
+    with what it has so far (its plateau step, its latest accuracy or loss), except for "emerged", which it has not
+    decided yet."""
     cells: dict[tuple[Any, Any], list[float]] = {}
     xs: set = set()
     ys: set = set()
     for r in records:
         if x_key not in r.params or y_key not in r.params:
             continue
-        if r.status not in ("finished", "diverged", "cancelled", "interrupted", "failed") and value != "acc":
-            pass
         x, y = r.params[x_key], r.params[y_key]
         xs.add(x)
         ys.add(y)
