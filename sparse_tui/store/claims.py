@@ -107,16 +107,9 @@ class Claims:
     def requeue(self, run_ids: Iterable[str]) -> list[str]:
         """Put failed, interrupted or queued runs back in the queue (``sparse-tui resume``); returns those re-queued.
         Their metrics stay; a run with a checkpoint continues from it (training/checkpoint.py)."""
-        got = []
-        with self._tx() as con:
-            for run_id in run_ids:
-                cur = con.execute(
-                    "UPDATE runs SET status='queued', reason=NULL, ended_at=NULL, cancel_requested=0"
-                    " WHERE run_id=? AND status IN ('failed', 'interrupted', 'queued')",
-                    (run_id,),
-                )
-                if cur.rowcount:
-                    got.append(run_id)
+        got = self._update_each(
+            run_ids, "UPDATE runs SET status='queued', reason=NULL, ended_at=NULL, cancel_requested=0"
+            " WHERE run_id=? AND status IN ('failed', 'interrupted', 'queued')", ())
         for run_id in got:
             self._overrides.pop(run_id, None)
         return got
@@ -134,17 +127,16 @@ class Claims:
         """Atomically mark those of ``run_ids`` that are still queued as running; returns them (a stacked group)."""
         pid = pid or os.getpid()
         now = time.time()
-        got = []
-        with self._tx() as con:
-            for run_id in run_ids:
-                cur = con.execute(
-                    "UPDATE runs SET status='running', pid=?, host=?, device=?, versions=?, started_at=?,"
-                    " heartbeat_at=? WHERE run_id=? AND status='queued' AND cancel_requested=0",
-                    (pid, self._host, device, _json(versions), now, now, run_id),
-                )
-                if cur.rowcount:
-                    got.append(run_id)
+        got = self._update_each(
+            run_ids, "UPDATE runs SET status='running', pid=?, host=?, device=?, versions=?, started_at=?,"
+            " heartbeat_at=? WHERE run_id=? AND status='queued' AND cancel_requested=0",
+            (pid, self._host, device, _json(versions), now, now))
         return [self.get(r) for r in got]
+
+    def _update_each(self, run_ids: Iterable[str], sql: str, params: tuple) -> list[str]:
+        """Run ``sql`` (its last placeholder is the run id) for each run in one transaction; the ids it changed."""
+        with self._tx() as con:
+            return [r for r in run_ids if con.execute(sql, (*params, r)).rowcount]
 
     def mark_running(self, run_id: str, *, device: str, versions: dict, pid: int | None = None) -> None:
         """Record where a claimed run trains (a Ray worker's first record); a run that has ended meanwhile (its
