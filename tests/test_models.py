@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from sparse_tui.models import build_model
 from sparse_tui.models.toy import ToyAttention
 from sparse_tui.models.transformer import Transformer
-from sparse_tui.presets import RunConfig
+from sparse_tui.presets import RunConfig, TransformerModel
 
 CPU = torch.device("cpu")
 
@@ -31,12 +31,18 @@ def vector_task(d=4, seq_len=6, indicator=False):
                            in_dim=d + int(indicator), out_dim=d, device=CPU, w_star=torch.randn(d, d))
 
 
+def transformer(seq_len, out_dim, vocab_size=None, in_dim=None, generator=None, **model):
+    """A Transformer built as ``build_model`` builds it: from its config (``TransformerModel``) and a task's sizes."""
+    task = SimpleNamespace(seq_len=seq_len, out_dim=out_dim, vocab_size=vocab_size, in_dim=in_dim)
+    return Transformer(TransformerModel(**model), task, generator=generator)
+
+
 def tiny(input="embedding", pos_enc="learned", mlp=True, layernorm=True, residual=True, causal=True, **kw):
     args = dict(seq_len=6, out_dim=5, input=input, vocab_size=7, in_dim=3, n_layers=2, n_heads=2, d_model=8,
                 d_qk=3, mlp=mlp, mlp_factor=2, layernorm=layernorm, residual=residual, pos_enc=pos_enc,
                 causal=causal, init_std=0.3)
     args.update(kw)
-    return Transformer(**args)
+    return transformer(**args)
 
 
 def tiny_input(input, n=3, seq_len=6, generator=None):
@@ -301,7 +307,7 @@ def test_build_model_is_seeded_by_the_run_seed_not_the_global_rng():
 
 
 def test_tiny_param_count_by_hand():
-    model = Transformer(seq_len=3, out_dim=5, input="embedding", vocab_size=5, n_layers=1, n_heads=2, d_model=4,
+    model = transformer(seq_len=3, out_dim=5, input="embedding", vocab_size=5, n_layers=1, n_heads=2, d_model=4,
                         d_qk=3, mlp=True, mlp_factor=2, layernorm=True, pos_enc="learned")
     attn = (4 * 6 + 6) + 4 * 6 + (16 + 4) + (16 + 4)  # q (bias), k (no bias), v, o
     mlp = (4 * 8 + 8) + (8 * 4 + 4)
@@ -395,7 +401,7 @@ def _fit(model, x, loss_fn, steps=60, lr=1e-2):
 
 def test_tiny_transformer_overfits_a_token_batch():
     torch.manual_seed(10)
-    model = Transformer(seq_len=6, out_dim=7, input="embedding", vocab_size=7, n_layers=2, n_heads=2, d_model=16,
+    model = transformer(seq_len=6, out_dim=7, input="embedding", vocab_size=7, n_layers=2, n_heads=2, d_model=16,
                         mlp=True, layernorm=True, init_std=0.1)
     x = torch.randint(0, 7, (16, 6))
     y = torch.randint(0, 7, (16,))
@@ -405,7 +411,7 @@ def test_tiny_transformer_overfits_a_token_batch():
 
 def test_tiny_transformer_overfits_a_vector_batch():
     torch.manual_seed(11)
-    model = Transformer(seq_len=6, out_dim=4, input="linear", in_dim=4, n_layers=2, n_heads=2, d_model=16,
+    model = transformer(seq_len=6, out_dim=4, input="linear", in_dim=4, n_layers=2, n_heads=2, d_model=16,
                         mlp=True, layernorm=False, pos_enc="sinusoidal", init_std=0.1)
     x = torch.randn(16, 6, 4) / 2
     y = x[:, 2] @ torch.randn(4, 4).T  # single-location regression, relevant token at position 2
@@ -451,10 +457,8 @@ def test_stacked_models_under_vmap_match_each_model():
 
 def test_tied_embeddings_read_out_with_the_embedding_table():
     """tie_embeddings: logits are the last hidden state dotted with every token embedding (nanoGPT-style)."""
-    from sparse_tui.models.transformer import Transformer
-
     torch.manual_seed(0)
-    m = Transformer(seq_len=5, out_dim=11, input="embedding", vocab_size=11, d_model=8, tie_embeddings=True)
+    m = transformer(seq_len=5, out_dim=11, input="embedding", vocab_size=11, d_model=8, tie_embeddings=True)
     assert m.unembed is None
     x = torch.randint(0, 11, (3, 5))
     out, _ = m(x)
@@ -466,21 +470,19 @@ def test_tied_embeddings_read_out_with_the_embedding_table():
     out.sum().backward()
     assert m.embed.weight.grad is not None
     with pytest.raises(ValueError):
-        Transformer(seq_len=5, out_dim=3, input="embedding", vocab_size=11, d_model=8, tie_embeddings=True)
+        transformer(seq_len=5, out_dim=3, input="embedding", vocab_size=11, d_model=8, tie_embeddings=True)
 
 
 def test_torch_default_init_scales():
     """init='torch': Linear U(+-1/sqrt(fan_in)) (std 1/sqrt(3 fan_in)), embeddings and learned positions N(0, 1)."""
-    from sparse_tui.models.transformer import Transformer
-
     g = torch.Generator().manual_seed(0)
-    m = Transformer(seq_len=33, out_dim=64, input="embedding", vocab_size=64, d_model=96, init="torch", generator=g)
+    m = transformer(seq_len=33, out_dim=64, input="embedding", vocab_size=64, d_model=96, init="torch", generator=g)
     assert m.embed.weight.std().item() == pytest.approx(1.0, rel=0.05)
     assert m.pos.std().item() == pytest.approx(1.0, rel=0.05)
     w = m.blocks[0].attn.q.weight
     assert w.abs().max().item() <= 1 / 96**0.5 and w.std().item() == pytest.approx((3 * 96) ** -0.5, rel=0.05)
     g2 = torch.Generator().manual_seed(0)
-    m2 = Transformer(seq_len=33, out_dim=64, input="embedding", vocab_size=64, d_model=96, init="torch", generator=g2)
+    m2 = transformer(seq_len=33, out_dim=64, input="embedding", vocab_size=64, d_model=96, init="torch", generator=g2)
     torch.testing.assert_close(m.embed.weight, m2.embed.weight)  # seeded by the generator, not the global RNG
 
 
@@ -492,7 +494,7 @@ def test_torch_default_init_scales():
 
 def test_bias_free_param_count_by_hand():
     """bias=False removes the q, v, o, MLP and readout biases (k never has one); LayerNorm keeps its bias."""
-    model = Transformer(seq_len=3, out_dim=5, input="embedding", vocab_size=5, n_layers=1, n_heads=2, d_model=4,
+    model = transformer(seq_len=3, out_dim=5, input="embedding", vocab_size=5, n_layers=1, n_heads=2, d_model=4,
                         d_qk=3, mlp=True, mlp_factor=2, layernorm=True, pos_enc="learned", bias=False)
     attn = 4 * 6 + 4 * 6 + 16 + 16  # q, k, v, o weights only
     mlp = 4 * 8 + 8 * 4
@@ -507,7 +509,7 @@ def test_bias_free_param_count_by_hand():
                                     "model": {"kind": "transformer", "n_layers": 2, "d_model": 32, "bias": False}})
     assert n_params(build_model(cfg, token_task(64, 65, 64))) == 14624 - 2 * 3 * 32 - 64 == 14368
     # a linear input map loses its bias too
-    lin = Transformer(seq_len=6, out_dim=4, input="linear", in_dim=3, n_layers=1, d_model=8, bias=False)
+    lin = transformer(seq_len=6, out_dim=4, input="linear", in_dim=3, n_layers=1, d_model=8, bias=False)
     assert lin.embed.bias is None and lin.unembed.bias is None
 
 
@@ -530,8 +532,8 @@ def test_pos_init_std_sets_the_learned_positions_only():
     from sparse_tui.models.transformer import sinusoidal_positions
 
     kw = dict(seq_len=65, out_dim=64, input="embedding", vocab_size=64, d_model=80, init="torch")
-    base = Transformer(**kw, generator=torch.Generator().manual_seed(1))
-    small = Transformer(**kw, pos_init_std=0.1, generator=torch.Generator().manual_seed(1))
+    base = transformer(**kw, generator=torch.Generator().manual_seed(1))
+    small = transformer(**kw, pos_init_std=0.1, generator=torch.Generator().manual_seed(1))
     # 65 x 80 = 5200 draws: the sample std is within ~1% of the true one
     assert base.pos.std().item() == pytest.approx(1.0, rel=0.04)  # default: as the init gives (torch: N(0, 1))
     assert small.pos.std().item() == pytest.approx(0.1, rel=0.04)
@@ -539,10 +541,10 @@ def test_pos_init_std_sets_the_learned_positions_only():
     for (n, p), q in zip(base.named_parameters(), small.parameters()):
         if n != "pos":
             assert torch.equal(p, q), n  # every other parameter is the same as without the override
-    normal = Transformer(**{**kw, "init": "normal"}, init_std=0.02, generator=torch.Generator().manual_seed(1))
+    normal = transformer(**{**kw, "init": "normal"}, init_std=0.02, generator=torch.Generator().manual_seed(1))
     assert normal.pos.std().item() == pytest.approx(0.02, rel=0.04)  # default with init='normal': init_std
     # positions that are not learned ignore it
-    sin = Transformer(**{**kw, "pos_enc": "sinusoidal"}, pos_init_std=0.1)
+    sin = transformer(**{**kw, "pos_enc": "sinusoidal"}, pos_init_std=0.1)
     torch.testing.assert_close(sin.pos, sinusoidal_positions(65, 80))
 
 

@@ -32,8 +32,7 @@ def build_model(cfg, task) -> nn.Module:
     """The model of ``cfg.model`` (a ``presets.RunConfig``) sized for ``task``, initialised from ``cfg.seed``
     (independently of torch's global RNG) and placed on ``task.device``.
 
-    The Transformer input is an embedding table when ``model.input = 'embedding'``, a linear map for ``'linear'``,
-    and for ``'auto'`` an embedding when the task has a vocabulary (``task.vocab_size``), else a linear map.
+    The Transformer is built from ``cfg.model`` itself (models/transformer.py, ``Transformer(cfg, task)``).
     """
     from .toy import ToyAttention
     from .transformer import Transformer
@@ -45,34 +44,7 @@ def build_model(cfg, task) -> nn.Module:
             raise ValueError("model.kind 'toy' needs a vector task (linreg) with in_dim")
         model = ToyAttention(task.seq_len, task.in_dim, task.out_dim, m.init, m.init_scale, generator=g)
     elif m.kind == "transformer":
-        kind = m.input
-        if kind == "auto":
-            kind = "embedding" if getattr(task, "vocab_size", None) else "linear"
-        model = Transformer(
-            seq_len=task.seq_len,
-            out_dim=task.out_dim,
-            input=kind,
-            vocab_size=getattr(task, "vocab_size", None),
-            in_dim=getattr(task, "in_dim", None),
-            n_layers=m.n_layers,
-            n_heads=m.n_heads,
-            d_model=m.d_model,
-            d_qk=m.d_qk,
-            mlp=m.mlp,
-            mlp_factor=m.mlp_factor,
-            layernorm=m.layernorm,
-            residual=m.residual,
-            pos_enc=m.pos_enc,
-            causal=m.causal,
-            init_std=m.init_std,
-            init=m.init,
-            pos_init_std=m.pos_init_std,
-            bias=m.bias,
-            tie_embeddings=m.tie_embeddings,
-            attention=m.attention,
-            embedding=m.embedding,
-            generator=g,
-        )
+        model = Transformer(m, task, generator=g)
     elif m.kind == "ode":
         raise ValueError("model.kind 'ode' is integrated (models/ode.py), not built as an nn.Module")
     else:

@@ -135,7 +135,7 @@ class StackedTransformer(nn.Module):
         self.layernorm = isinstance(ref.ln_f, nn.LayerNorm)
         self.mlp = ref.blocks[0].mlp is not None
         self.euclidean = ref.blocks[0].attn.euclidean
-        self.causal = ref.causal
+        self.causal = ref.cfg.causal
         self.readout_only = ref.readout_only
         self.tied = ref.unembed is None
         self.pos_kind = "learned" if isinstance(ref.pos, nn.Parameter) else ("none" if ref.pos is None else "sin")
@@ -144,7 +144,7 @@ class StackedTransformer(nn.Module):
                 (isinstance(m.embed, nn.Embedding)) == (self.input_kind == "embedding")
                 and len(m.blocks) == self.n_layers and m.blocks[0].attn.n_heads == self.H
                 and m.blocks[0].residual == self.residual and (m.blocks[0].mlp is not None) == self.mlp
-                and isinstance(m.ln_f, nn.LayerNorm) == self.layernorm and m.causal == self.causal
+                and isinstance(m.ln_f, nn.LayerNorm) == self.layernorm and m.cfg.causal == self.causal
                 and (m.unembed is None) == self.tied and m.readout_only == self.readout_only
                 and m.blocks[0].attn.euclidean == self.euclidean
                 and sorted(n for n, _ in m.named_parameters()) == sorted(n for n, _ in ref.named_parameters())

@@ -36,10 +36,14 @@ flow only on the static configuration, so it works under ``torch.func.functional
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+if TYPE_CHECKING:
+    from sparse_tui.presets import TransformerModel
 
 
 def sinusoidal_positions(length: int, d_model: int) -> Tensor:
@@ -194,16 +198,16 @@ class MLP(nn.Module):
 
 
 class Block(nn.Module):
-    """Pre-LN block: attention then (optionally) an MLP, each with an optional skip connection."""
+    """Pre-LN block: attention then (optionally) an MLP, each with an optional skip connection (``cfg``: the
+    Transformer's config, ``d_qk`` its query/key width per head)."""
 
-    def __init__(self, d_model: int, n_heads: int, d_qk: int, mlp: bool, mlp_factor: int, layernorm: bool,
-                 residual: bool, bias: bool = True, euclidean: bool = False):
+    def __init__(self, cfg: TransformerModel, d_qk: int):
         super().__init__()
-        self.residual = residual
-        self.ln1 = nn.LayerNorm(d_model) if layernorm else nn.Identity()
-        self.attn = Attention(d_model, n_heads, d_qk, bias, euclidean)
-        self.ln2 = nn.LayerNorm(d_model) if (layernorm and mlp) else nn.Identity()
-        self.mlp = MLP(d_model, mlp_factor * d_model, bias) if mlp else None
+        self.residual, D = cfg.residual, cfg.d_model
+        self.ln1 = nn.LayerNorm(D) if cfg.layernorm else nn.Identity()
+        self.attn = Attention(D, cfg.n_heads, d_qk, cfg.bias, cfg.attention == "euclidean")
+        self.ln2 = nn.LayerNorm(D) if (cfg.layernorm and cfg.mlp) else nn.Identity()
+        self.mlp = MLP(D, cfg.mlp_factor * D, cfg.bias) if cfg.mlp else None
 
     def forward(
         self, h: Tensor, n_q: int, mask: Tensor | None, need_attn: bool, kernel: str = "sdpa",
@@ -229,50 +233,28 @@ class Block(nn.Module):
 class Transformer(nn.Module):
     """``forward(x) -> (out [N, out_dim], attn: list of [N, H, Lq, L], one per layer)``.
 
-    x is long [N, L] token ids (``input='embedding'``, needs vocab_size) or float [N, L, in_dim] vectors
-    (``input='linear'``, needs in_dim), with L <= seq_len. Attributes ``need_attn``, ``readout_only`` and ``attn_kernel`` may be
-    changed after construction.
+    Built from its config, as nanoGPT's ``GPT(config)``: ``cfg`` is a ``presets.TransformerModel`` (its fields are
+    the options described above), ``task`` anything with the sizes of the Task protocol (tasks/base.py):
+    ``seq_len``, ``out_dim``, and ``vocab_size`` or ``in_dim``. x is long [N, L] token ids (``input='embedding'``,
+    needs vocab_size) or float [N, L, in_dim] vectors (``input='linear'``, needs in_dim), with L <= seq_len;
+    ``input='auto'`` picks an embedding when the task has a vocabulary, else a linear map. Attributes
+    ``need_attn`` (True), ``readout_only`` (True) and ``attn_kernel`` ("auto") may be changed after construction.
     """
 
-    def __init__(
-        self,
-        *,
-        seq_len: int,
-        out_dim: int,
-        input: str,
-        vocab_size: int | None = None,
-        in_dim: int | None = None,
-        n_layers: int = 2,
-        n_heads: int = 1,
-        d_model: int = 64,
-        d_qk: int | None = None,
-        mlp: bool = False,
-        mlp_factor: int = 4,
-        layernorm: bool = False,
-        residual: bool = True,
-        pos_enc: str = "learned",
-        causal: bool = True,
-        init_std: float = 0.02,
-        init: str = "normal",
-        pos_init_std: float | None = None,
-        bias: bool = True,
-        tie_embeddings: bool = False,
-        attention: str = "dot",
-        embedding: str = "learned",
-        need_attn: bool = True,
-        readout_only: bool = True,
-        attn_kernel: str = "auto",
-        generator: torch.Generator | None = None,
-    ):
+    def __init__(self, cfg: TransformerModel, task, generator: torch.Generator | None = None):
         super().__init__()
+        d_model, n_heads = cfg.d_model, cfg.n_heads
+        seq_len, out_dim = task.seq_len, task.out_dim
+        vocab_size, in_dim = getattr(task, "vocab_size", None), getattr(task, "in_dim", None)
+        input = cfg.input if cfg.input != "auto" else ("embedding" if vocab_size else "linear")
         if d_model % n_heads != 0:
             raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
-        if attention not in ("dot", "euclidean"):
-            raise ValueError(f"attention must be 'dot' or 'euclidean', got {attention!r}")
-        self.need_attn = need_attn
-        self.readout_only = readout_only
-        self.attn_kernel = attn_kernel
-        self.causal = causal
+        if cfg.attention not in ("dot", "euclidean"):
+            raise ValueError(f"attention must be 'dot' or 'euclidean', got {cfg.attention!r}")
+        self.need_attn = True
+        self.readout_only = True
+        self.attn_kernel = "auto"
+        self.cfg = cfg
 
         if input == "embedding":
             if not vocab_size:
@@ -281,49 +263,46 @@ class Transformer(nn.Module):
         elif input == "linear":
             if not in_dim:
                 raise ValueError("input='linear' needs a vector task (task.in_dim)")
-            self.embed = nn.Linear(in_dim, d_model, bias=bias)
+            self.embed = nn.Linear(in_dim, d_model, bias=cfg.bias)
         else:
             raise ValueError(f"input must be 'embedding' or 'linear', got {input!r}")
 
-        if pos_enc == "learned":
+        if cfg.pos_enc == "learned":
             self.pos = nn.Parameter(torch.empty(seq_len, d_model))
-        elif pos_enc == "sinusoidal":
+        elif cfg.pos_enc == "sinusoidal":
             self.register_buffer("pos", sinusoidal_positions(seq_len, d_model), persistent=False)
-        elif pos_enc == "none":
+        elif cfg.pos_enc == "none":
             self.pos = None
         else:
-            raise ValueError(f"pos_enc must be 'sinusoidal', 'learned' or 'none', got {pos_enc!r}")
+            raise ValueError(f"pos_enc must be 'sinusoidal', 'learned' or 'none', got {cfg.pos_enc!r}")
         self.register_buffer("mask", torch.ones(seq_len, seq_len, dtype=torch.bool).tril(), persistent=False)
         # The same mask as an additive bias (0 where attending, -inf elsewhere), for ``_AttentionCore``.
         self.register_buffer("mask_bias", torch.zeros(seq_len, seq_len).masked_fill(~self.mask, float("-inf")),
                              persistent=False)
 
-        d_qk = d_qk or d_model // n_heads
-        self.blocks = nn.ModuleList(
-            Block(d_model, n_heads, d_qk, mlp, mlp_factor, layernorm, residual, bias, attention == "euclidean")
-            for _ in range(n_layers)
-        )
-        self.ln_f = nn.LayerNorm(d_model) if layernorm else nn.Identity()
-        if tie_embeddings:
+        d_qk = cfg.d_qk or d_model // n_heads
+        self.blocks = nn.ModuleList(Block(cfg, d_qk) for _ in range(cfg.n_layers))
+        self.ln_f = nn.LayerNorm(d_model) if cfg.layernorm else nn.Identity()
+        if cfg.tie_embeddings:
             # nanoGPT-style weight tying: logits = h . E^T, so reading a copied token embedding is immediate.
             if input != "embedding" or vocab_size != out_dim:
                 raise ValueError("tie_embeddings needs a token task whose outputs are its tokens")
             self.unembed = None
         else:
-            self.unembed = nn.Linear(d_model, out_dim, bias=bias)
-        if init == "normal":
-            self._init(init_std, generator)
-        elif init == "torch":
+            self.unembed = nn.Linear(d_model, out_dim, bias=cfg.bias)
+        if cfg.init == "normal":
+            self._init(cfg.init_std, generator)
+        elif cfg.init == "torch":
             self._init_torch_defaults(generator)
         else:
-            raise ValueError(f"init must be 'normal' or 'torch', got {init!r}")
-        if pos_init_std is not None and isinstance(self.pos, nn.Parameter):
+            raise ValueError(f"init must be 'normal' or 'torch', got {cfg.init!r}")
+        if cfg.pos_init_std is not None and isinstance(self.pos, nn.Parameter):
             # Redrawn after the rest (not instead of it), so that every other parameter keeps the values it has
             # without the override: the same seed then differs only in the positions.
-            nn.init.normal_(self.pos, 0.0, pos_init_std, generator=generator)
-        if embedding not in ("learned", "ordered"):
-            raise ValueError(f"embedding must be 'learned' or 'ordered', got {embedding!r}")
-        self.frozen_embedding = embedding == "ordered"
+            nn.init.normal_(self.pos, 0.0, cfg.pos_init_std, generator=generator)
+        if cfg.embedding not in ("learned", "ordered"):
+            raise ValueError(f"embedding must be 'learned' or 'ordered', got {cfg.embedding!r}")
+        self.frozen_embedding = cfg.embedding == "ordered"
         if self.frozen_embedding:
             # The blog "Sparse attention 3 – inefficiency of extracting similar content" ("Questions / Ideas"): with
             # distance attention "a 1D embedding would already be sufficient". Token v sits at v on the first axis
@@ -377,7 +356,7 @@ class Transformer(nn.Module):
             last = i == len(self.blocks) - 1
             n_q = 1 if (last and self.readout_only) else L  # queries at the last n_q positions
             # The last query position sees every position: no mask needed when only it is computed.
-            causal = self.causal and n_q > 1
+            causal = self.cfg.causal and n_q > 1
             mask = self.mask[L - n_q : L, :L] if causal else None
             bias = self.mask_bias[L - n_q : L, :L] if causal and kernel == "core" else None
             h, attn = block(h, n_q, mask, self.need_attn, kernel, bias)
