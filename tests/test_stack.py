@@ -118,7 +118,7 @@ def test_euclidean_attention_stacks_exactly(kernel):
     stack = check_model_equivalence([cfg(base, seed=0), cfg(base, seed=1, model__d_model=12, model__d_qk=3,
                                                             task__n_pairs=5), cfg(base, seed=2, model__d_qk=6)],
                                     kernel)
-    assert stack.euclidean and stack.mixed_width and stack.mixed_len
+    assert stack.cfg.attention == "euclidean" and stack.mixed_width and stack.mixed_len
     dot = cfg(base, seed=3, model__attention="dot")
     from sparse_tui.training.grouping import group_key
 
@@ -191,9 +191,11 @@ def test_the_stack_is_an_nn_module_with_state_dict_and_to():
 def test_stack_rejects_models_of_different_structure():
     base = {"task": {"kind": "recall", "n_tokens": 8, "n_pairs": 2}, "model": {"kind": "transformer"},
             "train": {"device": "cpu"}}
-    mods, *_ = modules_and_batches([cfg(base), cfg(base, model__n_layers=3)])
-    with pytest.raises(ValueError, match="one structure"):
-        StackedTransformer(mods)
+    # sinusoidal against no positions: the same parameters, another structure (the stack reads it from the config)
+    for other in ({"model__n_layers": 3}, {"model__pos_enc": "none"}):
+        mods, *_ = modules_and_batches([cfg(base, model__pos_enc="sinusoidal"), cfg(base, **other)])
+        with pytest.raises(ValueError, match="one structure"):
+            StackedTransformer(mods)
 
 
 # -- the loop: whole runs in float64 ---------------------------------------------------------------------------

@@ -66,6 +66,10 @@ _LAYOUT = [
 ]
 
 
+# The config fields a stack's members must share (models/transformer.py builds the structure from them).
+_STRUCTURE = ("n_layers", "n_heads", "mlp", "layernorm", "residual", "causal", "attention", "tie_embeddings", "pos_enc")
+
+
 def _layout(name: str, input_kind: str) -> tuple[str, ...]:
     for pat, lay in _LAYOUT:
         if re.search(pat, name):
@@ -118,7 +122,7 @@ class StackedTransformer(nn.Module):
     """M Transformers (models/transformer.py) as one: ``loss(x, y) -> [M]`` per-model losses.
 
     ``x``: long ``[M, B, L]`` (token ids, each model's own ids, left-padded) or float ``[M, B, L, in]``;
-    ``y``: long ``[M, B]`` or float ``[M, B, out]``. Built by ``from_modules`` from the runs' modules.
+    ``y``: long ``[M, B]`` or float ``[M, B, out]``. Built by ``build_stack`` from the runs' modules.
     ``kernel``: ``"core"`` (``_AttentionCore``), ``"sdpa"``, ``"math"`` (explicit softmax, the fallback of last
     resort) or ``"auto"`` (``transformer.auto_kernel``: the core for short sequences, else SDPA).
     """
@@ -129,28 +133,18 @@ class StackedTransformer(nn.Module):
         self.M = M = len(modules)
         self.kernel = kernel
         self.input_kind = "embedding" if isinstance(ref.embed, nn.Embedding) else "linear"
-        self.n_layers = len(ref.blocks)
-        self.H = ref.blocks[0].attn.n_heads
-        self.residual = ref.blocks[0].residual
-        self.layernorm = isinstance(ref.ln_f, nn.LayerNorm)
-        self.mlp = ref.blocks[0].mlp is not None
-        self.euclidean = ref.blocks[0].attn.euclidean
-        self.causal = ref.cfg.causal
+        # The structure every member shares (its widths, lengths and vocabularies may differ): read from the
+        # first member's config (``Transformer(cfg, task)``), checked against every other's.
+        self.cfg = ref.cfg
+        self.H = ref.cfg.n_heads
         self.readout_only = ref.readout_only
-        self.tied = ref.unembed is None
-        self.pos_kind = "learned" if isinstance(ref.pos, nn.Parameter) else ("none" if ref.pos is None else "sin")
-        for m in modules[1:]:
-            same = (
-                (isinstance(m.embed, nn.Embedding)) == (self.input_kind == "embedding")
-                and len(m.blocks) == self.n_layers and m.blocks[0].attn.n_heads == self.H
-                and m.blocks[0].residual == self.residual and (m.blocks[0].mlp is not None) == self.mlp
-                and isinstance(m.ln_f, nn.LayerNorm) == self.layernorm and m.cfg.causal == self.causal
-                and (m.unembed is None) == self.tied and m.readout_only == self.readout_only
-                and m.blocks[0].attn.euclidean == self.euclidean
-                and sorted(n for n, _ in m.named_parameters()) == sorted(n for n, _ in ref.named_parameters())
-            )
-            if not same:
-                raise ValueError("a stack needs models of one structure (layers, heads, MLP, LayerNorm, input)")
+
+        def structure(m: Transformer) -> tuple:
+            return (isinstance(m.embed, nn.Embedding), m.readout_only, sorted(n for n, _ in m.named_parameters()),
+                    *(getattr(m.cfg, k) for k in _STRUCTURE))
+
+        if any(structure(m) != structure(ref) for m in modules[1:]):
+            raise ValueError("a stack needs models of one structure (layers, heads, MLP, LayerNorm, input)")
 
         sizes = [self._sizes(m) for m in modules]
         padded = {k: max(s[k] for s in sizes) for k in sizes[0]}
@@ -211,7 +205,7 @@ class StackedTransformer(nn.Module):
             for i, d in enumerate(self.widths):
                 wm[i, :, :d] = 1.0
             inv = torch.tensor([1.0 / d for d in self.widths], **f).view(M, 1, 1)
-        if self.pos_kind == "sin":
+        if self.cfg.pos_enc == "sinusoidal":
             pe = torch.zeros(M, self.L, self.D, **f)
             for i, (L_i, d) in enumerate(zip(self.seq_lens, self.widths)):
                 pe[i, self.L - L_i :, :d] = sinusoidal_positions(L_i, d).to(**f)
@@ -307,10 +301,10 @@ class StackedTransformer(nn.Module):
         L = self.L
         qpos = torch.arange(L - n_q, L, device=device)[:, None]
         kpos = torch.arange(L, device=device)[None, :]
-        allowed = (kpos <= qpos) if self.causal else torch.ones(n_q, L, dtype=torch.bool, device=device)
+        allowed = (kpos <= qpos) if self.cfg.causal else torch.ones(n_q, L, dtype=torch.bool, device=device)
         if not self.mixed_len:
             bias = None
-            if self.causal and n_q > 1:
+            if self.cfg.causal and n_q > 1:
                 bias = torch.zeros(n_q, L, dtype=dtype, device=device).masked_fill(~allowed, float("-inf"))
         else:
             off = torch.tensor([L - n for n in self.seq_lens], device=device).view(-1, 1, 1)
@@ -338,7 +332,7 @@ class StackedTransformer(nn.Module):
             return (t.transpose(2, 3) if H > 1 else t).reshape(M, B * H, n, d)
 
         q, k, v = heads(q, n_q, dqk), heads(k, L, dqk), heads(v, L, dv)
-        if self.euclidean:  # q is scaled per model: [M, 1, 1] -> [M, 1, 1, 1] over [M, B*H, n, d]
+        if self.cfg.attention == "euclidean":  # q scaled per model: [M, 1, 1] -> [M, 1, 1, 1] over [M, B*H, n, d]
             s = self.q_scale if not torch.is_tensor(self.q_scale) else self.q_scale.view(M, 1, 1, 1)
             q, k = euclidean_qk(q, k, s)
         bias = self._attn_bias(n_q, kernel, x.device, x.dtype)
@@ -349,7 +343,7 @@ class StackedTransformer(nn.Module):
             if self.mixed_len:
                 y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=1.0)
             else:
-                causal = self.causal and n_q > 1 and n_q == L
+                causal = self.cfg.causal and n_q > 1 and n_q == L
                 y = F.scaled_dot_product_attention(q, k, v, attn_mask=None if causal else bias, is_causal=causal,
                                                    scale=1.0)
         else:  # "math", and the CPU core with mixed lengths: explicit scores + per-model bias
@@ -373,35 +367,35 @@ class StackedTransformer(nn.Module):
             h = F.embedding(ids, emb.reshape(-1, D))  # [M, B, L, D]; one dense [M*V, D] gradient
         else:
             h = _linear(x.reshape(M, B * L, -1).to(emb.dtype), emb, self._p("embed.bias")).view(M, B, L, D)
-        if self.pos_kind == "learned":
+        if self.cfg.pos_enc == "learned":
             h = h + self.params["pos"].unsqueeze(1)
-        elif self.pos_kind == "sin":
+        elif self.cfg.pos_enc == "sinusoidal":
             h = h + self.pos_table.unsqueeze(1)
         kernel = self.kernel_for(h.device)
         n = L
         h = h.reshape(M, B * L, D)
-        for i in range(self.n_layers):
-            last = i == self.n_layers - 1
+        for i in range(self.cfg.n_layers):
+            last = i == self.cfg.n_layers - 1
             n_q = 1 if (last and self.readout_only) else L
-            x_ln = self._ln(h, f"blocks.{i}.ln1") if self.layernorm else h
+            x_ln = self._ln(h, f"blocks.{i}.ln1") if self.cfg.layernorm else h
             if n_q == n:
                 hq, xq = h, x_ln
             else:
                 hq = h.view(M, B, n, D)[:, :, -n_q:].reshape(M, B * n_q, D)
-                xq = self._ln(hq, f"blocks.{i}.ln1") if self.layernorm else hq
+                xq = self._ln(hq, f"blocks.{i}.ln1") if self.cfg.layernorm else hq
             a = self._attention(i, xq, x_ln, B, n_q, kernel)
-            h = hq + a if self.residual else a
-            if self.mlp:
+            h = hq + a if self.cfg.residual else a
+            if self.cfg.mlp:
                 pre = f"blocks.{i}.mlp."
-                z = self._ln(h, f"blocks.{i}.ln2") if self.layernorm else h
+                z = self._ln(h, f"blocks.{i}.ln2") if self.cfg.layernorm else h
                 z = _linear(F.gelu(_linear(z, self.params[pre + "fc.weight"], self._p(pre + "fc.bias"))),
                             self.params[pre + "proj.weight"], self._p(pre + "proj.bias"))
-                h = h + z if self.residual else z
+                h = h + z if self.cfg.residual else z
             n = n_q
         z = h.view(M, B, n, D)[:, :, -1]  # [M, B, D]
-        if self.layernorm:
+        if self.cfg.layernorm:
             z = self._ln(z, "ln_f")
-        if self.tied:
+        if self.cfg.tie_embeddings:
             out = torch.bmm(z, emb.transpose(1, 2))
         else:
             out = _linear(z, self.params["unembed.weight"], self._p("unembed.bias"))
