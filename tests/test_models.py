@@ -188,7 +188,7 @@ def test_attention_core_gradcheck_and_kernel_choice():
     """_AttentionCore's hand-written backward against finite differences (with and without the causal bias), and
     the automatic choice: the core for short sequences (CPU: up to 160 positions; CUDA: up to 65, as far as it was
     measured faster there), scaled_dot_product_attention otherwise."""
-    from sparse_tui.models.transformer import CORE_MAX_LEN, CORE_MAX_LEN_CUDA, attention_core
+    from sparse_tui.models.transformer import CORE_MAX_LEN, CORE_MAX_LEN_CUDA, attention_core, pick_kernel
 
     g = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(3, 5, 4, generator=g, dtype=torch.float64, requires_grad=True) for _ in range(3))
@@ -201,12 +201,12 @@ def test_attention_core_gradcheck_and_kernel_choice():
 
     model = tiny()
     assert model.attn_kernel == "auto"
-    assert model.kernel_for(torch.device("cpu"), 65) == "core"
-    assert model.kernel_for(torch.device("cpu"), CORE_MAX_LEN + 1) == "sdpa"
-    assert model.kernel_for(torch.device("cuda"), CORE_MAX_LEN_CUDA) == "core"
-    assert model.kernel_for(torch.device("cuda"), CORE_MAX_LEN_CUDA + 1) == "sdpa"
+    assert pick_kernel(model.attn_kernel, torch.device("cpu"), 65) == "core"
+    assert pick_kernel(model.attn_kernel, torch.device("cpu"), CORE_MAX_LEN + 1) == "sdpa"
+    assert pick_kernel(model.attn_kernel, torch.device("cuda"), CORE_MAX_LEN_CUDA) == "core"
+    assert pick_kernel(model.attn_kernel, torch.device("cuda"), CORE_MAX_LEN_CUDA + 1) == "sdpa"
     model.attn_kernel = "sdpa"
-    assert model.kernel_for(torch.device("cpu"), 65) == "sdpa"
+    assert pick_kernel(model.attn_kernel, torch.device("cpu"), 65) == "sdpa"
 
 
 @pytest.mark.parametrize("need_attn", [True, False])

@@ -41,7 +41,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .toy import ToyAttention
-from .transformer import Transformer, attention_core, auto_kernel, euclidean_qk, sinusoidal_positions
+from .transformer import Transformer, attention_core, euclidean_qk, pick_kernel, sinusoidal_positions
 
 # Per-dimension layout of each Transformer parameter (matched on the parameter name's tail): D the stream width,
 # Q the query/key width (H heads x d_qk), V the value width (H heads x d_model / H), F the MLP hidden width, L the
@@ -124,7 +124,7 @@ class StackedTransformer(nn.Module):
     ``x``: long ``[M, B, L]`` (token ids, each model's own ids, left-padded) or float ``[M, B, L, in]``;
     ``y``: long ``[M, B]`` or float ``[M, B, out]``. Built by ``build_stack`` from the runs' modules.
     ``kernel``: ``"core"`` (``_AttentionCore``), ``"sdpa"``, ``"math"`` (explicit softmax, the fallback of last
-    resort) or ``"auto"`` (``transformer.auto_kernel``: the core for short sequences, else SDPA).
+    resort) or ``"auto"`` (``transformer.pick_kernel``: the core for short sequences, else SDPA).
     """
 
     def __init__(self, modules: list[Transformer], kernel: str = "auto", classification: bool = True):
@@ -275,11 +275,6 @@ class StackedTransformer(nn.Module):
                 g.mul_(mask)
 
     # -- forward ---------------------------------------------------------------------------------------------
-    def kernel_for(self, device: torch.device) -> str:
-        if self.kernel != "auto":
-            return self.kernel
-        return auto_kernel(device, self.L)
-
     def _ln(self, h: Tensor, prefix: str) -> Tensor:
         """LayerNorm over each model's real dimensions (h [M, N, D]); its padded gain and bias are 0."""
         w, b = self.params[prefix + ".weight"], self.params[prefix + ".bias"]
@@ -289,9 +284,6 @@ class StackedTransformer(nn.Module):
         c = (h - mean) * self.width_mask
         var = (c * c).sum(-1, keepdim=True) * self.inv_width
         return c * torch.rsqrt(var + 1e-5) * w.unsqueeze(1) + b.unsqueeze(1)
-
-    def _p(self, name: str) -> Tensor | None:
-        return self.params.get(name)
 
     def _attn_bias(self, n_q: int, kernel: str, device, dtype) -> Tensor | None:
         """Additive mask for the last n_q queries: [n_q, L] (one sequence length) or [M, 1, n_q, L] (mixed)."""
@@ -323,9 +315,9 @@ class StackedTransformer(nn.Module):
         """Layer i's attention: xq [M, B*n_q, D] (queries), x [M, B*L, D] -> [M, B*n_q, D]."""
         M, H, L, dqk, dv = self.M, self.H, self.L, self.dqk, self.dv
         pre = f"blocks.{i}.attn."
-        q = _linear(xq, self.params[pre + "q.weight"], self._p(pre + "q.bias")) * self.q_scale
-        k = _linear(x, self.params[pre + "k.weight"], self._p(pre + "k.bias"))
-        v = _linear(x, self.params[pre + "v.weight"], self._p(pre + "v.bias"))
+        q = _linear(xq, self.params[pre + "q.weight"], self.params.get(pre + "q.bias")) * self.q_scale
+        k = _linear(x, self.params[pre + "k.weight"], self.params.get(pre + "k.bias"))
+        v = _linear(x, self.params[pre + "v.weight"], self.params.get(pre + "v.bias"))
 
         def heads(t: Tensor, n: int, d: int) -> Tensor:  # [M, B*n, H*d] -> [M, B*H, n, d]
             t = t.view(M, B, n, H, d)
@@ -353,7 +345,7 @@ class StackedTransformer(nn.Module):
             y = s.softmax(-1) @ v
         y = y.view(M, B, H, n_q, dv)
         y = (y.transpose(2, 3) if H > 1 else y).reshape(M, B * n_q, H * dv)
-        return _linear(y, self.params[pre + "o.weight"], self._p(pre + "o.bias"))
+        return _linear(y, self.params[pre + "o.weight"], self.params.get(pre + "o.bias"))
 
     def forward(self, x: Tensor) -> Tensor:
         """x [M, B, L] or [M, B, L, in] -> outputs [M, B, out] (padded outputs -inf / 0)."""
@@ -366,12 +358,12 @@ class StackedTransformer(nn.Module):
             ids = x if self.offsets is None else x + self.offsets
             h = F.embedding(ids, emb.reshape(-1, D))  # [M, B, L, D]; one dense [M*V, D] gradient
         else:
-            h = _linear(x.reshape(M, B * L, -1).to(emb.dtype), emb, self._p("embed.bias")).view(M, B, L, D)
+            h = _linear(x.reshape(M, B * L, -1).to(emb.dtype), emb, self.params.get("embed.bias")).view(M, B, L, D)
         if self.cfg.pos_enc == "learned":
             h = h + self.params["pos"].unsqueeze(1)
         elif self.cfg.pos_enc == "sinusoidal":
             h = h + self.pos_table.unsqueeze(1)
-        kernel = self.kernel_for(h.device)
+        kernel = pick_kernel(self.kernel, h.device, self.L)
         n = L
         h = h.reshape(M, B * L, D)
         for i in range(self.cfg.n_layers):
@@ -388,8 +380,8 @@ class StackedTransformer(nn.Module):
             if self.cfg.mlp:
                 pre = f"blocks.{i}.mlp."
                 z = self._ln(h, f"blocks.{i}.ln2") if self.cfg.layernorm else h
-                z = _linear(F.gelu(_linear(z, self.params[pre + "fc.weight"], self._p(pre + "fc.bias"))),
-                            self.params[pre + "proj.weight"], self._p(pre + "proj.bias"))
+                z = _linear(F.gelu(_linear(z, self.params[pre + "fc.weight"], self.params.get(pre + "fc.bias"))),
+                            self.params[pre + "proj.weight"], self.params.get(pre + "proj.bias"))
                 h = h + z if self.cfg.residual else z
             n = n_q
         z = h.view(M, B, n, D)[:, :, -1]  # [M, B, D]
@@ -398,7 +390,7 @@ class StackedTransformer(nn.Module):
         if self.cfg.tie_embeddings:
             out = torch.bmm(z, emb.transpose(1, 2))
         else:
-            out = _linear(z, self.params["unembed.weight"], self._p("unembed.bias"))
+            out = _linear(z, self.params["unembed.weight"], self.params.get("unembed.bias"))
         if self.logit_bias is not None:
             out = out + self.logit_bias
         return out

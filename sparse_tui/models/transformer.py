@@ -68,9 +68,11 @@ CORE_MAX_LEN = 160
 CORE_MAX_LEN_CUDA = 65
 
 
-def auto_kernel(device: torch.device, L: int) -> str:
-    """The attention kernel ``"auto"`` picks for ``L`` positions on ``device``: ``"core"`` up to ``CORE_MAX_LEN``
-    (CPU) / ``CORE_MAX_LEN_CUDA`` (CUDA), else ``"sdpa"``."""
+def pick_kernel(kernel: str, device: torch.device, L: int) -> str:
+    """The attention kernel of a training forward: ``kernel``, or for ``"auto"`` the one picked for ``L`` positions
+    on ``device``: ``"core"`` up to ``CORE_MAX_LEN`` (CPU) / ``CORE_MAX_LEN_CUDA`` (CUDA), else ``"sdpa"``."""
+    if kernel != "auto":
+        return kernel
     return "core" if L <= (CORE_MAX_LEN if device.type == "cpu" else CORE_MAX_LEN_CUDA) else "sdpa"
 
 
@@ -338,19 +340,12 @@ class Transformer(nn.Module):
         if isinstance(self.pos, nn.Parameter):
             nn.init.normal_(self.pos, 0.0, std, generator=generator)
 
-    def kernel_for(self, device: torch.device, L: int) -> str:
-        """The attention kernel a training forward (``need_attn = False``) uses: ``attn_kernel``, or for ``"auto"``
-        ``auto_kernel``."""
-        if self.attn_kernel != "auto":
-            return self.attn_kernel
-        return auto_kernel(device, L)
-
     def forward(self, x: Tensor) -> tuple[Tensor, list[Tensor | None]]:
         h = self.embed(x)  # [N, L, D]
         L = h.shape[-2]
         if self.pos is not None:
             h = h + self.pos[:L]
-        kernel = "sdpa" if self.need_attn else self.kernel_for(h.device, L)
+        kernel = "sdpa" if self.need_attn else pick_kernel(self.attn_kernel, h.device, L)
         attns = []
         for i, block in enumerate(self.blocks):
             last = i == len(self.blocks) - 1
