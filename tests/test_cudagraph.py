@@ -252,6 +252,18 @@ def test_evaluations_run_in_float32_under_tf32():
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
 
 
+def test_tf32_precision_switches_tf32_on_for_the_steps_and_puts_the_flags_back():
+    before = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    try:
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+        with loop.precision_mode("tf32", torch.device("cuda")) as autocast:
+            assert torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32
+            assert autocast is loop.nullcontext  # tf32 needs no autocast (bf16 does)
+        assert not torch.backends.cuda.matmul.allow_tf32 and not torch.backends.cudnn.allow_tf32
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
+
+
 def test_the_optimiser_is_capturable_only_when_the_step_is_graphed(monkeypatch):
     """capturable=True keeps Adam's step counts on the device for a graph; an eager CUDA run does not need it (torch
     warns once per optimiser when it is set without a graph)."""

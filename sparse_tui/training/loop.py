@@ -128,12 +128,8 @@ def precision_mode(precision: str, device: torch.device):
       the loss stay float32): curves differ visibly from fp32 (about 1e-2), plateau lengths can shift; on CPUs it
       is slower than fp32 on most chips."""
     if precision == "tf32" and device.type == "cuda":
-        before = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
-        try:
+        with _tf32(True):
             yield nullcontext
-        finally:
-            torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
         return
     if precision == "bf16":
         # cache_enabled=False: autocast's weight-cast cache must not outlive a CUDA graph capture
@@ -142,14 +138,17 @@ def precision_mode(precision: str, device: torch.device):
     yield nullcontext
 
 
-@contextmanager
 def full_fp32(device: torch.device):
     """Evaluations run in float32 whatever ``train.precision`` says: TF32 matmuls are switched off inside."""
-    if device.type != "cuda" or not (torch.backends.cuda.matmul.allow_tf32 or torch.backends.cudnn.allow_tf32):
-        yield
-        return
+    tf32 = torch.backends.cuda.matmul.allow_tf32 or torch.backends.cudnn.allow_tf32
+    return _tf32(False) if device.type == "cuda" and tf32 else nullcontext()
+
+
+@contextmanager
+def _tf32(on: bool):
+    """CUDA matmuls and cuDNN in TensorFloat-32 (``on``) or not inside; the flags as they were after."""
     before = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = on
     try:
         yield
     finally:
