@@ -36,8 +36,12 @@ from typing import Callable
 
 import torch
 
+from sparse_tui.models import build_model
+from sparse_tui.models.stack import build_stack, stacked_loss
 from sparse_tui.presets import RunConfig, eval_steps
 from sparse_tui.schedule import lr_factor, lr_table
+from sparse_tui.tasks import make_task
+from sparse_tui.training import cudagraph
 from sparse_tui.training.checkpoint import Checkpointer
 from sparse_tui.training.metrics import evaluate, toy_metrics
 from sparse_tui.training.optim import StackOptimizer
@@ -158,9 +162,7 @@ def _tf32(on: bool):
 def graph_wanted(device: torch.device, mode: str) -> bool:
     """Whether the step is captured as a CUDA graph (``train.cuda_graph``: auto / on capture on CUDA devices; never
     in a process where a capture already failed: training/cudagraph.py)."""
-    from sparse_tui.training.cudagraph import capture_broken
-
-    return device.type == "cuda" and mode != "off" and capture_broken() is None
+    return device.type == "cuda" and mode != "off" and cudagraph.capture_broken() is None
 
 
 def generator_slots(members) -> list[tuple[object, str]]:
@@ -274,9 +276,6 @@ class Tracker:
 
 
 def build_members(cfgs: list[RunConfig], device: torch.device, loggers, dtype=None) -> list[Tracker]:
-    from sparse_tui.models import build_model
-    from sparse_tui.tasks import make_task
-
     members = []
     for i, cfg in enumerate(cfgs):
         torch.manual_seed(cfg.seed)  # as a lone run always did (nothing here draws from the global generator)
@@ -357,9 +356,7 @@ def trial_step(prep: "Prepared", stream=None, warmup: int = 1, check_syncs: bool
             for i in range(warmup):
                 prep.opt.set_lr(1, prep.lr_dev)
                 if check_syncs and i == warmup - 1:
-                    from sparse_tui.training.cudagraph import host_syncs
-
-                    synced = host_syncs(prep.step_fn)
+                    synced = cudagraph.host_syncs(prep.step_fn)
                 else:
                     prep.step_fn()
         if stream is not None:
@@ -420,8 +417,6 @@ class Prepared:
 
     def __init__(self, cfgs, device, loggers=None, kernel="auto", dtype=None, autocast=nullcontext,
                  capturable: bool = False, members: list[Tracker] | None = None):
-        from sparse_tui.models.stack import build_stack, stacked_loss
-
         self.cfgs, self.device = cfgs, device
         self.M = M = len(cfgs)
         self.kernel, self.dtype, self.capturable = kernel, dtype, capturable
@@ -500,8 +495,6 @@ def _engine(prep: Prepared, graph: bool, graph_mode: str, notes: list[str]) -> t
     step, or the eager step (with the reason noted) when the step waits for the host or its capture fails. Raises
     ``StackFailed`` when the trial fails, or (``graph_mode == "on"``) when no graph can be had. Returns (step
     function, graphed). A checkpoint must be loaded before (loading replaces the optimiser's state tensors)."""
-    from sparse_tui.training import cudagraph
-
     stream = torch.cuda.Stream(prep.device) if graph else None
     synced = prep.trial(stream, cudagraph.WARMUP_STEPS if graph else 1, check_syncs=graph)
     if not graph:
