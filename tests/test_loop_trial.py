@@ -38,7 +38,7 @@ def test_the_trial_leaves_no_trace(train, mixed_lr):
     cfgs = [cfg(s, **train, **({"lr": 1e-2 * (s + 1)} if mixed_lr else {})) for s in range(2)]
     a, b = loop.Prepared(cfgs, torch.device("cpu")), loop.Prepared(cfgs, torch.device("cpu"))
     assert a.opt.fused != mixed_lr  # both optimiser paths are covered
-    a.trial(warmup=3)
+    loop.trial_step(a, warmup=3)
     for step in range(1, 6):
         for p in (a, b):
             p.opt.set_lr(step, p.lr_dev)

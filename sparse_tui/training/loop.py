@@ -472,9 +472,6 @@ class Prepared:
         new.loss_sum.copy_(sums)
         return new
 
-    def trial(self, stream=None, warmup: int = 1, check_syncs: bool = False) -> str | None:
-        return trial_step(self, stream, warmup, check_syncs)
-
     def reset_masks(self, idx: frozenset[int]) -> torch.Tensor:
         """A ``[M]`` 0/1 tensor on the device that zeroes the loss sums of members ``idx`` (cached per set: the
         loop resets sums with one multiply, never a Python scalar written into a device tensor)."""
@@ -496,7 +493,7 @@ def _engine(prep: Prepared, graph: bool, graph_mode: str, notes: list[str]) -> t
     ``StackFailed`` when the trial fails, or (``graph_mode == "on"``) when no graph can be had. Returns (step
     function, graphed). A checkpoint must be loaded before (loading replaces the optimiser's state tensors)."""
     stream = torch.cuda.Stream(prep.device) if graph else None
-    synced = prep.trial(stream, cudagraph.WARMUP_STEPS if graph else 1, check_syncs=graph)
+    synced = trial_step(prep, stream, cudagraph.WARMUP_STEPS if graph else 1, check_syncs=graph)
     if not graph:
         return prep.step_fn, False
     why = None
