@@ -26,11 +26,13 @@ Every run still gets its own record, metrics, plateau step and attention snapsho
 
 from __future__ import annotations
 
+import math
 import os
+import time
 from dataclasses import dataclass
 
 from sparse_tui.presets import RunConfig, RunSpec
-from sparse_tui.resources import MEMORY_FRACTION, dims, step_bytes
+from sparse_tui.resources import MEMORY_FRACTION, dims, lone_run_threads, step_bytes
 from sparse_tui.training.grouping import group_key, padded_config
 
 SCHEDULES = ("auto", "sequential", "processes", "stacked")
@@ -100,8 +102,6 @@ def idle_cores(cores: int | None = None, window: float = 0.3) -> int:
     second thread slows everything down (threads wait for each other at every op), so a busy machine gets one
     single-thread process. (The load average is a poor guide: it lags by a minute and counts our own runs that
     just ended.)"""
-    import time
-
     cores = cores or cpu_cores()
     a = _cpu_times()
     if a is not None:
@@ -128,9 +128,6 @@ def measure_thread_speedup(
     The step of ``train_run`` itself (``loop.Prepared.step_fn``: a stack of one, the preset's optimiser,
     denormals flushed as the run would), on the run's own batches. Leaves the global RNG, the thread count and
     the float mode as it found them; trains nothing that is kept."""
-    import math
-    import time
-
     import torch
 
     from sparse_tui.training.loop import Prepared, cpu_float_mode
@@ -168,8 +165,6 @@ def _typical(cfgs: list[RunConfig]) -> RunConfig:
 def _cpu_plan(specs: list[RunSpec], cores: int, free: int, speedup: float | None) -> Plan:
     """``auto`` on a CPU with at least 2 idle cores and 2 runs: one single-thread process per idle core, or one
     process with one thread per idle core, whichever the measured thread speed-up predicts to finish first."""
-    import math
-
     n = len(specs)
     w = min(free, n)
     cfgs = [s.config for s in specs]
@@ -215,8 +210,6 @@ def plan(
         if n <= 1:
             if dev != "cpu" or not specs:
                 return Plan("sequential", 1, None, 1, "one run")
-            from sparse_tui.resources import lone_run_threads
-
             free = idle_cores(cores) if idle is None else idle
             th = lone_run_threads(specs[0].config, free)
             return Plan("sequential", 1, th, 1, f"one run; CPU, {free} of {cores} cores idle: {th} thread(s)")
@@ -237,7 +230,7 @@ def plan(
 
 
 # --------------------------------------------------------------------------------------------------------------
-# Grouping: by shape, then by memory
+# Grouping: by shape, then by memory and by the work padding wastes
 # --------------------------------------------------------------------------------------------------------------
 
 
@@ -245,11 +238,6 @@ def stack_member_bytes(cfgs: list[RunConfig]) -> int:
     """Device memory one model of a stack of ``cfgs`` takes (``resources.step_bytes``, the one memory model): a
     stack pads every model to the largest shape."""
     return max(step_bytes(padded_config(cfgs)), max(step_bytes(c) for c in cfgs))
-
-
-# --------------------------------------------------------------------------------------------------------------
-# Grouping by the work padding wastes
-# --------------------------------------------------------------------------------------------------------------
 
 # A stack's predicted time per step is STACK_OVERHEAD_FLOPS plus its padded training FLOPs (every member at the
 # stack's largest width and length): a stack pays a fixed cost per step (its kernels, each member's sampling) and
