@@ -31,6 +31,7 @@ import os
 import time
 from dataclasses import dataclass
 
+from sparse_tui import devices
 from sparse_tui.presets import RunConfig, RunSpec
 from sparse_tui.resources import MEMORY_FRACTION, dims, lone_run_threads, step_bytes
 from sparse_tui.training.grouping import group_key, padded_config
@@ -74,12 +75,7 @@ def cpu_cores() -> int:
 def _device_type(specs: list[RunSpec], device: str | None) -> str:
     want = device or (specs[0].config.train.device if specs else "auto")
     if want == "auto":
-        try:
-            import torch
-
-            return "cuda" if torch.cuda.is_available() else "cpu"
-        except ImportError:  # pragma: no cover
-            return "cpu"
+        return devices.resolve(want).type
     return "cuda" if want.startswith("cuda") else want
 
 
