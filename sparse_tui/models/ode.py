@@ -42,6 +42,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import theory
+from ..presets import config_from_json, eval_steps
 from ..schedule import lr_factor
 
 __all__ = ["OdeRun", "simulate_run", "ode_curve", "recorded_curve", "step_times", "PLATEAU_OBSERVABLES"]
@@ -76,12 +77,6 @@ def _linreg(cfg: Any):
     if getattr(task, "kind", None) != "linreg":
         raise ValueError("the ode model needs task.kind = 'linreg'")
     return task
-
-
-def _eval_steps(cfg: Any) -> list[int]:
-    from ..presets import eval_steps
-
-    return eval_steps(cfg)
 
 
 def _schedule_is_constant(cfg: Any) -> bool:
@@ -135,7 +130,7 @@ def simulate_run(cfg: Any) -> OdeRun:
     test_B = B if task.test_repetition else 1.0
     rtol = float(getattr(cfg.model, "rtol", 1e-8))
     atol = float(getattr(cfg.model, "atol", 1e-10))
-    steps = np.array(_eval_steps(cfg), dtype=np.int64)
+    steps = np.array(eval_steps(cfg), dtype=np.int64)
     times = step_times(cfg, steps)
     notes: list[str] = []
     if cfg.train.optimizer != "sgd" or cfg.train.momentum or cfg.train.weight_decay:
@@ -199,8 +194,6 @@ def recorded_curve(config: dict, total_steps: int | None, points: int = 300) -> 
     theory overlay (numpy only, no torch). None for other tasks, or when the config has no theory curve."""
     if config.get("task", {}).get("kind") != "linreg":
         return None
-    from ..presets import config_from_json  # the preset schema sits above the models
-
     try:
         cfg = config_from_json(config)
         total = int(total_steps or cfg.train.steps)
