@@ -72,11 +72,27 @@ class OdeRun:
     notes: list[str] = field(default_factory=list)
 
 
-def _linreg(cfg: Any):
+def _linreg(cfg: Any) -> tuple[float, float, float, float, float]:
+    """The flow's parameters (d, T, B, p, test_B) from the linreg task of ``cfg`` (test_B: the test set's
+    repetition, 1 without)."""
     task = cfg.task
     if getattr(task, "kind", None) != "linreg":
         raise ValueError("the ode model needs task.kind = 'linreg'")
-    return task
+    B = float(task.B)
+    return float(task.d), float(task.T), B, float(task.p), B if task.test_repetition else 1.0
+
+
+def _trajectory(cfg: Any, times: np.ndarray, **event) -> Any:
+    """``theory.trajectory`` of ``cfg``'s task at flow ``times``. Tolerances come from ``cfg.model`` (kind 'ode')
+    when it has ``rtol``/``atol``, else 1e-8 / 1e-10."""
+    d, T, B, p, test_B = _linreg(cfg)
+    return theory.trajectory(times, d, T, B, p, test_B=test_B, rtol=float(getattr(cfg.model, "rtol", 1e-8)),
+                             atol=float(getattr(cfg.model, "atol", 1e-10)), **event)
+
+
+def _metrics(tr: Any) -> dict[str, np.ndarray]:
+    """A trajectory's run metrics: each name of ``PLATEAU_OBSERVABLES``, read from the observable it maps to."""
+    return {metric: getattr(tr, obs) for metric, obs in PLATEAU_OBSERVABLES.items()}
 
 
 def _schedule_is_constant(cfg: Any) -> bool:
@@ -109,11 +125,11 @@ def _time_to_step(cfg: Any, t: float) -> float:
     return float(np.interp(t, cum, np.arange(cum.size, dtype=float)))
 
 
-def _plateau_level(cfg: Any, obs: str, d: float, T: float, B: float, p: float, test_B: float) -> tuple[float, int]:
+def _plateau_level(cfg: Any, obs: str) -> tuple[float, int]:
     mode, value = cfg.plateau.mode, float(cfg.plateau.value)
     if mode == "fraction":
         y0 = np.zeros(3)
-        P = theory._Params(d, T, B, p, test_B)
+        P = theory._Params(*_linreg(cfg))
         init = float(theory.OBSERVABLES[obs](y0[None], P)[0])
         return value * init, -1
     if mode == "below":
@@ -123,13 +139,8 @@ def _plateau_level(cfg: Any, obs: str, d: float, T: float, B: float, p: float, t
 
 def simulate_run(cfg: Any) -> OdeRun:
     """Integrate the reduced dynamics for ``cfg`` (a ``presets.RunConfig`` with a linreg task) and return its
-    metrics at the evaluation steps and the exact plateau step. Tolerances come from ``cfg.model`` (kind 'ode')
-    when it has ``rtol``/``atol``, else 1e-8 / 1e-10."""
-    task = _linreg(cfg)
-    d, T, B, p = float(task.d), float(task.T), float(task.B), float(task.p)
-    test_B = B if task.test_repetition else 1.0
-    rtol = float(getattr(cfg.model, "rtol", 1e-8))
-    atol = float(getattr(cfg.model, "atol", 1e-10))
+    metrics at the evaluation steps and the exact plateau step (tolerances: ``_trajectory``)."""
+    p = _linreg(cfg)[3]
     steps = np.array(eval_steps(cfg), dtype=np.int64)
     times = step_times(cfg, steps)
     notes: list[str] = []
@@ -140,23 +151,13 @@ def simulate_run(cfg: Any) -> OdeRun:
     obs = PLATEAU_OBSERVABLES.get(metric)
     exact = obs is not None
     if exact:
-        level, direction = _plateau_level(cfg, obs, d, T, B, p, test_B)
+        level, direction = _plateau_level(cfg, obs)
     else:
         obs, level, direction = "test_loss", -np.inf, -1  # never fires
         notes.append(f"plateau metric {metric!r} is not computed by the flow; no exact plateau")
 
-    tr = theory.trajectory(times, d, T, B, p, test_B=test_B, rtol=rtol, atol=atol, event=obs, level=level,
-                           direction=direction)
-    relevant = tr.relevant
-    metrics: dict[str, np.ndarray] = {
-        "train/loss": tr.train_loss,
-        "test/loss": tr.test_loss,
-        "toy/w": tr.w,
-        "toy/alpha": tr.alpha,
-        "attn/L1/H0/relevant": relevant,
-        "attn/L1/relevant": relevant.copy(),
-        "attn/entropy/L1": tr.entropy,
-    }
+    tr = _trajectory(cfg, times, event=obs, level=level, direction=direction)
+    metrics = _metrics(tr)
     if p > 0:
         metrics["toy/w_tilde"] = tr.w_tilde
     pt = tr.plateau if exact else None
@@ -170,19 +171,11 @@ def simulate_run(cfg: Any) -> OdeRun:
 def ode_curve(cfg: Any, steps: Sequence[float], metric: str = "test/loss") -> np.ndarray:
     """The theory curve of ``metric`` (default the test loss) at ``steps`` for the linreg task of ``cfg``, with flow
     time from ``step_times`` (for overlaying on toy / linreg runs; ``cfg.model`` may be any kind)."""
-    task = _linreg(cfg)
+    _linreg(cfg)  # a linreg task, even for no steps
     steps = np.asarray(steps, dtype=float)
     if steps.size == 0:
         return np.zeros(0)
-    test_B = float(task.B) if task.test_repetition else 1.0
-    rtol = float(getattr(cfg.model, "rtol", 1e-8))
-    atol = float(getattr(cfg.model, "atol", 1e-10))
-    tr = theory.trajectory(step_times(cfg, steps), float(task.d), float(task.T), float(task.B), float(task.p),
-                           test_B=test_B, rtol=rtol, atol=atol)
-    table = {
-        "test/loss": tr.test_loss, "train/loss": tr.train_loss, "toy/w": tr.w, "toy/alpha": tr.alpha,
-        "attn/L1/H0/relevant": tr.relevant, "attn/L1/relevant": tr.relevant, "attn/entropy/L1": tr.entropy,
-    }
+    table = _metrics(_trajectory(cfg, step_times(cfg, steps)))
     if metric not in table:
         raise ValueError(f"ode_curve: unknown metric {metric!r}; one of {', '.join(table)}")
     return table[metric]
