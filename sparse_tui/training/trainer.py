@@ -20,8 +20,8 @@ from sparse_tui.training.runlog import RunLogger, RunResult
 
 
 def library_versions(device: torch.device | None = None) -> dict:
-
-
+    """The versions a run's record keeps (Python, torch, numpy, sparse-tui, the platform; on a GPU also CUDA and
+    the card's name)."""
     v = {
         "python": platform.python_version(),
         "torch": torch.__version__,
