@@ -17,6 +17,7 @@ from sparse_tui.models import build_model
 from sparse_tui.models.toy import ToyAttention
 from sparse_tui.models.transformer import Transformer
 from sparse_tui.presets import RunConfig, TransformerModel
+from sparse_tui.tasks.base import Batch
 
 CPU = torch.device("cpu")
 
@@ -586,3 +587,22 @@ def test_euclidean_attention_scores_are_minus_squared_distances_on_every_kernel(
         torch.testing.assert_close(model(x)[0], out, rtol=1e-9, atol=1e-10)
     dot = build_model(cfg.model_copy(update={"model": cfg.model.model_copy(update={"attention": "dot"})}), task)
     assert not dot.blocks[0].attn.euclidean and not torch.allclose(dot.double()(x)[0], out)
+
+
+def test_evaluation_chunks_count_every_layer_and_head_of_the_attention_maps(monkeypatch):
+    """The evaluation's attention maps of all layers and heads fit its memory budget (the Transformer's sizes come
+    from its config), and a chunked evaluation gives the metrics of an unchunked one."""
+    from sparse_tui.training import metrics
+
+    model = tiny().double()  # 2 layers of 2 heads
+    toy = ToyAttention(6, 4, 4, "normal", 0.1)
+    assert metrics.eval_chunk_size(model, 10**6, 64) == metrics._ATTN_BUDGET // (2 * 2 * 64 * 64)
+    assert metrics.eval_chunk_size(toy, 10**6, 64) == metrics._ATTN_BUDGET // (64 * 64)
+    task = token_task(vocab=7, seq_len=6, out_dim=5)
+    batch = Batch(tiny_input("embedding", n=10), torch.randint(0, 5, (10,)), torch.rand(10, 6) < 0.3)
+    whole = metrics.evaluate(model, batch, task.kind, True)
+    monkeypatch.setattr(metrics, "_ATTN_BUDGET", 3 * 2 * 2 * 6 * 6)  # 3 sequences per chunk
+    assert metrics.eval_chunk_size(model, 10, 6) == 3
+    chunked = metrics.evaluate(model, batch, task.kind, True)  # probes are summed in float32
+    assert chunked.keys() == whole.keys()
+    assert all(chunked[k] == pytest.approx(whole[k], rel=1e-6, abs=1e-9) for k in whole)

@@ -34,10 +34,10 @@ def loss_fn(out: Tensor, y: Tensor, classification: bool) -> Tensor:
 
 
 def eval_chunk_size(model: torch.nn.Module, n: int, seq_len: int) -> int:
-    """Sequences per evaluation chunk so that the attention maps of all layers fit the budget."""
-    layers = getattr(model, "n_layers", 1)
-    heads = getattr(model, "n_heads", 1)
-    per_seq = max(1, layers * heads * seq_len * seq_len)
+    """Sequences per evaluation chunk so that the attention maps of all layers and heads fit the budget (a
+    Transformer's from its config; the toy model has one layer of one head)."""
+    cfg = getattr(model, "cfg", None)
+    per_seq = max(1, (cfg.n_layers * cfg.n_heads if cfg is not None else 1) * seq_len * seq_len)
     return max(1, min(n, _ATTN_BUDGET // per_seq))
 
 
