@@ -77,20 +77,14 @@ def _layout(name: str, input_kind: str) -> tuple[str, ...]:
     raise KeyError(f"no stacking layout for parameter {name!r}")
 
 
-class _Dims:
-    """The real sizes of one model and the padded sizes of the stack, and where the real entries sit."""
-
-    def __init__(self, sizes: dict[str, int], padded: dict[str, int], heads: int):
-        self.sizes, self.padded, self.H = sizes, padded, heads
-
-    def index(self, kind: str) -> Tensor:
-        n, N = self.sizes[kind], self.padded[kind]
-        if kind in ("Q", "V"):  # per head: head h's real slots are h * (N / H) + [0, n / H)
-            per, Per = n // self.H, N // self.H
-            return (torch.arange(self.H)[:, None] * Per + torch.arange(per)[None, :]).reshape(-1)
-        if kind == "L":  # left padding: the last n positions are real
-            return torch.arange(N - n, N)
-        return torch.arange(n)
+def _index(kind: str, n: int, N: int, H: int) -> Tensor:
+    """Where a model's ``n`` real entries of a dimension of ``kind`` sit among the stack's ``N`` (``H`` heads)."""
+    if kind in ("Q", "V"):  # per head: head h's real slots are h * (N / H) + [0, n / H)
+        per, Per = n // H, N // H
+        return (torch.arange(H)[:, None] * Per + torch.arange(per)[None, :]).reshape(-1)
+    if kind == "L":  # left padding: the last n positions are real
+        return torch.arange(N - n, N)
+    return torch.arange(n)
 
 
 def _ix(idx: list[Tensor]) -> tuple[Tensor, ...]:
@@ -148,7 +142,6 @@ class StackedTransformer(nn.Module):
 
         sizes = [self._sizes(m) for m in modules]
         padded = {k: max(s[k] for s in sizes) for k in sizes[0]}
-        self.dims = [_Dims(s, padded, self.H) for s in sizes]
         self.D, self.L, self.C = padded["D"], padded["L"], padded["out"]
         self.V = padded.get("vocab", 0)
         self.dqk = padded["Q"] // self.H
@@ -178,7 +171,7 @@ class StackedTransformer(nn.Module):
             mask = torch.zeros(M, *shape, **f) if widths else None
             places = []
             for i, m in enumerate(modules):
-                ix = _ix([self.dims[i].index(k).to(device) for k in lay])
+                ix = _ix([_index(k, sizes[i][k], padded[k], self.H).to(device) for k in lay])
                 real = dict(m.named_parameters())[name].detach()
                 stacked[i][ix] = real
                 if mask is not None:
