@@ -40,7 +40,7 @@ class StackOptimizer:
         self.params = params
         self.M = len(cfgs)
         self.kind = t0.optimizer
-        self.b1, self.b2, self.momentum, self.eps = t0.beta1, t0.beta2, t0.momentum, 1e-8
+        self.eps = 1e-8
         dtype = params[0].dtype if params else torch.float32
         f = dict(device=device, dtype=dtype)
         self.wd = torch.tensor([c.train.weight_decay for c in cfgs], **f)
