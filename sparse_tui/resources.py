@@ -7,7 +7,7 @@ adds the evaluation and the learning-rate table for the preflight. ``MEMORY_FRAC
 device's memory that either may plan to use.
 
 ``check`` refuses a preset whose largest run cannot fit the device's memory, with the estimate in its one-line
-message, before anything is written to the run store (``runner.preflight``). The estimate is generous (float32
+message, before anything is written to the run store (``LocalExecutor.preflight``). The estimate is generous (float32
 everywhere, every attention probability materialised, autograd's saved activations counted twice for temporaries),
 so a run it accepts fits; a run it refuses would at best swap the machine to a halt.
 """

@@ -1,11 +1,11 @@
 """The one run lifecycle: every step of a run's life, whoever starts it (``run --headless``, ``run --detach``, the
 console, ``resume``). docs/ARCHITECTURE.md shows the steps and who calls them.
 
-1. ``preflight`` checks what cannot be seen in the preset alone, before anything is written: the device exists
-   (``--device cuda`` without CUDA is a usage error) and the largest run fits its memory (``resources.check``).
+1. ``Executor.preflight`` checks what cannot be seen in the preset alone, before anything is written: the device
+   exists (``--device cuda`` without CUDA is a usage error) and the largest run fits its memory (``resources.check``).
 2. ``store.create_runs`` records the runs of the expanded preset as ``queued`` (one *batch*), together
    with the batch's **coordinator** (pid and host) in the same transaction.
-3. ``plan_batch`` asks the sweep scheduler how to train them (workers, threads, stacks).
+3. ``Executor.plan`` asks the sweep scheduler how to train them (workers, threads, stacks).
 4. ``coordinate`` trains the batch through an executor (executors/: this machine, in this process or with worker
    processes (``python -m sparse_tui worker BATCH``) that each **claim** queued runs (``work``) until none is
    left; or a Ray cluster).
@@ -45,7 +45,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Callable
 
-from sparse_tui.devices import DeviceError, resolve
+from sparse_tui.devices import resolve
 from sparse_tui.store import RunRecord, RunStore, StoreError, is_disk_full
 from sparse_tui.training.checkpoint import CheckpointError, check, remove_stale_temporaries
 from sparse_tui.training.runlog import RunLogger
@@ -102,60 +102,6 @@ def _training_section(on: bool) -> None:
     _training = on
     if not on and hasattr(signal, "setitimer"):
         signal.setitimer(signal.ITIMER_REAL, 0)
-
-
-# -- 1. preflight ---------------------------------------------------------------------------------------------------
-
-
-class PreflightError(Exception):
-    """A batch that cannot start on this machine (one line, naming the flag or the preset key)."""
-
-
-def preflight(specs: list, device: str | None = None, source: str = "preset") -> None:
-    """Check the device and the memory of ``specs`` before anything is written (raises ``PreflightError``).
-
-    ``device`` is the ``--device`` flag (None: each run's ``train.device``)."""
-    from sparse_tui.resources import ResourceError, check
-
-    wanted: dict[str, list] = {}
-    for spec in specs:
-        wanted.setdefault(device or spec.config.train.device, []).append(spec.config)
-    for want, cfgs in wanted.items():
-        where = "--device" if device else f"{source}: train.device"
-        if want == "cpu":  # no torch import for a CPU-only batch
-            resolved = "cpu"
-        else:
-            try:
-                dev = resolve(want)
-            except DeviceError as e:
-                raise PreflightError(f"{where}: {e}") from None
-            resolved = "cpu" if dev.type == "mps" else str(dev)  # no memory query for mps: it shares the CPU's
-        try:
-            check(cfgs, resolved, source)
-        except ResourceError as e:
-            raise PreflightError(str(e)) from None
-
-
-# -- 2. launch, 3. plan -----------------------------------------------------------------------------------------------
-
-
-def plan_batch(
-    specs: list, schedule: str, n_workers: int, device: str | None, say: Callable[[str], None] | None = None
-) -> tuple[int, int]:
-    """Ask the sweep scheduler for the plan (``n_workers`` > 0 overrides its worker count), report it through
-    ``say``, and set this process's torch threads when it trains in-process. Returns (workers, group). The one
-    planning step of ``run --headless``, of detached coordinators (``work``) and of ``resume``."""
-    from sparse_tui.training.scheduler import plan
-
-    the_plan = plan(specs, schedule, device)
-    workers = n_workers or the_plan.workers
-    if say is not None:
-        say(the_plan.describe())
-    if workers == 1 and the_plan.threads:  # in-process training: the plan's thread count
-        import torch
-
-        torch.set_num_threads(the_plan.threads)
-    return workers, the_plan.group
 
 
 # -- 4. claim and train -------------------------------------------------------------------------------------------

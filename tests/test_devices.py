@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from sparse_tui import runner
 from sparse_tui.devices import DeviceError, resolve
+from sparse_tui.executors import ExecutorError, LocalExecutor, local
 
 
 def test_names_resolve_to_torch_devices():
@@ -37,8 +37,8 @@ def test_the_tasks_and_the_preflight_ask_the_same_resolver(monkeypatch):
         return resolve(want)
 
     monkeypatch.setattr("sparse_tui.tasks.base.resolve", spy)
-    monkeypatch.setattr(runner, "resolve", spy)
+    monkeypatch.setattr(local, "resolve", spy)
     assert make_task(cfg, "auto").device == resolve("auto")
-    with pytest.raises(runner.PreflightError, match="--device: unknown device 'tpu'"):
-        runner.preflight([type("S", (), {"config": cfg})()], device="tpu")
+    with pytest.raises(ExecutorError, match="--device: unknown device 'tpu'"):
+        LocalExecutor().preflight([type("S", (), {"config": cfg})()], device="tpu", source="preset")
     assert asked == ["auto", "tpu"]

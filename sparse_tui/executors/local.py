@@ -13,6 +13,7 @@ import time
 from typing import Callable
 
 from sparse_tui import runner
+from sparse_tui.devices import DeviceError, resolve
 from sparse_tui.executors.base import ExecutorError, ExecutorOptions
 from sparse_tui.store import RunStore
 
@@ -32,15 +33,43 @@ class LocalExecutor:
         return "this machine"
 
     def preflight(self, specs: list, device: str | None, source: str, *, detached: bool = False) -> None:
-        """The device exists and the largest run fits its memory (``runner.preflight``)."""
-        try:
-            runner.preflight(specs, device, source)
-        except runner.PreflightError as e:
-            raise ExecutorError(str(e)) from None
+        """The device of ``specs`` exists and the largest run fits its memory (``resources.check``).
+        ``device`` is the ``--device`` flag (None: each run's ``train.device``)."""
+        from sparse_tui.resources import ResourceError, check
+
+        wanted: dict[str, list] = {}
+        for spec in specs:
+            wanted.setdefault(device or spec.config.train.device, []).append(spec.config)
+        for want, cfgs in wanted.items():
+            where = "--device" if device else f"{source}: train.device"
+            if want == "cpu":  # no torch import for a CPU-only batch
+                resolved = "cpu"
+            else:
+                try:
+                    dev = resolve(want)
+                except DeviceError as e:
+                    raise ExecutorError(f"{where}: {e}") from None
+                resolved = "cpu" if dev.type == "mps" else str(dev)  # no memory query for mps: it shares the CPU's
+            try:
+                check(cfgs, resolved, source)
+            except ResourceError as e:
+                raise ExecutorError(str(e)) from None
 
     def plan(self, specs: list, schedule: str, workers: int, device: str | None,
              say: Callable[[str], None]) -> tuple[int, int]:
-        return runner.plan_batch(specs, schedule, workers, device, say=say)
+        """The sweep scheduler's plan (``workers`` > 0 overrides its worker count), said through ``say``; this
+        process's torch threads are set when it trains in-process. The one planning step of ``run --headless``, of
+        detached coordinators (``work``) and of ``resume``."""
+        from sparse_tui.training.scheduler import plan
+
+        the_plan = plan(specs, schedule, device)
+        workers = workers or the_plan.workers
+        say(the_plan.describe())
+        if workers == 1 and the_plan.threads:  # in-process training: the plan's thread count
+            import torch
+
+            torch.set_num_threads(the_plan.threads)
+        return workers, the_plan.group
 
     def describe(self, workers: int) -> str:
         return f"{max(1, workers)} worker(s)"
