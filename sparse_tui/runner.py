@@ -528,23 +528,11 @@ def requeue_for_resume(store: RunStore, batch_id: str, run_ids: list[str], coord
     return store.requeue(run_ids)
 
 
-def resume_detached(store: RunStore, target: str, *, schedule: str = "auto", workers: int | None = None,
-                    device: str | None = None,
-                    executor: ExecutorOptions | None = None) -> tuple[str, list[str], int]:
-    """``sparse-tui resume TARGET --detach`` as one call (what the console offers on a failed or interrupted run):
-    re-queue the runs and start a detached coordinator for them. Returns (batch_id, run_ids, pid)."""
-    batch_id, ids = resume_targets(store, target)
-    check_resumable(store, ids)
-    requeue_for_resume(store, batch_id, ids)
-    pid = detach(store, batch_id, workers=workers or 0, device=device, schedule=schedule, executor=executor)
-    return batch_id, ids, pid
-
-
 def resume_runs_detached(store: RunStore, run_ids: list[str], *, workers: int | None = None,
                          device: str | None = None,
                          executor: ExecutorOptions | None = None) -> list[tuple[str, list[str], int]]:
-    """Resume several chosen runs (the console's marked runs): the resumable ones (failed, interrupted, queued) are
-    re-queued per batch, with one detached coordinator per batch. Returns
+    """``sparse-tui resume RUN --detach`` for the console's selected or marked runs: the resumable ones (failed,
+    interrupted, queued) are re-queued per batch, with one detached coordinator per batch. Returns
     [(batch_id, run_ids, pid)]; StoreError when none of them can be resumed. ``executor``: where the
     coordinators train (None: this machine)."""
     store.reap()
@@ -553,8 +541,6 @@ def resume_runs_detached(store: RunStore, run_ids: list[str], *, workers: int | 
     if not todo:
         states = ", ".join(sorted({r.status for r in recs})) or "no runs"
         raise StoreError(f"nothing to resume: only failed, interrupted or queued runs can be ({states})")
-    if len(todo) == 1:
-        return [resume_detached(store, todo[0].run_id, workers=workers, device=device, executor=executor)]
     check_resumable(store, [r.run_id for r in todo])
     out = []
     for batch_id in dict.fromkeys(r.batch_id for r in todo):

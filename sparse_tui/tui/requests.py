@@ -101,7 +101,8 @@ class PanelRequests:
 
     def on_resume_requested(self, msg: ResumeRequested) -> None:
         """``u`` in Runs: continue failed / interrupted / queued runs from their last checkpoint, the same path as
-        ``sparse-tui resume RUN --detach`` (runner.resume_detached); anything else is refused with a notification."""
+        ``sparse-tui resume RUN --detach`` (runner.resume_runs_detached); anything else is refused with a
+        notification."""
         chosen = [r for r in self.records if r.run_id in msg.run_ids]
         todo = [r.run_id for r in chosen if r.status in RESUMABLE]
         if not todo:

@@ -1,4 +1,4 @@
-"""``u`` in the Runs panel resumes the selected run through runner.resume_detached (issue 11: "The console offers
+"""``u`` in the Runs panel resumes the selected run through runner.resume_runs_detached (issue 11: "The console offers
 the same" as ``sparse-tui resume``), and refuses runs that cannot be resumed."""
 
 from __future__ import annotations
