@@ -155,7 +155,7 @@ def work(
         if not planned:
             planned = True
             for line in plan_lines(queued, cfgs, group, budget):
-                print(f"sparse-tui: {line}", file=sys.stderr, flush=True)
+                say(line)
         pick = next_stack(queued, cfgs, group, budget)
         recs = store.claim_runs(pick, device=str(dev), versions=library_versions(dev))
         if recs:

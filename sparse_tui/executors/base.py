@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, fields
 from typing import Callable, Protocol
 
 INSTALL_HINT = 'pip install "sparse-tui[ray]"'
+BEAT_SECONDS = 5.0  # how often a coordinator beats its heartbeat (what other hosts judge it by)
 
 
 class ExecutorError(Exception):

@@ -14,10 +14,8 @@ from typing import Callable
 
 from sparse_tui import runner
 from sparse_tui.devices import DeviceError, resolve
-from sparse_tui.executors.base import ExecutorError, ExecutorOptions
+from sparse_tui.executors.base import BEAT_SECONDS, ExecutorError, ExecutorOptions
 from sparse_tui.store import RunStore
-
-BEAT_SECONDS = 5.0  # how often the coordinator beats its heartbeat (what other hosts judge it by)
 
 
 class LocalExecutor:

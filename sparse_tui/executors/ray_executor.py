@@ -47,7 +47,7 @@ from typing import Callable
 from sparse_tui import runner
 from sparse_tui.devices import resolve as resolve_device
 from sparse_tui.executors.address import auto_address, is_current_cluster, parse_address, reach
-from sparse_tui.executors.base import INSTALL_HINT, ExecutorError, ExecutorOptions
+from sparse_tui.executors.base import BEAT_SECONDS, INSTALL_HINT, ExecutorError, ExecutorOptions
 from sparse_tui.executors.channel import PUT_TIMEOUT, Channel, ChannelSink, apply
 from sparse_tui.runner import StopFlag, next_stack, record_end
 from sparse_tui.store import TERMINAL
@@ -56,7 +56,6 @@ from sparse_tui.training.checkpoint import CheckpointFiles
 CPUS_PER_STACK = 1  # CPUs (and torch threads) per CPU stack: small models train best on one thread each
 RETRIES = 2  # times a run whose worker or node died is submitted again
 STOP_SECONDS = 10.0  # after a stop, seconds the coordinator waits for workers to record their runs interrupted
-BEAT_SECONDS = 5.0
 JOIN_RETRIES = 5  # one-second tries of ray.init on a running cluster (Ray's default: 20; see _joining)
 
 
@@ -354,15 +353,12 @@ class _Coordinator:
         want = device or (first.config.get("train", {}).get("device", "auto") if first is not None else "cpu")
         self.kind = ex.stack_device(want)  # what the cluster's room is counted in: GPUs or CPUs
 
-    def say(self, msg: str) -> None:
-        print(f"sparse-tui: {msg}", file=sys.stderr, flush=True)
-
     # -- records ------------------------------------------------------------------------------------------------
     def drain(self) -> None:
         """Write every waiting record into the store, in the order the workers sent them."""
         for message in self.ray.get(self.channel.take.remote(), timeout=120):
             for record in message:
-                cancelled = apply(self.store, record, on_error=self.say)
+                cancelled = apply(self.store, record, on_error=runner.say)
                 if cancelled and cancelled not in self.cancels_sent:
                     self.cancels_sent.add(cancelled)
                     self.channel.control.remote(None, [cancelled])
@@ -432,13 +428,13 @@ class _Coordinator:
         why, retry = failure_reason(error, step)
         for r in left:
             record_end(self.store, r, "failed", reason=why)
-        self.say(f"{', '.join(left)}: {why}")
+        runner.say(f"{', '.join(left)}: {why}")
         if retry and all(self.failures.get(r, 0) < RETRIES for r in left):
             for r in left:
                 self.failures[r] = self.failures.get(r, 0) + 1
             if self.store.requeue(left):
                 self.retry.append(_Stack(left, stack.device, stack.notes + [f"resumed after: {why}"]))
-                self.say(f"{', '.join(left)}: submitted again (from the latest checkpoint in the head's store)")
+                runner.say(f"{', '.join(left)}: submitted again (from the latest checkpoint in the head's store)")
 
     def stop(self) -> None:
         """Tell every worker to stop, record what they send for up to STOP_SECONDS, cancel the rest."""
