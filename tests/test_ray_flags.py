@@ -122,7 +122,7 @@ def test_channel_blocks_a_full_put_until_the_coordinator_takes():
         await ch.put(["b"])
         waiting = asyncio.ensure_future(ch.put(["c"]))
         await asyncio.sleep(0.05)
-        assert not waiting.done() and await ch.size() == 2
+        assert not waiting.done() and len(ch.items) == 2
         await ch.control("interrupted", ["r1"])
         assert await ch.take() == [["a"], ["b"]]
         answer = await asyncio.wait_for(waiting, 5)

@@ -76,9 +76,6 @@ class Channel:
         self.stop = stop or self.stop
         self.cancel.update(cancel)
 
-    async def size(self) -> int:
-        return len(self.items)
-
 
 class ChannelSink:
     """A run store's writing half for a Ray worker: the same calls, sent as records to the coordinator.
@@ -180,14 +177,8 @@ def apply(store, record: tuple, on_error=None) -> str | None:
     """Write one worker record into ``store`` with the call the local path makes (the coordinator's side).
     Returns the run id whose cancel the store reports at a heartbeat, else None."""
     kind = record[0]
-    if kind == "log_metrics":
-        store.log_metrics(*record[1:])
-    elif kind == "log_metrics_many":
-        store.log_metrics_many(*record[1:])
-    elif kind == "log_attention":
-        store.log_attention(*record[1:])
-    elif kind == "log_array":
-        store.log_array(*record[1:])
+    if kind in ("log_metrics", "log_metrics_many", "log_attention", "log_array"):  # the same call, the same arguments
+        getattr(store, kind)(*record[1:])
     elif kind == "heartbeat":
         _, run_id, step = record
         if store.heartbeat(run_id, step):
