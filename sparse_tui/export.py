@@ -102,16 +102,8 @@ def _plateau(v: float | None) -> float | int | None:
 
 def run_table(store: RunStore, runs: Iterable[RunRecord]) -> tuple[list[str], list[dict[str, Any]]]:
     rows = [run_row(r, store) for r in runs]
-    cols = list(LEAD)
-    extra: dict[str, None] = {}
-    for prefix in ("params.", "final.", "best."):
-        for row in rows:
-            for k in row:
-                if k.startswith(prefix):
-                    extra.setdefault(k, None)
-    cols += sorted(k for k in extra if k.startswith("params.")) + sorted(k for k in extra if k.startswith("final."))
-    cols += sorted(k for k in extra if k.startswith("best."))
-    return cols, rows
+    keys = {k for row in rows for k in row}
+    return LEAD + [k for prefix in ("params.", "final.", "best.") for k in sorted(keys) if k.startswith(prefix)], rows
 
 
 def metrics_table(store: RunStore, runs: Iterable[RunRecord]) -> tuple[list[str], list[dict[str, Any]]]:
