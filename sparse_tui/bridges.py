@@ -54,14 +54,8 @@ def hparam_values(rec: RunRecord) -> dict[str, Any]:
     """A run's parameters as numbers, texts or booleans (lists as JSON), and its preset and seed."""
     out: dict[str, Any] = {"preset": rec.preset}
     for k, v in sorted(rec.params.items()):
-        if k in ("name", "description"):
-            continue
-        if isinstance(v, (bool, int, float, str)):
-            out[k] = v
-        elif v is None:
-            continue
-        else:
-            out[k] = json.dumps(v)
+        if k not in ("name", "description") and v is not None:
+            out[k] = v if isinstance(v, (bool, int, float, str)) else json.dumps(v)
     return out
 
 
@@ -236,24 +230,19 @@ def to_mlflow(store: RunStore, runs: list[RunRecord], uri: str | None = None,
         tags.update({t: "true" for t in rec.tags})
         if rec.note:
             tags["mlflow.note.content"] = rec.note
-        run = client.create_run(eid, start_time=int((rec.started_at or rec.created_at) * 1000),
-                                run_name=f"{rec.name} {rec.run_id}")
-        rid = run.info.run_id
+        stamp = int((rec.started_at or rec.created_at) * 1000)
+        rid = client.create_run(eid, start_time=stamp, run_name=f"{rec.name} {rec.run_id}").info.run_id
         params = [Param(k, str(v)[:6000]) for k, v in hparam_values(rec).items()]
         metrics = []
-        stamp = int((rec.started_at or rec.created_at) * 1000)
         for key, (steps, vals) in store.metrics(rec.run_id).items():
             metrics += [Metric(key, float(v), stamp, int(s)) for s, v in zip(steps, vals)
                         if v is not None and math.isfinite(v)]
         for key, v in final_values(store, rec).items():
             metrics.append(Metric(key, v, stamp, int(rec.step or 0)))
-        for i in range(0, len(params), 100):  # MLflow's limits per call: 100 params, 1000 metrics, 100 tags
-            client.log_batch(rid, params=params[i:i + 100])
-        for i in range(0, len(metrics), 1000):
-            client.log_batch(rid, metrics=metrics[i:i + 1000])
         tag_list = [RunTag(k, v) for k, v in tags.items()]
-        for i in range(0, len(tag_list), 100):
-            client.log_batch(rid, tags=tag_list[i:i + 100])
+        for kind, items, limit in (("params", params, 100), ("metrics", metrics, 1000), ("tags", tag_list, 100)):
+            for i in range(0, len(items), limit):  # MLflow's limits per call
+                client.log_batch(rid, **{kind: items[i:i + limit]})
         status = {"finished": "FINISHED", "running": "RUNNING", "queued": "SCHEDULED"}.get(rec.status, "FAILED")
         if status in ("FINISHED", "FAILED"):
             client.set_terminated(rid, status=status,
