@@ -13,7 +13,8 @@ metrics at their steps, the status, the tags (``tag`` = "true"), the note (``mlf
 sparse-tui run id (``sparse_tui.run_id``); a run exported before is skipped (matched by that id). The default
 tracking store is SQLite beside the run store: ``sqlite:///RUNS_DIR/mlflow.db``.
 
-Nothing here imports torch or Textual; both libraries are imported only when a bridge is used.
+Nothing here imports torch or Textual, and each tool's library is imported only when its bridge is used: a missing
+extra is one line naming the ``pip install``.
 """
 
 from __future__ import annotations
@@ -26,10 +27,6 @@ import time
 import zlib
 from pathlib import Path
 from typing import Any, Callable, Iterable
-
-from google.protobuf import struct_pb2
-from tensorboard.compat.proto.event_pb2 import Event
-from tensorboard.compat.proto.summary_pb2 import Summary
 
 from sparse_tui.plotting import ramp
 from sparse_tui.store import RunRecord, RunStore
@@ -98,6 +95,8 @@ def attention_png(matrix: Any, scale: int = IMAGE_SCALE) -> tuple[bytes, int, in
 
 def _hparams_summaries(rec_values: dict[str, Any], infos: dict[str, str], metrics: list[str]):
     """(experiment, session start, session end) summaries of the HParams plugin."""
+    from google.protobuf import struct_pb2
+    from tensorboard.compat.proto.summary_pb2 import Summary
     from tensorboard.plugins.hparams import api_pb2, metadata, plugin_data_pb2
 
     types = {"number": api_pb2.DATA_TYPE_FLOAT64, "string": api_pb2.DATA_TYPE_STRING,
@@ -133,6 +132,8 @@ def _writer(folder: Path):
 
 
 def _event(summary=None, step: int = 0, wall: float | None = None):
+    from tensorboard.compat.proto.event_pb2 import Event
+
     return Event(summary=summary, step=int(step), wall_time=wall if wall is not None else time.time())
 
 

@@ -18,9 +18,9 @@ tb = pytest.importorskip("tensorboard", reason="the tensorboard extra (in dev)")
 pytest.importorskip("mlflow", reason="the mlflow extra (in dev)")
 
 
-def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+def _cli(*args: str, cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "sparse_tui", *args], capture_output=True, text=True, timeout=300,
-                          cwd=cwd, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+                          cwd=cwd, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", **env})
 
 
 @pytest.fixture
@@ -104,3 +104,17 @@ def test_bridge_usage_errors_are_one_line(store_dir: Path):
     assert r.returncode == 2 and r.stderr.strip() == "error: --to: must be one of tensorboard, mlflow, got 'wandb'"
     r = _cli("export", "--to", "tensorboard", "--runs-dir", str(store_dir))
     assert r.returncode == 2 and "give the folder to write" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_without_the_tensorboard_extra_its_bridge_says_how_to_install_it_and_mlflow_still_exports(
+    store_dir: Path, tmp_path: Path
+):
+    blocker = tmp_path / "no_tb" / "tensorboard"  # a tensorboard that cannot be imported, first on the path
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text("raise ImportError('No module named tensorboard')\n")
+    hide = {"PYTHONPATH": str(blocker.parent)}
+    r = _cli("export", "--to", "tensorboard", str(tmp_path / "tb"), "--runs-dir", str(store_dir), **hide)
+    assert r.returncode == 2
+    assert r.stderr.strip() == 'error: --to tensorboard needs TensorBoard: pip install "sparse-tui[tensorboard]"'
+    r = _cli("export", "--to", "mlflow", f"sqlite:///{tmp_path / 'mlflow.db'}", "--runs-dir", str(store_dir), **hide)
+    assert r.returncode == 0 and "logged" in r.stderr, r.stderr
