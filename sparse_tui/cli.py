@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 from typing import List, Optional
 
@@ -127,13 +129,27 @@ def fail(message: str, code: ExitCode = ExitCode.USAGE) -> "typer.Exit":
     return typer.Exit(int(code))
 
 
+@contextmanager
+def _refused(*errors: type[Exception]):
+    """One of ``errors`` (each a one-line refusal of its module: a preset key, a figure path, an executor) ends the
+    command as that line, exit 2."""
+    try:
+        yield
+    except errors as e:
+        raise fail(str(e)) from None
+
+
+def _one_of(flag: str, value: Optional[str], choices) -> None:
+    """``flag VALUE``: one of ``choices`` (None: the flag left out), or exit 2 naming the flag."""
+    if value is not None and value not in choices:
+        raise fail(f"{flag}: must be one of {', '.join(choices)}, got {value!r}")
+
+
 def _open_store(runs_dir: Optional[Path], *, create: bool = False):
     from sparse_tui.store import RunStore, StoreError
 
-    try:
+    with _refused(StoreError):
         return RunStore(_runs_dir(runs_dir), create=create)
-    except StoreError as e:
-        raise fail(str(e)) from None
 
 
 def _add_tags(loaded, tags: list[str], preset: Path):
@@ -152,10 +168,19 @@ def _add_tags(loaded, tags: list[str], preset: Path):
 
 
 def _load(preset: Path, overrides: list[str]):
-    from sparse_tui.presets import PresetError, load_preset
+    from sparse_tui.presets import load_preset
+
+    with _preset_refused():
+        return load_preset(preset, overrides)
+
+
+@contextmanager
+def _preset_refused():
+    """A preset that does not validate: its lines (each naming the file and the key), exit 2."""
+    from sparse_tui.presets import PresetError
 
     try:
-        return load_preset(preset, overrides)
+        yield
     except PresetError as e:
         for line in e.lines:
             err.print(_esc(line), markup=False)
@@ -248,15 +273,13 @@ def run(
     n_workers = _workers_flag(workers)
     from sparse_tui.training.scheduler import SCHEDULES
 
-    if schedule not in SCHEDULES:
-        raise fail(f"--schedule: must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
+    _one_of("--schedule", schedule, SCHEDULES)
     from sparse_tui import runner
-    from sparse_tui.executors import executor_for, options
     from sparse_tui.presets import expand
 
     specs = expand(loaded)
     if dry_run:  # the preset on this machine; no cluster is asked
-        _preflight(executor_for(options()), specs, device, preset.name)
+        _preflight(None, specs, device, preset.name)
         t = Table(title=_esc(f"{loaded.name}: {len(specs)} run(s)"))
         for col in ("#", "run", "task", "model", "steps", "device"):
             t.add_column(col)
@@ -272,7 +295,7 @@ def run(
         raise typer.Exit(0)
 
     # The executor is checked before the store is opened: nothing is written when it refuses.
-    ex = _preflight(executor_for(opts), specs, device, preset.name, detached=detach)
+    ex = _preflight(opts, specs, device, preset.name, detached=detach)
     store = _open_store(runs_dir, create=True)
     if detach:
         batch_id, ids, pid = runner.start_detached(
@@ -295,21 +318,18 @@ def _executor_options(executor: str, address: Optional[str]):
     heavy is imported."""
     from sparse_tui.executors import ExecutorError, options
 
-    try:
+    with _refused(ExecutorError):
         return options(executor, address)
-    except ExecutorError as e:
-        raise fail(str(e)) from None
 
 
-def _preflight(ex, specs: list, device: Optional[str], source: str, detached: bool = False):
-    """``ex`` after its preflight (the device, the memory; Ray: the cluster, joined), before anything is written;
-    exit 2 with its one line otherwise."""
-    from sparse_tui.executors import ExecutorError
+def _preflight(opts, specs: list, device: Optional[str], source: str, detached: bool = False):
+    """The executor ``opts`` names (None: this machine), after its preflight (the device, the memory; Ray: the
+    cluster, joined), before anything is written; exit 2 with its one line otherwise."""
+    from sparse_tui.executors import ExecutorError, executor_for, options
 
-    try:
+    ex = executor_for(opts or options())
+    with _refused(ExecutorError):
         ex.preflight(specs, device, source, detached=detached)
-    except ExecutorError as e:
-        raise fail(str(e)) from None
     return ex
 
 
@@ -475,25 +495,20 @@ def resume(
     checkpoints, through the same launch path as 'run'."""
     opts = _executor_options(executor, address)
     from sparse_tui import runner
-    from sparse_tui.executors import executor_for
     from sparse_tui.presets import RunSpec
     from sparse_tui.store import StoreError
     from sparse_tui.training.scheduler import SCHEDULES
 
     n_workers = _workers_flag(workers)
-    if schedule not in SCHEDULES:
-        raise fail(f"--schedule: must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
-    if device is not None and not _device_ok(device):
-        raise fail(f"--device: must be one of auto, cpu, cuda, cuda:N, got {device!r}")
+    _one_of("--schedule", schedule, SCHEDULES)
+    _device_flag(device)
     store = _open_store(runs_dir)
-    try:
+    with _refused(StoreError):
         batch_id, ids = runner.resume_targets(store, target)
         cfgs = runner.check_resumable(store, ids)
-    except StoreError as e:
-        raise fail(str(e)) from None
     recs = [store.get(r) for r in ids]
     specs = [RunSpec(r.preset, r.preset_path or "", c, r.swept) for r, c in zip(recs, cfgs)]
-    ex = _preflight(executor_for(opts), specs, device, recs[0].preset)
+    ex = _preflight(opts, specs, device, recs[0].preset)
     if detach:
         runner.requeue_for_resume(store, batch_id, ids)
         pid = runner.detach(store, batch_id, workers=n_workers, device=device, schedule=schedule, executor=opts)
@@ -518,10 +533,10 @@ def _workers_flag(workers: str) -> int:
     return n
 
 
-def _device_ok(device: str) -> bool:
-    import re
-
-    return re.fullmatch(r"auto|cpu|cuda|cuda:\d+|mps", device) is not None
+def _device_flag(device: Optional[str]) -> None:
+    """``--device``: auto, cpu, cuda, cuda:N or mps (None: left out), or exit 2 naming the flag."""
+    if device is not None and not re.fullmatch(r"auto|cpu|cuda|cuda:\d+|mps", device):
+        raise fail(f"--device: must be one of auto, cpu, cuda, cuda:N, got {device!r}")
 
 
 @app.command(short_help="List the runs in the store, newest first (archived ones with --archived).")
@@ -537,8 +552,7 @@ def runs(
     """List the runs in the store, newest first (archived runs only with --archived)."""
     from sparse_tui.store import STATUSES
 
-    if status is not None and status not in STATUSES:
-        raise fail(f"--status: must be one of {', '.join(STATUSES)}, got {status!r}")
+    _one_of("--status", status, STATUSES)
     if limit < 0:
         raise fail(f"--limit: must be >= 0 (0 = all), got {limit}")
     store = _open_store(runs_dir)
@@ -631,10 +645,8 @@ def note(
         return
     if text is not None and clear:
         raise fail("note: give a note or --clear, not both")
-    try:
+    with _refused(AnnotateError):
         value = None if clear else check_note(text)
-    except AnnotateError as e:
-        raise fail(str(e)) from None
     store.set_note(rec.run_id, value)
     err.print(f"{rec.run_id}: note {'saved' if value else 'removed'}", markup=False)
 
@@ -707,11 +719,9 @@ def _figure_path(plot: Optional[Path]) -> Optional[Path]:
         return None
     from sparse_tui.figures import FigureError, check_path, require_matplotlib
 
-    try:
+    with _refused(FigureError):
         require_matplotlib()
         return check_path(plot)
-    except FigureError as e:
-        raise fail(str(e)) from None
 
 
 PlotOpt = typer.Option(
@@ -741,24 +751,20 @@ def show(
         raise fail("show: give one run, or several with --plot FILE")
     store = _open_store(runs_dir)
     store.reap()
-    try:
+    with _refused(StoreError):
         recs = [store.get(r) for r in run_ids]
-    except StoreError as e:
-        raise fail(str(e)) from None
     if fig_path is not None:
         from sparse_tui.figures import FigureError, curves_figure, geometry_figure
         from sparse_tui.geometry import ARRAY
 
         embedded = [r.run_id for r in recs if store.array(r.run_id, ARRAY) is not None]
         geo_path = fig_path.with_name(f"{fig_path.stem}_embedding{fig_path.suffix}")
-        try:
+        with _refused(FigureError):
             curves_figure(store, [r.run_id for r in recs], fig_path)
             err.print(f"wrote {fig_path}")
             if embedded:  # token-input runs: their final embedding beside (blog 3's geometry view)
                 geometry_figure(store, embedded, geo_path)
                 err.print(f"wrote {geo_path}")
-        except FigureError as e:
-            raise fail(str(e)) from None
         if len(recs) > 1:
             return
     rec = recs[0]
@@ -1043,32 +1049,19 @@ def reproduce(
         return
     if name is None:
         raise fail("reproduce: name a figure (e.g. fig15) or pass --list")
-    if size not in ("auto",) + atlas.SIZES:
-        raise fail(f"--size: must be one of auto, {', '.join(atlas.SIZES)}, got {size!r}")
-    if device is not None and not _device_ok(device):
-        raise fail(f"--device: must be one of auto, cpu, cuda, cuda:N, got {device!r}")
+    _one_of("--size", size, ("auto",) + atlas.SIZES)
+    _device_flag(device)
     n_workers = _workers_flag(workers)
     fig_path = _figure_path(plot)
-    try:
+    with _refused(atlas.AtlasError):
         chosen = atlas.find(name)
-    except atlas.AtlasError as e:
-        raise fail(str(e)) from None
     if size == "auto":
         import torch
 
         size = "gpu" if torch.cuda.is_available() else "cpu"
-    from sparse_tui.executors import executor_for, options
-    from sparse_tui.presets import PresetError
-
-    try:  # every named preset loads before the store is opened (or created)
+    with _refused(atlas.AtlasError), _preset_refused():  # every named preset loads before the store is opened
         for entry in chosen:
             rp.plan(None, entry, size, presets_dir)
-    except atlas.AtlasError as e:
-        raise fail(str(e)) from None
-    except PresetError as e:
-        for line in e.lines:
-            err.print(_esc(line), markup=False)
-        raise typer.Exit(int(ExitCode.USAGE)) from None
     store = _open_store(runs_dir, create=True)
     plans = []
     code = ExitCode.OK
@@ -1079,7 +1072,7 @@ def reproduce(
         todo = p.to_train()
         if not todo:
             continue
-        ex = _preflight(executor_for(options()), todo, device, p.preset)
+        ex = _preflight(None, todo, device, p.preset)
         n, group = ex.plan(todo, "auto", n_workers, device, say=_say)
         batch_id, ids = store.create_runs(todo)  # this process coordinates: the same runner as `run --headless`
         code = max(code, _train_batch(store, batch_id, ex, n, device, group, only=ids, then_exit=False,
@@ -1103,10 +1096,8 @@ def reproduce(
         if path is not None:
             from sparse_tui.figures import FigureError
 
-            try:
+            with _refused(FigureError):
                 rp.draw(store, rep, path)
-            except FigureError as e:
-                raise fail(str(e)) from None
             err.print(f"wrote {path}")
     if as_json:
         from sparse_tui.fitreport import json_safe
