@@ -597,10 +597,19 @@ def runs(
 def _records(store, run_ids: list[str]) -> list:
     from sparse_tui.store import StoreError
 
-    try:
+    with _refused(StoreError):
         return [store.get(r) for r in dict.fromkeys(run_ids)]
-    except StoreError as e:
-        raise fail(str(e)) from None
+
+
+def _ended_records(store, run_ids: list[str]) -> list:
+    """The runs named, none of them queued or running (exit 2 otherwise: archive and delete wait for the end)."""
+    from sparse_tui.annotate import undeletable
+
+    recs = _records(store, run_ids)
+    live = undeletable(recs)
+    if live:
+        raise fail(f"{len(live)} run(s) still queued or running ({live[0].run_id}): cancel them first")
+    return recs
 
 
 @app.command(short_help="Add or remove tags of runs (after launch).")
@@ -660,13 +669,8 @@ def archive(
     """Archive runs (or bring them back with --undo): archived runs are kept with everything they logged but
     hidden from 'runs' (see 'runs --archived') and the console (its filter: is:archived). Queued or running runs
     cannot be archived."""
-    from sparse_tui.annotate import undeletable
-
     store = _open_store(runs_dir)
-    recs = _records(store, list(run_ids))
-    live = undeletable(recs)
-    if live and not undo:
-        raise fail(f"{len(live)} run(s) still queued or running ({live[0].run_id}): cancel them first")
+    recs = _records(store, list(run_ids)) if undo else _ended_records(store, list(run_ids))
     n = store.set_archived([r.run_id for r in recs], not undo)
     err.print(f"{'brought back' if undo else 'archived'} {n} run(s)", markup=False)
 
@@ -679,13 +683,10 @@ def delete(
 ) -> None:
     """Delete runs with their metrics and attention maps, after a question that names them (the console's rule):
     queued or running runs are refused (cancel them first); without a terminal, --yes is required."""
-    from sparse_tui.annotate import delete_question, undeletable
+    from sparse_tui.annotate import delete_question
 
     store = _open_store(runs_dir)
-    recs = _records(store, list(run_ids))
-    live = undeletable(recs)
-    if live:
-        raise fail(f"{len(live)} run(s) still queued or running ({live[0].run_id}): cancel them first")
+    recs = _ended_records(store, list(run_ids))
     if not yes:
         if not sys.stdin.isatty():
             raise fail("delete: not a terminal to ask in; pass --yes to delete without asking")
