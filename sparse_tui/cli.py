@@ -708,6 +708,14 @@ def _checkpoint_line(store, rec) -> str:
     return f"step {step}{hint}"
 
 
+def _selected(store, run_ids: list[str], status: Optional[str], preset: Optional[str]) -> list:
+    """The runs named (ids or unique prefixes), or else those of ``status`` and ``preset``, oldest first; the rows
+    the store skipped are warned about."""
+    recs = _records(store, run_ids) if run_ids else store.runs(status=status, preset=preset)
+    _store_warnings(store)
+    return sorted(recs, key=lambda r: (r.created_at, r.batch_id, r.position))
+
+
 def _store_warnings(store) -> None:
     """Damaged rows the store skipped, one warning line each (the listing goes on without them)."""
     for line in store.warnings:
@@ -828,43 +836,30 @@ def export_cmd(
 ) -> None:
     """Export the run table (or the per-step metrics) as CSV, JSON lines or Parquet, or (--to) write the runs as
     TensorBoard event files or MLflow runs."""
-    from sparse_tui.export import FORMATS, export
-    from sparse_tui.store import StoreError
+    from sparse_tui.export import FORMATS, ExportError, export, output_problem, write_atomic
+    from sparse_tui.store import STATUSES
 
+    _one_of("--status", status, STATUSES)
     if to is not None:
         _export_to(to, list(run_ids or []), runs_dir, preset, status, output)
         return
-
-    from sparse_tui.export import ExportError, output_problem, write_atomic
-    from sparse_tui.store import STATUSES
-
-    if fmt not in FORMATS:
-        raise fail(f"--format: must be one of {', '.join(FORMATS)}, got {fmt!r}")
-    if status is not None and status not in STATUSES:
-        raise fail(f"--status: must be one of {', '.join(STATUSES)}, got {status!r}")
+    _one_of("--format", fmt, FORMATS)
     problem = output_problem(output) if output is not None else None
     if problem:
         raise fail(problem)
     store = _open_store(runs_dir)
-    try:
-        recs = [store.get(r) for r in run_ids] if run_ids else store.runs(status=status, preset=preset)
-    except StoreError as e:
-        raise fail(str(e)) from None
-    _store_warnings(store)
-    recs = sorted(recs, key=lambda r: (r.created_at, r.batch_id, r.position))
+    recs = _selected(store, list(run_ids or []), status, preset)
     if fmt == "parquet" and output is None and sys.stdout.isatty():
         raise fail("--format parquet: binary output; pass --output FILE or redirect stdout")
     try:
         if output is not None:
             n = write_atomic(output, lambda fh: export(store, recs, fmt, fh, metrics=metrics), binary=fmt == "parquet")
             err.print(f"wrote {n} row(s) to {_esc(output)}", markup=False)
-        elif fmt == "parquet":
-            n = export(store, recs, fmt, sys.stdout.buffer, metrics=metrics)
         else:
-            n = export(store, recs, fmt, sys.stdout, metrics=metrics)
+            export(store, recs, fmt, sys.stdout.buffer if fmt == "parquet" else sys.stdout, metrics=metrics)
     except ExportError as e:
         raise fail(str(e), ExitCode.RUN_FAILED if e.disk_full else ExitCode.USAGE) from None
-    except RuntimeError as e:
+    except RuntimeError as e:  # parquet without pyarrow
         raise fail(str(e)) from None
 
 
@@ -872,27 +867,19 @@ def _export_to(to: str, args: list[str], runs_dir: Optional[Path], preset: Optio
                output: Optional[Path]) -> None:
     """``export --to tensorboard DIR [RUN…]`` / ``--to mlflow [URI] [RUN…]`` (bridges.py)."""
     from sparse_tui.bridges import BRIDGES, BridgeError, export_to
-    from sparse_tui.store import STATUSES
 
-    if to not in BRIDGES:
-        raise fail(f"--to: must be one of {', '.join(BRIDGES)}, got {to!r}")
-    if status is not None and status not in STATUSES:
-        raise fail(f"--status: must be one of {', '.join(STATUSES)}, got {status!r}")
+    _one_of("--to", to, BRIDGES)
     dest = str(output) if output is not None else None
     if dest is None and args and (to == "tensorboard" or "://" in args[0] or args[0].endswith(".db")):
         dest, args = args[0], args[1:]
     if to == "tensorboard" and dest is None:
         raise fail("--to tensorboard: give the folder to write: sparse-tui export --to tensorboard DIR [RUN…]")
     store = _open_store(runs_dir)
-    recs = _records(store, args) if args else store.runs(status=status, preset=preset)
-    _store_warnings(store)
+    recs = _selected(store, args, status, preset)
     if not recs:
         raise fail("export: no runs to export")
-    recs = sorted(recs, key=lambda r: (r.created_at, r.batch_id, r.position))
-    try:
+    with _refused(BridgeError):
         line = export_to(to, store, recs, dest, say=lambda t: err.print(_esc(t), markup=False))
-    except BridgeError as e:
-        raise fail(str(e)) from None
     err.print(_esc(line), markup=False)
 
 
