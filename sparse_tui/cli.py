@@ -791,8 +791,7 @@ def show(
         ("duration", fmt_or(rec.duration, ".1f") + " s" if rec.duration else "-"),
         ("versions", ", ".join(f"{k} {v}" for k, v in rec.versions.items() if k != "platform")),
     ]
-    swept = {k: v for k, v in rec.swept.items()}
-    rows.append(("swept", ", ".join(f"{k}={v}" for k, v in swept.items())))
+    rows.append(("swept", ", ".join(f"{k}={v}" for k, v in rec.swept.items())))
     final = rec.final or store.last_metrics(rec.run_id)
     for k in sorted(final):
         if "/H" not in k:
@@ -806,18 +805,16 @@ def show(
 
     w = width or max(40, min(out.width, 160))
     series = store.metrics(rec.run_id)
-    vline = rec.plateau_step
-    loss = {k: series[k] for k in ("train/loss", "test/loss") if k in series}
-    if loss:
-        out.print(Text.from_ansi(chart(loss, title="loss (log scale)", log_y=True, width=w, vline=vline)))
-    if "test/acc" in series:
-        out.print(Text.from_ansi(chart({"test/acc": series["test/acc"]}, title="test accuracy", width=w, vline=vline)))
-    attn = {k: v for k, v in series.items() if k.startswith("attn/L") and "/H" not in k}
-    if attn:
-        out.print(Text.from_ansi(chart(attn, title="attention to relevant tokens", width=w, vline=vline)))
-    toy = {k: v for k, v in series.items() if k.startswith("toy/")}
-    if toy:
-        out.print(Text.from_ansi(chart(toy, title="toy model: w and alpha", width=w, vline=vline)))
+    for title, keys in (
+        ("loss (log scale)", ["train/loss", "test/loss"]),
+        ("test accuracy", ["test/acc"]),
+        ("attention to relevant tokens", [k for k in series if k.startswith("attn/L") and "/H" not in k]),
+        ("toy model: w and alpha", [k for k in series if k.startswith("toy/")]),
+    ):
+        curves = {k: series[k] for k in keys if k in series}
+        if curves:
+            log_y = title.startswith("loss")
+            out.print(Text.from_ansi(chart(curves, title=title, log_y=log_y, width=w, vline=rec.plateau_step)))
 
 
 @app.command("export", short_help="Export runs as CSV, JSON lines, Parquet, TensorBoard event files or MLflow runs.")
