@@ -116,7 +116,6 @@ RayAddressOpt = typer.Option(
 )
 
 
-
 def _runs_dir(value: Optional[Path]) -> Path:
     from sparse_tui.store import default_runs_dir
 
@@ -218,14 +217,6 @@ def _open_tui(runs_dir: Path, presets_dir: Path, preset: Optional[Path], overrid
         raise fail(problem)
     code = run_app(runs_dir=runs_dir, presets_dir=presets_dir, preset=preset, overrides=overrides, executor=executor)
     raise typer.Exit(int(code or 0))
-
-
-def _exit_code(statuses: list[str], interrupted: bool) -> ExitCode:
-    if interrupted:
-        return ExitCode.INTERRUPTED
-    if any(s == "failed" for s in statuses):
-        return ExitCode.RUN_FAILED
-    return ExitCode.OK
 
 
 @app.command(short_help="Run a preset's runs (sweep x seeds) here, in the background, or in the console.")
@@ -358,7 +349,8 @@ def _train_batch(store, batch_id: str, executor, workers: int, device: Optional[
         runs = [r for r in runs if r.run_id in set(only)]
     if table:
         _summary_table(runs)
-    code = _exit_code([r.status for r in runs], flag.status is not None)
+    failed = any(r.status == "failed" for r in runs)
+    code = ExitCode.INTERRUPTED if flag.status else ExitCode.RUN_FAILED if failed else ExitCode.OK
     where = "" if store.runs_dir.resolve() == (Path.cwd() / "runs").resolve() else f" --runs-dir {store.runs_dir}"
     if code == ExitCode.INTERRUPTED:
         err.print("interrupted: running runs were recorded as interrupted; everything logged is kept")
@@ -388,8 +380,6 @@ def _exit_now(code: int) -> None:
         sys.stderr.flush()
     finally:
         os._exit(int(code))
-
-
 
 
 def _id_columns(t: Table, cols: tuple[str, ...]) -> None:
@@ -446,10 +436,9 @@ def work(
         except ExecutorError as e:  # refused (a token) or gone since the console's check: the runs say why
             runner.end_unstarted(store, batch_id, "failed", f"never started: {e}")
             raise fail(str(e)) from None
-    if workers == 0 or group == 0:
-        if specs:
-            planned_workers, planned_group = ex.plan(specs, schedule, workers, device, say=_say)
-            workers, group = planned_workers, group or planned_group
+    if (workers == 0 or group == 0) and specs:
+        planned_workers, planned_group = ex.plan(specs, schedule, workers, device, say=_say)
+        workers, group = planned_workers, group or planned_group
     _train_batch(store, batch_id, ex, workers, device, max(1, group))
 
 

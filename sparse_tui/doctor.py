@@ -86,7 +86,6 @@ def ray_line() -> str:
     """Information, never a failure: the Ray extra's version and whether ``--executor ray`` (``auto``) would find a
     cluster on this machine (docs/CLUSTER.md). Ray is not imported."""
 
-
     try:
         version = metadata.version("ray")
     except metadata.PackageNotFoundError:
@@ -100,7 +99,6 @@ def ray_line() -> str:
 def diagnose(device: str = "auto", say: Callable[[str], None] = print) -> int:
     """Run the checks on ``device``; print a report through ``say``; return the exit status (0 = all good)."""
     import torch
-
 
     try:
         dev = resolve_device(device)
