@@ -16,6 +16,7 @@ from typing import List, Optional
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from sparse_tui.exitcodes import ExitCode
 from sparse_tui.numbers import fmt_or
@@ -67,8 +68,6 @@ def _esc(text) -> str:
 
 def _cell(text):
     """A table cell: escaped, and never read as rich markup."""
-    from rich.text import Text
-
     return Text(_esc("" if text is None else text))
 
 
@@ -790,8 +789,6 @@ def show(
     out.print(t)
     if not plots:
         return
-    from rich.text import Text
-
     w = width or max(40, min(out.width, 160))
     series = store.metrics(rec.run_id)
     for title, keys in (
