@@ -347,7 +347,7 @@ def _train_batch(store, batch_id: str, executor, workers: int, device: Optional[
     if only is not None:
         runs = [r for r in runs if r.run_id in set(only)]
     if table:
-        _summary_table(runs)
+        _run_table("runs", runs, ("run_id", "run", "status", "plateau", "test/loss", "test/acc", "time"))
     failed = any(r.status == "failed" for r in runs)
     code = ExitCode.INTERRUPTED if flag.status else ExitCode.RUN_FAILED if failed else ExitCode.OK
     where = "" if store.runs_dir.resolve() == (Path.cwd() / "runs").resolve() else f" --runs-dir {store.runs_dir}"
@@ -381,9 +381,28 @@ def _exit_now(code: int) -> None:
         os._exit(int(code))
 
 
-def _id_columns(t: Table, cols: tuple[str, ...]) -> None:
-    """Columns of a run table: the 8-character id never wraps or shrinks (it is copied into show / fit); on a
-    narrow terminal the preset and run-name columns wrap first."""
+# The columns of a run table ('runs', the summary after a headless batch): each one's cell from a run and its final
+# metrics.
+_RUN_CELLS = {
+    "run_id": lambda r, f: r.run_id,
+    "preset": lambda r, f: _cell(r.preset),
+    "run": lambda r, f: _cell(r.label),
+    "status": lambda r, f: r.status,
+    "step": lambda r, f: f"{r.step}/{r.total_steps}",
+    "plateau": lambda r, f: fmt_or(r.plateau_step, "g"),
+    "test/loss": lambda r, f: fmt_or(f.get("test/loss")),
+    "test/acc": lambda r, f: fmt_or(f.get("test/acc"), ".3f"),
+    "device": lambda r, f: _cell(r.device or "-"),
+    "time": lambda r, f: fmt_or(r.duration, ".1f") + "s" if r.duration else "-",
+    "tags / note": lambda r, f: _cell(" ".join(r.tags) + (f" · {r.note}" if r.note else "")),
+}
+
+
+def _run_table(title: str, runs, cols: tuple[str, ...], final=lambda r: r.final) -> None:
+    """Print ``runs`` with the columns ``cols`` (of ``_RUN_CELLS``; ``final``: a run's final metrics). The
+    8-character id never wraps or shrinks (it is copied into show / fit); on a narrow terminal the preset and
+    run-name columns wrap first."""
+    t = Table(title=title)
     for col in cols:
         if col == "run_id":
             t.add_column(col, no_wrap=True, min_width=8)
@@ -391,22 +410,9 @@ def _id_columns(t: Table, cols: tuple[str, ...]) -> None:
             t.add_column(col, overflow="fold", ratio=1)
         else:
             t.add_column(col, no_wrap=col in ("status", "step"))
-
-
-def _summary_table(runs) -> None:
-    t = Table(title="runs")
-    _id_columns(t, ("run_id", "run", "status", "plateau", "test/loss", "test/acc", "time"))
     for r in runs:
-        f = r.final
-        t.add_row(
-            r.run_id,
-            _cell(r.label),
-            r.status,
-            fmt_or(r.plateau_step, "g"),
-            fmt_or(f.get("test/loss")),
-            fmt_or(f.get("test/acc"), ".3f"),
-            fmt_or(r.duration, ".1f") + "s" if r.duration else "-",
-        )
+        f = final(r)
+        t.add_row(*(_RUN_CELLS[col](r, f) for col in cols))
     out.print(t)
 
 
@@ -556,25 +562,10 @@ def runs(
 
         sys.stdout.write(json.dumps([run_row(r, store) for r in recs], indent=1) + "\n")
         return
-    t = Table(title=_esc(f"{len(recs)} run(s) in {store.path}"))
     cols = ("run_id", "preset", "run", "status", "step", "plateau", "test/loss", "test/acc", "device")
     annotated = any(r.tags or r.note for r in recs)
-    _id_columns(t, cols + (("tags / note",) if annotated else ()))
-    for r in recs:
-        f = r.final or store.last_metrics(r.run_id)  # a failed run's stored values, not "-"
-        t.add_row(
-            r.run_id,
-            _cell(r.preset),
-            _cell(r.label),
-            r.status,
-            f"{r.step}/{r.total_steps}",
-            fmt_or(r.plateau_step, "g"),
-            fmt_or(f.get("test/loss")),
-            fmt_or(f.get("test/acc"), ".3f"),
-            _cell(r.device or "-"),
-            *((_cell(" ".join(r.tags) + (f" · {r.note}" if r.note else "")),) if annotated else ()),
-        )
-    out.print(t)
+    _run_table(_esc(f"{len(recs)} run(s) in {store.path}"), recs, cols + (("tags / note",) if annotated else ()),
+               final=lambda r: r.final or store.last_metrics(r.run_id))  # a failed run's stored values, not "-"
 
 
 # ==============================================================================================================
