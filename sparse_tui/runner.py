@@ -144,19 +144,16 @@ def work(
                 record_end(store, rec.run_id, "failed", reason=str(e))
             continue
         if group <= 1:
-            recs = store.claim_runs([first.run_id], device=str(dev), versions=library_versions(dev))
-            if recs:
-                _train_claimed(store, recs, [cfgs[first.run_id]], dev, should_stop)
-                n += 1
-            continue
-        from sparse_tui.training.scheduler import device_budget
+            pick = [first.run_id]
+        else:
+            from sparse_tui.training.scheduler import device_budget
 
-        budget = device_budget(dev)
-        if not planned:
-            planned = True
-            for line in plan_lines(queued, cfgs, group, budget):
-                say(line)
-        pick = next_stack(queued, cfgs, group, budget)
+            budget = device_budget(dev)
+            if not planned:
+                planned = True
+                for line in plan_lines(queued, cfgs, group, budget):
+                    say(line)
+            pick = next_stack(queued, cfgs, group, budget)
         recs = store.claim_runs(pick, device=str(dev), versions=library_versions(dev))
         if recs:
             _train_claimed(store, recs, [cfgs[r.run_id] for r in recs], dev, should_stop)
