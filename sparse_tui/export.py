@@ -80,17 +80,11 @@ def run_row(rec: RunRecord, store: RunStore | None = None) -> dict[str, Any]:
         "ended_at": _iso(rec.ended_at),
         "duration_s": None if rec.duration is None else round(rec.duration, 3),
     }
-    for k, v in sorted(rec.params.items()):
-        row[f"params.{k}"] = _clean(v)
-    final = rec.final
-    if not final and store is not None:
-        final = store.last_metrics(rec.run_id)
-    for k, v in sorted(final.items()):
-        if "/H" in k:  # per-head probes stay in the long table; the run table keeps per-layer means
-            continue
-        row[f"final.{k}"] = _clean(v)
-    for k, v in sorted((rec.summary.get("best") or {}).items()):
-        row[f"best.{k}"] = _clean(v)
+    final = rec.final or (store.last_metrics(rec.run_id) if store is not None else {})
+    row.update({f"params.{k}": _clean(v) for k, v in sorted(rec.params.items())})
+    # per-head probes stay in the long table; the run table keeps per-layer means
+    row.update({f"final.{k}": _clean(v) for k, v in sorted(final.items()) if "/H" not in k})
+    row.update({f"best.{k}": _clean(v) for k, v in sorted((rec.summary.get("best") or {}).items())})
     return row
 
 
