@@ -298,6 +298,16 @@ class TransformerModel(_Section):
         "auto", description="Token embedding table (token tasks) or linear map (vector tasks); auto picks by task."
     )
     causal: bool = Field(True, description="Causal attention mask.")
+    readout_self_key: bool = Field(
+        True,
+        description=(
+            "The read-out query (last layer, last position) attends to its own position too. false = a strictly "
+            "causal readout: it sees only the other positions (every other row keeps its mask), so the current token "
+            "is not among its own keys, as the blog 'Sparse attention 3 - inefficiency of extracting similar "
+            "content' task (the context token closest to the current one) would need for a 1-D distance kernel "
+            "(docs/REPRODUCTION.md). The blog does not say which its model does."
+        ),
+    )
     init: Literal["normal", "torch"] = Field(
         "normal",
         description=(

@@ -296,3 +296,26 @@ def test_cuda_graph_setting_is_inert_on_cpu_and_the_step_is_the_loops():
         prep.opt.set_lr(step, prep.lr_dev)
         prep.step_fn()
     assert float(prep.loss_sum[0]) / 2 == pytest.approx(on[0][0][1][1]["train/loss"], rel=1e-9)
+
+
+@pytest.mark.parametrize("kernel", ["core", "sdpa", "math"])
+@pytest.mark.parametrize("causal", [True, False])
+def test_a_strictly_causal_readout_stacks_exactly(kernel, causal):
+    """model.readout_self_key = false (the readout query does not see its own position) in a stack of mixed
+    lengths and widths, dot and distance attention: each model's outputs and gradients alone; a stack of one
+    length uses the [n_q, L] bias, mixed lengths the per-model one (left padding: the readout is the last
+    position of every model)."""
+    base = {"task": {"kind": "recall", "n_tokens": 10, "n_pairs": 3},
+            "model": {"kind": "transformer", "n_layers": 2, "n_heads": 2, "d_model": 8, "mlp": True,
+                      "layernorm": True, "causal": causal, "readout_self_key": False, "init": "torch"},
+            "train": {"device": "cpu"}}
+    for attention in ("dot", "euclidean"):
+        stack = check_model_equivalence([cfg(base, seed=0, model__attention=attention),
+                                         cfg(base, seed=1, model__d_model=12, model__attention=attention,
+                                             task__n_pairs=5)], kernel)
+        assert not stack.cfg.readout_self_key and stack.mixed_len
+        stack = check_model_equivalence([cfg(base, seed=s, model__attention=attention) for s in (0, 1)], kernel)
+        assert not stack.mixed_len
+    with pytest.raises(ValueError, match="one structure"):
+        build_stack([build_model(c, make_task(c, "cpu")) for c in (cfg(base, seed=0),
+                                                                    cfg(base, seed=1, model__readout_self_key=True))])

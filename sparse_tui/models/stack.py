@@ -67,7 +67,8 @@ _LAYOUT = [
 
 
 # The config fields a stack's members must share (models/transformer.py builds the structure from them).
-_STRUCTURE = ("n_layers", "n_heads", "mlp", "layernorm", "residual", "causal", "attention", "tie_embeddings", "pos_enc")
+_STRUCTURE = ("n_layers", "n_heads", "mlp", "layernorm", "residual", "causal", "readout_self_key", "attention",
+              "tie_embeddings", "pos_enc")
 
 
 def _layout(name: str, input_kind: str) -> tuple[str, ...]:
@@ -278,18 +279,21 @@ class StackedTransformer(nn.Module):
         var = (c * c).sum(-1, keepdim=True) * self.inv_width
         return c * torch.rsqrt(var + 1e-5) * w.unsqueeze(1) + b.unsqueeze(1)
 
-    def _attn_bias(self, n_q: int, kernel: str, device, dtype) -> Tensor | None:
-        """Additive mask for the last n_q queries: [n_q, L] (one sequence length) or [M, 1, n_q, L] (mixed)."""
-        key = (n_q, kernel)
+    def _attn_bias(self, n_q: int, kernel: str, device, dtype, strict: bool = False) -> Tensor | None:
+        """Additive mask for the last n_q queries: [n_q, L] (one sequence length) or [M, 1, n_q, L] (mixed).
+        ``strict``: the readout query (position L - 1) does not see its own key (``readout_self_key = False``)."""
+        key = (n_q, kernel, strict)
         if key in self._bias_cache:
             return self._bias_cache[key]
         L = self.L
         qpos = torch.arange(L - n_q, L, device=device)[:, None]
         kpos = torch.arange(L, device=device)[None, :]
         allowed = (kpos <= qpos) if self.cfg.causal else torch.ones(n_q, L, dtype=torch.bool, device=device)
+        if strict:  # left padding: position L - 1 is every model's readout
+            allowed = allowed & ~((qpos == L - 1) & (kpos == L - 1))
         if not self.mixed_len:
             bias = None
-            if self.cfg.causal and n_q > 1:
+            if (self.cfg.causal and n_q > 1) or strict:
                 bias = torch.zeros(n_q, L, dtype=dtype, device=device).masked_fill(~allowed, float("-inf"))
         else:
             off = torch.tensor([L - n for n in self.seq_lens], device=device).view(-1, 1, 1)
@@ -304,7 +308,7 @@ class StackedTransformer(nn.Module):
         self._bias_cache[key] = bias
         return bias
 
-    def _attention(self, i: int, xq: Tensor, x: Tensor, B: int, n_q: int, kernel: str) -> Tensor:
+    def _attention(self, i: int, xq: Tensor, x: Tensor, B: int, n_q: int, kernel: str, strict: bool) -> Tensor:
         """Layer i's attention: xq [M, B*n_q, D] (queries), x [M, B*L, D] -> [M, B*n_q, D]."""
         M, H, L, dqk, dv = self.M, self.H, self.L, self.dqk, self.dv
         pre = f"blocks.{i}.attn."
@@ -320,7 +324,7 @@ class StackedTransformer(nn.Module):
         if self.cfg.attention == "euclidean":  # q scaled per model: [M, 1, 1] -> [M, 1, 1, 1] over [M, B*H, n, d]
             s = self.q_scale if not torch.is_tensor(self.q_scale) else self.q_scale.view(M, 1, 1, 1)
             q, k = euclidean_qk(q, k, s)
-        bias = self._attn_bias(n_q, kernel, x.device, x.dtype)
+        bias = self._attn_bias(n_q, kernel, x.device, x.dtype, strict)
         if kernel == "core" and not self.mixed_len:
             y = attention_core(q.reshape(M * B * H, n_q, q.shape[-1]), k.reshape(M * B * H, L, k.shape[-1]),
                                v.reshape(M * B * H, L, dv), bias).view(M, B * H, n_q, dv)
@@ -328,7 +332,7 @@ class StackedTransformer(nn.Module):
             if self.mixed_len:
                 y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=1.0)
             else:
-                causal = self.cfg.causal and n_q > 1 and n_q == L
+                causal = self.cfg.causal and n_q > 1 and n_q == L and not strict
                 y = F.scaled_dot_product_attention(q, k, v, attn_mask=None if causal else bias, is_causal=causal,
                                                    scale=1.0)
         else:  # "math", and the CPU core with mixed lengths: explicit scores + per-model bias
@@ -368,7 +372,7 @@ class StackedTransformer(nn.Module):
             else:
                 hq = h.view(M, B, n, D)[:, :, -n_q:].reshape(M, B * n_q, D)
                 xq = self._ln(hq, f"blocks.{i}.ln1") if self.cfg.layernorm else hq
-            a = self._attention(i, xq, x_ln, B, n_q, kernel)
+            a = self._attention(i, xq, x_ln, B, n_q, kernel, last and not self.cfg.readout_self_key)
             h = hq + a if self.cfg.residual else a
             if self.cfg.mlp:
                 pre = f"blocks.{i}.mlp."

@@ -22,6 +22,12 @@ computes only that query (and its MLP / LayerNorm on that position); keys and va
 Its attention tensor is then ``[N, H, 1, L]`` (docs/ARCHITECTURE.md allows Lq = 1 in the last layer). The output
 is the same as the full computation.
 
+Strictly causal readout (``readout_self_key = False``; default True): in the last layer the read-out query (the last
+position) does not attend to its own position, only to the earlier ones (to every other one if not causal); every
+other query row keeps its mask. The blog "Sparse attention 3 – inefficiency of extracting similar content" asks for
+the context token closest to the current one, which a 1-D distance kernel cannot single out while the current token
+is one of its own keys (it is always the closest); docs/REPRODUCTION.md, "Blog 3's proposal".
+
 Initialisation: every Linear / Embedding weight and the learned positions ~ N(0, init_std^2), every bias 0,
 LayerNorm gain 1 and bias 0. ``pos_init_std`` overrides the learned positions' standard deviation (the blog "Sparse
 attention 6 – In-context associative recall" needs 0.1 where ``init='torch'`` gives 1). With ``bias = True`` every
@@ -143,11 +149,12 @@ class Attention(nn.Module):
 
     def forward(
         self, xq: Tensor, xkv: Tensor, mask: Tensor | None, need_attn: bool, kernel: str = "sdpa",
-        bias: Tensor | None = None,
+        bias: Tensor | None = None, causal: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
         """xq [N, Lq, D] (the inputs at the last Lq positions), xkv [N, L, D], mask bool [Lq, L] (True = may attend;
         None = attend everywhere). ``kernel`` (when ``need_attn`` is False): ``"sdpa"`` or ``"core"``
-        (``_AttentionCore``, which takes the mask as the additive ``bias`` [Lq, L]).
+        (``_AttentionCore``, which takes the mask as the additive ``bias`` [Lq, L]). ``causal``: ``mask`` is the
+        plain square causal mask, which SDPA then applies by its ``is_causal`` flag.
 
         Returns the output [N, Lq, D] and the probabilities [N, H, Lq, L] (None when need_attn is False).
         """
@@ -182,7 +189,6 @@ class Attention(nn.Module):
             y = attn @ v
         else:
             attn = None
-            causal = mask is not None and mask.shape[0] == mask.shape[1]  # a full causal mask: use the flag
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=None if causal else mask, is_causal=causal,
                                                scale=scale)
         y = y.transpose(-3, -2).flatten(-2)  # [N, Lq, D]
@@ -213,7 +219,7 @@ class Block(nn.Module):
 
     def forward(
         self, h: Tensor, n_q: int, mask: Tensor | None, need_attn: bool, kernel: str = "sdpa",
-        bias: Tensor | None = None,
+        bias: Tensor | None = None, causal: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
         """h [N, L, D] -> the new stream at the last n_q positions [N, n_q, D], and the attention."""
         x = self.ln1(h)
@@ -224,7 +230,7 @@ class Block(nn.Module):
             # so ln1(h[:, -n_q:]) = ln1(h)[:, -n_q:]): autograd then scatters one gradient back, not two.
             hq = h[:, -n_q:]
             xq = hq if isinstance(self.ln1, nn.Identity) else self.ln1(hq)
-        a, attn = self.attn(xq, x, mask, need_attn, kernel, bias)
+        a, attn = self.attn(xq, x, mask, need_attn, kernel, bias, causal)
         h = hq + a if self.residual else a
         if self.mlp is not None:
             m = self.mlp(self.ln2(h))
@@ -354,7 +360,14 @@ class Transformer(nn.Module):
             causal = self.cfg.causal and n_q > 1
             mask = self.mask[L - n_q : L, :L] if causal else None
             bias = self.mask_bias[L - n_q : L, :L] if causal and kernel == "core" else None
-            h, attn = block(h, n_q, mask, self.need_attn, kernel, bias)
+            strict = last and not self.cfg.readout_self_key  # the readout query does not see its own position
+            if strict:
+                own = torch.zeros(n_q, L, dtype=torch.bool, device=h.device)
+                own[-1, -1] = True
+                mask = ~own if mask is None else mask & ~own
+                if kernel == "core":
+                    bias = torch.zeros(n_q, L, dtype=h.dtype, device=h.device).masked_fill(~mask, float("-inf"))
+            h, attn = block(h, n_q, mask, self.need_attn, kernel, bias, causal and not strict)
             attns.append(attn)
         z = self.ln_f(h[:, -1])
         out = self.unembed(z) if self.unembed is not None else z @ self.embed.weight.T  # [N, out_dim]

@@ -1,0 +1,114 @@
+"""model.readout_self_key = false: a strictly causal readout. In the last layer the read-out query (the last position)
+gives its own position exactly 0 attention, on every kernel and with or without ``readout_only``; every other query
+row keeps the mask it has by default. The deciding test of the blog "Sparse attention 3 – inefficiency of extracting
+similar content"'s Euclidean-attention proposal (docs/REPRODUCTION.md) needs the current token out of its own keys.
+The stacked model's equivalence is in tests/test_stack.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from sparse_tui.models import build_model
+from sparse_tui.models.transformer import Transformer
+from sparse_tui.presets import PresetError, TransformerModel, expand, load_preset
+from sparse_tui.tasks import make_task
+
+ROOT = Path(__file__).resolve().parent.parent
+TASK = SimpleNamespace(seq_len=6, out_dim=5, vocab_size=7, in_dim=None)
+
+
+def pair(causal: bool, attention: str, **kw) -> tuple[Transformer, Transformer]:
+    """The same seeded model twice, float64: default readout and strictly causal readout."""
+    args = dict(input="embedding", n_layers=2, n_heads=2, d_model=8, d_qk=3, mlp=True, mlp_factor=2,
+                layernorm=True, causal=causal, attention=attention, init="torch")
+    args.update(kw)
+    models = []
+    for self_key in (True, False):
+        cfg = TransformerModel(**args, readout_self_key=self_key)
+        models.append(Transformer(cfg, TASK, generator=torch.Generator().manual_seed(5)).double())
+    return models[0], models[1]
+
+
+X = torch.randint(0, 7, (4, 6), generator=torch.Generator().manual_seed(1))
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("attention", ["dot", "euclidean"])
+def test_the_readout_gives_its_own_position_exactly_zero(causal, attention):
+    default, strict = pair(causal, attention)
+    for readout_only in (True, False):
+        default.readout_only = strict.readout_only = readout_only
+        _, a_def = default(X)
+        out, a = strict(X)
+        assert a[-1].shape == a_def[-1].shape
+        assert torch.equal(a[-1][:, :, -1, -1], torch.zeros(4, 2, dtype=torch.float64))  # exactly 0
+        assert (a[-1][:, :, -1, :-1] > 0).all()  # every other position is still seen
+        torch.testing.assert_close(a[-1][:, :, -1].sum(-1), torch.ones(4, 2, dtype=torch.float64))
+        torch.testing.assert_close(a[0], a_def[0], rtol=0, atol=0)  # earlier layers: untouched
+        # the other query rows of the last layer keep their mask (position 0 still sees itself)
+        torch.testing.assert_close(a[-1][:, :, :-1], a_def[-1][:, :, :-1], rtol=0, atol=0)
+        if readout_only:
+            out_ref = out
+        torch.testing.assert_close(out, out_ref, rtol=1e-12, atol=1e-12)
+    assert not torch.allclose(default(X)[0], out)  # it changes the output
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("attention", ["dot", "euclidean"])
+def test_every_kernel_gives_the_same_loss_and_gradients(causal, attention):
+    """The hand-written probabilities path, SDPA and _AttentionCore, readout_only on and off: one function."""
+    _, model = pair(causal, attention)
+
+    def loss_and_grads():
+        model.zero_grad()
+        out, _ = model(X)
+        loss = out.pow(2).sum()
+        loss.backward()
+        return loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters()}
+
+    ref_loss, ref_grads = loss_and_grads()
+    model.need_attn = False
+    for kernel in ("sdpa", "core"):
+        for readout_only in (True, False):
+            model.attn_kernel, model.readout_only = kernel, readout_only
+            loss, grads = loss_and_grads()
+            torch.testing.assert_close(loss, ref_loss, rtol=1e-12, atol=1e-12)
+            for n in ref_grads:
+                torch.testing.assert_close(grads[n], ref_grads[n], rtol=1e-10, atol=1e-12, msg=f"{kernel}: {n}")
+
+
+def test_one_layer_readout_is_the_default_row_renormalised_over_the_other_positions():
+    """One layer: the strict readout's weights are the default readout's weights on positions 0..L-2 divided by
+    their sum (a softmax with one score removed)."""
+    default, strict = pair(True, "euclidean", n_layers=1, mlp=False, layernorm=False, residual=False,
+                           pos_enc="none")
+    a_def, a = default(X)[1][0][:, :, -1], strict(X)[1][0][:, :, -1]
+    want = a_def[..., :-1] / a_def[..., :-1].sum(-1, keepdim=True)
+    torch.testing.assert_close(a[..., :-1], want, rtol=1e-12, atol=0)
+
+
+def _specs(*sets: str):
+    return expand(load_preset(ROOT / "presets" / "blog3_euclidean_ordered.toml",
+                              ["train.device=cpu", "eval.test_size=64", *sets]))
+
+
+def test_the_preset_field_reaches_the_model_and_separates_stacks():
+    from sparse_tui.training.grouping import group_key
+
+    on, off = (_specs(f"model.readout_self_key={v}", "sweep={}")[0].config for v in ("true", "false"))
+    assert on.model.readout_self_key and not off.model.readout_self_key
+    model = build_model(off, make_task(off, "cpu"))
+    assert not model.cfg.readout_self_key and build_model(on, make_task(on, "cpu")).cfg.readout_self_key
+    _, attn = model(make_task(off, "cpu").test_batch(8).x)
+    assert torch.equal(attn[-1][:, :, -1, -1], torch.zeros(8, 1))
+    assert group_key(on) != group_key(off)  # never one stack: the mask is the stack's
+
+
+def test_the_default_is_todays_readout_and_a_bad_value_is_refused():
+    assert _specs("sweep={}")[0].config.model.readout_self_key is True
+    with pytest.raises(PresetError, match="model.readout_self_key"):
+        _specs("model.readout_self_key=sometimes")
