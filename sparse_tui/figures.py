@@ -805,11 +805,11 @@ def fig12_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title:
 
 def nearest_rows(store: Any, run_ids: Sequence[str]) -> list[dict[str, Any]]:
     """Blog 3 ("Sparse attention 3 – inefficiency of extracting similar content"): per run its V, C, n_embd, attention,
-    the final and the best test perplexity exp(test loss) (step of the best), the final test accuracy and attention
+    whether the readout sees its own token (``model.readout_self_key``), the final and the best test perplexity exp(test loss) (step of the best), the final test accuracy and attention
     from the last token to the target (``attn/L1/relevant``), and the blog's two references:
     (C−2)/(C−1)·V, the perplexity of a model that guesses uniformly among the context tokens other than the current
     one ("Dependence on vocab size V"), and V/n_embd, which the best perplexity falls faster than ("Dependence on
-    embedding dimension"). Sorted by attention, V, C, n_embd, seed."""
+    embedding dimension"). Sorted by attention, self key (with it first), V, C, n_embd, seed."""
     import math
 
     rows: list[dict[str, Any]] = []
@@ -823,11 +823,12 @@ def nearest_rows(store: Any, run_ids: Sequence[str]) -> list[dict[str, Any]]:
         V, C, n = t.get("vocab"), t.get("context"), m.get("d_model")
         guess = (C - 2) / (C - 1) * V if V and C else None
         rows.append({"run_id": rid, "V": V, "C": C, "n_embd": n, "attention": m.get("attention", "dot"),
+                     "self_key": m.get("readout_self_key", True),
                      "seed": rec.seed, "final": pts[-1][1] if pts else None, "best": best[1], "best_step": best[0],
                      "final_acc": (rec.final or {}).get("test/acc"),
                      "attn_relevant": (rec.final or {}).get("attn/L1/relevant"), "guess": guess,
                      "v_over_n": V / n if V and n else None})
-    rows.sort(key=lambda r: (r["attention"], r["V"] or 0, r["C"] or 0, r["n_embd"] or 0, r["seed"] or 0))
+    rows.sort(key=lambda r: (r["attention"], not r["self_key"], r["V"] or 0, r["C"] or 0, r["n_embd"] or 0, r["seed"] or 0))
     return rows
 
 

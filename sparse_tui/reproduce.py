@@ -813,12 +813,12 @@ def nearest_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     lines = [f"{entry.key} — {entry.figure}: {entry.shows}",
              "  blog: random guess among the other context tokens = (C−2)/(C−1)·V; best perplexity falls faster "
              "than V/n_embd",
-             f"  {'attention':<9} {'V':>4} {'C':>3} {'n_embd':>6} {'seed':>4} {'final ppl':>9} {'best (step)':>15} "
+             f"  {'attention':<9} {'self key':>8} {'V':>4} {'C':>3} {'n_embd':>6} {'seed':>4} {'final ppl':>9} {'best (step)':>15} "
              f"{'(C−2)V/(C−1)':>12} {'final/that':>10} {'V/n_embd':>8} {'best/that':>9} {'acc':>6} {'attn→target':>11}"]
     for r in rows:
         g, vn = r["guess"], r["v_over_n"]
         best = "—" if r["best"] is None else f"{r['best']:.2f} ({r['best_step']})"
-        lines.append(f"  {r['attention']:<9} {r['V']:>4} {r['C']:>3} {r['n_embd']:>6} {r['seed']:>4} "
+        lines.append(f"  {r['attention']:<9} {'yes' if r['self_key'] else 'no':>8} {r['V']:>4} {r['C']:>3} {r['n_embd']:>6} {r['seed']:>4} "
                      f"{_num(r['final'], '9.2f')} {best:>15} {_num(g, '12.2f')} "
                      f"{_num(r['final'] / g if (g and r['final']) else None, '10.2f')} {_num(vn, '8.2f')} "
                      f"{_num(r['best'] / vn if (vn and r['best']) else None, '9.2f')} {_num(r['final_acc'], '6.3f')} "
