@@ -100,7 +100,7 @@ def test_reproduce_fig16_trains_a_shared_run_once(tmp_path):
     presets = tmp_path / "presets"
     presets.mkdir()
     for name, old, new in (("paper_fig5_B_cpu", '"task.B" = [1.0, 2.0, 4.0, 6.0]', '"task.B" = [1.0, 2.0]'),
-                           ("paper_fig5_p_cpu", '"task.p" = [0.0, 0.5, 0.9]', '"task.p" = [0.0, 0.5]')):
+                           ("paper_fig5_p_cpu", '"task.p" = [0.0, 0.25, 0.5, 0.9]', '"task.p" = [0.0, 0.5]')):
         text = (root / "presets" / f"{name}.toml").read_text()
         assert old in text
         text = text.replace(old, new).replace("steps = 2400", "steps = 40").replace("seeds = [0, 1]", "seeds = [0]")
