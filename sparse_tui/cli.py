@@ -867,6 +867,12 @@ def _fit_error(e: Exception) -> "typer.Exit":
     return fail(str(e).splitlines()[0] if str(e) else type(e).__name__)
 
 
+ThresholdOpt = typer.Option(
+    None, "--threshold", metavar="X", show_default=False,
+    help="Re-read each run's plateau from its stored curve at this absolute value of its plateau metric (first "
+         "evaluation at or below X; at or above for accuracy rules) instead of the preset's threshold; no retraining.")
+
+
 @app.command(short_help="Plateau length of the reduced dynamics against the closed-form forecast.")
 def theory(
     d: Optional[float] = typer.Option(None, "--d", help="Token / target dimension d (one point)."),
@@ -938,22 +944,27 @@ def fit(
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap resampling."),
     target: str = typer.Option("plateau_step", "--target", help="plateau_step, or plateau_time (= step x lr)."),
     paper: str = typer.Option("auto", "--paper", help="Paper fit to compare with: auto, none or a key."),
+    threshold: Optional[str] = ThresholdOpt,
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
     plot: Optional[Path] = PlotOpt,
 ) -> None:
     """Fit a power law (App. D.2) to the plateau lengths of finished runs in the store and compare it with the
-    theory's forecast and the paper's fit. Runs that never emerged are reported as censored. --plot FILE also
+    theory's forecast and the paper's fit. Runs that never emerged are reported as censored. --threshold X re-reads
+    every plateau from the stored curves at the absolute value X instead (no retraining). --plot FILE also
     writes the plateau against each variable on log-log axes with the fit and the paper's law."""
     from sparse_tui import fitreport
     from sparse_tui.fitting import FitError
 
     if bootstrap < 0:
         raise fail("--bootstrap: must be >= 0")
+    with _refused(FitError):
+        fitreport.parse_threshold(threshold)
     fig_path = _figure_path(plot)
     store = _open_store(runs_dir)
     try:  # the console's Fit panel calls the same function with the same arguments
         rep = fitreport.fit_store(store, vars_, run_ids=list(run_ids or []), preset=preset, batch=batch, where=where,
-                                  tie=tie, bootstrap=bootstrap, seed=seed, target=target, paper=paper)
+                                  tie=tie, bootstrap=bootstrap, seed=seed, target=target, paper=paper,
+                                  threshold=threshold)
     except (FitError, ValueError) as e:
         raise _fit_error(e) from None
     if as_json:
@@ -988,13 +999,17 @@ def reproduce(
     plot: Optional[Path] = PlotOpt,
     workers: str = typer.Option("auto", "--workers", help="Worker processes: a number, or auto."),
     device: Optional[str] = typer.Option(None, "--device", help="Override train.device: auto, cpu, cuda, cuda:N."),
+    threshold: Optional[str] = ThresholdOpt,
     as_json: bool = typer.Option(False, "--json", help="Print the reports as JSON."),
 ) -> None:
     """Reproduce a figure of the paper: train the runs of its preset that the store lacks (runs of the same
     configuration are reused, whoever trained them), fit or summarise them, print the paper's numbers beside the
-    measured ones, and with --plot FILE draw the figure. --list prints the atlas of every figure."""
+    measured ones, and with --plot FILE draw the figure. --threshold X fits plateaus re-read from the stored curves
+    at X (panels with a fitted law). --list prints the atlas of every figure."""
     from sparse_tui import atlas
     from sparse_tui import reproduce as rp
+    from sparse_tui.fitreport import parse_threshold
+    from sparse_tui.fitting import FitError
 
     if list_:
         if name is not None:
@@ -1015,8 +1030,13 @@ def reproduce(
     _device_flag(device)
     n_workers = _workers_flag(workers)
     fig_path = _figure_path(plot)
-    with _refused(atlas.AtlasError):
+    with _refused(atlas.AtlasError, FitError):
         chosen = atlas.find(name)
+        x = parse_threshold(threshold)
+        refit = {e.key for e in chosen if x is not None and rp.refits(e)}
+        if x is not None and not refit:
+            raise atlas.AtlasError(f"--threshold: {name} has no panel with a fitted law (its plateaus are not "
+                                   "fitted; sparse-tui reproduce --list shows each kind)")
     if size == "auto":
         import torch
 
@@ -1047,8 +1067,11 @@ def reproduce(
             err.print(f"{p.entry.key}: no finished run to report", markup=False)
             code = max(code, ExitCode.RUN_FAILED)
             continue
+        if x is not None and p.entry.key not in refit:
+            err.print(f"{p.entry.key}: a {p.entry.kind} entry, reported at its preset's threshold (--threshold "
+                      "re-reads fitted laws only)", markup=False)
         try:
-            rep = rp.report(store, p.entry, ids)
+            rep = rp.report(store, p.entry, ids, threshold=x if p.entry.key in refit else None)
         except (atlas.AtlasError, ValueError) as e:
             raise _fit_error(e) from None
         reports.append(rep)

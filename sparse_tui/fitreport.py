@@ -20,6 +20,15 @@ both sides are numbers, else as strings (``true``/``false`` match booleans).
 
 Targets: ``plateau_step`` (default) or ``plateau_time`` = plateau_step x train.lr (gradient-flow time for the toy
 model and ode runs with a constant schedule: time = step x lr, models/ode.py).
+
+Another threshold (``reread_plateaus``, ``sparse-tui fit --threshold X``)
+------------------------------------------------------------------------
+Each finished run's plateau is re-read from its stored curve of the metric its preset's rule watches
+(``plateau.metric``) at the absolute value X, with the training loop's rule (``training.plateau``): the first logged
+evaluation at or below X (at or above for an ``above`` rule: accuracies). Nothing is retrained. A run whose curve
+never reaches X is censored at its last logged evaluation, which is earlier than its budget for a run stopped
+``plateau.stop_after`` steps after its preset's threshold: a threshold stricter than the preset's cannot be read
+past that point. The report names X beside the preset's rule and the paper's (App. D.1, from the figure atlas).
 """
 
 from __future__ import annotations
@@ -66,6 +75,9 @@ __all__ = [
     "json_safe",
     "Where",
     "TARGETS",
+    "Reread",
+    "parse_threshold",
+    "reread_plateaus",
 ]
 
 _SECTIONS = ("task", "model", "train", "eval", "plateau")
@@ -325,6 +337,7 @@ class FitReport:
     comparison: list[dict[str, Any]]
     paper: str | None  # key of theory.PAPER_FITS compared with, or None
     paper_note: str = ""  # why no paper law is compared (``atlas.law_of_presets``), when none is
+    reread: Reread | None = None  # the plateaus were re-read at another threshold (``reread_plateaus``)
 
     def text(self) -> str:
         return format_fit_report(self)
@@ -341,6 +354,7 @@ class FitReport:
                                               "exponents": pf.exponents, "r2": pf.r2},
             "forecast": forecast_exponents(),
             "paper_note": self.paper_note,
+            "threshold": None if self.reread is None else self.reread.to_dict(),
         })
 
 
@@ -410,17 +424,24 @@ def fit_runs(selection: Selection | Sequence[Mapping[str, Any]], variables: Sequ
 def fit_store(store: Any, variables: str | Sequence[str] = "d,T", *, run_ids: Sequence[str] = (),
               preset: str | None = None, batch: str | None = None, where: Iterable[str] = (),
               tie: str | None = None, bootstrap: int = 0, seed: int = 0, target: str = "plateau_step",
-              paper: str | None = "auto") -> FitReport:
+              paper: str | None = "auto", threshold: float | str | None = None) -> FitReport:
     """``sparse-tui fit`` from its arguments as typed (``variables`` 'd,T', ``tie`` 'd:0.5,T:1', ``where``
-    ['task.B=2'], ``paper`` 'auto' / 'none' / a key): parse them, select the runs of ``store`` and fit. The one way to
-    fit runs of a store: the CLI command and the console's Fit panel both call this, so they show the same numbers.
+    ['task.B=2'], ``paper`` 'auto' / 'none' / a key, ``threshold`` None or an absolute value: re-read the plateaus
+    there, ``reread_plateaus``): parse them, select the runs of ``store`` and fit. The one way to fit runs of a
+    store: the CLI command and the console's Fit panel both call this, so they show the same numbers.
     Raises ``FitError`` with a one-line message."""
     if bootstrap < 0:
         raise FitError("--bootstrap: must be >= 0")
+    x = parse_threshold(threshold)
     sel = select_runs(store, preset=preset, batch=batch, run_ids=list(run_ids or []), where=parse_where(where))
+    reread = None
+    if x is not None:
+        sel, reread = reread_plateaus(store, sel, x)
     try:
-        return fit_runs(sel, parse_vars(variables), target=target, tie=parse_tie(tie), bootstrap=bootstrap,
-                        seed=seed, paper=None if paper in (None, "none") else paper)
+        rep = fit_runs(sel, parse_vars(variables), target=target, tie=parse_tie(tie), bootstrap=bootstrap,
+                       seed=seed, paper=None if paper in (None, "none") else paper)
+        rep.reread = reread
+        return rep
     except (FitError, ValueError) as e:
         names = list(sel.presets)
         if preset or batch or run_ids or len(names) < 2:
@@ -434,6 +455,114 @@ def fit_store(store: Any, variables: str | Sequence[str] = "d,T", *, run_ids: Se
 
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# Re-reading the plateaus at another threshold (no retraining)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def parse_threshold(value: float | str | None) -> float | None:
+    """``--threshold X`` as typed: None, or a positive finite number (raises ``FitError`` in one line)."""
+    if value is None:
+        return None
+    try:
+        x = float(str(value).strip())
+    except ValueError:
+        raise FitError(f"--threshold: {value!r} is not a number (an absolute value of the plateau metric, "
+                       "e.g. --threshold 0.4)") from None
+    if not math.isfinite(x) or x <= 0:
+        raise FitError(f"--threshold: must be a positive number, got {value}")
+    return x
+
+
+@dataclass
+class Reread:
+    """Plateaus re-read from the stored curves at ``value`` (``reread_plateaus``): the rules applied, the presets'
+    own rules and the paper's (App. D.1, from the figure atlas), and how many plateaus moved."""
+
+    value: float
+    used: list[str]  # the rules applied, e.g. 'test/loss <= 0.4'
+    preset_rules: list[str]  # the runs' presets' rules, e.g. 'test/loss <= 0.1'
+    paper_rules: list[str]  # the paper's thresholds of the runs' figures (atlas); empty: none known
+    changed: int = 0  # runs whose plateau differs from the stored one (censored <-> not included)
+    runs: int = 0  # runs re-read
+    notes: list[str] = field(default_factory=list)
+
+    def text(self) -> str:
+        def rel(rules: list[str]) -> str:
+            return "the same as" if rules == self.used else "not"
+
+        paper = (f"{rel(self.paper_rules)} the paper's ({'; '.join(self.paper_rules)}, App. D.1)"
+                 if self.paper_rules else "the paper's threshold for these runs is not in the figure atlas")
+        return (f"threshold: plateaus re-read from the stored curves at {'; '.join(self.used)} (--threshold "
+                f"{self.value:g}), {rel(self.preset_rules)} the preset's ({'; '.join(self.preset_rules)}); {paper}; "
+                f"{self.changed} of {self.runs} plateau(s) differ from the stored ones"
+                + "".join(f"; {n}" for n in self.notes))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"value": self.value, "used": list(self.used), "preset": list(self.preset_rules),
+                "paper": list(self.paper_rules), "changed": self.changed, "runs": self.runs,
+                "notes": list(self.notes)}
+
+
+def _rule(row: Mapping[str, Any]) -> tuple[str, str, float]:
+    """(metric, mode, value) of a run-table row's ``[plateau]`` rule (the preset's defaults where a row lacks one)."""
+    got = [row.get(f"params.plateau.{k}") for k in ("metric", "mode", "value")]
+    if any(v is None for v in got):
+        from .presets import PlateauConfig
+
+        dflt = PlateauConfig()
+        got = [dflt.metric if got[0] is None else got[0], dflt.mode if got[1] is None else got[1],
+               dflt.value if got[2] is None else got[2]]
+    return str(got[0]), str(got[1]), float(got[2])
+
+
+def reread_plateaus(store: Any, selection: Selection, threshold: float,
+                    paper: Sequence[Any] | None = None) -> tuple[Selection, Reread]:
+    """``selection`` with each finished run's ``plateau_step`` re-read from its stored curve at the absolute
+    ``threshold`` (see the module doc), and what was done (``Reread``). A run with no stored curve of its metric is
+    moved to ``skipped``. ``paper``: the paper's thresholds (``atlas.Threshold``) to name; default: those of the
+    atlas entries of the runs' presets."""
+    from .atlas import Threshold, entries_of_preset
+    from .training.plateau import plateau_step
+
+    rows: list[dict[str, Any]] = []
+    skipped = dict(selection.skipped)
+    used: list[str] = []
+    own: list[str] = []
+    changed = 0
+    for r in selection.rows:
+        metric, mode, value = _rule(r)
+        direction = "above" if mode == "above" else "below"
+        steps, vals = store.metrics(str(r["run_id"]), [metric]).get(metric, ([], []))
+        if not steps:
+            key = f"no stored {metric} curve"
+            skipped[key] = skipped.get(key, 0) + 1
+            continue
+        r = dict(r)
+        new = plateau_step(steps, vals, mode=direction, value=threshold)
+        changed += new != r.get("plateau_step")
+        r["plateau_step"] = new
+        r["last_step"] = steps[-1]  # a censored run's plateau is only known to lie beyond its last evaluation
+        rows.append(r)
+        for out, t in ((used, Threshold(metric, direction, threshold)), (own, Threshold(metric, mode, value))):
+            if t.text() not in out:
+                out.append(t.text())
+    if paper is None:
+        paper = [e.threshold for p in selection.presets for e in entries_of_preset(p) if e.threshold is not None]
+    paper_rules: list[str] = []
+    for t in paper:
+        if t.text() not in paper_rules:
+            paper_rules.append(t.text())
+    notes = []
+    grids = sorted({r.get("params.eval.every") for r in rows if r.get("params.model.kind") == "ode"} - {None})
+    if grids:  # models/ode.py locates the crossing on the integrator's dense output; the store keeps the grid only
+        notes.append("ode runs: the stored plateaus are the flow's exact crossings, the re-read ones lie on the "
+                     f"evaluation grid (every {', '.join(f'{g:g}' for g in grids)} steps)")
+    sel = Selection(rows=rows, skipped=skipped, matched=selection.matched, criteria=list(selection.criteria),
+                    presets=list(selection.presets))
+    return sel, Reread(threshold, used, own, paper_rules, changed=changed, runs=len(rows), notes=notes)
+
+
 _fmt = partial(fmt_or, missing="—")  # the reports mark a missing number with a dash
 
 
@@ -441,6 +570,8 @@ def format_fit_report(rep: FitReport) -> str:
     """The text ``sparse-tui fit`` prints: selection, fit summary, censored runs, theory/paper comparison."""
     res = rep.result
     lines = [rep.selection.describe()]
+    if rep.reread is not None:
+        lines.append(rep.reread.text())
     lines.append(f"fitted: {res.n} run(s) with a plateau; censored (never reached the threshold): {res.n_censored}")
     cols = ", ".join(f"{v} <- {c}" for v, c in res.columns.items() if c != v)
     if cols:

@@ -201,14 +201,20 @@ def _num(x: Any, spec: str = "+.3f") -> str:
     return format(x, spec)
 
 
-def law_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
+def law_report(store: Any, entry: Entry, run_ids: Sequence[str], threshold: float | None = None) -> Report:
     """Fit ``entry.fit_vars`` over the runs (App. D.2) and set each exponent beside the paper's law (``entry.law``)
-    with the tolerance the record is held to (``entry.targets``)."""
+    with the tolerance the record is held to (``entry.targets``). ``threshold``: re-read every plateau from the
+    stored curves at that absolute value first (``fitreport.reread_plateaus``; `reproduce FIG --threshold X`)."""
     from sparse_tui import fitreport
     from sparse_tui.theory import PAPER_FITS
 
     sel = fitreport.select_runs(store, run_ids=list(run_ids))
+    reread = None
+    if threshold is not None:
+        sel, reread = fitreport.reread_plateaus(store, sel, threshold,
+                                                paper=[entry.threshold] if entry.threshold else [])
     rep = fitreport.fit_runs(sel, list(entry.fit_vars), paper=entry.law)
+    rep.reread = reread
     res = rep.result
     pf = PAPER_FITS[entry.law] if entry.law else None
     rows = []
@@ -220,6 +226,8 @@ def law_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
                      "diff": c["paper_diff"], "target": tol, "within": ok})
     lines = [f"{entry.key} — {entry.figure}: {entry.shows}",
              f"  {sel.describe()}; fitted {res.n}, censored {res.n_censored}"]
+    if reread is not None:
+        lines.append(f"  {reread.text()}")
     if pf is not None:
         expo = " · ".join(f"{k}^{v:g}" for k, v in pf.exponents.items())
         lines.append(f"  paper ({pf.figure}): T_plateau = {pf.C:g} · {expo}, R² = {pf.r2:g}")
@@ -738,14 +746,30 @@ THEORY_REPORTS = {"fig1a": fig1a_report, "fig1b": fig1b_report, "fig6": fig6_rep
                   "fig8": fig8_report, "fig10": fig10_report}
 
 
-def report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
-    """The report of ``entry`` over ``run_ids``: the entry's own (``THEORY_REPORTS``, ``TABLE_REPORTS``,
-    ``CURVE_REPORTS``) or its kind's (``REPORTS``)."""
+def _report_fn(entry: Entry) -> Any:
     fn = (THEORY_REPORTS.get(entry.key) or TABLE_REPORTS.get(entry.key) or CURVE_REPORTS.get(entry.key)
           or REPORTS.get(entry.kind))
     if fn is None:
         raise AtlasError(f"{entry.key}: no report for kind {entry.kind!r}")
-    return fn(store, entry, run_ids)
+    return fn
+
+
+def refits(entry: Entry) -> bool:
+    """Whether ``entry``'s report fits a law to plateaus (so `reproduce --threshold X` can re-read them)."""
+    return _report_fn(entry) is law_report
+
+
+def report(store: Any, entry: Entry, run_ids: Sequence[str], threshold: float | None = None) -> Report:
+    """The report of ``entry`` over ``run_ids``: the entry's own (``THEORY_REPORTS``, ``TABLE_REPORTS``,
+    ``CURVE_REPORTS``) or its kind's (``REPORTS``). ``threshold`` (law reports only, ``refits``): re-read the
+    plateaus at that absolute value."""
+    fn = _report_fn(entry)
+    if threshold is None:
+        return fn(store, entry, run_ids)
+    if fn is not law_report:
+        raise AtlasError(f"{entry.key}: --threshold re-reads the plateaus of a fitted law; {entry.figure} is a "
+                         f"{entry.kind} entry")
+    return law_report(store, entry, run_ids, threshold=threshold)
 
 
 def p_table_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:

@@ -54,6 +54,23 @@ def test_reproduce_trains_the_missing_runs_then_reuses_them(tmp_path):
     rows = {row["variable"]: row for row in data[0]["rows"]}
     assert rows["d"]["paper"] == 0.49 and abs(rows["d"]["measured"] - 0.5) < 0.05
     assert len(RunStore(runs, create=False).runs()) == 4
+    # --threshold X re-reads the stored curves (nothing trained) and says which threshold it used beside the paper's
+    r3 = cli("reproduce", "fig1c", "--size", "cpu", "--runs-dir", str(runs), "--presets-dir", str(presets),
+             "--threshold", "0.3")
+    assert r3.returncode == 0, r3.stderr
+    assert "4 run(s): 4 already in the store, 0 to train" in r3.stderr
+    assert ("threshold: plateaus re-read from the stored curves at test/loss <= 0.3 (--threshold 0.3), not the "
+            "preset's (test/loss <= 0.2 × its initial value); not the paper's (test/loss <= 0.2 × its initial value, "
+            "App. D.1); 4 of 4 plateau(s) differ") in r3.stdout
+    assert "ode runs: the stored plateaus are the flow's exact crossings" in r3.stdout
+    # at the preset's own threshold (0.2 x 0.5 = 0.1): the same plateaus, on the evaluation grid (every 100 steps)
+    r4 = cli("reproduce", "fig1c", "--size", "cpu", "--runs-dir", str(runs), "--presets-dir", str(presets),
+             "--threshold", "0.1", "--json")
+    data1 = json.loads(r4.stdout)[0]
+    assert data1["fit"]["threshold"]["value"] == 0.1
+    for grid, exact in zip(data1["points"], data[0]["points"]):
+        assert grid["x"] == exact["x"] and 0 <= grid["measured"] - exact["measured"] < 100
+    assert len(RunStore(runs, create=False).runs()) == 4
 
 
 def test_reproduce_reuses_runs_of_the_same_config_from_another_preset_name(tmp_path):
@@ -77,6 +94,11 @@ def test_reproduce_bad_input_is_one_line(tmp_path):
     assert r.returncode == 2 and "--size: must be one of auto, cpu, gpu" in r.stderr
     r = cli("reproduce", "--runs-dir", str(runs))
     assert r.returncode == 2 and "name a figure" in r.stderr
+    r = cli("reproduce", "fig1c", "--threshold", "abc", "--runs-dir", str(runs))
+    assert r.returncode == 2 and r.stderr == "error: --threshold: 'abc' is not a number (an absolute value of the " \
+        "plateau metric, e.g. --threshold 0.4)\n"
+    r = cli("reproduce", "fig11", "--threshold", "0.4", "--runs-dir", str(runs))  # curves: nothing is fitted
+    assert r.returncode == 2 and r.stderr.startswith("error: --threshold: fig11 has no panel with a fitted law")
     assert not runs.exists(), "nothing is written for bad input"
 
 

@@ -90,6 +90,16 @@ async def test_fit_panel_numbers_equal_the_cli(synthetic: Path, presets_dir: Pat
         b1 = done.report.result.boot_ci
         await _fit(pilot, seen, fit, "toy", "d T", "boot=30 --seed 7 --where task.d!=4 --target plateau_time --paper none")
         assert fit.result.report.result.boot_ci != b1
+        # --threshold: plateaus re-read from the stored curves, the same numbers as the CLI, the threshold named
+        await _fit(pilot, seen, fit, "", "d T", "--threshold 0.25")
+        done = fit.result
+        assert done.request.argv()[-2:] == ["--threshold", "0.25"]
+        cli = cli_fit_json(synthetic, done.request.argv())
+        assert json.loads(json.dumps(done.report.to_dict())) == cli and cli["threshold"]["value"] == 0.25
+        assert "re-read from the stored curves at test/loss <= 0.25" in str(fit.query_one("#fit-table").render())
+        await _fit(pilot, seen, fit, "", "d T", "--threshold -1")
+        assert fit.result is None and "--threshold: must be a positive number" in str(
+            fit.query_one("#fit-table").render())
         # a bad option line is one red line in the panel, not a crash
         await _fit(pilot, seen, fit, "", "d T", "--tie d")
         assert fit.result is None and "VAR:RATIO" in str(fit.query_one("#fit-table").render())

@@ -29,11 +29,12 @@ class FitRequest:
     seed: int = 0
     target: str = "plateau_step"
     paper: str = "auto"
+    threshold: float | None = None  # re-read the plateaus at this absolute value (``fitreport.reread_plateaus``)
 
     def kwargs(self) -> dict[str, Any]:
         return {"run_ids": list(self.run_ids), "preset": self.preset, "batch": self.batch, "where": list(self.where),
                 "tie": self.tie, "bootstrap": self.bootstrap, "seed": self.seed, "target": self.target,
-                "paper": self.paper}
+                "paper": self.paper, "threshold": self.threshold}
 
     def argv(self, max_ids: int | None = None) -> list[str]:
         """``sparse-tui fit`` arguments (without --runs-dir); ``max_ids`` shortens a long id list for display."""
@@ -49,7 +50,7 @@ class FitRequest:
         out += ["--vars", ",".join(self.variables)]
         for flag, v, default in (("--tie", self.tie, None), ("--bootstrap", self.bootstrap, 0),
                                  ("--seed", self.seed, 0), ("--target", self.target, "plateau_step"),
-                                 ("--paper", self.paper, "auto")):
+                                 ("--paper", self.paper, "auto"), ("--threshold", self.threshold, None)):
             if v != default:
                 out += [flag, str(v)]
         return out
@@ -59,15 +60,16 @@ class FitRequest:
 
 
 FIT_OPTIONS = {"preset": str, "batch": str, "where": list, "tie": str, "bootstrap": int, "seed": int,
-               "target": str, "paper": str}
+               "target": str, "paper": str, "threshold": float}
 _FIT_ALIASES = {"boot": "bootstrap"}
 
 
 def parse_fit_options(text: str) -> dict[str, Any]:
     """The Fit panel's options line, ``sparse-tui fit`` style: ``--tie d:0.5,T:1 --bootstrap 200 --seed 1
-    --target plateau_time --paper none --where task.B=2 --preset NAME --batch ID`` (also ``--opt=value``,
-    ``opt=value``, ``boot 200``). Returns {option: value} (``where`` a list); raises ``FitError`` in one line."""
-    from sparse_tui.fitreport import parse_tie, parse_where
+    --target plateau_time --paper none --threshold 0.4 --where task.B=2 --preset NAME --batch ID`` (also
+    ``--opt=value``, ``opt=value``, ``boot 200``). Returns {option: value} (``where`` a list); raises ``FitError``
+    in one line."""
+    from sparse_tui.fitreport import parse_threshold, parse_tie, parse_where
     from sparse_tui.fitting import FitError
 
     try:
@@ -99,6 +101,8 @@ def parse_fit_options(text: str) -> dict[str, Any]:
                 raise FitError(f"options: --{name} needs a whole number, got {val!r}") from None
             if out[name] < 0:
                 raise FitError(f"options: --{name}: must be >= 0")
+        elif kind is float:
+            out[name] = parse_threshold(val)
         elif kind is list:
             parse_where([val])
             out.setdefault(name, []).append(val)
@@ -196,6 +200,8 @@ def fit_table(report: Any, req: FitRequest | None = None) -> Text:
         t.append(f" · tied s = {res.tie_scale:.3f} [{lo:.2f},{hi:.2f}]")
     if res.boot_skipped:
         t.append(f" · {res.boot_skipped} resamples skipped", style="yellow")
+    if report.reread is not None:
+        t.append("\n" + report.reread.text(), style="yellow")
     sel = report.selection
     line = f"\n{len(sel.rows)} of {sel.matched} finished"
     if sel.skipped:

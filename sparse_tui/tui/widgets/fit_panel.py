@@ -2,8 +2,9 @@
 
 Runs: the marked runs of the Runs panel, else the runs of the current run's preset, or those matching the filter
 (same syntax as the run table). Options: ``sparse-tui fit``'s (``--tie d:0.5,T:1 --bootstrap 200 --seed 0 --target
-plateau_time --paper none --where task.B=2``). The fit runs in a thread worker through ``fitreport.fit_store``, the
-function behind ``sparse-tui fit``; the panel shows the equivalent command line, which prints the same numbers.
+plateau_time --paper none --threshold 0.4 --where task.B=2``). The fit runs in a thread worker through
+``fitreport.fit_store``, the function behind ``sparse-tui fit``; the panel shows the equivalent command line, which
+prints the same numbers.
 """
 
 from __future__ import annotations
@@ -66,8 +67,8 @@ class FitPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True):
                 placeholder="--tie d:0.5,T:1 --bootstrap 200 --target plateau_time --where task.B=2",
                 id="fit-opts",
                 compact=True,
-                tooltip="sparse-tui fit options: --tie, --bootstrap, --seed, --target, --paper, --where, --preset, "
-                "--batch",
+                tooltip="sparse-tui fit options: --tie, --bootstrap, --seed, --target, --paper, --threshold, --where, "
+                "--preset, --batch",
             )
         yield Static("Choose runs and variables, then Enter (ctrl+f).", id="fit-table")
         yield PlotView(id="fit-plot")
