@@ -258,7 +258,10 @@ def fit_figure(rep: Any, path: str | Path, *, title: str | None = None) -> Path:
 
         presets = ", ".join(rep.selection.presets) or "runs"
         head = title or f"{presets}: {res.formula()}"  # what was fitted, not the selection's log line
-        fig.suptitle(f"{head}   (R² = {fmt_r2(res.r2)}, n = {res.n}, censored = {res.n_censored})", fontsize=8.5)
+        reread = getattr(rep, "reread", None)  # plateaus re-read at another threshold (fit --threshold X)
+        at = f", plateau at {'; '.join(reread.used)} (re-read)" if reread is not None else ""
+        fig.suptitle(f"{head}   (R² = {fmt_r2(res.r2)}, n = {res.n}, censored = {res.n_censored}{at})",
+                     fontsize=8.5)
         return _save(fig, path)
 
 

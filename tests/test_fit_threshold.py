@@ -202,3 +202,13 @@ def test_bad_threshold_is_one_line_exit_2(tmp_path, bad, says):
     assert msg.startswith("error: --threshold: ") and says in msg
     with pytest.raises(FitError, match="--threshold"):
         fitreport.fit_store(RunStore(Path(runs), create=False), "d,T", threshold=bad)
+
+
+def test_fit_figure_names_the_reread_threshold(tmp_path):
+    pytest.importorskip("matplotlib")
+    from sparse_tui.figures import fit_figure
+
+    store = RunStore(make_store(tmp_path), create=False)
+    svg = fit_figure(fitreport.fit_store(store, "d,T", threshold=0.4), tmp_path / "fit.svg").read_text()
+    assert "plateau at test/loss &lt;= 0.4 (re-read)" in svg
+    assert "re-read" not in fit_figure(fitreport.fit_store(store, "d,T"), tmp_path / "fit0.svg").read_text()
