@@ -17,12 +17,20 @@ nothing half-written.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
 import re
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from sparse_tui import geometry
+from sparse_tui.atlas.paper_recall import FIG16_TRAIN_LOSS
+from sparse_tui.phase import cell_note, phase_grid, sweep_axes
+from sparse_tui.plotting import fmt_r2
 
 __all__ = ["FigureError", "FORMATS", "INSTALL_HINT", "require_matplotlib", "check_path", "fit_figure",
            "curves_figure", "phase_figure"]
@@ -54,35 +62,52 @@ def check_path(path: str | Path, flag: str = "--plot") -> Path:
     return p
 
 
-def _style() -> dict[str, Any]:
-    return {
-        "font.size": 8.5,
-        "axes.titlesize": 9,
-        "axes.labelsize": 8.5,
-        "legend.fontsize": 7,
-        "xtick.labelsize": 7.5,
-        "ytick.labelsize": 7.5,
-        "axes.spines.top": False,
-        "axes.spines.right": False,
-        "axes.grid": True,
-        "grid.alpha": 0.25,
-        "grid.linewidth": 0.5,
-        "lines.linewidth": 1.3,
-        "svg.fonttype": "none",
-        "savefig.bbox": "tight",
-        "savefig.dpi": 200,
-    }
+# The house style of every figure (matplotlib rcParams).
+_STYLE = {
+    "font.size": 8.5,
+    "axes.titlesize": 9,
+    "axes.labelsize": 8.5,
+    "legend.fontsize": 7,
+    "xtick.labelsize": 7.5,
+    "ytick.labelsize": 7.5,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.alpha": 0.25,
+    "grid.linewidth": 0.5,
+    "lines.linewidth": 1.3,
+    "svg.fonttype": "none",
+    "savefig.bbox": "tight",
+    "savefig.dpi": 200,
+}
 
 
-def _save(fig: Any, path: Path) -> Path:
-    tmp = path.with_name(f".{path.name}.part{os.getpid()}")
-    try:
-        fig.savefig(tmp, format=path.suffix.lower().lstrip("."))
-        os.replace(tmp, path)
-    except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise FigureError(f"cannot write {path}: {e.strerror or e}") from None
-    return path
+def _figure_writer(flag: str = "--plot") -> Callable[[Callable[..., Any]], Callable[..., Path]]:
+    """Make ``draw(*args, **kw) -> Figure`` the writer ``fn(*args, path, **kw) -> Path`` that every figure here is:
+    matplotlib installed and ``path`` valid (``flag`` names it in the message) before anything is read, drawn in the
+    house style, written atomically. Raises ``FigureError``."""
+    def wrap(draw: Callable[..., Any]) -> Callable[..., Path]:
+        @functools.wraps(draw)
+        def write(*args: Any, **kw: Any) -> Path:
+            args, path = (args, kw.pop("path")) if "path" in kw else (args[:-1], args[-1])
+            require_matplotlib()
+            path = check_path(path, flag)
+            import matplotlib as mpl
+
+            with mpl.rc_context(_STYLE):
+                fig = draw(*args, **kw)
+                tmp = path.with_name(f".{path.name}.part{os.getpid()}")
+                try:
+                    fig.savefig(tmp, format=path.suffix.lower().lstrip("."))
+                    os.replace(tmp, path)
+                except OSError as e:
+                    tmp.unlink(missing_ok=True)
+                    raise FigureError(f"cannot write {path}: {e.strerror or e}") from None
+            return path
+
+        return write
+
+    return wrap
 
 
 def _decades(ax: Any) -> float:
@@ -170,14 +195,11 @@ def _paper_law(rep: Any) -> tuple[Any, dict[str, str], dict[str, float]] | None:
     return pf, mapping, fixed
 
 
-def fit_figure(rep: Any, path: str | Path, *, title: str | None = None) -> Path:
+@_figure_writer()
+def fit_figure(rep: Any, *, title: str | None = None) -> Any:
     """Write the plateau-vs-variable figure of a fit report (``fitreport.FitReport``) to ``path``; see the module
     docstring. Raises ``FigureError``."""
-    require_matplotlib()
-    path = check_path(path)
     import matplotlib as mpl
-    import numpy as np
-    from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
 
     res = rep.result
@@ -186,83 +208,77 @@ def fit_figure(rep: Any, path: str | Path, *, title: str | None = None) -> Path:
         raise FigureError("no run with a positive plateau (or lower bound) to plot")
     variables = list(res.variables)
     paper = _paper_law(rep)
-    n = len(variables)
-    with mpl.rc_context(_style()):
-        fig = Figure(figsize=(4.4 * n, 3.1), layout="constrained")
-        axes = fig.subplots(1, n, squeeze=False)[0]
-        partial_any = False
-        for ax, v in zip(axes, variables):
-            others = [o for o in variables if o != v]
-            groups = sorted({tuple(x[o] for o in others) for x in xs})
-            if len(groups) > 8:
-                # The other variables take too many values (a derived variable such as f(p, d)): plot the partial
-                # residual, the plateau with the other variables' fitted effect divided out, against v.
-                partial_any = True
-                _partial_panel(ax, v, others, xs, ys, cens, res, paper)
-                _finish_axis(ax, v, xs, res, paper, ylabel=f"{res.target.replace('_', ' ')} / others' fitted effect")
-                continue
-            cmap = mpl.colormaps["viridis"]
-            colour = {g: cmap(0.1 + 0.75 * (k / max(1, len(groups) - 1))) for k, g in enumerate(groups)}
-            vmin = min(x[v] for x in xs)
-            vmax = max(x[v] for x in xs)
-            grid = np.geomspace(vmin / 1.15, vmax * 1.15, 50)
-            for g in groups:
-                sel = [i for i, x in enumerate(xs) if tuple(x[o] for o in others) == g]
-                c = colour[g]
-                fx = [xs[i][v] for i in sel if not cens[i]]
-                fy = [ys[i] for i in sel if not cens[i]]
-                ax.scatter(fx, fy, s=16, color=c, zorder=3, linewidths=0)
-                cx = [xs[i][v] for i in sel if cens[i]]
-                cy = [ys[i] for i in sel if cens[i]]
-                if cx:
-                    ax.scatter(cx, cy, s=22, marker="^", facecolors="none", edgecolors=[c], zorder=3,
-                               linewidths=0.9)
-                fixed = dict(zip(others, g))
-                ax.plot(grid, [res.predict(**{**fixed, v: t}) for t in grid], color=c, lw=1.2)
-                if paper is not None:
-                    pf, mp, const = paper
+    fig, axes = _fig(len(variables), 4.4, 3.1)
+    partial_any = False
+    for ax, v in zip(axes, variables):
+        others = [o for o in variables if o != v]
+        groups = sorted({tuple(x[o] for o in others) for x in xs})
+        if len(groups) > 8:
+            # The other variables take too many values (a derived variable such as f(p, d)): plot the partial
+            # residual, the plateau with the other variables' fitted effect divided out, against v.
+            partial_any = True
+            _partial_panel(ax, v, others, xs, ys, cens, res, paper)
+            _finish_axis(ax, v, xs, res, paper, ylabel=f"{res.target.replace('_', ' ')} / others' fitted effect")
+            continue
+        cmap = mpl.colormaps["viridis"]
+        colour = {g: cmap(0.1 + 0.75 * (k / max(1, len(groups) - 1))) for k, g in enumerate(groups)}
+        vmin = min(x[v] for x in xs)
+        vmax = max(x[v] for x in xs)
+        grid = np.geomspace(vmin / 1.15, vmax * 1.15, 50)
+        for g in groups:
+            sel = [i for i, x in enumerate(xs) if tuple(x[o] for o in others) == g]
+            c = colour[g]
+            fx = [xs[i][v] for i in sel if not cens[i]]
+            fy = [ys[i] for i in sel if not cens[i]]
+            ax.scatter(fx, fy, s=16, color=c, zorder=3, linewidths=0)
+            cx = [xs[i][v] for i in sel if cens[i]]
+            cy = [ys[i] for i in sel if cens[i]]
+            if cx:
+                ax.scatter(cx, cy, s=22, marker="^", facecolors="none", edgecolors=[c], zorder=3,
+                           linewidths=0.9)
+            fixed = dict(zip(others, g))
+            ax.plot(grid, [res.predict(**{**fixed, v: t}) for t in grid], color=c, lw=1.2)
+            if paper is not None:
+                pf, mp, const = paper
 
-                    def law(t: float, fixed: dict = fixed) -> float:
-                        out = pf.C
-                        for pv, e in pf.exponents.items():
-                            fv = mp.get(pv)
-                            out *= (t if fv == v else fixed[fv] if fv is not None else const[pv]) ** e
-                        return out
+                def law(t: float, fixed: dict = fixed) -> float:
+                    out = pf.C
+                    for pv, e in pf.exponents.items():
+                        fv = mp.get(pv)
+                        out *= (t if fv == v else fixed[fv] if fv is not None else const[pv]) ** e
+                    return out
 
-                    ax.plot(grid, [law(t) for t in grid], color=c, lw=1.0, ls=(0, (4, 2.5)), alpha=0.8)
-            _finish_axis(ax, v, xs, res, paper, ylabel=res.target.replace("_", " "))
-            if others and len(groups) > 1:
-                handles = [Line2D([], [], color=colour[g], marker="o", ms=3.5, lw=1.0,
-                                  label=", ".join(f"{o}={_fmt_num(val)}" for o, val in zip(others, g)))
-                           for g in groups]
-                if len(handles) > 8:
-                    handles = handles[:: math.ceil(len(handles) / 8)]
-                # beside the panel: inside, "best" still covered points (it only avoids lines)
-                ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
-                          handlelength=1.4, borderaxespad=0.0)
-        key = [Line2D([], [], color="0.2", lw=1.2, label=f"fit {res.formula()}")]
-        if paper is not None:
-            pf, _, const = paper
-            expo = " · ".join(f"{k}^{val:g}" for k, val in pf.exponents.items())
-            at = f" at {', '.join(f'{k} = {_fmt_num(c)}' for k, c in const.items())}" if const else ""
-            key.append(Line2D([], [], color="0.2", lw=1.0, ls=(0, (4, 2.5)),
-                              label=f"paper {pf.figure}: {pf.C:g} · {expo}{at}"))
-        if any(cens):
-            key.append(Line2D([], [], color="0.2", marker="^", mfc="none", ls="",
-                              label="censored: no plateau by the last step (lower bound)"))
-        if partial_any and paper is not None:
-            key.append(Line2D([], [], color="0.5", lw=1.0, ls=(0, (1.5, 1.5)),
-                              label="paper's slope through the data's centre (partial panels)"))
-        fig.legend(handles=key, loc="outside lower center", ncol=len(key), frameon=False)
-        from sparse_tui.plotting import fmt_r2
-
-        presets = ", ".join(rep.selection.presets) or "runs"
-        head = title or f"{presets}: {res.formula()}"  # what was fitted, not the selection's log line
-        reread = getattr(rep, "reread", None)  # plateaus re-read at another threshold (fit --threshold X)
-        at = f", plateau at {'; '.join(reread.used)} (re-read)" if reread is not None else ""
-        fig.suptitle(f"{head}   (R² = {fmt_r2(res.r2)}, n = {res.n}, censored = {res.n_censored}{at})",
-                     fontsize=8.5)
-        return _save(fig, path)
+                ax.plot(grid, [law(t) for t in grid], color=c, lw=1.0, ls=(0, (4, 2.5)), alpha=0.8)
+        _finish_axis(ax, v, xs, res, paper, ylabel=res.target.replace("_", " "))
+        if others and len(groups) > 1:
+            handles = [Line2D([], [], color=colour[g], marker="o", ms=3.5, lw=1.0,
+                              label=", ".join(f"{o}={_fmt_num(val)}" for o, val in zip(others, g)))
+                       for g in groups]
+            if len(handles) > 8:
+                handles = handles[:: math.ceil(len(handles) / 8)]
+            # beside the panel: inside, "best" still covered points (it only avoids lines)
+            ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
+                      handlelength=1.4, borderaxespad=0.0)
+    key = [Line2D([], [], color="0.2", lw=1.2, label=f"fit {res.formula()}")]
+    if paper is not None:
+        pf, _, const = paper
+        expo = " · ".join(f"{k}^{val:g}" for k, val in pf.exponents.items())
+        at = f" at {', '.join(f'{k} = {_fmt_num(c)}' for k, c in const.items())}" if const else ""
+        key.append(Line2D([], [], color="0.2", lw=1.0, ls=(0, (4, 2.5)),
+                          label=f"paper {pf.figure}: {pf.C:g} · {expo}{at}"))
+    if any(cens):
+        key.append(Line2D([], [], color="0.2", marker="^", mfc="none", ls="",
+                          label="censored: no plateau by the last step (lower bound)"))
+    if partial_any and paper is not None:
+        key.append(Line2D([], [], color="0.5", lw=1.0, ls=(0, (1.5, 1.5)),
+                          label="paper's slope through the data's centre (partial panels)"))
+    fig.legend(handles=key, loc="outside lower center", ncol=len(key), frameon=False)
+    presets = ", ".join(rep.selection.presets) or "runs"
+    head = title or f"{presets}: {res.formula()}"  # what was fitted, not the selection's log line
+    reread = getattr(rep, "reread", None)  # plateaus re-read at another threshold (fit --threshold X)
+    at = f", plateau at {'; '.join(reread.used)} (re-read)" if reread is not None else ""
+    fig.suptitle(f"{head}   (R² = {fmt_r2(res.r2)}, n = {res.n}, censored = {res.n_censored}{at})", fontsize=8.5)
+    return fig
 
 
 def _finish_axis(ax: Any, v: str, xs: Sequence[Mapping[str, float]], res: Any, paper: Any, ylabel: str) -> None:
@@ -298,8 +314,6 @@ def _partial_panel(ax: Any, v: str, others: Sequence[str], xs: Sequence[Mapping[
                    cens: Sequence[bool], res: Any, paper: Any) -> None:
     """Partial-residual panel: y / prod_o x_o^beta_o against v, the fitted C v^beta_v, and the paper's slope drawn
     through the geometric centre of the fitted points (its prefactor does not apply to this adjusted axis)."""
-    import numpy as np
-
     adj = [y / math.prod(x[o] ** res.exponents[o] for o in others) for x, y in zip(xs, ys)]
     fx = [x[v] for x, c in zip(xs, cens) if not c]
     fy = [a for a, c in zip(adj, cens) if not c]
@@ -345,14 +359,20 @@ def _threshold(rec: Any, series: Mapping[str, tuple[Sequence[int], Sequence[floa
     return metric, float(value)
 
 
+def _plateau_rule(rec: Any) -> str:
+    """The run's plateau rule for a figure's title ('plateau: test/loss fraction 0.2'), "" without one."""
+    pc = _plateau_cfg(rec)
+    return f"plateau: {pc.get('metric')} {pc.get('mode')} {pc.get('value')}" if pc else ""
+
+
 def _run_key(rec: Any) -> str:
     """A run's sweep point without its seed ('d_model=24'), or its label / id."""
     swept = {k: v for k, v in (rec.swept or {}).items() if k != "seed"}
     return ", ".join(f"{k.split('.')[-1]}={v}" for k, v in swept.items()) or rec.label or rec.run_id
 
 
-def curves_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title: str | None = None,
-                  facet: bool | None = None) -> Path:
+@_figure_writer()
+def curves_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None, facet: bool | None = None) -> Any:
     """Write loss and accuracy curves of the runs ``run_ids`` (ids or unique prefixes in ``store``) to ``path``:
     a loss panel (train and test, log y), an accuracy panel when the runs log ``test/acc``, and a panel of the
     attention on the relevant tokens when logged. Each run's plateau step is a vertical dotted line; the plateau
@@ -361,11 +381,8 @@ def curves_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title
     ``facet`` (default: when the runs are 2-16 sweep points, each with one or more seeds) draws small multiples
     instead: one panel per sweep point with the watched metric of its seeds, the threshold and the plateau steps, so
     that a sweep (the blog's n_embd figure) reads at a glance. Raises ``FigureError``."""
-    require_matplotlib()
-    path = check_path(path)
     import matplotlib as mpl
     import matplotlib.ticker as mticker
-    from matplotlib.figure import Figure
 
     recs = [store.get(r) for r in run_ids]
     data = [(rec, store.metrics(rec.run_id)) for rec in recs]
@@ -379,7 +396,7 @@ def curves_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title
     if facet is None:
         facet = len(recs) > 1 and 2 <= len(points) <= 16
     if facet:
-        return _facet_figure(data, points, path, title)
+        return _facet_figure(data, points, title)
     many = len(recs) > 1
     panels: list[tuple[str, list[str], bool]] = []
     have = set().union(*(s.keys() for _, s in data))
@@ -400,77 +417,71 @@ def curves_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title
     if not panels:
         panels.append(("metrics", sorted(have)[: 1 if many else 4], False))
 
-    labels = []
-    for rec, _ in data:
-        swept = {k: v for k, v in (rec.swept or {}).items() if k != "seed"}
-        labels.append(", ".join(f"{k.split('.')[-1]}={v}" for k, v in swept.items()) or rec.label or rec.run_id)
+    labels = [_run_key(rec) for rec, _ in data]
     keys = list(dict.fromkeys(labels))
     seeds = sorted({rec.seed for rec, _ in data if rec.seed is not None})
     styles = ["-", (0, (4, 1.5)), (0, (1, 1)), (0, (6, 2, 1, 2))]
-    with mpl.rc_context(_style()):
-        cmap = mpl.colormaps["viridis" if len(keys) > 10 else "tab10"]
-        colour = {k: (cmap(0.05 + 0.85 * i / max(1, len(keys) - 1)) if len(keys) > 10 else cmap(i % 10))
-                  for i, k in enumerate(keys)}
-        fig = Figure(figsize=(3.4 * len(panels), 2.9), layout="constrained")
-        axes = fig.subplots(1, len(panels), squeeze=False)[0]
-        for ax, (name, metrics, log_y) in zip(axes, panels):
-            for (rec, series), lab in zip(data, labels):
-                for j, m in enumerate(metrics):
-                    if m not in series:
-                        continue
-                    st, vals = series[m]
-                    pts = [(s, v) for s, v in zip(st, vals) if v is not None and math.isfinite(v)
-                           and (v > 0 or not log_y)]
-                    if not pts:
-                        continue
-                    if many:
-                        c = colour[lab]
-                        ls = styles[seeds.index(rec.seed) % len(styles)] if rec.seed in seeds else "-"
-                        if len(metrics) > 1:
-                            ls = styles[j % len(styles)]
-                    else:
-                        c = mpl.colormaps["tab10"](j)
-                        ls = "-"
-                    ax.plot([p[0] for p in pts], [p[1] for p in pts], color=c, ls=ls, lw=1.1,
-                            label=(m if not many else None))
-                thr = _threshold(rec, series)
-                if thr and thr[0] in metrics and (thr[1] > 0 or not log_y):
-                    ax.axhline(thr[1], color="0.55", lw=0.7, ls="-", zorder=1)
-                if rec.plateau_step is not None:
-                    ax.axvline(rec.plateau_step, color=colour[lab] if many else "0.3", lw=0.8, ls=":", zorder=1)
-            if log_y:
-                ax.set_yscale("log")
-                fmt = mticker.FuncFormatter(lambda v, _: f"{v:g}")
-                ax.yaxis.set_major_formatter(fmt)
-                ax.yaxis.set_minor_formatter(mticker.FuncFormatter(lambda v, _, ax=ax: f"{v:g}" if _decades(ax) < 1
-                                                                   else ""))
-            ax.set_xlabel("step")
-            ax.set_title(name)
-            if not many:
-                ax.legend(frameon=False, loc="best")
+    cmap = mpl.colormaps["viridis" if len(keys) > 10 else "tab10"]
+    colour = {k: (cmap(0.05 + 0.85 * i / max(1, len(keys) - 1)) if len(keys) > 10 else cmap(i % 10))
+              for i, k in enumerate(keys)}
+    fig, axes = _fig(len(panels), 3.4, 2.9)
+    for ax, (name, metrics, log_y) in zip(axes, panels):
+        for (rec, series), lab in zip(data, labels):
+            for j, m in enumerate(metrics):
+                if m not in series:
+                    continue
+                st, vals = series[m]
+                pts = [(s, v) for s, v in zip(st, vals) if v is not None and math.isfinite(v)
+                       and (v > 0 or not log_y)]
+                if not pts:
+                    continue
+                if many:
+                    c = colour[lab]
+                    ls = styles[seeds.index(rec.seed) % len(styles)] if rec.seed in seeds else "-"
+                    if len(metrics) > 1:
+                        ls = styles[j % len(styles)]
+                else:
+                    c = mpl.colormaps["tab10"](j)
+                    ls = "-"
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], color=c, ls=ls, lw=1.1,
+                        label=(m if not many else None))
+            thr = _threshold(rec, series)
+            if thr and thr[0] in metrics and (thr[1] > 0 or not log_y):
+                ax.axhline(thr[1], color="0.55", lw=0.7, ls="-", zorder=1)
+            if rec.plateau_step is not None:
+                ax.axvline(rec.plateau_step, color=colour[lab] if many else "0.3", lw=0.8, ls=":", zorder=1)
+        if log_y:
+            ax.set_yscale("log")
+            fmt = mticker.FuncFormatter(lambda v, _: f"{v:g}")
+            ax.yaxis.set_major_formatter(fmt)
+            ax.yaxis.set_minor_formatter(mticker.FuncFormatter(lambda v, _, ax=ax: f"{v:g}" if _decades(ax) < 1
+                                                               else ""))
+        ax.set_xlabel("step")
+        ax.set_title(name)
+        if not many:
+            ax.legend(frameon=False, loc="best")
+    if many:
+        from matplotlib.lines import Line2D
+
+        handles = [Line2D([], [], color=colour[k], lw=1.4, label=k) for k in keys]
+        if len(seeds) > 1:
+            handles += [Line2D([], [], color="0.3", ls=styles[i % len(styles)], lw=1.1, label=f"seed {s}")
+                        for i, s in enumerate(seeds)]
+        fig.legend(handles=handles, loc="outside right center", frameon=False)
+    rec0 = recs[0]
+    how = _plateau_rule(rec0)
+    if title is None:
         if many:
-            from matplotlib.lines import Line2D
-
-            handles = [Line2D([], [], color=colour[k], lw=1.4, label=k) for k in keys]
-            if len(seeds) > 1:
-                handles += [Line2D([], [], color="0.3", ls=styles[i % len(styles)], lw=1.1, label=f"seed {s}")
-                            for i, s in enumerate(seeds)]
-            fig.legend(handles=handles, loc="outside right center", frameon=False)
-        rec0 = recs[0]
-        pc = _plateau_cfg(rec0)
-        how = (f"plateau: {pc.get('metric')} {pc.get('mode')} {pc.get('value')}" if pc else "")
-        if title is None:
-            if many:
-                presets = sorted({r.preset for r in recs})
-                title = f"{', '.join(presets)}: {len(recs)} runs"
-            else:
-                ps = "none" if rec0.plateau_step is None else f"{rec0.plateau_step:g}"
-                title = f"{rec0.preset} · {rec0.label} · plateau step {ps}"
-        fig.suptitle(f"{title}   ({how}; dotted: plateau step)" if how else title, fontsize=8.5)
-        return _save(fig, path)
+            presets = sorted({r.preset for r in recs})
+            title = f"{', '.join(presets)}: {len(recs)} runs"
+        else:
+            ps = "none" if rec0.plateau_step is None else f"{rec0.plateau_step:g}"
+            title = f"{rec0.preset} · {rec0.label} · plateau step {ps}"
+    fig.suptitle(f"{title}   ({how}; dotted: plateau step)" if how else title, fontsize=8.5)
+    return fig
 
 
-def _facet_figure(data: Sequence[tuple[Any, Mapping]], points: Sequence[str], path: Path, title: str | None) -> Path:
+def _facet_figure(data: Sequence[tuple[Any, Mapping]], points: Sequence[str], title: str | None) -> Any:
     """Small multiples: one panel per sweep point, the watched metric of each seed, threshold and plateau steps."""
     import matplotlib as mpl
     from matplotlib.figure import Figure
@@ -483,44 +494,41 @@ def _facet_figure(data: Sequence[tuple[Any, Mapping]], points: Sequence[str], pa
     seeds = sorted({rec.seed for rec, _ in data if rec.seed is not None})
     ncol = min(4, len(points))
     nrow = math.ceil(len(points) / ncol)
-    with mpl.rc_context(_style()):
-        cmap = mpl.colormaps["tab10"]
-        fig = Figure(figsize=(2.2 * ncol + 0.9, 1.75 * nrow + 0.6), layout="constrained")
-        axes = fig.subplots(nrow, ncol, squeeze=False, sharex=True, sharey=True)
-        for k, ax in enumerate(axes.flat):
-            if k >= len(points):
-                ax.set_visible(False)
+    cmap = mpl.colormaps["tab10"]
+    fig = Figure(figsize=(2.2 * ncol + 0.9, 1.75 * nrow + 0.6), layout="constrained")
+    axes = fig.subplots(nrow, ncol, squeeze=False, sharex=True, sharey=True)
+    for k, ax in enumerate(axes.flat):
+        if k >= len(points):
+            ax.set_visible(False)
+            continue
+        key = points[k]
+        for rec, series in data:
+            if _run_key(rec) != key or metric not in series:
                 continue
-            key = points[k]
-            for rec, series in data:
-                if _run_key(rec) != key or metric not in series:
-                    continue
-                c = cmap(seeds.index(rec.seed) % 10 if rec.seed in seeds else 0)
-                st, vals = series[metric]
-                pts = [(x, v) for x, v in zip(st, vals) if v is not None and math.isfinite(v) and (v > 0 or not log_y)]
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], color=c, lw=1.1)
-                if rec.plateau_step is not None:
-                    ax.axvline(rec.plateau_step, color=c, lw=0.8, ls=":")
-                thr = _threshold(rec, series)
-                if thr and thr[0] == metric:
-                    ax.axhline(thr[1], color="0.55", lw=0.7, zorder=1)
-            if log_y:
-                ax.set_yscale("log")
-            ax.set_title(key, fontsize=8)
-            if k % ncol == 0:
-                ax.set_ylabel(metric)
-            if k // ncol == nrow - 1 or k + ncol >= len(points):
-                ax.set_xlabel("step")
-        handles = [Line2D([], [], color=cmap(i % 10), lw=1.3, label=f"seed {s}") for i, s in enumerate(seeds)]
-        handles.append(Line2D([], [], color="0.3", lw=0.8, ls=":", label="plateau step"))
-        fig.legend(handles=handles, loc="outside right center", frameon=False)
-        rec0 = data[0][0]
-        pc = _plateau_cfg(rec0)
-        how = f"plateau: {pc.get('metric')} {pc.get('mode')} {pc.get('value')}" if pc else ""
-        presets = sorted({r.preset for r, _ in data})
-        head = title or f"{', '.join(presets)}: {len(data)} runs"
-        fig.suptitle(f"{head}   ({how})" if how else head, fontsize=8.5)
-        return _save(fig, path)
+            c = cmap(seeds.index(rec.seed) % 10 if rec.seed in seeds else 0)
+            st, vals = series[metric]
+            pts = [(x, v) for x, v in zip(st, vals) if v is not None and math.isfinite(v) and (v > 0 or not log_y)]
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], color=c, lw=1.1)
+            if rec.plateau_step is not None:
+                ax.axvline(rec.plateau_step, color=c, lw=0.8, ls=":")
+            thr = _threshold(rec, series)
+            if thr and thr[0] == metric:
+                ax.axhline(thr[1], color="0.55", lw=0.7, zorder=1)
+        if log_y:
+            ax.set_yscale("log")
+        ax.set_title(key, fontsize=8)
+        if k % ncol == 0:
+            ax.set_ylabel(metric)
+        if k // ncol == nrow - 1 or k + ncol >= len(points):
+            ax.set_xlabel("step")
+    handles = [Line2D([], [], color=cmap(i % 10), lw=1.3, label=f"seed {s}") for i, s in enumerate(seeds)]
+    handles.append(Line2D([], [], color="0.3", lw=0.8, ls=":", label="plateau step"))
+    fig.legend(handles=handles, loc="outside right center", frameon=False)
+    how = _plateau_rule(data[0][0])
+    presets = sorted({r.preset for r, _ in data})
+    head = title or f"{', '.join(presets)}: {len(data)} runs"
+    fig.suptitle(f"{head}   ({how})" if how else head, fontsize=8.5)
+    return fig
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -534,8 +542,6 @@ def _facet_figure(data: Sequence[tuple[Any, Mapping]], points: Sequence[str], pa
 def flow_series(store: Any, run_id: str) -> dict[str, Any]:
     """An 'ode' run as arrays: t (flow time = step x lr), d, T, B, p, plateau time, w, alpha, da (Eq. 9 inverted),
     the losses and, with p > 0, w~ and the other columns' w (App. A.4.1)."""
-    import numpy as np
-
     from .theory import delta_a_of_alpha
 
     rec = store.get(run_id)
@@ -590,60 +596,48 @@ def _colours(n: int) -> list[Any]:
     return [cmap(0.05 + 0.8 * i / max(1, n - 1)) for i in range(n)]
 
 
-def fig1a_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title: str | None = None) -> Path:
+@_figure_writer()
+def fig1a_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None) -> Any:
     """Fig. 1a: the test loss of the reduced flow against time, one line per d (T = 512)."""
-    require_matplotlib()
-    path = check_path(path)
-    import matplotlib as mpl
-
     flows = _flows(store, run_ids, "d")
-    with mpl.rc_context(_style()):
-        fig, (ax,) = _fig(1, 4.6, 3.0)
-        for f, c in zip(flows, _colours(len(flows))):
-            ax.plot(f["t"], f["test/loss"], color=c, label=f"d = {_fmt_num(f['d'])}")
-            if f["plateau"] is not None:
-                ax.axvline(f["plateau"], color=c, lw=0.7, ls=":")
-        ax.axhline(0.1, color="0.55", lw=0.7)
-        _time_axis(ax, flows)
-        ax.set_xlabel("flow time (step × lr)")
-        ax.set_ylabel("test loss")
-        ax.legend(frameon=False)
-        fig.suptitle(title or f"Fig. 1a: reduced dynamics, T = {_fmt_num(flows[0]['T'])}", fontsize=8.5)
-        return _save(fig, path)
+    fig, (ax,) = _fig(1, 4.6, 3.0)
+    for f, c in zip(flows, _colours(len(flows))):
+        ax.plot(f["t"], f["test/loss"], color=c, label=f"d = {_fmt_num(f['d'])}")
+        if f["plateau"] is not None:
+            ax.axvline(f["plateau"], color=c, lw=0.7, ls=":")
+    ax.axhline(0.1, color="0.55", lw=0.7)
+    _time_axis(ax, flows)
+    ax.set_xlabel("flow time (step × lr)")
+    ax.set_ylabel("test loss")
+    ax.legend(frameon=False)
+    fig.suptitle(title or f"Fig. 1a: reduced dynamics, T = {_fmt_num(flows[0]['T'])}", fontsize=8.5)
+    return fig
 
 
-def fig1b_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title: str | None = None) -> Path:
+@_figure_writer()
+def fig1b_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None) -> Any:
     """Fig. 1b: w and alpha against time at d = 64 (or the run nearest it), optimal values dashed."""
-    require_matplotlib()
-    path = check_path(path)
-    import matplotlib as mpl
-
     f = min(_flows(store, run_ids, "d"), key=lambda f: abs(f["d"] - 64))
-    with mpl.rc_context(_style()):
-        fig, (a1, a2) = _fig(2)
-        a1.plot(f["t"], f["w"], color="C0")
-        a1.axhline(math.sqrt(f["d"]), color="C0", ls="--", lw=0.9)
-        a1.set_ylabel("w (projection on W*)")
-        a2.plot(f["t"], f["alpha"], color="C1")
-        a2.axhline(1.0, color="C1", ls="--", lw=0.9)
-        a2.set_ylabel("α (attention on the relevant token)")
-        for ax in (a1, a2):
-            ax.set_xlabel("flow time")
-            _time_axis(ax, [f])
-            if f["plateau"] is not None:
-                ax.axvline(f["plateau"], color="0.4", lw=0.7, ls=":")
-        fig.suptitle(title or f"Fig. 1b: w before α (T = {_fmt_num(f['T'])}, d = {_fmt_num(f['d'])}; dashed: optimum, "
-                     "dotted: plateau)", fontsize=8.5)
-        return _save(fig, path)
+    fig, (a1, a2) = _fig(2)
+    a1.plot(f["t"], f["w"], color="C0")
+    a1.axhline(math.sqrt(f["d"]), color="C0", ls="--", lw=0.9)
+    a1.set_ylabel("w (projection on W*)")
+    a2.plot(f["t"], f["alpha"], color="C1")
+    a2.axhline(1.0, color="C1", ls="--", lw=0.9)
+    a2.set_ylabel("α (attention on the relevant token)")
+    for ax in (a1, a2):
+        ax.set_xlabel("flow time")
+        _time_axis(ax, [f])
+        if f["plateau"] is not None:
+            ax.axvline(f["plateau"], color="0.4", lw=0.7, ls=":")
+    fig.suptitle(title or f"Fig. 1b: w before α (T = {_fmt_num(f['T'])}, d = {_fmt_num(f['d'])}; dashed: optimum, "
+                 "dotted: plateau)", fontsize=8.5)
+    return fig
 
 
-def fig6_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title: str | None = None) -> Path:
+@_figure_writer()
+def fig6_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None) -> Any:
     """Fig. 6: log10 of the loss Eq. 12 over (w, da) and the gradient-flow path from (0, 0) (white)."""
-    require_matplotlib()
-    path = check_path(path)
-    import matplotlib as mpl
-    import numpy as np
-
     from .theory import loss_eq12
 
     f = _flows(store, run_ids, "d")[0]
@@ -652,158 +646,138 @@ def fig6_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title: 
     da_hi = float(np.nanmax(f["da"][ok])) * 1.1 + 1
     W, A = np.meshgrid(np.linspace(-0.25 * w_hi, w_hi, 240), np.linspace(-0.15 * da_hi, da_hi, 240))
     L = loss_eq12(W, A, f["d"], f["T"], f["B"])
-    with mpl.rc_context(_style()):
-        fig, (ax,) = _fig(1, 4.8, 3.6)
-        cs = ax.contourf(W, A, np.log10(L), levels=30, cmap="viridis")
-        fig.colorbar(cs, ax=ax, label="log10 loss (Eq. 12)")
-        ax.plot(f["w"][ok], f["da"][ok], color="white", lw=1.4)
-        ax.plot([0], [0], marker="x", color="white", ms=7, mew=1.6)
-        ax.set_xlabel("w")
-        ax.set_ylabel("Δa")
-        fig.suptitle(title or f"Fig. 6: loss landscape and gradient flow (T = {_fmt_num(f['T'])}, "
-                     f"d = {_fmt_num(f['d'])})", fontsize=8.5)
-        return _save(fig, path)
+    fig, (ax,) = _fig(1, 4.8, 3.6)
+    cs = ax.contourf(W, A, np.log10(L), levels=30, cmap="viridis")
+    fig.colorbar(cs, ax=ax, label="log10 loss (Eq. 12)")
+    ax.plot(f["w"][ok], f["da"][ok], color="white", lw=1.4)
+    ax.plot([0], [0], marker="x", color="white", ms=7, mew=1.6)
+    ax.set_xlabel("w")
+    ax.set_ylabel("Δa")
+    fig.suptitle(title or f"Fig. 6: loss landscape and gradient flow (T = {_fmt_num(f['T'])}, "
+                 f"d = {_fmt_num(f['d'])})", fontsize=8.5)
+    return fig
 
 
-def fig7_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title: str | None = None) -> Path:
+@_figure_writer()
+def fig7_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None) -> Any:
     """Fig. 7: w, da and the loss of the flow (plain) against the linearisation of Eq. 15 (dashed), per T, against
     lambda t (lambda = B / (sqrt(d) T))."""
-    require_matplotlib()
-    path = check_path(path)
-    import matplotlib as mpl
-    import numpy as np
-
     from .theory import linear_solution
 
     flows = _flows(store, run_ids, "T")
-    with mpl.rc_context(_style()):
-        fig, axes = _fig(3)
-        for f, c in zip(flows, _colours(len(flows))):
-            lam = f["B"] / (math.sqrt(f["d"]) * f["T"])
-            x = f["t"] * lam
-            sel = x <= 2.0
-            wl, dal = linear_solution(f["t"][sel], f["d"], f["T"], f["B"])
-            ll = 0.5 * (1 - lam * np.sinh(2 * x[sel]))
-            for ax, real, lin in zip(axes, (f["w"], f["da"], f["test/loss"]), (wl, dal, ll)):
-                ax.plot(x[sel], real[sel], color=c, label=f"T = {_fmt_num(f['T'])}")
-                ax.plot(x[sel], lin, color=c, ls="--", lw=1.0)
-        for ax, name in zip(axes, ("w", "Δa", "test loss")):
-            ax.set_xlabel("λ t  (λ = B / (√d T))")
-            ax.set_title(name)
-        axes[2].set_ylim(0, 0.55)
-        axes[0].legend(frameon=False)
-        fig.suptitle(title or f"Fig. 7: early dynamics (plain) vs their linearisation (dashed), d = "
-                     f"{_fmt_num(flows[0]['d'])}", fontsize=8.5)
-        return _save(fig, path)
+    fig, axes = _fig(3)
+    for f, c in zip(flows, _colours(len(flows))):
+        lam = f["B"] / (math.sqrt(f["d"]) * f["T"])
+        x = f["t"] * lam
+        sel = x <= 2.0
+        wl, dal = linear_solution(f["t"][sel], f["d"], f["T"], f["B"])
+        ll = 0.5 * (1 - lam * np.sinh(2 * x[sel]))
+        for ax, real, lin in zip(axes, (f["w"], f["da"], f["test/loss"]), (wl, dal, ll)):
+            ax.plot(x[sel], real[sel], color=c, label=f"T = {_fmt_num(f['T'])}")
+            ax.plot(x[sel], lin, color=c, ls="--", lw=1.0)
+    for ax, name in zip(axes, ("w", "Δa", "test loss")):
+        ax.set_xlabel("λ t  (λ = B / (√d T))")
+        ax.set_title(name)
+    axes[2].set_ylim(0, 0.55)
+    axes[0].legend(frameon=False)
+    fig.suptitle(title or f"Fig. 7: early dynamics (plain) vs their linearisation (dashed), d = "
+                 f"{_fmt_num(flows[0]['d'])}", fontsize=8.5)
+    return fig
 
 
-def fig8_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title: str | None = None) -> Path:
+@_figure_writer()
+def fig8_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None) -> Any:
     """Fig. 8: (left) w_inf(alpha) for several T at the run's d; (middle) w and w_inf(alpha(t)) along the flow;
     (right) the smallest and largest eigenvalue of the Hessian of Eq. 12 along the flow."""
-    require_matplotlib()
-    path = check_path(path)
-    import matplotlib as mpl
-    import numpy as np
-
     from .theory import hessian_eq12, w_equilibrium
 
     f = _flows(store, run_ids, "d")[0]
-    with mpl.rc_context(_style()):
-        fig, (a1, a2, a3) = _fig(3)
-        Ts = [64, 256, 1024, 4096]
-        for T, c in zip(Ts, _colours(len(Ts))):
-            al = np.geomspace(1.0 / T, 1.0 - 1e-4, 300)
-            a1.plot(al, w_equilibrium(al, f["d"], T, f["B"]), color=c, label=f"T = {T}")
-        a1.axhline(math.sqrt(f["d"]), color="0.5", lw=0.7, ls="--")
-        a1.set_xscale("log")
-        a1.set_xlabel("α")
-        a1.set_ylabel("w∞(α)")
-        a1.legend(frameon=False)
-        a2.plot(f["t"], f["w"], color="C0", label="w")
-        a2.plot(f["t"], w_equilibrium(f["alpha"], f["d"], f["T"], f["B"]), color="C3", ls="--", label="w∞(α(t))")
-        a2.set_ylim(0, 2.5 * math.sqrt(f["d"]))
-        a2.set_xlabel("flow time")
-        a2.legend(frameon=False)
-        ok = np.isfinite(f["da"])
-        ev = np.linalg.eigvalsh(hessian_eq12(f["w"][ok], f["da"][ok], f["d"], f["T"], f["B"]))
-        a3.plot(f["t"][ok], ev[:, 1], color="C2", label="largest")
-        a3.plot(f["t"][ok], ev[:, 0], color="C4", label="smallest")
-        a3.set_yscale("symlog", linthresh=1e-5)
-        a3.set_xlabel("flow time")
-        a3.set_title("Hessian eigenvalues")
-        a3.legend(frameon=False)
-        for ax in (a2, a3):
-            _time_axis(ax, [f])
-            if f["plateau"] is not None:
-                ax.axvline(f["plateau"], color="0.4", lw=0.7, ls=":")
-        fig.suptitle(title or f"Fig. 8 (T = {_fmt_num(f['T'])}, d = {_fmt_num(f['d'])})", fontsize=8.5)
-        return _save(fig, path)
+    fig, (a1, a2, a3) = _fig(3)
+    Ts = [64, 256, 1024, 4096]
+    for T, c in zip(Ts, _colours(len(Ts))):
+        al = np.geomspace(1.0 / T, 1.0 - 1e-4, 300)
+        a1.plot(al, w_equilibrium(al, f["d"], T, f["B"]), color=c, label=f"T = {T}")
+    a1.axhline(math.sqrt(f["d"]), color="0.5", lw=0.7, ls="--")
+    a1.set_xscale("log")
+    a1.set_xlabel("α")
+    a1.set_ylabel("w∞(α)")
+    a1.legend(frameon=False)
+    a2.plot(f["t"], f["w"], color="C0", label="w")
+    a2.plot(f["t"], w_equilibrium(f["alpha"], f["d"], f["T"], f["B"]), color="C3", ls="--", label="w∞(α(t))")
+    a2.set_ylim(0, 2.5 * math.sqrt(f["d"]))
+    a2.set_xlabel("flow time")
+    a2.legend(frameon=False)
+    ok = np.isfinite(f["da"])
+    ev = np.linalg.eigvalsh(hessian_eq12(f["w"][ok], f["da"][ok], f["d"], f["T"], f["B"]))
+    a3.plot(f["t"][ok], ev[:, 1], color="C2", label="largest")
+    a3.plot(f["t"][ok], ev[:, 0], color="C4", label="smallest")
+    a3.set_yscale("symlog", linthresh=1e-5)
+    a3.set_xlabel("flow time")
+    a3.set_title("Hessian eigenvalues")
+    a3.legend(frameon=False)
+    for ax in (a2, a3):
+        _time_axis(ax, [f])
+        if f["plateau"] is not None:
+            ax.axvline(f["plateau"], color="0.4", lw=0.7, ls=":")
+    fig.suptitle(title or f"Fig. 8 (T = {_fmt_num(f['T'])}, d = {_fmt_num(f['d'])})", fontsize=8.5)
+    return fig
 
 
-def fig10_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title: str | None = None) -> Path:
+@_figure_writer()
+def fig10_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None) -> Any:
     """Fig. 10: per p, the test loss (left), w~ (dashed) and the other columns' w / sqrt(d-1) (plain), both with
     optimum 1 (middle), and alpha (right)."""
-    require_matplotlib()
-    path = check_path(path)
-    import matplotlib as mpl
-    import numpy as np
-
     flows = _flows(store, run_ids, "p")
-    with mpl.rc_context(_style()):
-        fig, (a1, a2, a3) = _fig(3)
-        for f, c in zip(flows, _colours(len(flows))):
-            lab = f"p = {f['p']:g}"
-            a1.plot(f["t"], f["test/loss"], color=c, label=lab)
-            rest = f.get("w_rest")
-            if rest is None:  # p = 0: every column moves together, w~ = w_rest = w / sqrt(d)
-                rest = f["w"] / math.sqrt(f["d"])
-                a2.plot(f["t"], rest, color=c)
-            else:
-                a2.plot(f["t"], rest / math.sqrt(f["d"] - 1), color=c)
-                a2.plot(f["t"], f["toy/w_tilde"], color=c, ls="--")
-            a3.plot(f["t"], f["alpha"], color=c)
-        a1.set_ylabel("test loss (no repetition)")
-        a1.legend(frameon=False)
-        a2.set_ylabel("w~ (dashed), w / √(d−1) (plain)")
-        a3.set_ylabel("α")
-        for ax in (a1, a2, a3):
-            ax.set_xlabel("flow time")
-            _time_axis(ax, flows)
-        a2.set_ylim(-0.05, float(np.nanmax([np.nanmax(f["w"]) / math.sqrt(f["d"]) for f in flows])) * 1.6)
-        fig.suptitle(title or f"Fig. 10: cross-sample repetition (T = {_fmt_num(flows[0]['T'])}, "
-                     f"d = {_fmt_num(flows[0]['d'])})", fontsize=8.5)
-        return _save(fig, path)
+    fig, (a1, a2, a3) = _fig(3)
+    for f, c in zip(flows, _colours(len(flows))):
+        lab = f"p = {f['p']:g}"
+        a1.plot(f["t"], f["test/loss"], color=c, label=lab)
+        rest = f.get("w_rest")
+        if rest is None:  # p = 0: every column moves together, w~ = w_rest = w / sqrt(d)
+            rest = f["w"] / math.sqrt(f["d"])
+            a2.plot(f["t"], rest, color=c)
+        else:
+            a2.plot(f["t"], rest / math.sqrt(f["d"] - 1), color=c)
+            a2.plot(f["t"], f["toy/w_tilde"], color=c, ls="--")
+        a3.plot(f["t"], f["alpha"], color=c)
+    a1.set_ylabel("test loss (no repetition)")
+    a1.legend(frameon=False)
+    a2.set_ylabel("w~ (dashed), w / √(d−1) (plain)")
+    a3.set_ylabel("α")
+    for ax in (a1, a2, a3):
+        ax.set_xlabel("flow time")
+        _time_axis(ax, flows)
+    a2.set_ylim(-0.05, float(np.nanmax([np.nanmax(f["w"]) / math.sqrt(f["d"]) for f in flows])) * 1.6)
+    fig.suptitle(title or f"Fig. 10: cross-sample repetition (T = {_fmt_num(flows[0]['T'])}, "
+                 f"d = {_fmt_num(flows[0]['d'])})", fontsize=8.5)
+    return fig
 
 
-def fig12_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title: str | None = None) -> Path:
+@_figure_writer()
+def fig12_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None) -> Any:
     """Fig. 12: per p, the loss on the training distribution (with repetition: train/loss, fresh batches) on top and
     the test loss without repetition below, against the step, with the plateau threshold."""
-    require_matplotlib()
-    path = check_path(path)
-    import matplotlib as mpl
-
     recs = sorted((store.get(r) for r in run_ids), key=lambda r: ((r.config or {}).get("task", {}).get("p", 0.0),
                                                                    r.seed or 0))
-    with mpl.rc_context(_style()):
-        fig, axes = _fig(2, 4.0, 2.9)
-        cols = _colours(len(recs))
-        for rec, c in zip(recs, cols):
-            series = store.metrics(rec.run_id)
-            p = (rec.config or {}).get("task", {}).get("p", 0.0)
-            for ax, name in zip(axes, ("train/loss", "test/loss")):
-                if name in series:
-                    st, vals = series[name]
-                    ax.plot(st, vals, color=c, label=f"p = {p:g}" + (f", seed {rec.seed}" if rec.seed else ""))
-        thr = (recs[0].config or {}).get("plateau", {}).get("value") if recs else None
-        for ax, head in zip(axes, ("with repetition (train loss, fresh batches)", "without repetition (test loss)")):
-            if thr is not None:
-                ax.axhline(thr, color="0.55", lw=0.7)
-            ax.set_yscale("log")
-            ax.set_xlabel("step")
-            ax.set_title(head)
-        axes[0].legend(frameon=False)
-        fig.suptitle(title or "Fig. 12: cross-sample repetition", fontsize=8.5)
-        return _save(fig, path)
+    fig, axes = _fig(2, 4.0, 2.9)
+    cols = _colours(len(recs))
+    for rec, c in zip(recs, cols):
+        series = store.metrics(rec.run_id)
+        p = (rec.config or {}).get("task", {}).get("p", 0.0)
+        for ax, name in zip(axes, ("train/loss", "test/loss")):
+            if name in series:
+                st, vals = series[name]
+                ax.plot(st, vals, color=c, label=f"p = {p:g}" + (f", seed {rec.seed}" if rec.seed else ""))
+    thr = (recs[0].config or {}).get("plateau", {}).get("value") if recs else None
+    for ax, head in zip(axes, ("with repetition (train loss, fresh batches)", "without repetition (test loss)")):
+        if thr is not None:
+            ax.axhline(thr, color="0.55", lw=0.7)
+        ax.set_yscale("log")
+        ax.set_xlabel("step")
+        ax.set_title(head)
+    axes[0].legend(frameon=False)
+    fig.suptitle(title or "Fig. 12: cross-sample repetition", fontsize=8.5)
+    return fig
 
 
 def nearest_rows(store: Any, run_ids: Sequence[str]) -> list[dict[str, Any]]:
@@ -813,8 +787,6 @@ def nearest_rows(store: Any, run_ids: Sequence[str]) -> list[dict[str, Any]]:
     (C−2)/(C−1)·V, the perplexity of a model that guesses uniformly among the context tokens other than the current
     one ("Dependence on vocab size V"), and V/n_embd, which the best perplexity falls faster than ("Dependence on
     embedding dimension"). Sorted by attention, self key (with it first), V, C, n_embd, seed."""
-    import math
-
     rows: list[dict[str, Any]] = []
     for rid in run_ids:
         rec = store.get(rid)
@@ -835,48 +807,39 @@ def nearest_rows(store: Any, run_ids: Sequence[str]) -> list[dict[str, Any]]:
     return rows
 
 
-def nearest_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title: str | None = None) -> Path:
+@_figure_writer()
+def nearest_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None) -> Any:
     """Blog 3 ("Sparse attention 3 – inefficiency of extracting similar content"): the best and the final test
     perplexity of each run (one point per seed) against what its runs sweep, C or n_embd, beside the blog's reference
     there: (C−2)/(C−1)·V (guessing among the other context tokens) against C, V/n_embd against n_embd, log-log.
     Rows: ``nearest_rows``."""
-    require_matplotlib()
-    path = check_path(path)
-    import matplotlib as mpl
-
     rows = nearest_rows(store, run_ids)
     xkey = "C" if len({r["C"] for r in rows}) > 1 else "n_embd"
     ref, ref_label = ("guess", "(C−2)/(C−1)·V: guess a context token") if xkey == "C" else ("v_over_n", "V/n_embd")
-    with mpl.rc_context(_style()):
-        fig, (ax,) = _fig(1, 4.4, 3.1)
-        for key, marker, label in (("best", "o", "best test perplexity"), ("final", "x", "final test perplexity")):
-            pts = [(r[xkey], r[key]) for r in rows if r[key] is not None]
-            ax.scatter([x for x, _ in pts], [y for _, y in pts], marker=marker, s=18, label=label)
-        refs = sorted({(r[xkey], r[ref]) for r in rows if r[ref] is not None})
-        ax.plot([x for x, _ in refs], [y for _, y in refs], color="0.4", ls="--", label=ref_label)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel({"C": "context length C", "n_embd": "n_embd"}[xkey])
-        ax.set_ylabel("test perplexity exp(loss)")
-        ax.legend(frameon=False)
-        vs = sorted({r["V"] for r in rows})
-        fig.suptitle(title or f"nearest token, V = {', '.join(map(str, vs))}", fontsize=8.5)
-        return _save(fig, path)
+    fig, (ax,) = _fig(1, 4.4, 3.1)
+    for key, marker, label in (("best", "o", "best test perplexity"), ("final", "x", "final test perplexity")):
+        pts = [(r[xkey], r[key]) for r in rows if r[key] is not None]
+        ax.scatter([x for x, _ in pts], [y for _, y in pts], marker=marker, s=18, label=label)
+    refs = sorted({(r[xkey], r[ref]) for r in rows if r[ref] is not None})
+    ax.plot([x for x, _ in refs], [y for _, y in refs], color="0.4", ls="--", label=ref_label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel({"C": "context length C", "n_embd": "n_embd"}[xkey])
+    ax.set_ylabel("test perplexity exp(loss)")
+    ax.legend(frameon=False)
+    vs = sorted({r["V"] for r in rows})
+    fig.suptitle(title or f"nearest token, V = {', '.join(map(str, vs))}", fontsize=8.5)
+    return fig
 
 
-def geometry_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title: str | None = None) -> Path:
+@_figure_writer()
+def geometry_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None) -> Any:
     """Blog 3 ("Sparse attention 3 – inefficiency of extracting similar content", the embedding plots of "Failure
     even for context length = 3" and "Dependence on embedding dimension"): each run's final token embedding in a
     plane (n_embd 2: itself; larger: the first two principal components, ``geometry.plane``), one panel per run,
     every point labelled by its token value and coloured by it, the panel's title giving n_embd and how ordered
     the embedding is (``geometry.order``: Spearman's rho of embedding distance against value distance, the share of
     tokens whose nearest token is a numerical neighbour). Runs without a stored embedding are refused."""
-    require_matplotlib()
-    path = check_path(path)
-    import matplotlib as mpl
-
-    from sparse_tui import geometry
-
     recs = [store.get(r) for r in run_ids]
     embs = [(rec, store.array(rec.run_id, geometry.ARRAY)) for rec in recs]
     missing = [rec.run_id for rec, E in embs if E is None]
@@ -884,88 +847,70 @@ def geometry_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, tit
         raise FigureError(f"no stored embedding for run(s) {', '.join(missing) or '(none given)'} (token-input runs "
                           "store theirs when they end; runs from before schema 5 have none)")
     embs.sort(key=lambda re_: ((re_[0].config or {}).get("model", {}).get("d_model") or 0, re_[0].seed or 0))
-    with mpl.rc_context(_style()):
-        fig, axes = _fig(len(embs), 3.0, 3.0)
-        for ax, (rec, E) in zip(axes, embs):
-            pl, o = geometry.plane(E), geometry.order(E)
-            V = E.shape[0]
-            ax.scatter(pl.xy[:, 0], pl.xy[:, 1], c=range(V), cmap="viridis", s=14)
-            for v, (x, y) in enumerate(pl.xy):
-                ax.annotate(str(v), (x, y), fontsize=6, xytext=(2, 2), textcoords="offset points")
-            share = f", {pl.explained:.0%} of var." if pl.axes[0] == "PC1" else ""
-            ax.set_title(f"n_embd {E.shape[1]}, seed {rec.seed}{share}\nrho {o['rho']:.2f}, "
-                         f"neighbours {o['neighbours']:.2f}", fontsize=7.5)
-            ax.set_xlabel(pl.axes[0])
-            ax.set_ylabel(pl.axes[1])
-        fig.suptitle(title or "learned token embeddings (labels: token value)", fontsize=8.5)
-        return _save(fig, path)
+    fig, axes = _fig(len(embs), 3.0, 3.0)
+    for ax, (rec, E) in zip(axes, embs):
+        pl, o = geometry.plane(E), geometry.order(E)
+        V = E.shape[0]
+        ax.scatter(pl.xy[:, 0], pl.xy[:, 1], c=range(V), cmap="viridis", s=14)
+        for v, (x, y) in enumerate(pl.xy):
+            ax.annotate(str(v), (x, y), fontsize=6, xytext=(2, 2), textcoords="offset points")
+        share = f", {pl.explained:.0%} of var." if pl.axes[0] == "PC1" else ""
+        ax.set_title(f"n_embd {E.shape[1]}, seed {rec.seed}{share}\nrho {o['rho']:.2f}, "
+                     f"neighbours {o['neighbours']:.2f}", fontsize=7.5)
+        ax.set_xlabel(pl.axes[0])
+        ax.set_ylabel(pl.axes[1])
+    fig.suptitle(title or "learned token embeddings (labels: token value)", fontsize=8.5)
+    return fig
 
 
-def fig17_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title: str | None = None) -> Path:
+@_figure_writer()
+def fig17_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None) -> Any:
     """Fig. 17 (arXiv 2505.17863 App. C.2): test accuracy (left), the copy probe (attention from the relevant value
     to its key, ``attn/L{l}/copy``, middle) and the selection probe (query to the relevant value,
     ``attn/L{l}/select``, right) of every layer that logs them, against the step; one colour per run, one line
     style per layer."""
-    require_matplotlib()
-    path = check_path(path)
-    import matplotlib as mpl
-
     recs = sorted((store.get(r) for r in run_ids), key=lambda r: (r.label or "", r.seed or 0))
     styles = ("-", "--", ":", "-.")
-    with mpl.rc_context(_style()):
-        fig, axes = _fig(3, 3.3, 2.8)
-        for j, (rec, c) in enumerate(zip(recs, _colours(len(recs)))):
-            series = store.metrics(rec.run_id)
-            if "test/acc" in series:
-                axes[0].plot(*series["test/acc"], color=c, label=rec.label)
-            for ax, kind in zip(axes[1:], ("copy", "select")):
-                names = sorted(n for n in series if re.fullmatch(rf"attn/L\d+/{kind}", n))
-                for i, name in enumerate(names):  # the layers are named once (line styles), the runs by colour
-                    ax.plot(*series[name], color=c, ls=styles[i % len(styles)],
-                            label=f"layer {name.split('/')[1][1:]}" if j == 0 else None)
-        for ax, head in zip(axes, ("test accuracy", "copy: relevant value -> its key",
-                                   "selection: query -> relevant value")):
-            ax.set_xlabel("step")
-            ax.set_title(head)
-            ax.set_ylim(-0.02, 1.02)
-        for ax in axes if recs else ():
-            ax.legend(frameon=False)
-        fig.suptitle(title or "Fig. 17: attention probes during recall's emergence", fontsize=8.5)
-        return _save(fig, path)
+    fig, axes = _fig(3, 3.3, 2.8)
+    for j, (rec, c) in enumerate(zip(recs, _colours(len(recs)))):
+        series = store.metrics(rec.run_id)
+        if "test/acc" in series:
+            axes[0].plot(*series["test/acc"], color=c, label=rec.label)
+        for ax, kind in zip(axes[1:], ("copy", "select")):
+            names = sorted(n for n in series if re.fullmatch(rf"attn/L\d+/{kind}", n))
+            for i, name in enumerate(names):  # the layers are named once (line styles), the runs by colour
+                ax.plot(*series[name], color=c, ls=styles[i % len(styles)],
+                        label=f"layer {name.split('/')[1][1:]}" if j == 0 else None)
+    for ax, head in zip(axes, ("test accuracy", "copy: relevant value -> its key",
+                               "selection: query -> relevant value")):
+        ax.set_xlabel("step")
+        ax.set_title(head)
+        ax.set_ylim(-0.02, 1.02)
+    for ax in axes if recs else ():
+        ax.legend(frameon=False)
+    fig.suptitle(title or "Fig. 17: attention probes during recall's emergence", fontsize=8.5)
+    return fig
 
 
-def phase_entry_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title: str | None = None) -> Path:
+@_figure_writer()
+def phase_entry_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None) -> Any:
     """The phase diagram the blog "Sparse attention 6 – In-context associative recall" suggests, of runs that sweep
     two parameters (``phase.sweep_axes``: e.g. N × lr): the plateau step (log colours; blank: never emerged) beside
     the final test accuracy, each cell the mean over its seeds (``phase.phase_grid``, the console's Phase panel's)."""
-    require_matplotlib()
-    path = check_path(path)
-    import matplotlib as mpl
-    from matplotlib.figure import Figure
-
-    from sparse_tui.phase import cell_note, phase_grid, sweep_axes
-
     recs = [store.get(r) for r in run_ids]
     x_key, y_key = sweep_axes(recs)
-    with mpl.rc_context(_style()):
-        xs, ys, _, counts = phase_grid(recs, x_key, y_key, "acc")
-        fig = Figure(figsize=(2 * (1.6 + 0.6 * len(xs)), 1.4 + 0.45 * len(ys)), layout="constrained")
-        for ax, value in zip(fig.subplots(1, 2), ("plateau", "acc")):
-            xs, ys, grid, _ = phase_grid(recs, x_key, y_key, value)
-            try:
-                _phase_panel(fig, ax, x_key, y_key, xs, ys, grid, value)
-            except FigureError:  # no run emerged: the panel says so
-                ax.text(0.5, 0.5, f"no {value} value", ha="center", va="center", transform=ax.transAxes)
-            ax.set_title({"plateau": "plateau step (blank: never emerged)", "acc": "final test accuracy"}[value])
-        head = title or f"phase diagram: {y_key} × {x_key}"
-        fig.suptitle(f"{head}   ({cell_note(counts)})", fontsize=8.5)
-        return _save(fig, path)
-
-
-def fig4_curves_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title: str | None = None) -> Path:
-    """Fig. 4 left/middle (arXiv 2505.17863 §3.2): test loss and test accuracy of every run on shared axes, one
-    colour per N_pairs and one line style per seed (the paper's overlay, not one panel per point)."""
-    return curves_figure(store, run_ids, path, title=title, facet=False)
+    xs, ys, _, counts = phase_grid(recs, x_key, y_key, "acc")
+    fig, axes = _fig(2, 1.6 + 0.6 * len(xs), 1.4 + 0.45 * len(ys))
+    for ax, value in zip(axes, ("plateau", "acc")):
+        xs, ys, grid, _ = phase_grid(recs, x_key, y_key, value)
+        try:
+            _phase_panel(fig, ax, x_key, y_key, xs, ys, grid, value)
+        except FigureError:  # no run emerged: the panel says so
+            ax.text(0.5, 0.5, f"no {value} value", ha="center", va="center", transform=ax.transAxes)
+        ax.set_title({"plateau": "plateau step (blank: never emerged)", "acc": "final test accuracy"}[value])
+    head = title or f"phase diagram: {y_key} × {x_key}"
+    fig.suptitle(f"{head}   ({cell_note(counts)})", fontsize=8.5)
+    return fig
 
 
 def varied_task_key(recs: Sequence[Any]) -> str:
@@ -976,17 +921,12 @@ def varied_task_key(recs: Sequence[Any]) -> str:
     return next((k for k in keys if len({json.dumps(t.get(k), sort_keys=True) for t in tasks}) > 1), "")
 
 
-def fig16_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title: str | None = None) -> Path:
+@_figure_writer()
+def fig16_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None) -> Any:
     """Fig. 16 (arXiv 2505.17863 App. C.2), the training counterpart of Fig. 5: the training loss (fresh batches with
     the run's repetition; the emergence level ``atlas.paper_recall.FIG16_TRAIN_LOSS`` as a grey line) left, the test
     accuracy without repetition right (where Fig. 5 sees the overfitting); one colour per swept value (B or p), one
     line style per seed."""
-    require_matplotlib()
-    path = check_path(path)
-    import matplotlib as mpl
-
-    from sparse_tui.atlas.paper_recall import FIG16_TRAIN_LOSS
-
     recs = [store.get(r) for r in run_ids]
     var = varied_task_key(recs)
     key = lambda rec: (var, (rec.config or {}).get("task", {}).get(var))  # noqa: E731
@@ -994,28 +934,27 @@ def fig16_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title:
     values = list(dict.fromkeys(key(r) for r in recs))
     seeds = sorted({r.seed or 0 for r in recs})
     styles = ("-", "--", ":", "-.")
-    with mpl.rc_context(_style()):
-        fig, axes = _fig(2, 3.8, 2.9)
-        colour = dict(zip(values, _colours(len(values))))
-        for rec in recs:
-            series = store.metrics(rec.run_id)
-            k = key(rec)
-            ls = styles[seeds.index(rec.seed or 0) % len(styles)]
-            label = f"{k[0]} = {k[1]:g}" if (rec.seed or 0) == seeds[0] and isinstance(k[1], (int, float)) else None
-            for ax, name in zip(axes, ("train/loss", "test/acc")):
-                if name in series:
-                    ax.plot(*series[name], color=colour[k], ls=ls, lw=1.0, label=label)
-        axes[0].axhline(FIG16_TRAIN_LOSS, color="0.55", lw=0.7)
-        axes[0].set_yscale("log")
-        axes[1].set_ylim(-0.02, 1.02)
-        for ax, head in zip(axes, ("training data, with repetition (train loss)",
-                                   "test data, no repetition (accuracy)")):
-            ax.set_xlabel("step")
-            ax.set_title(head)
-        axes[0].legend(frameon=False, title=("line style: seed " + ", ".join(map(str, seeds))) if len(seeds) > 1
-                       else None)
-        fig.suptitle(title or "Fig. 16: repetition on the training data", fontsize=8.5)
-        return _save(fig, path)
+    fig, axes = _fig(2, 3.8, 2.9)
+    colour = dict(zip(values, _colours(len(values))))
+    for rec in recs:
+        series = store.metrics(rec.run_id)
+        k = key(rec)
+        ls = styles[seeds.index(rec.seed or 0) % len(styles)]
+        label = f"{k[0]} = {k[1]:g}" if (rec.seed or 0) == seeds[0] and isinstance(k[1], (int, float)) else None
+        for ax, name in zip(axes, ("train/loss", "test/acc")):
+            if name in series:
+                ax.plot(*series[name], color=colour[k], ls=ls, lw=1.0, label=label)
+    axes[0].axhline(FIG16_TRAIN_LOSS, color="0.55", lw=0.7)
+    axes[0].set_yscale("log")
+    axes[1].set_ylim(-0.02, 1.02)
+    for ax, head in zip(axes, ("training data, with repetition (train loss)",
+                               "test data, no repetition (accuracy)")):
+        ax.set_xlabel("step")
+        ax.set_title(head)
+    axes[0].legend(frameon=False, title=("line style: seed " + ", ".join(map(str, seeds))) if len(seeds) > 1
+                   else None)
+    fig.suptitle(title or "Fig. 16: repetition on the training data", fontsize=8.5)
+    return fig
 
 
 # Figures of one atlas entry (sparse-tui reproduce KEY --plot FILE); other entries: fit_figure or curves_figure.
@@ -1023,36 +962,35 @@ ENTRY_FIGURES = {"fig1a": fig1a_figure, "fig1b": fig1b_figure, "fig6": fig6_figu
                  "fig8": fig8_figure, "fig10": fig10_figure, "fig12": fig12_figure,
                  "blog3_C": nearest_figure, "blog3_nembd": nearest_figure, "fig17": fig17_figure,
                  "blog3_geometry": geometry_figure, "blog6_phase": phase_entry_figure,
-                 "fig16_left": fig16_figure, "fig16_right": fig16_figure, "fig4_left": fig4_curves_figure}
+                 "fig16_left": fig16_figure, "fig16_right": fig16_figure,
+                 # Fig. 4 left/middle (arXiv 2505.17863 §3.2): test loss and accuracy of every run on shared axes,
+                 # one colour per N_pairs, one line style per seed (the paper's overlay, not one panel per point)
+                 "fig4_left": functools.partial(curves_figure, facet=False)}
 
 
-def p_table_figure(data: Mapping[str, Any], path: str | Path, *, title: str | None = None) -> Path:
+@_figure_writer()
+def p_table_figure(data: Mapping[str, Any], *, title: str | None = None) -> Any:
     """Fig. 3 right: the plateau (geometric mean over seeds, at the lr chosen per p) against d, one line per p;
     open markers where censored runs make the point a lower bound. ``data``: ``reproduce.p_table_report``'s."""
-    require_matplotlib()
-    path = check_path(path)
-    import matplotlib as mpl
-
     table = data["table"]
     ps = sorted(table, key=float)
-    with mpl.rc_context(_style()):
-        fig, (ax,) = _fig(1, 4.4, 3.1)
-        for p, c in zip(ps, _colours(len(ps))):
-            row = table[p]
-            ds = sorted(row, key=float)
-            ax.plot([float(d) for d in ds], [row[d]["mean"] for d in ds], color=c, marker="o", ms=3.5,
-                    label=f"p = {float(p):g} (lr {data['chosen_lr'][p]:g})")
-            cens = [d for d in ds if row[d]["censored"]]
-            if cens:
-                ax.scatter([float(d) for d in cens], [row[d]["mean"] for d in cens], marker="^", s=30,
-                           facecolors="none", edgecolors=[c], zorder=3)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("d")
-        ax.set_ylabel("plateau step")
-        ax.legend(frameon=False)
-        fig.suptitle(title or "plateau vs d per cross-sample repetition p", fontsize=8.5)
-        return _save(fig, path)
+    fig, (ax,) = _fig(1, 4.4, 3.1)
+    for p, c in zip(ps, _colours(len(ps))):
+        row = table[p]
+        ds = sorted(row, key=float)
+        ax.plot([float(d) for d in ds], [row[d]["mean"] for d in ds], color=c, marker="o", ms=3.5,
+                label=f"p = {float(p):g} (lr {data['chosen_lr'][p]:g})")
+        cens = [d for d in ds if row[d]["censored"]]
+        if cens:
+            ax.scatter([float(d) for d in cens], [row[d]["mean"] for d in cens], marker="^", s=30,
+                       facecolors="none", edgecolors=[c], zorder=3)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("d")
+    ax.set_ylabel("plateau step")
+    ax.legend(frameon=False)
+    fig.suptitle(title or "plateau vs d per cross-sample repetition p", fontsize=8.5)
+    return fig
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -1064,7 +1002,6 @@ def _phase_panel(fig: Any, ax: Any, x_key: str, y_key: str, xs: Sequence[Any], y
                  grid: Sequence[Sequence[float]], value: str) -> None:
     """One phase diagram on ``ax``: the cells coloured and annotated (empty ones blank), the plateau step on a log
     colour scale, accuracy and emerged fraction on [0, 1]. Raises ``FigureError`` when no cell has a value."""
-    import numpy as np
     from matplotlib.colors import LogNorm, Normalize
 
     z = np.array([[np.nan if v is None else float(v) for v in row] for row in grid], dtype=float)
@@ -1087,18 +1024,13 @@ def _phase_panel(fig: Any, ax: Any, x_key: str, y_key: str, xs: Sequence[Any], y
     fig.colorbar(im, ax=ax, label=value)
 
 
+@_figure_writer("figure")
 def phase_figure(x_key: str, y_key: str, xs: Sequence[Any], ys: Sequence[Any], grid: Sequence[Sequence[float]],
-                 value: str, path: str | Path, *, title: str | None = None, note: str = "") -> Path:
+                 value: str, *, title: str | None = None, note: str = "") -> Any:
     """Write a phase diagram (a value over two swept parameters; empty cells blank, each cell annotated) to
     ``path``; the plateau step on a log colour scale. Raises ``FigureError``."""
-    require_matplotlib()
-    path = check_path(path, "figure")
-    import matplotlib as mpl
-    from matplotlib.figure import Figure
-
-    with mpl.rc_context(_style()):
-        fig = Figure(figsize=(1.2 + 0.75 * len(xs), 1.0 + 0.45 * len(ys)), layout="constrained")
-        _phase_panel(fig, fig.subplots(), x_key, y_key, xs, ys, grid, value)
-        head = title or f"{value}: {y_key} × {x_key}"
-        fig.suptitle(f"{head}   ({note})" if note else head, fontsize=8.5)
-        return _save(fig, path)
+    fig, (ax,) = _fig(1, 1.2 + 0.75 * len(xs), 1.0 + 0.45 * len(ys))
+    _phase_panel(fig, ax, x_key, y_key, xs, ys, grid, value)
+    head = title or f"{value}: {y_key} × {x_key}"
+    fig.suptitle(f"{head}   ({note})" if note else head, fontsize=8.5)
+    return fig
