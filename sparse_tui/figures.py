@@ -570,9 +570,9 @@ def flow_series(store: Any, run_id: str) -> dict[str, Any]:
     return out
 
 
-def _flows(store: Any, run_ids: Sequence[str], key: str) -> list[dict[str, Any]]:
-    flows = [flow_series(store, r) for r in run_ids]
-    return sorted(flows, key=lambda f: f[key])
+def sorted_flows(store: Any, run_ids: Sequence[str], key: str) -> list[dict[str, Any]]:
+    """The runs' ``flow_series``, sorted by ``key`` (d, T or p)."""
+    return sorted((flow_series(store, r) for r in run_ids), key=lambda f: f[key])
 
 
 def _fig(n: int, width: float = 3.3, height: float = 2.8) -> Any:
@@ -599,7 +599,7 @@ def _colours(n: int) -> list[Any]:
 @_figure_writer()
 def fig1a_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None) -> Any:
     """Fig. 1a: the test loss of the reduced flow against time, one line per d (T = 512)."""
-    flows = _flows(store, run_ids, "d")
+    flows = sorted_flows(store, run_ids, "d")
     fig, (ax,) = _fig(1, 4.6, 3.0)
     for f, c in zip(flows, _colours(len(flows))):
         ax.plot(f["t"], f["test/loss"], color=c, label=f"d = {_fmt_num(f['d'])}")
@@ -617,7 +617,7 @@ def fig1a_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None
 @_figure_writer()
 def fig1b_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None) -> Any:
     """Fig. 1b: w and alpha against time at d = 64 (or the run nearest it), optimal values dashed."""
-    f = min(_flows(store, run_ids, "d"), key=lambda f: abs(f["d"] - 64))
+    f = min(sorted_flows(store, run_ids, "d"), key=lambda f: abs(f["d"] - 64))
     fig, (a1, a2) = _fig(2)
     a1.plot(f["t"], f["w"], color="C0")
     a1.axhline(math.sqrt(f["d"]), color="C0", ls="--", lw=0.9)
@@ -640,7 +640,7 @@ def fig6_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None)
     """Fig. 6: log10 of the loss Eq. 12 over (w, da) and the gradient-flow path from (0, 0) (white)."""
     from .theory import loss_eq12
 
-    f = _flows(store, run_ids, "d")[0]
+    f = sorted_flows(store, run_ids, "d")[0]
     ok = np.isfinite(f["da"])
     w_hi = max(1.4 * math.sqrt(f["d"]), float(np.nanmax(f["w"])) * 1.1)
     da_hi = float(np.nanmax(f["da"][ok])) * 1.1 + 1
@@ -664,7 +664,7 @@ def fig7_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None)
     lambda t (lambda = B / (sqrt(d) T))."""
     from .theory import linear_solution
 
-    flows = _flows(store, run_ids, "T")
+    flows = sorted_flows(store, run_ids, "T")
     fig, axes = _fig(3)
     for f, c in zip(flows, _colours(len(flows))):
         lam = f["B"] / (math.sqrt(f["d"]) * f["T"])
@@ -691,7 +691,7 @@ def fig8_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None)
     (right) the smallest and largest eigenvalue of the Hessian of Eq. 12 along the flow."""
     from .theory import hessian_eq12, w_equilibrium
 
-    f = _flows(store, run_ids, "d")[0]
+    f = sorted_flows(store, run_ids, "d")[0]
     fig, (a1, a2, a3) = _fig(3)
     Ts = [64, 256, 1024, 4096]
     for T, c in zip(Ts, _colours(len(Ts))):
@@ -727,7 +727,7 @@ def fig8_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None)
 def fig10_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None) -> Any:
     """Fig. 10: per p, the test loss (left), w~ (dashed) and the other columns' w / sqrt(d-1) (plain), both with
     optimum 1 (middle), and alpha (right)."""
-    flows = _flows(store, run_ids, "p")
+    flows = sorted_flows(store, run_ids, "p")
     fig, (a1, a2, a3) = _fig(3)
     for f, c in zip(flows, _colours(len(flows))):
         lab = f"p = {f['p']:g}"

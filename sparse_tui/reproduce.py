@@ -9,8 +9,9 @@
   through the runner (``runner.coordinate``, as ``run --headless``); the console through ``runner.start_detached``.
 * ``report``: the paper beside the measurement: ``law_report`` (fit of ``entry.fit_vars`` with the entry's law,
   exponents against their targets, plateau per grid point against the law), ``curves_report`` (plateaus and the
-  transition's sharpness), ``p_table_report`` (Fig. 3 right) and one function per figure of the reduced dynamics
-  (``THEORY_REPORTS``). ``draw`` writes the entry's figure (``figures``).
+  transition's sharpness), ``p_table_report`` (Fig. 3 right) and the entries' own reports (``ENTRY_REPORTS``: one per
+  figure of the reduced dynamics, the tables and curves of the recall and blog entries). ``draw`` writes the entry's
+  figure (``figures``).
 
 No torch, no textual at import.
 """
@@ -18,11 +19,19 @@ No torch, no textual at import.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+import numpy as np
+from pydantic import ValidationError
+
+from sparse_tui import figures, geometry
 from sparse_tui.atlas import SIZES, AtlasError, Entry, entries, preset_path
+from sparse_tui.atlas.paper_recall import FIG16_TRAIN_LOSS
+from sparse_tui.phase import cell_note, phase_grid, sweep_axes
+from sparse_tui.presets import config_from_json, expand, load_preset
 
 # A run recorded with one of these statuses is a result: reused, never trained again (a diverged run diverges
 # again: training is seeded).
@@ -42,10 +51,6 @@ def _canonical(config: dict) -> dict:
     """A stored config as today's schema writes it: a field added since the run was recorded takes its default
     (which is what the run trained with), so adding a field does not orphan the store's runs. A config the schema
     no longer accepts is kept as stored (it then matches nothing)."""
-    from pydantic import ValidationError
-
-    from sparse_tui.presets import config_from_json
-
     try:
         return config_from_json(config).model_dump(mode="json")
     except ValidationError:
@@ -81,8 +86,6 @@ def match_runs(store: Any, specs: Sequence[Any], index: dict[str, list[Any]] | N
 def load_specs(entry: Entry, size: str, presets_dir: Path | None = None) -> tuple[Any, list[Any]]:
     """The loaded preset of ``entry`` at ``size`` and its runs. Raises ``AtlasError`` (no such size, file missing) or
     ``presets.PresetError``."""
-    from sparse_tui.presets import expand, load_preset
-
     name = entry.preset(size)
     if name is None:
         sizes = ", ".join(s for s in SIZES if entry.preset(s)) or "none"
@@ -194,6 +197,27 @@ class Report:
     run_ids: tuple[str, ...] = ()
 
 
+def _report(entry: Entry, run_ids: Sequence[str], lines: list[str], data: dict[str, Any], fit: Any = None) -> Report:
+    """The report of ``entry``: its head line, then ``lines``; ``data`` under the entry's key."""
+    return Report(entry, "\n".join([f"{entry.key} — {entry.figure}: {entry.shows}", *lines]),
+                  {"entry": entry.key, **data}, fit=fit, run_ids=tuple(run_ids))
+
+
+def _gmean(xs: Iterable[float | None]) -> float | None:
+    """The geometric mean of the values that are set (not None, not 0); None when none is."""
+    xs = [x for x in xs if x]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def _loglog_slope(pts: Sequence[tuple[float, float]]) -> float | None:
+    """The least-squares slope of log y against log x over points with x, y > 0; None with fewer than two x."""
+    logs = [(math.log(x), math.log(y)) for x, y in pts]
+    if len({x for x, _ in logs}) < 2:
+        return None
+    mx, my = sum(x for x, _ in logs) / len(logs), sum(y for _, y in logs) / len(logs)
+    return sum((x - mx) * (y - my) for x, y in logs) / sum((x - mx) ** 2 for x, _ in logs)
+
+
 def _num(x: Any, spec: str = "+.3f") -> str:
     if x is None:
         width = "".join(c for c in spec.split(".")[0] if c.isdigit())
@@ -224,8 +248,7 @@ def law_report(store: Any, entry: Entry, run_ids: Sequence[str], threshold: floa
         ok = None if (tol is None or c["paper"] is None) else abs(c["paper_diff"]) <= tol
         rows.append({"variable": v, "paper": c["paper"], "measured": c["fitted"], "ci": c["ci"],
                      "diff": c["paper_diff"], "target": tol, "within": ok})
-    lines = [f"{entry.key} — {entry.figure}: {entry.shows}",
-             f"  {sel.describe()}; fitted {res.n}, censored {res.n_censored}"]
+    lines = [f"  {sel.describe()}; fitted {res.n}, censored {res.n_censored}"]
     if reread is not None:
         lines.append(f"  {reread.text()}")
     if pf is not None:
@@ -253,16 +276,13 @@ def law_report(store: Any, entry: Entry, run_ids: Sequence[str], threshold: floa
             lines.append("    " + "  ".join(f"{pt['x'][n]:>8g}" for n in names)
                          + f"  {pt['n']:>5}  {_num(pt['measured'], '9.1f')}  {_num(pt['paper'], '9.1f')}  "
                          + f"{_num(pt['ratio'], '6.2f')}")
-    data = {"entry": entry.key, "figure": entry.figure, "law": entry.law, "rows": rows, "points": points,
-            "fit": rep.to_dict()}
-    return Report(entry, "\n".join(lines), data, fit=rep, run_ids=tuple(run_ids))
+    data = {"figure": entry.figure, "law": entry.law, "rows": rows, "points": points, "fit": rep.to_dict()}
+    return _report(entry, run_ids, lines, data, fit=rep)
 
 
 def _per_point(rows: Sequence[dict], entry: Entry, pf: Any) -> list[dict[str, Any]]:
     """Geometric mean plateau per grid point of the fit variables (censored runs left out, counted in ``n`` only
     when they have a plateau) beside the paper's law there."""
-    import math
-
     from sparse_tui.fitting import _Resolver, _rows
 
     rs = _rows(rows)
@@ -287,7 +307,7 @@ def _per_point(rows: Sequence[dict], entry: Entry, pf: Any) -> list[dict[str, An
     out = []
     for k in sorted(groups):
         vals = groups[k]
-        m = math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else None
+        m = _gmean(vals)
         law = None
         if pf is not None:
             try:
@@ -303,7 +323,7 @@ def curves_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     """Learning curves (Figs. 9, 11, 12): per run its plateau (App. D.1) and how sharp the transition is — the steps
     the watched loss takes from 90% of its plateau level to the threshold, against the plateau's length. The paper
     shows these curves without numbers."""
-    lines = [f"{entry.key} — {entry.figure}: {entry.shows}", f"  {len(run_ids)} run(s); "
+    lines = [f"  {len(run_ids)} run(s); "
              "paper: curves only (no numbers); measured: plateau (test loss), the train loss's crossing of the same "
              "threshold, and the drop from 90% of the plateau level to the threshold"]
     lines.append(f"  {'run':<28} {'plateau':>8} {'train pl.':>9} {'drop steps':>10} {'drop/plateau':>12} "
@@ -322,7 +342,7 @@ def curves_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
         lines.append(f"  {rec.label[:28]:<28} {_num(pl, '8g')} {_num(tpl, '9g')} {_num(drop, '10g')} "
                      f"{_num(ratio, '12.2f')} {_num(final.get('test/loss'), '10.3g')} "
                      f"{_num(final.get('train/loss'), '11.3g')}")
-    return Report(entry, "\n".join(lines), {"entry": entry.key, "runs": out}, run_ids=tuple(run_ids))
+    return _report(entry, run_ids, lines, {"runs": out})
 
 
 def train_plateau(series: dict, rec: Any) -> float | None:
@@ -358,28 +378,18 @@ def transition_steps(series: dict, rec: Any) -> float | None:
 
 
 def _first(t: Any, cond: Any) -> float | None:
-    import numpy as np
-
     idx = np.flatnonzero(cond)
     return float(t[idx[0]]) if idx.size else None
 
 
-def _flows(store: Any, run_ids: Sequence[str], key: str) -> list[dict[str, Any]]:
-    from sparse_tui.figures import flow_series
-
-    return sorted((flow_series(store, r) for r in run_ids), key=lambda f: f[key])
-
-
-def _theory_text(entry: Entry, claim: str, head: str, rows: list[str]) -> str:
-    return "\n".join([f"{entry.key} — {entry.figure}: {entry.shows}", f"  paper: {claim}", f"  {head}"]
-                      + [f"  {r}" for r in rows])
+def _theory_report(entry: Entry, run_ids: Sequence[str], claim: str, head: str, rows: list[str],
+                   data: dict[str, Any]) -> Report:
+    return _report(entry, run_ids, [f"  paper: {claim}", f"  {head}", *(f"  {r}" for r in rows)], data)
 
 
 def fig1a_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
-    import math
-
     rows, data = [], []
-    for f in _flows(store, run_ids, "d"):
+    for f in figures.sorted_flows(store, run_ids, "d"):
         rec = f["rec"]
         series = store.metrics(rec.run_id)
         drop = transition_steps(series, rec)
@@ -388,23 +398,19 @@ def fig1a_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
         data.append({"d": f["d"], "plateau": pl, "plateau_over_scale": pl / scale if pl else None, "drop": drop})
         rows.append(f"{f['d']:>6g} {_num(pl, '10.1f')} {_num(pl / scale if pl else None, '12.3f')} "
                     f"{_num(drop, '10g')} {_num(drop / pl if (drop and pl) else None, '12.3f')}")
-    text = _theory_text(entry, "a plateau at 0.5, then a sharp drop (no numbers)",
-                        f"{'d':>6} {'plateau':>10} {'pl/(√d·T)':>12} {'drop':>10} {'drop/plateau':>12}", rows)
-    return Report(entry, text, {"entry": entry.key, "runs": data}, run_ids=tuple(run_ids))
+    return _theory_report(entry, run_ids, "a plateau at 0.5, then a sharp drop (no numbers)",
+                          f"{'d':>6} {'plateau':>10} {'pl/(√d·T)':>12} {'drop':>10} {'drop/plateau':>12}", rows,
+                          {"runs": data})
 
 
 def fig1b_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
-    import math
-
-    import numpy as np
-
-    f = min(_flows(store, run_ids, "d"), key=lambda f: abs(f["d"] - 64))
+    f = min(figures.sorted_flows(store, run_ids, "d"), key=lambda f: abs(f["d"] - 64))
     sd = math.sqrt(f["d"])
     t_w = _first(f["t"], f["w"] >= 0.1 * sd)
     t_a = _first(f["t"], f["alpha"] >= 0.1)
     alpha_at_tw = float(np.interp(t_w, f["t"], f["alpha"])) if t_w is not None else None
     w_at_ta = float(np.interp(t_a, f["t"], f["w"])) / sd if t_a is not None else None
-    data = {"entry": entry.key, "d": f["d"], "T": f["T"], "t_w_tenth": t_w, "t_alpha_tenth": t_a,
+    data = {"d": f["d"], "T": f["T"], "t_w_tenth": t_w, "t_alpha_tenth": t_a,
             "alpha_when_w_tenth": alpha_at_tw, "w_when_alpha_tenth": w_at_ta,
             "w_max_over_sqrt_d": float(np.nanmax(f["w"])) / sd, "plateau": f["plateau"]}
     rows = [f"w reaches 10% of its optimum √d at t = {_num(t_w, '.0f')}, when α = {_num(alpha_at_tw, '.4f')} "
@@ -412,17 +418,12 @@ def fig1b_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
             f"α reaches 10% of its optimum 1 at t = {_num(t_a, '.0f')}, when w = {_num(w_at_ta, '.2f')} × √d; "
             f"plateau {_num(f['plateau'], '.0f')}",
             f"w peaks at {data['w_max_over_sqrt_d']:.3f} × √d, then decreases towards √d (App. A.3.3)"]
-    text = _theory_text(entry, "w begins learning before α (T = 512, d = 64)",
-                        f"measured (T = {f['T']:g}, d = {f['d']:g}):", rows)
-    return Report(entry, text, data, run_ids=tuple(run_ids))
+    return _theory_report(entry, run_ids, "w begins learning before α (T = 512, d = 64)",
+                          f"measured (T = {f['T']:g}, d = {f['d']:g}):", rows, data)
 
 
 def fig6_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
-    import math
-
-    import numpy as np
-
-    f = _flows(store, run_ids, "d")[0]
+    f = figures.sorted_flows(store, run_ids, "d")[0]
     sd = math.sqrt(f["d"])
     pl = f["plateau"] or float(f["t"][-1])
     pts = []
@@ -431,27 +432,21 @@ def fig6_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
         pts.append({"t_over_plateau": frac, "w": float(np.interp(t, f["t"], f["w"])),
                     "da": float(np.interp(t, f["t"], f["da"]))})
     k = int(np.nanargmax(f["w"]))
-    data = {"entry": entry.key, "path": pts, "w_max_over_sqrt_d": float(f["w"][k]) / sd,
-            "da_at_w_max": float(f["da"][k]), "w_end_over_sqrt_d": float(f["w"][-1]) / sd,
-            "da_end": float(f["da"][-1])}
+    data = {"path": pts, "w_max_over_sqrt_d": float(f["w"][k]) / sd, "da_at_w_max": float(f["da"][k]),
+            "w_end_over_sqrt_d": float(f["w"][-1]) / sd, "da_end": float(f["da"][-1])}
     rows = ["(w, Δa) at " + ", ".join(f"{p['t_over_plateau']:g} × plateau: ({p['w']:.2f}, {p['da']:.2f})"
                                       for p in pts),
             f"w peaks at {data['w_max_over_sqrt_d']:.3f} × √d (Δa = {data['da_at_w_max']:.2f}), ends at "
             f"{data['w_end_over_sqrt_d']:.3f} × √d with Δa = {data['da_end']:.2f}"]
-    text = _theory_text(entry, "the flow from (0, 0) over the landscape (T = 256, d = 64)",
-                        "measured path:", rows)
-    return Report(entry, text, data, run_ids=tuple(run_ids))
+    return _theory_report(entry, run_ids, "the flow from (0, 0) over the landscape (T = 256, d = 64)",
+                          "measured path:", rows, data)
 
 
 def fig7_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
-    import math
-
-    import numpy as np
-
     from sparse_tui.theory import escape_time_linear, linear_solution
 
     rows, data = [], []
-    for f in _flows(store, run_ids, "T"):
+    for f in figures.sorted_flows(store, run_ids, "T"):
         lam = f["B"] / (math.sqrt(f["d"]) * f["T"])
         errs = {}
         for x in (0.25, 0.5, 1.0):
@@ -464,20 +459,15 @@ def fig7_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
         data.append({"T": f["T"], "w_rel_err": errs, "plateau": pl, "closed_form": closed})
         rows.append(f"{f['T']:>6g} " + " ".join(f"{errs[x]:>+9.3f}" for x in errs)
                     + f" {_num(pl, '10.0f')} {closed:>11.0f} {_num(closed / pl if pl else None, '7.2f')}")
-    text = _theory_text(entry, "the linearisation matches the early dynamics (d = 512)",
-                        f"{'T':>6} {'w/lin-1 at λt=0.25':>9} {'0.5':>9} {'1.0':>9} {'plateau':>10} {'closed form':>11}"
-                        f" {'ratio':>7}", rows)
-    return Report(entry, text, {"entry": entry.key, "runs": data}, run_ids=tuple(run_ids))
+    return _theory_report(entry, run_ids, "the linearisation matches the early dynamics (d = 512)",
+                          f"{'T':>6} {'w/lin-1 at λt=0.25':>9} {'0.5':>9} {'1.0':>9} {'plateau':>10} "
+                          f"{'closed form':>11} {'ratio':>7}", rows, {"runs": data})
 
 
 def fig8_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
-    import math
-
-    import numpy as np
-
     from sparse_tui.theory import hessian_eq12, w_equilibrium
 
-    f = _flows(store, run_ids, "d")[0]
+    f = figures.sorted_flows(store, run_ids, "d")[0]
     pl = f["plateau"] or float(f["t"][-1])
     winf = w_equilibrium(f["alpha"], f["d"], f["T"], f["B"])
     ratio = f["w"] / winf
@@ -487,7 +477,7 @@ def fig8_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     ev = np.linalg.eigvalsh(hessian_eq12(f["w"][ok], f["da"][ok], f["d"], f["T"], f["B"]))
     lam = f["B"] / (math.sqrt(f["d"]) * f["T"])
     k = int(np.argmax(ev[:, 1]))
-    data = {"entry": entry.key, "w_over_winf_plateau_max": float(np.nanmax(ratio[early][1:])) if early.sum() > 1
+    data = {"w_over_winf_plateau_max": float(np.nanmax(ratio[early][1:])) if early.sum() > 1
             else None, "w_over_winf_late_maxdev": float(np.nanmax(np.abs(ratio[late] - 1))) if late.any() else None,
             "eig_start": [float(ev[0, 0]), float(ev[0, 1])], "lambda": lam, "eig_max": float(ev[k, 1]),
             "t_eig_max_over_plateau": float(f["t"][ok][k]) / pl, "eig_end": [float(ev[-1, 0]), float(ev[-1, 1])],
@@ -497,17 +487,15 @@ def fig8_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
             f"Hessian eigenvalues at t = 0: {ev[0, 0]:+.3e}, {ev[0, 1]:+.3e} (±1/(√d·T) = ±{lam:.3e}); largest "
             f"{data['eig_max']:.3e} at {data['t_eig_max_over_plateau']:.2f} × the plateau; at the end "
             f"{ev[-1, 0]:+.2e}, {ev[-1, 1]:.4f} (1/d = {1 / f['d']:.4f})"]
-    text = _theory_text(entry, "w at its equilibrium after the transition; Hessian ±B/√(dT) early, sharpest in the "
-                        "middle, 1/d and ~0 late", f"measured (T = {f['T']:g}, d = {f['d']:g}):", rows)
-    return Report(entry, text, data, run_ids=tuple(run_ids))
+    return _theory_report(entry, run_ids, "w at its equilibrium after the transition; Hessian ±B/√(dT) early, "
+                          "sharpest in the middle, 1/d and ~0 late", f"measured (T = {f['T']:g}, d = {f['d']:g}):",
+                          rows, data)
 
 
 def fig10_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
-    import math
-
     from sparse_tui.theory import f_rep
 
-    flows = _flows(store, run_ids, "p")
+    flows = figures.sorted_flows(store, run_ids, "p")
     base = next((f["plateau"] for f in flows if f["p"] == 0), None)
     rows, data = [], []
     for f in flows:
@@ -522,10 +510,9 @@ def fig10_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
                      "t_w_half": t_w})
         rows.append(f"{f['p']:>6g} {_num(f['plateau'], '9.0f')} {_num(speed, '8.2f')} {fr:>8.2f} "
                     f"{_num(t_wt, '10.0f')} {_num(t_w, '10.0f')}")
-    text = _theory_text(entry, "w~ learns faster, α rises earlier, the loss drops earlier (T = 512, d = 64)",
-                        f"{'p':>6} {'plateau':>9} {'speedup':>8} {'f(p,d)':>8} {'t(w~=.5)':>10} {'t(w=.5)':>10}",
-                        rows)
-    return Report(entry, text, {"entry": entry.key, "runs": data}, run_ids=tuple(run_ids))
+    claim = "w~ learns faster, α rises earlier, the loss drops earlier (T = 512, d = 64)"
+    return _theory_report(entry, run_ids, claim, f"{'p':>6} {'plateau':>9} {'speedup':>8} {'f(p,d)':>8} "
+                          f"{'t(w~=.5)':>10} {'t(w=.5)':>10}", rows, {"runs": data})
 
 
 def _at(series: dict, name: str, step: float | None) -> float | None:
@@ -548,8 +535,7 @@ def probes_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     that learns it) and the selection probe (query to the relevant value, in its layer) at the start, at half the
     plateau, at the plateau (App. D.1's threshold), when test accuracy first reaches 60% (recall proper) and at
     the end. The paper shows both rising together with accuracy, without numbers."""
-    lines = [f"{entry.key} — {entry.figure}: {entry.shows}",
-             f"  {len(run_ids)} run(s); paper: curves only (both probes rise with accuracy, copy in layer 3 and "
+    lines = [f"  {len(run_ids)} run(s); paper: curves only (both probes rise with accuracy, copy in layer 3 and "
              "selection in layer 4 of its 4-layer model); measured: the probes at step 0 / plateau÷2 / plateau / "
              "60% accuracy / end"]
     out = []
@@ -572,7 +558,7 @@ def probes_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
         row["acc"] = {k: _at(series, "test/acc", st) for k, st in points.items()}
         lines.append("    acc    test/acc         " + "  ".join(f"{k} {_num(v, '.3f')}" for k, v in row["acc"].items()))
         out.append(row)
-    return Report(entry, "\n".join(lines), {"entry": entry.key, "runs": out}, run_ids=tuple(run_ids))
+    return _report(entry, run_ids, lines, {"runs": out})
 
 
 def _is_baseline(rec: Any) -> bool:
@@ -586,11 +572,9 @@ def fig5_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     speed-up at each over the baseline (B = 1, p = 0) of the same seed, and the final test accuracy against the
     baseline's (a large deficit: the overfitting). The paper: a small B (p) speeds emergence up about 4× (2×); too
     much overfits, with a late grokking-like recovery."""
-    from sparse_tui.figures import varied_task_key
-
     levels = (0.05, 0.3, RECALL_LEVEL)
     recs = [store.get(r) for r in run_ids]
-    var = varied_task_key(recs) or "run"
+    var = figures.varied_task_key(recs) or "run"
     rows: list[dict[str, Any]] = []
     for rec in recs:
         steps, vals = store.metrics(rec.run_id).get("test/acc", ([], []))
@@ -607,8 +591,7 @@ def fig5_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
                                                               and b["final"] is not None) else None
     rows.sort(key=lambda r: (float(r["value"]) if isinstance(r["value"], (int, float)) else 0.0, r["seed"] or 0))
     pct = [format(lv, ".0%") for lv in levels]
-    lines = [f"{entry.key} — {entry.figure}: {entry.shows}",
-             f"  {len(rows)} run(s); paper: a small amount of repetition speeds emergence up (B: about 4×, p: about 2×), "
+    lines = [f"  {len(rows)} run(s); paper: a small amount of repetition speeds emergence up (B: about 4×, p: about 2×), "
              "too much overfits; measured on the test set without repetition: first step at each accuracy, the "
              "speed-up over the same seed's B = 1, p = 0 run (×), final accuracy and its difference to that run's",
              f"  {var:>6} {'seed':>4} " + " ".join(f"{'at ' + x:>7} {'×':>5}" for x in pct)
@@ -618,8 +601,7 @@ def fig5_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
         lines.append(f"  {val:>6} {_num(r['seed'], '4g')} "
                      + " ".join(f"{_num(c, '7g')} {_num(x, '5.2f')}" for c, x in zip(r["cross"], r["speedup"]))
                      + f" {_num(r['best'], '5.2f')} {_num(r['final'], '5.2f')} {_num(r['final_vs_baseline'], '+7.2f')}")
-    data = {"entry": entry.key, "levels": list(levels), "runs": rows}
-    return Report(entry, "\n".join(lines), data, run_ids=tuple(run_ids))
+    return _report(entry, run_ids, lines, {"levels": list(levels), "runs": rows})
 
 
 def fig16_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
@@ -627,11 +609,8 @@ def fig16_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     repetition). Per run the first step with train/loss <= ``FIG16_TRAIN_LOSS`` and the speed-up over the baseline
     (B = 1, p = 0) of the same seed, beside the test-set plateau (5%, no repetition) and final test accuracy that show
     the overfitting Fig. 5 sees. The paper: on training data repetition only speeds up (curves, no numbers)."""
-    from sparse_tui.atlas.paper_recall import FIG16_TRAIN_LOSS
-    from sparse_tui.figures import varied_task_key
-
     recs = [store.get(r) for r in run_ids]
-    var = varied_task_key(recs) or "run"
+    var = figures.varied_task_key(recs) or "run"
     rows: list[dict[str, Any]] = []
     for rec in recs:
         value = (rec.config or {}).get("task", {}).get(var)
@@ -648,8 +627,7 @@ def fig16_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     rep_rows = [r for r in rows if not r["baseline"]]
     only_faster = (all(r["speedup"] is not None and r["speedup"] >= 1 for r in rep_rows) if rep_rows and base
                    else None)
-    lines = [f"{entry.key} — {entry.figure}: {entry.shows}",
-             f"  {len(rows)} run(s); paper: on the training data repetition only speeds emergence up (curves, no "
+    lines = [f"  {len(rows)} run(s); paper: on the training data repetition only speeds emergence up (curves, no "
              f"numbers); measured: first step with train/loss <= {FIG16_TRAIN_LOSS:g} (ours) and the speed-up over "
              "the same seed's B = 1, p = 0 run; test plateau (5%, no repetition) and final test accuracy beside",
              f"  {var:>6} {'seed':>4} {'train <= ' + format(FIG16_TRAIN_LOSS, 'g'):>11} {'speed-up':>8} "
@@ -662,8 +640,7 @@ def fig16_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     verdict = {True: "yes", False: "NO", None: "— (no baseline run or no crossing)"}[only_faster]
     lines.append(f"  every run with repetition reaches the training-loss level sooner than its seed's baseline: "
                  f"{verdict}")
-    data = {"entry": entry.key, "level": FIG16_TRAIN_LOSS, "runs": rows, "only_faster": only_faster}
-    return Report(entry, "\n".join(lines), data, run_ids=tuple(run_ids))
+    return _report(entry, run_ids, lines, {"level": FIG16_TRAIN_LOSS, "runs": rows, "only_faster": only_faster})
 
 
 def fig4_curves_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
@@ -673,8 +650,6 @@ def fig4_curves_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Repo
     right's law at that point (0.55 · N_tokens^0.79 · N_pairs^2.25); the log-log slope of the plateau against N_pairs;
     and whether the plateau grows with N_pairs in every seed. The paper: emergence is sharp and later for more
     pairs (curves, no numbers)."""
-    import math
-
     from sparse_tui.theory import PAPER_FITS
 
     law = PAPER_FITS["fig4"]
@@ -690,23 +665,15 @@ def fig4_curves_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Repo
                      "final_acc": vals[-1] if vals else None, "last_step": float(steps[-1]) if steps else None})
     rows.sort(key=lambda r: (r["n_pairs"] or 0, r["seed"] or 0))
 
-    def gmean(xs: list) -> float | None:
-        xs = [x for x in xs if x]
-        return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
-
     points = []
     for n in sorted({r["n_pairs"] for r in rows}):
         rs = [r for r in rows if r["n_pairs"] == n]
-        pl = gmean([r["plateau"] for r in rs])
+        pl = _gmean(r["plateau"] for r in rs)
         points.append({"n_pairs": n, "n_tokens": rs[0]["n_tokens"], "seeds": len(rs),
                        "censored": sum(r["plateau"] is None for r in rs), "plateau": pl,
-                       "recall": gmean([r["recall"] for r in rs]), "never": sum(r["recall"] is None for r in rs),
+                       "recall": _gmean(r["recall"] for r in rs), "never": sum(r["recall"] is None for r in rs),
                        "paper": law.predict(n_tokens=rs[0]["n_tokens"], n_pairs=n)})
-    fit = [(math.log(pt["n_pairs"]), math.log(pt["plateau"])) for pt in points if pt["plateau"] and not pt["censored"]]
-    slope = None
-    if len({x for x, _ in fit}) >= 2:
-        mx, my = sum(x for x, _ in fit) / len(fit), sum(y for _, y in fit) / len(fit)
-        slope = sum((x - mx) * (y - my) for x, y in fit) / sum((x - mx) ** 2 for x, _ in fit)
+    slope = _loglog_slope([(pt["n_pairs"], pt["plateau"]) for pt in points if pt["plateau"] and not pt["censored"]])
     later = None
     seeds = sorted({r["seed"] for r in rows})
     if len(points) >= 2:
@@ -714,8 +681,7 @@ def fig4_curves_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Repo
         for sd in seeds:  # strictly later with every added pair count; a run without a plateau is the latest
             pls = [r["plateau"] if r["plateau"] is not None else math.inf for r in rows if r["seed"] == sd]
             later = later and all(a < b or a == b == math.inf for a, b in zip(pls, pls[1:]))
-    lines = [f"{entry.key} — {entry.figure}: {entry.shows}",
-             f"  {len(rows)} run(s); paper: emergence sharp and later for more pairs (curves; Fig. 4 right's law "
+    lines = [f"  {len(rows)} run(s); paper: emergence sharp and later for more pairs (curves; Fig. 4 right's law "
              f"{law.C:g} · N_tokens^{law.exponents['n_tokens']:g} · N_pairs^{law.exponents['n_pairs']:g} gives the "
              f"plateau); measured: plateau (5%), first {RECALL_LEVEL:.0%} accuracy, rise = (that − plateau) / plateau",
              f"  {'N_pairs':>7} {'N_tokens':>8} {'seed':>4} {'plateau':>8} {format(RECALL_LEVEL, '.0%'):>8} "
@@ -736,19 +702,16 @@ def fig4_curves_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Repo
                      f" (Fig. 4 right: {law.exponents['n_pairs']:g}); * = some seed never crossed 5%")
     if later is not None:
         lines.append(f"  the plateau grows with N_pairs in every seed: {'yes' if later else 'NO'}")
-    data = {"entry": entry.key, "runs": rows, "points": points, "n_pairs_slope": slope, "later_with_pairs": later,
+    data = {"runs": rows, "points": points, "n_pairs_slope": slope, "later_with_pairs": later,
             "recall_level": RECALL_LEVEL}
-    return Report(entry, "\n".join(lines), data, run_ids=tuple(run_ids))
+    return _report(entry, run_ids, lines, data)
 
 
 REPORTS = {"law": law_report, "curves": curves_report}
-THEORY_REPORTS = {"fig1a": fig1a_report, "fig1b": fig1b_report, "fig6": fig6_report, "fig7": fig7_report,
-                  "fig8": fig8_report, "fig10": fig10_report}
 
 
 def _report_fn(entry: Entry) -> Any:
-    fn = (THEORY_REPORTS.get(entry.key) or TABLE_REPORTS.get(entry.key) or CURVE_REPORTS.get(entry.key)
-          or REPORTS.get(entry.kind))
+    fn = ENTRY_REPORTS.get(entry.key) or REPORTS.get(entry.kind)
     if fn is None:
         raise AtlasError(f"{entry.key}: no report for kind {entry.kind!r}")
     return fn
@@ -760,9 +723,8 @@ def refits(entry: Entry) -> bool:
 
 
 def report(store: Any, entry: Entry, run_ids: Sequence[str], threshold: float | None = None) -> Report:
-    """The report of ``entry`` over ``run_ids``: the entry's own (``THEORY_REPORTS``, ``TABLE_REPORTS``,
-    ``CURVE_REPORTS``) or its kind's (``REPORTS``). ``threshold`` (law reports only, ``refits``): re-read the
-    plateaus at that absolute value."""
+    """The report of ``entry`` over ``run_ids``: the entry's own (``ENTRY_REPORTS``) or its kind's (``REPORTS``).
+    ``threshold`` (law reports only, ``refits``): re-read the plateaus at that absolute value."""
     fn = _report_fn(entry)
     if threshold is None:
         return fn(store, entry, run_ids)
@@ -777,8 +739,6 @@ def p_table_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     the preset's as the paper does (App. D.3: "based on the shortest average plateau length"; a censored run counts
     with its last step, a lower bound). The paper fits no law here (App. D.2); it states that repetition speeds
     emergence up, more so as d grows (§2.4)."""
-    import math
-
     runs: list[dict[str, Any]] = []
     for rid in run_ids:
         rec = store.get(rid)
@@ -801,10 +761,9 @@ def p_table_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
         for d in ds:
             vals = [r for r in runs if r["p"] == p and r["d"] == d and r["lr"] == chosen[p]]
             if vals:
-                gm = math.exp(sum(math.log(r["value"]) for r in vals) / len(vals))
-                table.setdefault(p, {})[d] = {"mean": gm, "n": len(vals), "censored": sum(r["censored"] for r in vals)}
-    lines = [f"{entry.key} — {entry.figure}: {entry.shows}",
-             "  paper: no power law fits (App. D.2); repetition speeds emergence up, more so at larger d (§2.4)",
+                table.setdefault(p, {})[d] = {"mean": _gmean(r["value"] for r in vals), "n": len(vals),
+                                              "censored": sum(r["censored"] for r in vals)}
+    lines = ["  paper: no power law fits (App. D.2); repetition speeds emergence up, more so at larger d (§2.4)",
              "  lr chosen per p (shortest mean log plateau over d and seeds, App. D.3): "
              + ", ".join(f"p = {p:g}: {chosen[p]:g}" for p in ps),
              "  plateau (geometric mean over seeds; * = includes censored runs, a lower bound) and speed-up over p = 0:",
@@ -821,21 +780,16 @@ def p_table_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
             sp = f" (×{base['mean'] / c['mean']:.2f})" if base and p != 0 else ""
             cells.append(f"{c['mean']:>9.0f}{star}{sp:>8}")
         lines.append("  " + f"{d:>6g}" + "".join(cells))
-    data = {"entry": entry.key, "chosen_lr": {str(p): chosen[p] for p in ps}, "runs": runs,
+    data = {"chosen_lr": {str(p): chosen[p] for p in ps}, "runs": runs,
             "table": {str(p): {str(d): c for d, c in row.items()} for p, row in table.items()}}
-    return Report(entry, "\n".join(lines), data, run_ids=tuple(run_ids))
+    return _report(entry, run_ids, lines, data)
 
 
 def nearest_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     """Blog 3: ``nearest_rows`` as a table, and over the runs the log-log slope of the best perplexity against n_embd
     (the blog: steeper than −1, the slope of V/n_embd)."""
-    import math
-
-    from sparse_tui.figures import nearest_rows
-
-    rows = nearest_rows(store, run_ids)
-    lines = [f"{entry.key} — {entry.figure}: {entry.shows}",
-             "  blog: random guess among the other context tokens = (C−2)/(C−1)·V; best perplexity falls faster "
+    rows = figures.nearest_rows(store, run_ids)
+    lines = ["  blog: random guess among the other context tokens = (C−2)/(C−1)·V; best perplexity falls faster "
              "than V/n_embd",
              f"  {'attention':<9} {'self key':>8} {'V':>4} {'C':>3} {'n_embd':>6} {'seed':>4} {'final ppl':>9} {'best (step)':>15} "
              f"{'(C−2)V/(C−1)':>12} {'final/that':>10} {'V/n_embd':>8} {'best/that':>9} {'acc':>6} {'attn→target':>11}"]
@@ -847,27 +801,18 @@ def nearest_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
                      f"{_num(r['final'] / g if (g and r['final']) else None, '10.2f')} {_num(vn, '8.2f')} "
                      f"{_num(r['best'] / vn if (vn and r['best']) else None, '9.2f')} {_num(r['final_acc'], '6.3f')} "
                      f"{_num(r['attn_relevant'], '11.3f')}")
-    slope = None
-    pts = [(math.log(r["n_embd"]), math.log(r["best"])) for r in rows if r["best"] and r["n_embd"]]
-    if len({x for x, _ in pts}) >= 2:
-        mx, my = sum(x for x, _ in pts) / len(pts), sum(y for _, y in pts) / len(pts)
-        slope = sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x, _ in pts)
+    slope = _loglog_slope([(r["n_embd"], r["best"]) for r in rows if r["best"] and r["n_embd"]])
+    if slope is not None:
         lines.append(f"  best perplexity ∝ n_embd^{slope:.2f} over n_embd {sorted({r['n_embd'] for r in rows})} "
                      "(V/n_embd: exponent −1; the blog: faster)")
-    return Report(entry, "\n".join(lines), {"entry": entry.key, "runs": rows, "n_embd_slope": slope},
-                  run_ids=tuple(run_ids))
+    return _report(entry, run_ids, lines, {"runs": rows, "n_embd_slope": slope})
 
 
 def geometry_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     """Blog 3's embedding geometry: per run its n_embd, final test perplexity and accuracy, and how ordered its final
     embedding is (``geometry.order``: Spearman's rho of embedding distance against value distance; the share of
     tokens whose nearest token is a numerical neighbour) with the share of variance its two drawn axes hold."""
-    import math
-
-    from sparse_tui import geometry
-
-    lines = [f"{entry.key} — {entry.figure}: {entry.shows}",
-             "  blog: numerically closer tokens are embedded closer together; the geometry improves with n_embd "
+    lines = ["  blog: numerically closer tokens are embedded closer together; the geometry improves with n_embd "
              "(pictures only)",
              f"  {'n_embd':>6} {'seed':>4} {'final ppl':>9} {'acc':>6} {'rho':>6} {'neighbours':>10} {'2-D share':>9}"]
     rows = []
@@ -887,23 +832,18 @@ def geometry_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
                      f" {_num(r['rho'], '6.2f')} {_num(r['neighbours'], '10.2f')} {_num(r['explained'], '9.2f')}")
     if any(r["rho"] is None for r in rows):
         lines.append("  (—: no stored embedding; runs store theirs when they end)")
-    return Report(entry, "\n".join(lines), {"entry": entry.key, "runs": rows}, run_ids=tuple(run_ids))
+    return _report(entry, run_ids, lines, {"runs": rows})
 
 
 def phase_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     """Blog 6's suggested phase diagram: over the two swept parameters (``phase.sweep_axes``, e.g. N × lr) the
     plateau step (first evaluation at the preset's threshold; — never) and the final test accuracy, each cell the
     mean over its seeds (``phase.phase_grid``, as the console's Phase panel and ``figures.phase_entry_figure``)."""
-    import math
-
-    from sparse_tui.phase import cell_note, phase_grid, sweep_axes
-
     recs = [store.get(r) for r in run_ids]
     x, y = sweep_axes(recs)
     xs, ys, plateau, counts = phase_grid(recs, x, y, "plateau")
     acc = phase_grid(recs, x, y, "acc")[2]
-    lines = [f"{entry.key} — {entry.figure}: {entry.shows}",
-             f"  blog: 'it would be interesting to draw phase diagrams'; rows {y}, columns {x}; {cell_note(counts)}",
+    lines = [f"  blog: 'it would be interesting to draw phase diagrams'; rows {y}, columns {x}; {cell_note(counts)}",
              "  plateau step (— never) / final test accuracy",
              "  " + f"{y:>14}" + "".join(f"{format(v, 'g'):>16}" for v in xs)]
     for j, yv in enumerate(ys):
@@ -913,24 +853,22 @@ def phase_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     cells = [{x: xv, y: yv, "plateau": None if math.isnan(plateau[j][i]) else plateau[j][i],
               "acc": None if math.isnan(acc[j][i]) else acc[j][i], "n": counts[j][i]}
              for j, yv in enumerate(ys) for i, xv in enumerate(xs)]
-    return Report(entry, "\n".join(lines), {"entry": entry.key, "x": x, "y": y, "cells": cells},
-                  run_ids=tuple(run_ids))
+    return _report(entry, run_ids, lines, {"x": x, "y": y, "cells": cells})
 
 
-TABLE_REPORTS: dict[str, Any] = {"fig3_right": p_table_report, "blog3_V": nearest_report, "blog3_C": nearest_report,
-                               "blog3_nembd": nearest_report, "euclidean": nearest_report,
-                               "euclidean_ordered": nearest_report}
-CURVE_REPORTS: dict[str, Any] = {"fig17": probes_report, "blog3_geometry": geometry_report,
-                                 "blog6_phase": phase_report, "fig16_left": fig16_report, "fig16_right": fig16_report,
-                                 "fig4_left": fig4_curves_report, "fig5_left": fig5_report,
-                                 "fig5_right": fig5_report}
+# The entries with a report of their own (the others: their kind's, ``REPORTS``).
+ENTRY_REPORTS: dict[str, Any] = {
+    "fig1a": fig1a_report, "fig1b": fig1b_report, "fig6": fig6_report, "fig7": fig7_report, "fig8": fig8_report,
+    "fig10": fig10_report, "fig3_right": p_table_report, "blog3_V": nearest_report, "blog3_C": nearest_report,
+    "blog3_nembd": nearest_report, "euclidean": nearest_report, "euclidean_ordered": nearest_report,
+    "fig17": probes_report, "blog3_geometry": geometry_report, "blog6_phase": phase_report,
+    "fig16_left": fig16_report, "fig16_right": fig16_report, "fig4_left": fig4_curves_report,
+    "fig5_left": fig5_report, "fig5_right": fig5_report}
 
 
 def draw(store: Any, rep: Report, path: Path) -> Path:
     """Write the entry's figure: the plateau law against each variable (law), the learning curves (curves), or the
     entry's own figure (``figures.ENTRY_FIGURES``). Raises ``figures.FigureError``."""
-    from sparse_tui import figures
-
     title = f"{rep.entry.figure} ({rep.entry.source}) — {rep.entry.shows}"
     if rep.entry.kind == "law":
         return figures.fit_figure(rep.fit, path, title=title)
