@@ -13,9 +13,12 @@ This module imports neither torch nor textual, so ``sparse-tui --help`` stays li
 
 from __future__ import annotations
 
+import copy
 import itertools
 import math
+import os
 import re
+import stat
 import tomllib
 import types
 from dataclasses import dataclass, field
@@ -750,8 +753,7 @@ def _message(err: dict) -> str:
         except (KeyError, IndexError):
             return table[t]
     if t == "value_error":
-        msg = str(ctx.get("error", err.get("msg", "")))
-        return msg
+        return str(ctx.get("error", err.get("msg", "")))
     return err.get("msg", t)
 
 
@@ -805,10 +807,9 @@ def _get_section_model(path: list[str], data: dict) -> bool:
     cfg: Any = RunConfig
     node = data
     for i, part in enumerate(path):
-        fields = cfg.model_fields if hasattr(cfg, "model_fields") else None
-        if fields is None or part not in fields:
+        fields = getattr(cfg, "model_fields", {})
+        if part not in fields:
             return False
-        ann = fields[part].annotation
         if i == len(path) - 1:
             return True
         # descend into the section; for discriminated unions pick the member named by data's kind
@@ -817,7 +818,7 @@ def _get_section_model(path: list[str], data: dict) -> bool:
             classes = kind_classes(part)
             cfg = classes.get(sub.get("kind") if isinstance(sub, dict) else None, classes[default_kind(part)])
         else:
-            cfg = ann
+            cfg = fields[part].annotation
         node = sub
     return False
 
@@ -937,9 +938,6 @@ def _read_preset_file(path: Path) -> bytes:
     """A preset file's bytes: a regular file (a FIFO, a device or a socket is refused before it is read, so that
     ``run /dev/zero`` or a FIFO nobody writes cannot hang or fill the memory) of at most ``MAX_PRESET_BYTES``,
     whose name can be stored (UTF-8). Raises PresetError."""
-    import os
-    import stat
-
     try:
         str(path).encode("utf-8")
     except UnicodeEncodeError:
@@ -977,7 +975,7 @@ def validate_preset_data(
 ) -> LoadedPreset:
     """Validate preset data already parsed from TOML (the TUI's form uses this too)."""
     errors: list[str] = []
-    raw = _deepcopy(raw)
+    raw = copy.deepcopy(raw)
     for ov in overrides or []:
         if "=" not in ov:
             errors.append(f"--set {ov}: expected key=value")
@@ -1035,10 +1033,8 @@ def validate_preset_data(
             errors.append(f"{src}: sweep.{key}: value {_show(twice)} appears twice (two identical runs)")
             continue
         for i, v in enumerate(values):
-            point = _deepcopy(base)
-            set_dotted(point, key, v)
             try:
-                RunConfig.model_validate(point)
+                RunConfig.model_validate(_point(base, {key: v}))
             except ValidationError as e:
                 for err in e.errors(include_url=False):
                     p, msg = _loc(err, "")
@@ -1050,11 +1046,8 @@ def validate_preset_data(
     loaded = LoadedPreset(path=path or Path(src), preset=preset, raw=raw)
     bad = []
     for combo in _combos(sweep):
-        point = _deepcopy(base)
-        for k, v in combo.items():
-            set_dotted(point, k, v)
         try:
-            RunConfig.model_validate(point)
+            RunConfig.model_validate(_point(base, combo))
         except ValidationError as e:
             where = ", ".join(f"{k}={v}" for k, v in combo.items())
             for line in format_validation_error(e, src):
@@ -1081,34 +1074,27 @@ def _combos(sweep: dict[str, list[Any]]) -> list[dict[str, Any]]:
     return [dict(zip(keys, vals)) for vals in itertools.product(*(sweep[k] for k in keys))]
 
 
-def _deepcopy(d: Any) -> Any:
-    if isinstance(d, dict):
-        return {k: _deepcopy(v) for k, v in d.items()}
-    if isinstance(d, list):
-        return [_deepcopy(v) for v in d]
-    return d
+def _point(base: dict, combo: Mapping[str, Any]) -> dict:
+    """A copy of ``base`` with the sweep values ``combo`` (dotted key -> value) set."""
+    point = copy.deepcopy(base)
+    for k, v in combo.items():
+        set_dotted(point, k, v)
+    return point
 
 
 def expand(loaded: LoadedPreset) -> list[RunSpec]:
     """The runs of a preset: sweep product (in file order, last key fastest) times seeds (fastest)."""
     raw = loaded.raw
     base = {k: v for k, v in raw.items() if k not in ("sweep", "seeds")}
-    base.setdefault("name", loaded.name)
     if not base.get("name"):
         base["name"] = loaded.name
     specs = []
     edited = edited_keys(loaded)
     for combo in _combos(loaded.preset.sweep):
         for seed in loaded.preset.seeds:
-            point = _deepcopy(base)
-            for k, v in combo.items():
-                set_dotted(point, k, v)
-            point["seed"] = seed
-            cfg = RunConfig.model_validate(point)
-            swept = dict(combo)
-            swept["seed"] = seed
-            specs.append(RunSpec(preset=loaded.name, preset_path=str(loaded.path), config=cfg, swept=swept,
-                                 edited=dict(edited)))
+            swept = {**combo, "seed": seed}
+            specs.append(RunSpec(preset=loaded.name, preset_path=str(loaded.path),
+                                 config=RunConfig.model_validate(_point(base, swept)), swept=swept, edited=dict(edited)))
     return specs
 
 

@@ -8,6 +8,7 @@ with tomlkit and touches only the keys whose value changed: comments, order and 
 
 from __future__ import annotations
 
+import copy
 import difflib
 import re
 import tomllib
@@ -201,7 +202,7 @@ class PresetDraft:
 
     # -- building the data --------------------------------------------------------------------------------------
     def to_raw(self) -> dict:
-        raw = P._deepcopy(self.raw)
+        raw = copy.deepcopy(self.raw)
         raw.pop("sweep", None)
         for key, text in self.values.items():
             if key.startswith("sweep."):
