@@ -300,7 +300,7 @@ def store_with_a_run(tmp_path: Path) -> tuple[Path, str]:
     runs = tmp_path / "store"
     store = RunStore(runs)
     batch, (rid,) = store.create_runs(expand(load_preset(preset)))
-    store.claim_next(batch, device="cpu", versions={})
+    store.claim_runs([rid], device="cpu", versions={})
     store.log_metrics(rid, 0, {"test/loss": 2.0})
     store.finish(rid, "finished", summary={"final": {"test/loss": 2.0}})
     store.close()

@@ -270,7 +270,7 @@ def test_reaping_without_a_write_still_shows_the_verdict(tiny_preset, runs_dir, 
     batch, ids = _batch(store, tiny_preset, "seeds=[0,1]")
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    store.claim_next(batch, device="cpu", versions={}, pid=dead.pid)
+    store.claim_runs(ids[:1], device="cpu", versions={}, pid=dead.pid)
     store.drop_coordinator(batch)
     store.add_coordinator(batch, dead.pid)
 

@@ -24,7 +24,7 @@ def test_lifecycle_and_records(tiny_preset, runs_dir):
     store = RunStore(runs_dir)
     batch, ids = store.create_runs(_specs(tiny_preset))
     assert len(ids) == 2 and all(r.status == "queued" for r in store.runs())
-    rec = store.claim_next(batch, device="cpu", versions={"torch": "x"})
+    (rec,) = store.claim_runs(ids[:1], device="cpu", versions={"torch": "x"})
     assert rec.run_id == ids[0] and rec.status == "running" and rec.pid == os.getpid()
     store.log_metrics(rec.run_id, 0, {"test/loss": 2.0, "test/acc": 0.1})
     store.log_metrics(rec.run_id, 5, {"test/loss": 1.0, "test/acc": float("nan")})
@@ -82,7 +82,7 @@ def test_reap_marks_dead_process_failed(tiny_preset, runs_dir):
     batch, ids = store.create_runs(_specs(tiny_preset))
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    store.claim_next(batch, device="cpu", versions={}, pid=dead.pid)
+    store.claim_runs(ids[:1], device="cpu", versions={}, pid=dead.pid)
     store.log_metrics(ids[0], 7, {"train/loss": 1.0})
     assert store.runs()[0].status in ("failed", "queued")  # runs() reaps
     rec = store.get(ids[0])
@@ -92,7 +92,7 @@ def test_reap_marks_dead_process_failed(tiny_preset, runs_dir):
 def test_stale_heartbeat_fails_only_runs_of_other_hosts(tiny_preset, runs_dir):
     store = RunStore(runs_dir)
     batch, ids = store.create_runs(_specs(tiny_preset))
-    store.claim_next(batch, device="cpu", versions={})  # our own pid: alive
+    store.claim_runs(ids[:1], device="cpu", versions={})  # our own pid: alive
     assert store.reap() == []
     # same host: a live pid is alive however old its heartbeat (a stopped or slow process is not failed)
     assert store.reap(now=time.time() + 3600) == []
@@ -108,7 +108,7 @@ def test_stale_heartbeat_fails_only_runs_of_other_hosts(tiny_preset, runs_dir):
 def test_cancel_and_delete(tiny_preset, runs_dir):
     store = RunStore(runs_dir)
     batch, ids = store.create_runs(_specs(tiny_preset))
-    store.claim_next(batch, device="cpu", versions={})
+    store.claim_runs(ids[:1], device="cpu", versions={})
     running = store.request_cancel(ids)
     assert [r.run_id for r in running] == [ids[0]]
     assert store.get(ids[1]).status == "cancelled"

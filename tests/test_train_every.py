@@ -15,7 +15,7 @@ def test_train_loss_every_n_steps(tiny_preset, runs_dir):
     specs = expand(load_preset(tiny_preset, over))
     store = RunStore(runs_dir)
     batch, (rid,) = store.create_runs(specs)
-    store.claim_next(batch, device="cpu", versions={})
+    store.claim_runs([rid], device="cpu", versions={})
     res = train_run(specs[0].config, logger=RunLogger(store, rid))
     assert res.status == "finished"
     m = store.metrics(rid)

@@ -93,7 +93,7 @@ def test_divergence_is_recorded(tiny_preset, runs_dir):
     cfg = expand(load_preset(tiny_preset, ["train.lr=1e30", "train.optimizer=sgd", "train.steps=50"]))[0].config
     store = RunStore(runs_dir)
     batch, (rid,) = store.create_runs(expand(load_preset(tiny_preset)))
-    store.claim_next(batch, device="cpu", versions={})
+    store.claim_runs([rid], device="cpu", versions={})
     res = train_run(cfg, logger=RunLogger(store, rid))
     assert res.status == "diverged" and "non-finite" in res.reason
     assert store.metrics(rid)["test/loss"][0][0] == 0  # what was logged before divergence is kept

@@ -114,13 +114,6 @@ class Claims:
             self._overrides.pop(run_id, None)
         return got
 
-    def claim_next(self, batch_id: str, *, device: str, versions: dict, pid: int | None = None) -> RunRecord | None:
-        """Take the next queued run of a batch and mark it running (``claim_runs`` of one)."""
-        row = self.con.execute("SELECT run_id FROM runs WHERE batch_id=? AND status='queued' AND cancel_requested=0"
-                               " ORDER BY position LIMIT 1", (batch_id,)).fetchone()
-        got = [] if row is None else self.claim_runs([row["run_id"]], device=device, versions=versions, pid=pid)
-        return got[0] if got else None
-
     def claim_runs(
         self, run_ids: Iterable[str], *, device: str, versions: dict, pid: int | None = None
     ) -> list[RunRecord]:
