@@ -137,8 +137,7 @@ __all__ = [
 
 def f_rep(p: Any, d: Any) -> np.ndarray:
     """f(p, d) = sqrt(p^2 d + (1-p)^2) (App. A.4.2, Eq. 22): the speed-up factor of cross-sample repetition."""
-    p = np.asarray(p, dtype=float)
-    d = np.asarray(d, dtype=float)
+    p, d = np.asarray(p, dtype=float), np.asarray(d, dtype=float)
     return np.sqrt(p * p * d + (1.0 - p) ** 2)
 
 
@@ -201,10 +200,16 @@ PAPER_FITS: dict[str, PaperFit] = {
 
 def _rate(d: Any, T: Any, B: Any = 1, p: Any = 0.0) -> np.ndarray:
     """lambda = B f(p, d) / (sqrt(d) T): the unstable eigenvalue of the linearised flow (Eq. 15, App. A.4.2)."""
-    d = np.asarray(d, dtype=float)
-    T = np.asarray(T, dtype=float)
-    B = np.asarray(B, dtype=float)
+    d, T, B = (np.asarray(v, dtype=float) for v in (d, T, B))
     return B * f_rep(p, d) / (np.sqrt(d) * T)
+
+
+def _rate_and_k(d: Any, T: Any, B: Any, p: Any, loss: str) -> tuple[np.ndarray, np.ndarray]:
+    """lambda and the prefactor k of the linearised loss L ~ 1/2 (1 - k sinh(2 lambda t)) (``escape_time_linear``)."""
+    if loss not in ("test", "train"):
+        raise ValueError("loss must be 'test' or 'train'")
+    lam = _rate(d, T, B, p)
+    return lam, (lam if loss == "train" else lam / f_rep(p, d) ** 2)
 
 
 def escape_time_linear(d: Any, T: Any, B: Any = 1, p: Any = 0.0, eps: float = 0.8, loss: str = "test") -> np.ndarray:
@@ -215,10 +220,7 @@ def escape_time_linear(d: Any, T: Any, B: Any = 1, p: Any = 0.0, eps: float = 0.
     t = arcsinh(eps / k) / (2 lambda). For p = 0: (sqrt(d) T / (2B)) arcsinh(eps sqrt(d) T / B).
     ``eps = 0.8`` is App. D.1's threshold (loss at 0.2 of its initial value).
     """
-    if loss not in ("test", "train"):
-        raise ValueError("loss must be 'test' or 'train'")
-    lam = _rate(d, T, B, p)
-    k = lam if loss == "train" else lam / f_rep(p, d) ** 2
+    lam, k = _rate_and_k(d, T, B, p, loss)
     return np.arcsinh(eps / k) / (2.0 * lam)
 
 
@@ -226,10 +228,7 @@ def escape_time_linear_log(d: Any, T: Any, B: Any = 1, p: Any = 0.0, eps: float 
                            ) -> np.ndarray:
     """Large-argument form of ``escape_time_linear``: log(2 eps / k) / (2 lambda) (App. A.3.2, last equation);
     for p = 0: (sqrt(d) T / (2B)) log(2 eps sqrt(d) T / B)."""
-    if loss not in ("test", "train"):
-        raise ValueError("loss must be 'test' or 'train'")
-    lam = _rate(d, T, B, p)
-    k = lam if loss == "train" else lam / f_rep(p, d) ** 2
+    lam, k = _rate_and_k(d, T, B, p, loss)
     return np.log(2.0 * eps / k) / (2.0 * lam)
 
 
@@ -305,8 +304,7 @@ def rhs(y: Any, d: Any, T: Any, B: Any = 1, p: Any = 0.0) -> np.ndarray:
     y = np.asarray(y, dtype=float)
     shape = y.shape
     y2 = y.reshape(-1, 3)
-    P = _Params(np.broadcast_to(d, shape[:-1]), np.broadcast_to(T, shape[:-1]), np.broadcast_to(B, shape[:-1]),
-                np.broadcast_to(p, shape[:-1]), np.broadcast_to(B, shape[:-1]))
+    P = _Params(*(np.broadcast_to(v, shape[:-1]) for v in (d, T, B, p, B)))
     return _rhs(y2, P).reshape(shape)
 
 
@@ -596,12 +594,6 @@ def _integrate(
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _broadcast(d, T, B, p):
-    d, T, B, p = np.broadcast_arrays(np.asarray(d, float), np.asarray(T, float), np.asarray(B, float),
-                                     np.asarray(p, float))
-    return d, T, B, p
-
-
 def plateau_times(
     d: Any,
     T: Any,
@@ -624,7 +616,7 @@ def plateau_times(
     """
     if loss not in ("test", "train"):
         raise ValueError("loss must be 'test' or 'train'")
-    d, T, B, p = _broadcast(d, T, B, p)
+    d, T, B, p = np.broadcast_arrays(*(np.asarray(v, float) for v in (d, T, B, p)))
     shape = d.shape
     tb = B if test_B is None else np.broadcast_to(np.asarray(test_B, float), shape)
     P = _Params(d, T, B, p, tb)
@@ -637,23 +629,21 @@ def plateau_times(
     return cross.reshape(shape)
 
 
+_GRID_DEFAULTS = {"d": 32, "T": 64, "B": 1, "p": 0.0}  # a grid point's values where the grid names none
+
+
 def expand_grid(grid: Mapping[str, Iterable[Any]] | Sequence[Mapping[str, Any]]) -> dict[str, np.ndarray]:
     """A grid as a dict of lists (cartesian product, last key fastest) or a list of dicts -> dict of flat arrays
     with keys d, T, B, p (B defaults to 1, p to 0)."""
     if isinstance(grid, Mapping):
         keys = list(grid)
-        unknown = [k for k in keys if k not in ("d", "T", "B", "p")]
+        unknown = [k for k in keys if k not in _GRID_DEFAULTS]
         if unknown:
             raise ValueError(f"unknown grid key(s) {unknown}: use d, T, B, p")
         combos = [dict(zip(keys, vals)) for vals in itertools.product(*(list(grid[k]) for k in keys))]
     else:
         combos = [dict(c) for c in grid]
-    return {
-        "d": np.array([float(c.get("d", 32)) for c in combos]),
-        "T": np.array([float(c.get("T", 64)) for c in combos]),
-        "B": np.array([float(c.get("B", 1)) for c in combos]),
-        "p": np.array([float(c.get("p", 0.0)) for c in combos]),
-    }
+    return {k: np.array([float(c.get(k, v)) for c in combos]) for k, v in _GRID_DEFAULTS.items()}
 
 
 def parse_grid(items: Sequence[str] | str) -> dict[str, list[float]]:
