@@ -18,14 +18,10 @@ class Writes:
 
     def log_metrics(self, run_id: str, step: int, metrics: dict[str, float]) -> None:
         """Append metrics at ``step`` and refresh the heartbeat, in one transaction."""
-        rows = [(run_id, name, int(step), _finite_or_none(v)) for name, v in metrics.items()]
-        now = time.time()
-        with self._tx() as con:
-            con.executemany("INSERT OR REPLACE INTO metrics (run_id, name, step, value) VALUES (?,?,?,?)", rows)
-            con.execute("UPDATE runs SET step=MAX(step, ?), heartbeat_at=? WHERE run_id=?", (int(step), now, run_id))
+        self.log_metrics_many(run_id, [step], {name: [v] for name, v in metrics.items()})
 
     def log_metrics_many(self, run_id: str, steps: list[int], series: dict[str, list[float]]) -> None:
-        """Append whole series at once (used for integrated ODE runs)."""
+        """Append whole series at once (integrated ODE runs) and refresh the heartbeat, in one transaction."""
         rows = [
             (run_id, name, int(s), _finite_or_none(v)) for name, vals in series.items() for s, v in zip(steps, vals)
         ]
@@ -120,8 +116,7 @@ class Writes:
         with self._tx() as con:
             n = 0
             for run_id in ids:
-                con.execute("DELETE FROM metrics WHERE run_id=?", (run_id,))
-                con.execute("DELETE FROM attention WHERE run_id=?", (run_id,))
-                con.execute("DELETE FROM arrays WHERE run_id=?", (run_id,))
+                for table in ("metrics", "attention", "arrays"):
+                    con.execute(f"DELETE FROM {table} WHERE run_id=?", (run_id,))
                 n += con.execute("DELETE FROM runs WHERE run_id=?", (run_id,)).rowcount
         return n
