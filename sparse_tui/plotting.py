@@ -1,6 +1,6 @@
 """Terminal plots of run curves with plotext (used by ``sparse-tui show``; the TUI uses textual-plotext).
 
-plotext's log axes fail on values <= 0, so ``positive`` filters them out before plotting.
+plotext's log axes fail on values <= 0, so ``_plottable`` filters them out before plotting.
 """
 
 from __future__ import annotations
@@ -12,14 +12,9 @@ from typing import Sequence
 PALETTE = ["cyan", "orange", "green", "magenta", "blue", "red", "yellow", "gray"]
 
 
-def positive(xs: Sequence[float], ys: Sequence[float]) -> tuple[list[float], list[float]]:
-    """Drop points that a log axis cannot show (non-finite or <= 0)."""
-    pts = [(x, y) for x, y in zip(xs, ys) if y is not None and math.isfinite(y) and y > 0]
-    return [p[0] for p in pts], [p[1] for p in pts]
-
-
-def finite(xs: Sequence[float], ys: Sequence[float]) -> tuple[list[float], list[float]]:
-    pts = [(x, y) for x, y in zip(xs, ys) if y is not None and math.isfinite(y)]
+def _plottable(xs: Sequence[float], ys: Sequence[float], log: bool) -> tuple[list[float], list[float]]:
+    """The points a chart can show: finite values, and on a log axis only the positive ones."""
+    pts = [(x, y) for x, y in zip(xs, ys) if y is not None and math.isfinite(y) and (y > 0 or not log)]
     return [p[0] for p in pts], [p[1] for p in pts]
 
 
@@ -49,7 +44,7 @@ def chart(
     plt.theme("clear")
     any_data = False
     for i, (name, (xs, ys)) in enumerate(series.items()):
-        xs, ys = positive(xs, ys) if log_y else finite(xs, ys)
+        xs, ys = _plottable(xs, ys, log_y)
         xs, ys = downsample(xs, ys, 2 * width)
         if not xs:
             continue

@@ -17,14 +17,13 @@ from sparse_tui.numbers import fmt_or
 from sparse_tui.store import TERMINAL, RunRecord, RunStore
 
 
+# The metrics a run's progress line shows, with their format.
+_LINE_METRICS = (("train/loss", ".4g"), ("test/loss", ".4g"), ("test/acc", ".3f"))
+
+
 def run_line(rec: RunRecord, last: dict[str, float]) -> str:
     parts = [f"[{rec.run_id}] {rec.label}", f"{rec.status}", f"step {rec.step}/{rec.total_steps}"]
-    if "train/loss" in last:
-        parts.append(f"train/loss {fmt_or(last['train/loss'])}")
-    if "test/loss" in last:
-        parts.append(f"test/loss {fmt_or(last['test/loss'])}")
-    if "test/acc" in last:
-        parts.append(f"test/acc {fmt_or(last['test/acc'], '.3f')}")
+    parts += [f"{name} {fmt_or(last[name], spec)}" for name, spec in _LINE_METRICS if name in last]
     if rec.status == "running" and rec.duration and rec.step:
         rate = rec.step / rec.duration
         eta = (rec.total_steps - rec.step) / rate if rate > 0 else math.nan
