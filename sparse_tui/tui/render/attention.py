@@ -3,7 +3,6 @@ readout's relevant position (selection, arXiv 2505.17863 Fig. 17 right) and the 
 
 from __future__ import annotations
 
-
 from rich.text import Text
 
 from sparse_tui.tui.render.heatmap import heatmap, scale_bar
@@ -48,13 +47,8 @@ def render_attention(maps: dict, meta: dict, layer: str, head: int, example: int
             + (":token" if tokens else "") + (" · columns: key position" if ruler else " · columns: key token"
                                                if tokens else " · columns: key position"))
     info += f" · readout → relevant {sel:.2f}"
-    if (Lq - 1, 0) and meta.get("copy_q") is not None:
+    if meta.get("copy_q") is not None:
         cq, ck = meta["copy_q"][example], meta["copy_k"][example]
         if cq - off >= 0:
             info += f" · copy {float(m[cq - off][ck]):.2f}"
     return body, info
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Fits
-# ---------------------------------------------------------------------------------------------------------------

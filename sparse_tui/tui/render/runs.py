@@ -89,7 +89,6 @@ def fit_name(name: str, width: int) -> str:
     return "…" + name[-(width - 1):] if width > 1 else "…"
 
 
-
 def speed(rec: RunRecord) -> float | None:
     """Training steps per second of a running run since it started (its step over the time to its last
     heartbeat); None before it has one."""
@@ -223,12 +222,6 @@ def sort_words(column: str, descending: bool) -> str:
         return "↓ Z→A" if descending else "↑ A→Z"
     return "↓ high→low" if descending else "↑ low→high"
 
-
-# ---------------------------------------------------------------------------------------------------------------
-# Heatmaps
-# ---------------------------------------------------------------------------------------------------------------
-
-# A perceptual ramp (viridis-like): dark blue -> green -> yellow.
 
 def swept_keys(records: Iterable[RunRecord]) -> list[str]:
     """Params that take more than one value among the runs (seed excluded), in first-seen order."""
