@@ -8,18 +8,9 @@ from rich.table import Table
 from rich.text import Text
 
 from sparse_tui.phase import final_metric
+from sparse_tui.presets import flatten
 from sparse_tui.store import RunRecord
 from sparse_tui.tui.render.groups import Stat
-
-def _flat(d: Any, prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if isinstance(d, dict):
-        for k, v in d.items():
-            if isinstance(v, dict):
-                out.update(_flat(v, f"{prefix}{k}."))
-            else:
-                out[f"{prefix}{k}"] = v
-    return out
 
 
 METRICS = (("plateau step", None), ("final test/loss", ("test/loss", "train/loss")), ("final test/acc", ("test/acc",)),
@@ -40,16 +31,13 @@ def _stat(members: list[RunRecord], names, last: dict) -> Stat:
 
 def common_config(members: list[RunRecord]) -> dict[str, str]:
     """The config keys (flattened) with one value over all ``members``; keys whose values differ show "(varies)"."""
-    flat = [_flat(r.config or {}) for r in members]
+    flat = [flatten(r.config or {}) for r in members]
     keys = list(dict.fromkeys(k for f in flat for k in f))
     out = {}
     for k in keys:
         vals = {str(f.get(k, "-")) for f in flat}
         out[k] = vals.pop() if len(vals) == 1 else "(varies)"
-    if len({r.preset for r in members}) == 1:
-        out["preset"] = members[0].preset
-    else:
-        out["preset"] = "(varies)"
+    out["preset"] = members[0].preset if len({r.preset for r in members}) == 1 else "(varies)"
     return out
 
 
