@@ -12,6 +12,7 @@ import copy
 import difflib
 import re
 import tomllib
+import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,7 +51,7 @@ def _type_of(ann: Any) -> tuple[str, list[str]]:
     origin = typing.get_origin(ann)
     if origin is typing.Literal:
         return "choice", [str(a) for a in typing.get_args(ann)]
-    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+    if origin in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(ann) if a is not type(None)]
         if len(args) == 1:
             t, c = _type_of(args[0])
@@ -82,17 +83,13 @@ def section_fields(section: str, kind: str | None = None) -> list[FieldSpec]:
     return out
 
 
-TOP_KEYS = ("name", "description", "seeds", "tags")  # the preset's keys outside the sections
+# the preset's keys outside the sections: (type, default) as the form shows them
+TOP_KEYS = {"name": ("str", ""), "description": ("str", ""), "seeds": ("list", [0]), "tags": ("list", [])}
 
 
 def top_fields() -> list[FieldSpec]:
     fs = P.Preset.model_fields
-    return [
-        FieldSpec("name", "str", "", fs["name"].description or ""),
-        FieldSpec("description", "str", "", fs["description"].description or ""),
-        FieldSpec("seeds", "list", [0], fs["seeds"].description or ""),
-        FieldSpec("tags", "list", [], fs["tags"].description or ""),
-    ]
+    return [FieldSpec(k, t, default, fs[k].description or "") for k, (t, default) in TOP_KEYS.items()]
 
 
 def to_text(value: Any) -> str:
@@ -146,13 +143,9 @@ class PresetDraft:
         for ov in overrides or []:
             if "=" in ov:
                 k, v = ov.split("=", 1)
-                k = k.strip()
-                self.values[k if (k in self.values or self._known(k)) else k] = v.strip()
+                self.values[k.strip()] = v.strip()
 
     # -- reading the file ---------------------------------------------------------------------------------------
-    def _known(self, key: str) -> bool:
-        return any(f.key == key for f in self.fields())
-
     def _texts_from_file(self) -> dict[str, str]:
         out: dict[str, str] = {}
         try:
@@ -256,29 +249,19 @@ class PresetDraft:
             if new == old:
                 continue
             if key.startswith("sweep."):
-                sk = key[len("sweep."):]
-                tbl = doc.get("sweep")
-                if not new:
-                    if tbl is not None and sk in tbl:
-                        del tbl[sk]
-                    continue
-                if tbl is None:
-                    doc["sweep"] = tomlkit.table()
-                    tbl = doc["sweep"]
-                tbl[sk] = _toml_item(new)
-                continue
-            parts = key.split(".")
-            if len(parts) == 1:
-                container = doc
+                sec, name = "sweep", key[len("sweep."):]  # a sweep key keeps its dots: sweep.model.d_model
             else:
-                if parts[0] not in doc:
-                    doc[parts[0]] = tomlkit.table()
-                container = doc[parts[0]]
+                parts = key.split(".")
+                sec, name = (parts[0] if len(parts) > 1 else None), parts[-1]
+            container = doc if sec is None else doc.get(sec)
             if not new:
-                if parts[-1] in container:
-                    del container[parts[-1]]
-            else:
-                container[parts[-1]] = _toml_item(new)
+                if container is not None and name in container:
+                    del container[name]
+                continue
+            if container is None:
+                doc[sec] = tomlkit.table()
+                container = doc[sec]
+            container[name] = _toml_item(new)
         for sec in P.KIND_SECTIONS:
             orig_kind = (self.raw.get(sec) or {}).get("kind", P.default_kind(sec))
             if self.kind(sec) != orig_kind and sec in doc:
@@ -319,15 +302,7 @@ def _del_dotted(data: dict, key: str) -> None:
 def _match_key(path: str, keys: list[str]) -> str | None:
     if path in keys:
         return path
-    best = None
-    for k in keys:
-        if path.startswith(k + ".") and (best is None or len(k) > len(best)):
-            best = k
-    if best is None and "." in path:  # a section-level error (e.g. task: n_pairs ...) -> the section's kind
-        sec = path.split(".")[0]
-        if f"{sec}.kind" in keys and path == sec:
-            return f"{sec}.kind"
-    return best
+    return max((k for k in keys if path.startswith(k + ".")), key=len, default=None)  # the longest key above it
 
 
 def list_presets(presets_dir: Path, extra: Path | None = None) -> list[Path]:
