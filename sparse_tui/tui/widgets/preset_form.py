@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -15,15 +16,7 @@ from sparse_tui.tui.widgets.field_row import FieldRow
 from sparse_tui.tui.widgets.shallow_focus import ShallowFocus
 from sparse_tui.tui.widgets.ordered_input import OrderedInput
 
-SECTION_TITLES = {
-    "": "preset",
-    "task": "[task]",
-    "model": "[model]",
-    "train": "[train]",
-    "eval": "[eval]",
-    "plateau": "[plateau]",
-    "sweep": "[sweep]  (runs = product of lists × seeds)",
-}
+SWEEP_TITLE = "[sweep]  (runs = product of lists × seeds)"
 
 
 class PresetForm(ShallowFocus, VerticalScroll):
@@ -79,10 +72,11 @@ class PresetForm(ShallowFocus, VerticalScroll):
                 sec = spec.key.split(".")[0] if "." in spec.key else ""
                 if sec != current:
                     current = sec
-                    widgets.append(Static(SECTION_TITLES.get(sec, sec), classes="section", markup=False))
+                    title = SWEEP_TITLE if sec == "sweep" else (f"[{sec}]" if sec else "preset")
+                    widgets.append(Static(title, classes="section", markup=False))
                 widgets.append(FieldRow(spec, self.draft.values.get(spec.key, "")))
             if current != "sweep":
-                widgets.append(Static(SECTION_TITLES["sweep"], classes="section", markup=False))
+                widgets.append(Static(SWEEP_TITLE, classes="section", markup=False))
             widgets.append(
                 OrderedInput(
                     placeholder="add a sweep key: model.d_model = [32, 64]",
@@ -103,12 +97,6 @@ class PresetForm(ShallowFocus, VerticalScroll):
     def rows(self) -> list[FieldRow]:
         return [r for r in self.query(FieldRow) if r.is_mounted and not r._closing]
 
-    def row(self, key: str) -> FieldRow:
-        for r in self.query(FieldRow):
-            if r.spec.key == key:
-                return r
-        raise KeyError(key)
-
     def _edited(self, row: FieldRow) -> None:
         if self._building or self.draft is None:
             return
@@ -120,17 +108,13 @@ class PresetForm(ShallowFocus, VerticalScroll):
         self.draft.set(key, text)
         self.post_message(self.Edited(key, key.endswith(".kind")))
 
-    def on_input_changed(self, event: Input.Changed) -> None:
-        if event.input.id == "add-sweep":
+    @on(Input.Changed)
+    @on(Select.Changed)
+    def _changed(self, event: Input.Changed | Select.Changed) -> None:
+        if event.control.id == "add-sweep":
             return
         event.stop()
-        row = next((a for a in event.input.ancestors if isinstance(a, FieldRow)), None)
-        if row is not None:
-            self._edited(row)
-
-    def on_select_changed(self, event: Select.Changed) -> None:
-        event.stop()
-        row = next((a for a in event.select.ancestors if isinstance(a, FieldRow)), None)
+        row = next((a for a in event.control.ancestors if isinstance(a, FieldRow)), None)
         if row is not None:
             self._edited(row)
 
