@@ -23,6 +23,7 @@ from textual.widgets.option_list import Option
 from sparse_tui import atlas, runner
 from sparse_tui import reproduce as rp
 from sparse_tui.executors import ExecutorOptions
+from sparse_tui.theory import PAPER_FITS
 from sparse_tui.tui.actions import check_executor
 from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.screens.answer_once import AnswersOnce
@@ -36,7 +37,7 @@ class AtlasScreen(AnswersOnce, Guarded, ModalScreen[None]):
     AtlasScreen #atlas-list { width: 46; }  /* its height: app.tcss (.dialog OptionList is six lines) */
     AtlasScreen #atlas-detail { padding: 0 1; }
     """
-    BINDINGS = [Binding("escape,q", "close", "Close"), Binding("l", "launch", "Launch"),
+    BINDINGS = [Binding("escape,q", "dismiss", "Close"), Binding("l", "launch", "Launch"),
                 Binding("r", "refresh", "Refresh")]
 
     def __init__(self, store: Any, executor: ExecutorOptions = ExecutorOptions()) -> None:
@@ -94,8 +95,6 @@ class AtlasScreen(AnswersOnce, Guarded, ModalScreen[None]):
         """Worker thread: the entry's description, and its report once every run of its CPU preset has a result."""
         head = [f"{e.figure} ({e.source}, {e.section}): {e.shows}"]
         if e.law:
-            from sparse_tui.theory import PAPER_FITS
-
             pf = PAPER_FITS[e.law]
             head.append(f"paper: T_plateau = {pf.C:g} · " + " · ".join(f"{k}^{v:g}" for k, v in pf.exponents.items()))
         if e.threshold is not None:
@@ -158,9 +157,6 @@ class AtlasScreen(AnswersOnce, Guarded, ModalScreen[None]):
         self.app.call_from_thread(self.app.notify, f"{e.key}: launched {len(ids)} run(s) of {plan.preset} "
                                   f"(batch {batch_id}, pid {pid})")
         self.app.call_from_thread(self.refresh_status)
-
-    def action_close(self) -> None:
-        self.dismiss(None)
 
 
 def open_atlas(app: Any) -> None:

@@ -13,7 +13,7 @@ from sparse_tui.tui.screens.answer_once import AnswersOnce
 
 
 class ColumnsScreen(AnswersOnce, Guarded, ModalScreen[list[str] | None]):
-    BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("enter", "ok", "Show these", priority=True)]
+    BINDINGS = [Binding("escape", "dismiss", "Cancel"), Binding("enter", "ok", "Show these", priority=True)]
 
     def __init__(self, keys: list[str], shown: list[str]) -> None:
         super().__init__()
@@ -31,6 +31,3 @@ class ColumnsScreen(AnswersOnce, Guarded, ModalScreen[list[str] | None]):
     def action_ok(self) -> None:
         chosen = set(self.query_one(SelectionList).selected)
         self.dismiss([k for k in self.keys if k in chosen])
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)

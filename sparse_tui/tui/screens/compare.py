@@ -18,7 +18,7 @@ from sparse_tui.tui.screens.answer_once import AnswersOnce
 class CompareScreen(AnswersOnce, Guarded, ModalScreen[bool]):
     """``x`` in Runs. Enter / v: overlay their curves (labelled by name)."""
 
-    BINDINGS = [Binding("escape,q", "close", "Close"), Binding("enter,v", "curves", "Overlay curves")]
+    BINDINGS = [Binding("escape,q", "dismiss(False)", "Close"), Binding("enter,v", "dismiss(True)", "Overlay curves")]
 
     def __init__(self, title: str, body: Any) -> None:
         super().__init__()
@@ -30,9 +30,3 @@ class CompareScreen(AnswersOnce, Guarded, ModalScreen[bool]):
             with VerticalScroll():
                 yield Static(self.body, id="compare-table")
             yield Label("Enter / v: overlay their curves · Esc: close", classes="dialog-hint")
-
-    def action_close(self) -> None:
-        self.dismiss(False)
-
-    def action_curves(self) -> None:
-        self.dismiss(True)

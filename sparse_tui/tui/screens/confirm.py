@@ -14,8 +14,8 @@ from sparse_tui.tui.screens.answer_once import AnswersOnce
 
 class ConfirmScreen(AnswersOnce, Guarded, ModalScreen[bool]):
     BINDINGS = [
-        Binding("y", "answer(True)", "Yes"),
-        Binding("n,escape", "answer(False)", "No"),
+        Binding("y", "dismiss(True)", "Yes"),
+        Binding("n,escape", "dismiss(False)", "No"),
     ]
 
     def __init__(self, question: str, yes: str = "Yes (y)") -> None:
@@ -35,6 +35,3 @@ class ConfirmScreen(AnswersOnce, Guarded, ModalScreen[bool]):
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "yes")
-
-    def action_answer(self, yes: bool) -> None:
-        self.dismiss(yes)

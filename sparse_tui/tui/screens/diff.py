@@ -14,7 +14,7 @@ from sparse_tui.tui.screens.answer_once import AnswersOnce
 
 
 class DiffScreen(AnswersOnce, Guarded, ModalScreen[None]):
-    BINDINGS = [Binding("escape,q,ctrl+d", "close", "Close")]
+    BINDINGS = [Binding("escape,q,ctrl+d", "dismiss", "Close")]
 
     def __init__(self, name: str, diff: str) -> None:
         super().__init__()
@@ -30,6 +30,3 @@ class DiffScreen(AnswersOnce, Guarded, ModalScreen[None]):
                 else:
                     yield Static("no unsaved changes")
             yield Label("Esc: close", classes="dialog-hint")
-
-    def action_close(self) -> None:
-        self.dismiss(None)

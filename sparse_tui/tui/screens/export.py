@@ -30,7 +30,7 @@ class ExportRequest:
 
 class ExportScreen(AnswersOnce, Guarded, ModalScreen[ExportRequest | None]):
     BINDINGS = [
-        Binding("escape", "cancel", "Cancel"),
+        Binding("escape", "dismiss", "Cancel"),
         Binding("m", "toggle_metrics", "Metrics / runs", show=False),
     ]
 
@@ -105,6 +105,3 @@ class ExportScreen(AnswersOnce, Guarded, ModalScreen[ExportRequest | None]):
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(self._request() if event.button.id == "ok" else None)
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)

@@ -43,7 +43,7 @@ def binding_table(groups: list[tuple[str, list[Binding]]]) -> Table:
 
 
 class HelpScreen(AnswersOnce, Guarded, ModalScreen[None]):
-    BINDINGS = [Binding("escape,q,question_mark,f1", "close", "Close")]
+    BINDINGS = [Binding("escape,q,question_mark,f1", "dismiss", "Close")]
 
     def __init__(self, groups: list[tuple[str, list[Binding]]]) -> None:
         super().__init__()
@@ -56,6 +56,3 @@ class HelpScreen(AnswersOnce, Guarded, ModalScreen[None]):
                 yield Static(binding_table(self.groups))
                 yield Static("\n" + NOTE)
             yield Label("Esc: close", classes="dialog-hint")
-
-    def action_close(self) -> None:
-        self.dismiss(None)

@@ -14,7 +14,7 @@ from sparse_tui.tui.widgets.ordered_input import OrderedInput
 
 
 class PromptScreen(AnswersOnce, Guarded, ModalScreen[str | None]):
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS = [Binding("escape", "dismiss", "Cancel")]
 
     def __init__(self, title: str, value: str = "", allow_empty: bool = False) -> None:
         super().__init__()
@@ -30,6 +30,3 @@ class PromptScreen(AnswersOnce, Guarded, ModalScreen[str | None]):
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self.dismiss(event.value.strip() if self.allow_empty else (event.value.strip() or None))
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
