@@ -20,8 +20,8 @@ class AttentionPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=Tr
     BINDINGS = [
         Binding("left,comma", "step(-1)", "Prev step"),
         Binding("right,full_stop", "step(1)", "Next step"),
-        Binding("home", "first", "First", show=False),
-        Binding("end", "last", "Last", show=False),
+        Binding("home", "goto(0)", "First", show=False),
+        Binding("end", "goto(-1)", "Last", show=False),
         Binding("l", "layer", "Layer"),
         Binding("h", "head", "Head"),
         Binding("x", "example", "Example"),
@@ -110,14 +110,10 @@ class AttentionPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=Tr
         self.step = self.steps[i]
         self.request()
 
-    def action_first(self) -> None:
+    def action_goto(self, i: int) -> None:
+        """Home / End: the first / the last snapshot."""
         if self.steps:
-            self.step = self.steps[0]
-            self.request()
-
-    def action_last(self) -> None:
-        if self.steps:
-            self.step = self.steps[-1]
+            self.step = self.steps[i]
             self.request()
 
     def action_layer(self) -> None:

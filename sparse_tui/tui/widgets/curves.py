@@ -152,17 +152,17 @@ def grid_units(data: CurvesData | None, group_keys: list[str]) -> list[tuple[str
 
 class CurvesPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True):
     BINDINGS = [
-        Binding("m", "next_group", "Next metric"),
-        Binding("M", "prev_group", "Prev metric", show=False),
-        Binding("l", "toggle_log", "Log y"),
-        Binding("h", "toggle_theory", "Theory"),
+        Binding("m", "cycle_group(1)", "Next metric"),
+        Binding("M", "cycle_group(-1)", "Prev metric", show=False),
+        Binding("l", "toggle('log_loss')", "Log y"),
+        Binding("h", "toggle('theory')", "Theory"),
         Binding("plus,equals_sign", "smooth(1)", "Smooth +"),
         Binding("minus", "smooth(-1)", "Smooth -"),
         Binding("z", "zoom(1)", "Zoom in"),
         Binding("Z", "zoom(-1)", "Zoom out"),
         Binding("left", "pan(-1)", "Pan left", show=False),
         Binding("right", "pan(1)", "Pan right", show=False),
-        Binding("g", "grid", "Grid"),
+        Binding("g", "toggle('grid')", "Grid"),
         Binding("pagedown", "page(1)", "Next charts", show=False),
         Binding("pageup", "page(-1)", "Prev charts", show=False),
         Binding("p", "figure('png')", "Figure"),
@@ -234,9 +234,6 @@ class CurvesPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True)
         self.page = 0
         self._redraw_on_change()
 
-    def action_grid(self) -> None:
-        self.grid = not self.grid
-
     def action_page(self, delta: int) -> None:
         if self.grid:
             self.page = max(0, min(self._pages() - 1, self.page + delta))
@@ -250,19 +247,9 @@ class CurvesPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True)
         cols, rows = grid_shape(max(1, n), plot.size.width or 80, plot.size.height or 20)
         return max(1, -(-n // (cols * rows)))
 
-    def action_next_group(self) -> None:
+    def action_cycle_group(self, delta: int) -> None:
         groups = available_groups(self.data)
-        self.group = groups[(groups.index(self.group) + 1) % len(groups)] if self.group in groups else groups[0]
-
-    def action_prev_group(self) -> None:
-        groups = available_groups(self.data)
-        self.group = groups[(groups.index(self.group) - 1) % len(groups)] if self.group in groups else groups[0]
-
-    def action_toggle_log(self) -> None:
-        self.log_loss = not self.log_loss
-
-    def action_toggle_theory(self) -> None:
-        self.theory = not self.theory
+        self.group = groups[(groups.index(self.group) + delta) % len(groups)] if self.group in groups else groups[0]
 
     def action_smooth(self, delta: int) -> None:
         self.smoothing = max(0, min(len(SMOOTHING) - 1, self.smoothing + delta))

@@ -108,12 +108,9 @@ class PhasePanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True):
     def action_cycle(self, axis: str) -> None:
         if not self.keys:
             return
-        cur = self.x if axis == "x" else self.y
+        cur = getattr(self, axis)
         i = (self.keys.index(cur) + 1) % len(self.keys) if cur in self.keys else 0
-        if axis == "x":
-            self.x = self.keys[i]
-        else:
-            self.y = self.keys[i]
+        setattr(self, axis, self.keys[i])
 
     def action_swap(self) -> None:
         x, y = self.y, self.x

@@ -79,8 +79,8 @@ class RunsPanel(ConsolePanel, Guarded, Vertical):
         # plain binding runs once the key has bubbled up, after the next keys were handed to the table)
         Binding("slash", "filter", "Filter", priority=True),
         Binding("o", "columns", "Columns", show=False),
-        Binding("n", "note", "Note", show=False),
-        Binding("T", "tags", "Tags", show=False),
+        Binding("n", "note('note')", "Note", show=False),
+        Binding("T", "note('tags')", "Tags", show=False),
         Binding("c", "cancel", "Cancel run"),
         Binding("u", "resume", "Resume"),
         Binding("x", "compare", "Compare", show=False),
@@ -533,15 +533,11 @@ class RunsPanel(ConsolePanel, Guarded, Vertical):
     def action_resume(self) -> None:
         self.post_message(ResumeRequested(self.chosen()))
 
-    def action_note(self) -> None:
+    def action_note(self, what: str) -> None:
+        """n / T: the note or the tags (``what``) of the run under the cursor (not of a group row)."""
         rid = self.current_run() if self.current_key() not in self.groups else None
         if rid:
-            self.post_message(NoteRequested(rid, "note"))
-
-    def action_tags(self) -> None:
-        rid = self.current_run() if self.current_key() not in self.groups else None
-        if rid:
-            self.post_message(NoteRequested(rid, "tags"))
+            self.post_message(NoteRequested(rid, what))
 
     def action_archive(self) -> None:
         archived = "is:archived" in self.query_text.split()
