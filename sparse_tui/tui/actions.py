@@ -10,7 +10,6 @@ thread. They use the code paths of the command line: launching is ``runner.start
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +18,14 @@ from textual.message import Message
 from sparse_tui import figures, geometry, runner
 from sparse_tui.annotate import AnnotateError, check_note, parse_tags
 from sparse_tui.executors import ExecutorError, ExecutorOptions, executor_for
-from sparse_tui.models.ode import recorded_curve
+from sparse_tui.export import ExportError, write_atomic
 from sparse_tui.export import export as write
+from sparse_tui.fitting import FitError
+from sparse_tui.models.ode import recorded_curve
 from sparse_tui.numbers import fmt_duration
+from sparse_tui.phase import cell_note
 from sparse_tui.plotting import fmt_r2
+from sparse_tui.presets import expand
 from sparse_tui.store import RunStore, StoreError
 from sparse_tui.tui.messages import AttentionData, Done, FitDone, Problem, TheoryData
 from sparse_tui.tui.render import fit as fitview
@@ -43,8 +46,6 @@ def launch(store: RunStore, loaded: Any, workers: int | None = None,
     """Record the runs of a validated preset and start them in a detached process (the sweep scheduler plans them
     as they start, on ``executor``: docs/CLUSTER.md); the Runs panel then shows them with the cursor on
     the first."""
-    from sparse_tui.presets import expand
-
     check_executor(executor)
     batch_id, ids, pid = runner.start_detached(store, expand(loaded), workers=workers or None, executor=executor)
     return Done(f"launched {loaded.name}: batch {batch_id}, {len(ids)} run(s), pid {pid} "
@@ -54,8 +55,6 @@ def launch(store: RunStore, loaded: Any, workers: int | None = None,
 def launch_question(loaded: Any, executor: ExecutorOptions = ExecutorOptions(), store: RunStore | None = None) -> str:
     """What ctrl+l would start, asked before it does: runs, steps, an estimate of the time from earlier runs of the
     preset in the store (seconds per step, one at a time), and where."""
-    from sparse_tui.presets import expand
-
     specs = expand(loaded)
     steps = sum(s.config.train.steps for s in specs)
     text = (f"Launch {loaded.name}: {len(specs)} run(s), {steps:,} training steps in all, on "
@@ -124,21 +123,15 @@ def delete(store: RunStore, ids: list[str]) -> Message:
 
 def export(store: RunStore, ids: list[str], req: Any) -> Message:
     """Write the runs (oldest first) as the dialog asked (``screens.export.ExportRequest``: format, table or
-    per-step metrics, file) to ``req.path`` through a ``.part`` file: nothing half-written is left behind."""
+    per-step metrics, file) to ``req.path`` all or nothing, as ``sparse-tui export --output`` does
+    (``export.write_atomic``): nothing half-written is left behind."""
     recs = sorted((store.get(r) for r in ids), key=lambda r: (r.created_at, r.run_id))
     out = Path(req.path).expanduser()
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".part")
     try:
-        if req.fmt == "parquet":
-            with open(tmp, "wb") as fh:
-                n = write(store, recs, "parquet", fh, metrics=req.metrics)
-        else:
-            with open(tmp, "w", newline="") as fh:
-                n = write(store, recs, req.fmt, fh, metrics=req.metrics)
-        os.replace(tmp, out)
-    except RuntimeError as e:
-        tmp.unlink(missing_ok=True)
+        n = write_atomic(out, lambda fh: write(store, recs, req.fmt, fh, metrics=req.metrics),
+                         binary=req.fmt == "parquet")
+    except (ExportError, RuntimeError) as e:  # cannot write there; no pyarrow for Parquet
         return Problem(str(e))
     return Done(f"exported {n} row(s) to {out}")
 
@@ -182,8 +175,6 @@ def theory(store: RunStore, run_ids: list[str]) -> TheoryData:
 
 def fit(store: RunStore, req: Any) -> FitDone:
     """``fitreport.fit_store`` with the request's arguments: the code path (and numbers) of ``sparse-tui fit``."""
-    from sparse_tui.fitting import FitError
-
     try:
         rep = fitview.run_fit(store, req)
     except (FitError, ValueError) as e:
@@ -204,8 +195,6 @@ def figure(store: RunStore, panel: str, payload: Any, path: Path) -> Message:
             out = figures.fit_figure(payload, path)
         else:
             x, y, xs, ys, grid, counts, value = payload
-            from sparse_tui.phase import cell_note
-
             out = figures.phase_figure(x, y, xs, ys, grid, value, path, note=cell_note(counts))
     except (figures.FigureError, OSError) as e:  # nothing to draw yet, no matplotlib: said, not a console error
         return Done(f"figure not written: {e}", severity="warning")
