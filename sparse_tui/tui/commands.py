@@ -10,8 +10,10 @@ from textual.app import SystemCommand
 from textual.binding import Binding
 from textual.command import CommandPalette as TextualCommandPalette
 
+from sparse_tui.tui import panels
 from sparse_tui.tui.screens.answer_once import AnswersOnce
 from sparse_tui.tui.screens.atlas import open_atlas
+from sparse_tui.tui.widgets.presets_panel import PresetsPanel
 
 # (title, help, panel, action of that panel)
 PANEL_ACTIONS = [
@@ -41,10 +43,7 @@ FORM_KEYS = [
 
 def system_commands(app: Any) -> Iterator[SystemCommand]:
     """Every panel, every preset file, the actions of the panels, then help (``app``: the SparseTuiApp)."""
-    from sparse_tui.tui.panels import PANELS
-    from sparse_tui.tui.widgets.presets_panel import PresetsPanel
-
-    for i, p in enumerate(PANELS, 1):
+    for i, p in enumerate(panels.PANELS, 1):  # read now: the registry is what it is when the palette opens
         key = f" (key {i})" if i < 10 else ""
         yield SystemCommand(f"Panel: {p.title}", f"switch to the {p.title} panel{key}",
                             partial(app.main.show_panel, p.id))
@@ -75,10 +74,8 @@ def executor_commands(app: Any) -> Iterator[SystemCommand]:
 
 def help_groups(app: Any) -> list[tuple[str, list[Binding]]]:
     """The help screen's tables: the app's keys, each panel's, the preset form's."""
-    from sparse_tui.tui.panels import PANELS, panel_bindings
-
-    groups = [("everywhere", panel_bindings() + [b for b in app.BINDINGS if isinstance(b, Binding)])]
-    for p in PANELS:
+    groups = [("everywhere", panels.panel_bindings() + [b for b in app.BINDINGS if isinstance(b, Binding)])]
+    for p in panels.PANELS:
         groups.append((p.title, list(p.cls.BINDINGS)))
     groups.append(("Presets form", FORM_KEYS))
     return groups

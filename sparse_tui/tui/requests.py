@@ -16,6 +16,7 @@ from textual.message import Message
 from textual.worker import get_current_worker
 
 from sparse_tui.annotate import delete_question, undeletable
+from sparse_tui.fitting import FitError
 from sparse_tui.runner import RESUMABLE
 from sparse_tui.store import StoreError
 from sparse_tui.tui import actions, selection
@@ -47,6 +48,7 @@ from sparse_tui.tui.screens.prompt import PromptScreen
 from sparse_tui.tui.widgets.attention_map import AttentionPanel
 from sparse_tui.tui.widgets.curves import CurvesPanel
 from sparse_tui.tui.widgets.fit_panel import FitPanel
+from sparse_tui.tui.widgets.phase_diagram import PhasePanel
 from sparse_tui.tui.widgets.run_table import RunsPanel
 
 
@@ -203,8 +205,6 @@ class PanelRequests:
             payload = res.report if res is not None else None
             missing = "no fit to draw yet: press Enter in the Fit panel first"
         else:
-            from sparse_tui.tui.widgets.phase_diagram import PhasePanel
-
             payload = self.query_one(PhasePanel).figure_data
             missing = "no phase diagram to draw"
         if not payload:
@@ -245,8 +245,6 @@ class PanelRequests:
         return selection.guess_fit_variables(self.records, self.marked, self.current, query)
 
     def on_fit_requested(self, msg: FitRequested) -> None:
-        from sparse_tui.fitting import FitError
-
         variables = msg.variables
         if variables is None:  # guessed variables follow the runs chosen now
             variables = self._guess_variables(msg.query)

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from sparse_tui.fitting import short_name
 from sparse_tui.store import RunRecord
+from sparse_tui.tui.render.fit import FitRequest, parse_fit_options
+from sparse_tui.tui.render.runs import matches, swept_keys, table_row
 
 
 def fit_records(records: list[RunRecord], marked: list[str], current: str | None, query: str) -> list[RunRecord]:
-    from sparse_tui.tui.render.runs import matches, table_row
-
     if not query and marked:
         ids = set(marked)
         return [r for r in records if r.run_id in ids]
@@ -33,9 +34,6 @@ def fit_selection_key(records: list[RunRecord], marked: list[str], current: str 
 
 def guess_fit_variables(records: list[RunRecord], marked: list[str], current: str | None, query: str) -> list[str]:
     """The swept numeric parameters of the chosen runs, by their short names (``d``, ``T``) where those are unique."""
-    from sparse_tui.fitting import short_name
-    from sparse_tui.tui.render.runs import swept_keys
-
     recs = fit_records(records, marked, current, query)
     keys = [k for k in swept_keys(recs)
             if all(isinstance(r.params.get(k), (int, float)) and not isinstance(r.params.get(k), bool)
@@ -50,8 +48,6 @@ def fit_request(records: list[RunRecord], marked: list[str], current: str | None
     current run's preset (--preset), else the runs matching the filter words (their ids); ``options`` adds --tie /
     --bootstrap / --seed / --target / --paper / --where / --preset / --batch. None when nothing matches. Raises
     ``FitError`` for a bad options line."""
-    from sparse_tui.tui.render.fit import FitRequest, parse_fit_options
-
     opts = parse_fit_options(options)
     req = FitRequest(list(variables), **opts)
     if not query and marked:

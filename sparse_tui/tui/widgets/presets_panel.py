@@ -10,6 +10,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, Label, ListItem, ListView, Static
 
+from sparse_tui.presets import expand
 from sparse_tui.tui.form_model import PresetDraft, list_presets
 from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.messages import LaunchRequested
@@ -167,8 +168,6 @@ class PresetsPanel(ConsolePanel, Guarded, Horizontal):
         box.border_title = f"{d.path.name}{' *' if d.dirty else ''}"
         status = self.query_one("#form-status", Static)
         if v.ok:
-            from sparse_tui.presets import expand
-
             try:
                 n = len(expand(v.loaded))
             except Exception:  # noqa: BLE001 - shown, never raised
