@@ -1,5 +1,6 @@
-"""Which runs the Fit panel means: the marked runs, else the runs of the current run's preset, or the runs matching
-its filter words (the run table's filter). Pure functions of the app's UI state (records, marked, current)."""
+"""Which runs the Fit panel (and, without marks, the Phase panel) means: the marked runs, else the runs of the current
+run's preset, or the runs matching its filter words (the run table's filter). Pure functions of the app's UI state
+(records, marked, current)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from sparse_tui.tui.render.fit import FitRequest, parse_fit_options
 from sparse_tui.tui.render.runs import matches, swept_keys, table_row
 
 
-def fit_records(records: list[RunRecord], marked: list[str], current: str | None, query: str) -> list[RunRecord]:
+def chosen_runs(records: list[RunRecord], marked: list[str], current: str | None, query: str) -> list[RunRecord]:
     if not query and marked:
         ids = set(marked)
         return [r for r in records if r.run_id in ids]
@@ -34,7 +35,7 @@ def fit_selection_key(records: list[RunRecord], marked: list[str], current: str 
 
 def guess_fit_variables(records: list[RunRecord], marked: list[str], current: str | None, query: str) -> list[str]:
     """The swept numeric parameters of the chosen runs, by their short names (``d``, ``T``) where those are unique."""
-    recs = fit_records(records, marked, current, query)
+    recs = chosen_runs(records, marked, current, query)
     keys = [k for k in swept_keys(recs)
             if all(isinstance(r.params.get(k), (int, float)) and not isinstance(r.params.get(k), bool)
                    for r in recs if k in r.params)]
@@ -57,9 +58,9 @@ def fit_request(records: list[RunRecord], marked: list[str], current: str | None
         if cur is not None and "preset" not in opts and cur.preset:
             req.preset = cur.preset
         elif cur is not None and not cur.preset:
-            req.run_ids = [r.run_id for r in fit_records(records, marked, current, query)]
+            req.run_ids = [r.run_id for r in chosen_runs(records, marked, current, query)]
     else:
-        req.run_ids = [r.run_id for r in fit_records(records, marked, current, query)]
+        req.run_ids = [r.run_id for r in chosen_runs(records, marked, current, query)]
         if not req.run_ids:
             return None
     return req

@@ -19,7 +19,8 @@ from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.messages import FigureRequested
 from sparse_tui.tui.render.heatmap import heatmap, scale_bar
 from sparse_tui.phase import PHASE_VALUES, cell_note, phase_grid
-from sparse_tui.tui.render.runs import matches, swept_keys, table_row
+from sparse_tui.tui.render.runs import swept_keys
+from sparse_tui.tui.selection import chosen_runs
 from sparse_tui.tui.widgets.ordered_input import OrderedInput
 from sparse_tui.tui.widgets.panel import ConsolePanel, StoreView
 from sparse_tui.tui.widgets.shallow_focus import ShallowFocus
@@ -98,12 +99,8 @@ class PhasePanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True):
     panel_shown = store_changed
 
     def _selected(self) -> list[RunRecord]:
-        if not self.filter:  # default: the runs of the current run's preset (else all runs)
-            cur = next((r for r in self.records if r.run_id == self.current), None)
-            if cur is None:
-                return self.records
-            return [r for r in self.records if r.preset == cur.preset]
-        return [r for r in self.records if matches(table_row(r, None, 0.0), self.filter)]
+        """The filter's runs; without one, the runs of the current run's preset (else all runs)."""
+        return chosen_runs(self.records, [], self.current, self.filter)
 
     def action_cycle(self, axis: str) -> None:
         if not self.keys:
@@ -122,10 +119,6 @@ class PhasePanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True):
 
     def action_figure(self, fmt: str) -> None:
         self.post_message(FigureRequested("phase", fmt))
-
-    def action_leave_input(self) -> None:
-        """Esc in a text field: back to the panel (what was typed stays; digits switch panels again)."""
-        self.focus()
 
     def action_focus_filter(self) -> None:
         self.query_one("#phase-filter", OrderedInput).focus_now()
