@@ -225,11 +225,7 @@ class PanelRequests:
 
     @guarded
     def on_attention_data(self, msg: AttentionData) -> None:
-        ap = self.query_one(AttentionPanel)
-        if not msg.steps:
-            ap.show_message(msg.info)
-        else:
-            ap.update_data(msg)
+        self.query_one(AttentionPanel).update_data(msg)
 
     def on_theory_requested(self, msg: TheoryRequested) -> None:
         self._work(actions.theory, self.app.store, msg.run_ids, group="theory")

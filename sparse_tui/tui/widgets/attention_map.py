@@ -58,7 +58,12 @@ class AttentionPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=Tr
         self.border_subtitle = "←/→ step · l layer · h head · x example"
 
     def panel_shown(self, view: StoreView) -> None:
-        self.set_run(view.current)
+        """The run under the Runs table's cursor (a new run starts at its newest step, first layer, head, example)."""
+        if view.current != self.run_id:
+            self.run_id = view.current
+            self.step = None
+            self.layer_idx = self.head = self.example = 0
+        self.request()
 
     def store_changed(self, view: StoreView) -> None:
         """Follow the newest snapshot of a running run shown at its newest step."""
@@ -68,13 +73,6 @@ class AttentionPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=Tr
                 self.step = None
                 self.request()
 
-    def set_run(self, run_id: str | None) -> None:
-        if run_id != self.run_id:
-            self.run_id = run_id
-            self.step = None
-            self.layer_idx = self.head = self.example = 0
-        self.request()
-
     def request(self) -> None:
         if self.run_id is None:
             return
@@ -83,6 +81,12 @@ class AttentionPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=Tr
         self.post_message(AttentionRequested(self.run_id, self.step, layer, self.head, self.example, width))
 
     def update_data(self, d: AttentionData) -> None:
+        """A rendered snapshot of the run shown, or (no snapshots yet) what the worker said instead."""
+        if not d.steps:
+            self.border_title = "Attention"
+            self.query_one("#attn-info", Static).update(d.info)
+            self.query_one("#attn-map", Static).update("")
+            return
         if d.run_id != self.run_id:
             return
         self.steps, self.step, self.layer_names = d.steps, d.step, d.layers
@@ -91,11 +95,6 @@ class AttentionPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=Tr
         self.border_title = f"Attention · {d.run_id} · step {d.step} ({pos}/{len(self.steps)})"
         self.query_one("#attn-info", Static).update(d.info)
         self.query_one("#attn-map", Static).update(d.body)
-
-    def show_message(self, text: str) -> None:
-        self.border_title = "Attention"
-        self.query_one("#attn-info", Static).update(text)
-        self.query_one("#attn-map", Static).update("")
 
     def action_scroll(self, how: str) -> None:
         """Scroll the map (65 rows do not fit 80x24) while the panel keeps the focus for the step/layer keys."""
