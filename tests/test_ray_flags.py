@@ -161,7 +161,7 @@ def test_console_launches_through_the_chosen_executor(tiny_preset, tmp_path, mon
     import asyncio
     import logging
 
-    from sparse_tui.tui.app import make_app
+    from sparse_tui.tui.app import SparseTuiApp
 
     calls = []
 
@@ -187,7 +187,7 @@ def test_console_launches_through_the_chosen_executor(tiny_preset, tmp_path, mon
         errors = Errors()
         logging.getLogger("sparse_tui.tui").addHandler(errors)
         RunStore(runs_dir).close()  # the console asks before it creates a store (issue 21)
-        app = make_app(runs_dir, presets, gpu=False, poll_interval=0.1, executor=ExecutorOptions("ray", address))
+        app = SparseTuiApp(runs_dir, presets, gpu=False, poll_interval=0.1, executor=ExecutorOptions("ray", address))
         async with app.run_test(size=(100, 30)) as pilot:
             await pilot.pause(0.5)
             assert f"ray {address}" in app.sub_title

@@ -1,6 +1,6 @@
 """The sparse-tui console: the app (the run store and its poller, the palette and help, the GPU probe, the executor).
 
-``make_app`` builds the app (the CLI and the tests share it); ``run_app`` runs it and returns an exit code.
+The CLI and the tests build the same ``SparseTuiApp``; ``run_app`` runs it and returns an exit code.
 
 How it is built (after toolong's ``LogScreen`` and posting's ``MainScreen``): the app keeps what outlives a screen: the
 run store, its poller (``poller.py``, one thread), the GPU probe, the executor and the reporting of problems
@@ -18,7 +18,7 @@ import os
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from textual import work
 from textual.app import App
@@ -55,10 +55,10 @@ class SparseTuiApp(Reporting, FocusHighlight, Guarded, App[int]):
     ]
     main: MainScreen  # the screen of the panels (the default screen)
 
-    def __init__(self, runs_dir: Path, presets_dir: Path, preset: Path | None = None,
-                 overrides: list[str] | None = None, *, clock: Callable[[], float] = time.time,
-                 poll_interval: float = 0.3, gpu: bool = True, workers: int | None = None,
-                 executor: ExecutorOptions = ExecutorOptions()) -> None:
+    def __init__(self, runs_dir: Path | str = "runs", presets_dir: Path | str = "presets",
+                 preset: Path | str | None = None, overrides: list[str] | None = None, *,
+                 clock: Callable[[], float] = time.time, poll_interval: float = 0.3, gpu: bool = True,
+                 workers: int | None = None, executor: ExecutorOptions = ExecutorOptions()) -> None:
         super().__init__()
         self.executor = executor  # launches and resumes train there (docs/CLUSTER.md)
         self.runs_dir = Path(runs_dir)
@@ -210,21 +210,10 @@ class SparseTuiApp(Reporting, FocusHighlight, Guarded, App[int]):
         return executor_for(self.executor).where()
 
 
-def make_app(
-    runs_dir: Path | str = "runs",
-    presets_dir: Path | str = "presets",
-    preset: Path | str | None = None,
-    overrides: list[str] | None = None,
-    **kw: Any,
-) -> SparseTuiApp:
-    """The app factory shared by the CLI and the tests."""
-    return SparseTuiApp(Path(runs_dir), Path(presets_dir), Path(preset) if preset else None, overrides, **kw)
-
-
 def run_app(runs_dir: Path, presets_dir: Path, preset: Path | None = None, overrides: list[str] | None = None,
             executor: ExecutorOptions = ExecutorOptions()) -> int:
     """Run the console until the user quits. Returns the process exit code."""
-    app = make_app(runs_dir, presets_dir, preset, overrides, executor=executor)
+    app = SparseTuiApp(runs_dir, presets_dir, preset, overrides, executor=executor)
     result = app.run()
     if app.return_code not in (None, 0):
         return int(ExitCode.RUN_FAILED)

@@ -246,14 +246,14 @@ def synthetic(tmp_path: Path) -> Path:
 def make(runs_dir, presets_dir, *, create_store: bool = True, **kw):
     """The console on ``runs_dir``; its run store created first (the console asks before it creates one:
     ``create_store=False`` tests that)."""
-    from sparse_tui.tui.app import make_app
+    from sparse_tui.tui.app import SparseTuiApp
 
     if create_store:
         RunStore(runs_dir).close()
     kw.setdefault("gpu", False)
     kw.setdefault("clock", lambda: NOW)
     kw.setdefault("poll_interval", 0.1)
-    return make_app(runs_dir, presets_dir, **kw)
+    return SparseTuiApp(runs_dir, presets_dir, **kw)
 
 
 @contextlib.asynccontextmanager

@@ -14,7 +14,7 @@ async def test_atlas_launches_a_figure_and_shows_its_report(tmp_path: Path, cons
 
     from sparse_tui import atlas
     from sparse_tui.store import RunStore
-    from sparse_tui.tui.app import make_app
+    from sparse_tui.tui.app import SparseTuiApp
     from sparse_tui.tui.screens.atlas import AtlasScreen
 
     presets = tmp_path / "presets"
@@ -24,7 +24,7 @@ async def test_atlas_launches_a_figure_and_shows_its_report(tmp_path: Path, cons
     # an entry that is listed but not built (this test's own: the atlas's entries get built one by one)
     monkeypatch.setitem(atlas.ENTRIES, "fig99_unbuilt", atlas.Entry(
         "fig99_unbuilt", "Fig. 99", "a test", "§0", "nothing", "curves", built="not built yet (a test)"))
-    app = make_app(tmp_path / "runs", presets, gpu=False, poll_interval=0.1)
+    app = SparseTuiApp(tmp_path / "runs", presets, gpu=False, poll_interval=0.1)
     async with app.run_test(size=(150, 45)) as pilot:
         await palette(pilot, "Atlas: reproduce")
         await wait_for(pilot, lambda: isinstance(app.screen, AtlasScreen), 10)
@@ -55,11 +55,11 @@ async def test_atlas_list_takes_the_dialogs_height_at_80x24(tmp_path: Path, cons
     from textual.widgets import OptionList
 
     from sparse_tui.store import RunStore
-    from sparse_tui.tui.app import make_app
+    from sparse_tui.tui.app import SparseTuiApp
     from sparse_tui.tui.screens.atlas import AtlasScreen
 
     RunStore(tmp_path / "runs").close()
-    app = make_app(tmp_path / "runs", tmp_path, gpu=False, poll_interval=0.1)
+    app = SparseTuiApp(tmp_path / "runs", tmp_path, gpu=False, poll_interval=0.1)
     async with app.run_test(size=(80, 24)) as pilot:
         await palette(pilot, "Atlas: reproduce")
         await wait_for(pilot, lambda: isinstance(app.screen, AtlasScreen), 10)

@@ -25,7 +25,7 @@ def _texts(app) -> list[str]:
 
 @run_async
 async def test_palette_switches_launches_to_ray_and_back(tmp_path: Path, monkeypatch, console_errors):
-    from sparse_tui.tui.app import make_app
+    from sparse_tui.tui.app import SparseTuiApp
 
     ray_tmp = tmp_path / "raytmp"
     (ray_tmp / "ray").mkdir(parents=True)
@@ -42,7 +42,7 @@ async def test_palette_switches_launches_to_ray_and_back(tmp_path: Path, monkeyp
 
     monkeypatch.setattr(runner, "start_detached", fake_start)
     RunStore(tmp_path / "runs").close()  # the console asks before it creates a store (issue 21)
-    app = make_app(tmp_path / "runs", presets, gpu=False, poll_interval=0.1)
+    app = SparseTuiApp(tmp_path / "runs", presets, gpu=False, poll_interval=0.1)
     with socket.socket() as head:
         head.bind(("127.0.0.1", 0))
         head.listen()
