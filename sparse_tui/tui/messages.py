@@ -129,6 +129,13 @@ class Done(ForScreen):
 
 # -- from the panels -------------------------------------------------------------------------------------------------
 @dataclass
+class RunsMessage(Message):
+    """A message about some runs (the subclasses below say which, and what of them)."""
+
+    run_ids: list[str]
+
+
+@dataclass
 class PanelRequested(Message):
     """Switch to a panel (``presets``, ``runs``, ``curves``, ``attention``, ``fit``, ``phase``)."""
 
@@ -142,11 +149,8 @@ class RunHighlighted(Message):
     run_id: str | None
 
 
-@dataclass
-class MarkedChanged(Message):
+class MarkedChanged(RunsMessage):
     """The marked runs changed (space, a, a compare overlay)."""
-
-    run_ids: list[str]
 
 
 @dataclass
@@ -156,18 +160,12 @@ class LaunchRequested(Message):
     loaded: Any
 
 
-@dataclass
-class CancelRequested(Message):
+class CancelRequested(RunsMessage):
     """c in Runs: cancel these runs (the app keeps the queued / running ones)."""
 
-    run_ids: list[str]
 
-
-@dataclass
-class ResumeRequested(Message):
+class ResumeRequested(RunsMessage):
     """u in Runs: resume these runs from their checkpoints (the app keeps the failed / interrupted / queued ones)."""
-
-    run_ids: list[str]
 
 
 @dataclass
@@ -217,18 +215,12 @@ class ArchiveRequested(Message):
     archive: bool = True
 
 
-@dataclass
-class DeleteRequested(Message):
+class DeleteRequested(RunsMessage):
     """d in Runs: delete these finished runs, after a confirmation."""
 
-    run_ids: list[str]
 
-
-@dataclass
-class ExportRequested(Message):
+class ExportRequested(RunsMessage):
     """e in Runs: export these runs (the dialog asks how and where)."""
-
-    run_ids: list[str]
 
 
 @dataclass
@@ -243,11 +235,8 @@ class AttentionRequested(Message):
     width: int
 
 
-@dataclass
-class TheoryRequested(Message):
+class TheoryRequested(RunsMessage):
     """The Curves panel shows runs whose theory (ODE) overlay it has not asked for yet."""
-
-    run_ids: list[str]
 
 
 @dataclass
