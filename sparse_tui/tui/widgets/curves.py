@@ -189,6 +189,7 @@ class CurvesPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True)
         self.group_keys: list[str] = []
         self.theory_curves: dict[str, tuple[list[float], list[float]] | None] = {}  # None: the run has none
         self._theory_asked: set[str] = set()
+        self._pages = 1  # the grid's pages at its last draw (pgup / pgdn stay within them)
 
     def compose(self) -> ComposeResult:
         yield PlotView(id="curves-plot")
@@ -236,16 +237,10 @@ class CurvesPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True)
 
     def action_page(self, delta: int) -> None:
         if self.grid:
-            self.page = max(0, min(self._pages() - 1, self.page + delta))
+            self.page = max(0, min(self._pages - 1, self.page + delta))
 
     def action_figure(self, fmt: str) -> None:
         self.post_message(FigureRequested("curves", fmt))
-
-    def _pages(self) -> int:
-        plot = self.query_one(PlotView)
-        n = len(grid_units(self.data, self.group_keys))
-        cols, rows = grid_shape(max(1, n), plot.size.width or 80, plot.size.height or 20)
-        return max(1, -(-n // (cols * rows)))
 
     def action_cycle_group(self, delta: int) -> None:
         groups = available_groups(self.data)
@@ -273,7 +268,7 @@ class CurvesPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True)
             width = max(20, (plot.size.width or 80) // cols)
             specs = [curves_spec(self.data, self.group, run_ids=ids, title=title, width=width, **kw)
                      for title, ids in units]
-            pages = max(1, -(-len(units) // (cols * rows)))
+            self._pages = pages = max(1, -(-len(units) // (cols * rows)))
             parts.append(f"grid of {len(units)}" + (f" · page {self.page + 1}/{pages}" if pages > 1 else ""))
             plot.show_grid(specs, min(self.page, pages - 1))
         else:
