@@ -89,10 +89,8 @@ class CommandPalette(AnswersOnce, TextualCommandPalette):
     (``ScreenStackError``; it answers once, like the console's dialogs)."""
 
     def _action_command_list(self, action: str) -> None:
-        if action in ("page_up", "page_down"):
-            try:
-                super()._action_command_list(action)
-            except KeyError:
-                pass
-            return
-        super()._action_command_list(action)
+        try:
+            super()._action_command_list(action)
+        except KeyError:
+            if action not in ("page_up", "page_down"):
+                raise

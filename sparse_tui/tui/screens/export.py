@@ -18,9 +18,6 @@ from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.screens.answer_once import AnswersOnce
 from sparse_tui.tui.widgets.ordered_input import OrderedInput
 
-EXT = {"csv": "csv", "jsonl": "jsonl", "json": "json", "parquet": "parquet"}
-
-
 @dataclass
 class ExportRequest:
     fmt: str
@@ -56,7 +53,7 @@ class ExportScreen(AnswersOnce, Guarded, ModalScreen[ExportRequest | None]):
                 yield Button("Cancel (esc)", id="cancel", compact=True)
 
     def _file_name(self, fmt: str, metrics: bool) -> str:
-        return f"{'metrics' if metrics else 'runs'}-{self.stamp}.{EXT.get(fmt, fmt)}"
+        return f"{'metrics' if metrics else 'runs'}-{self.stamp}.{fmt}"  # the format's name is its file extension
 
     def on_mount(self) -> None:
         ol = self.query_one("#fmt", OptionList)
@@ -77,7 +74,7 @@ class ExportScreen(AnswersOnce, Guarded, ModalScreen[ExportRequest | None]):
         if stem in (f"runs-{self.stamp}", f"metrics-{self.stamp}"):
             inp.value = self._file_name(self._fmt(), metrics)
         else:
-            inp.value = f"{stem}.{EXT.get(self._fmt(), self._fmt())}"
+            inp.value = f"{stem}.{self._fmt()}"
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
         self._rename()

@@ -34,11 +34,9 @@ def binding_table(groups: list[tuple[str, list[Binding]]]) -> Table:
     t.add_column("key", style="bold", no_wrap=True)
     t.add_column("does")
     for where, bindings in groups:
-        first = True
-        for b in bindings:
+        for i, b in enumerate(bindings):
             keys = ", ".join(key_as_typed(k) for k in b.key.split(","))
-            t.add_row(where if first else "", keys, b.description or b.action)
-            first = False
+            t.add_row("" if i else where, keys, b.description or b.action)
     return t
 
 

@@ -76,11 +76,8 @@ class PresetsPanel(ConsolePanel, Guarded, Horizontal):
                 f"No preset files in {self.presets_dir}/. Copy one there or pass --presets-dir."
             )
             return
-        idx = 0
-        if select is not None:
-            for i, p in enumerate(self.files):
-                if p.resolve() == Path(select).resolve():
-                    idx = i
+        want = Path(select).resolve() if select is not None else None
+        idx = next((i for i, p in enumerate(self.files) if p.resolve() == want), 0)
         lv.index = idx
         await self.open(self.files[idx], self.overrides if select is not None and select == self.initial else None)
 

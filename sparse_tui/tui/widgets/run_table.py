@@ -445,9 +445,7 @@ class RunsPanel(ConsolePanel, Guarded, Vertical):
         self._summary()
 
     def action_mark_all(self) -> None:
-        self.marked = [] if self.visible_marks() else list(self.visible_ids)
-        self.shown = []
-        self.render_rows()
+        self.set_marked([] if self.visible_marks() else self.visible_ids)
 
     def _resort(self) -> None:
         self._cols = []  # the header arrows follow the sort
