@@ -25,7 +25,8 @@ class StoreView:
 
 
 class ConsolePanel:
-    """The hooks of a console panel; each does nothing unless the panel overrides it."""
+    """The hooks of a console panel (each does nothing unless the panel overrides it), and the action of Esc in a
+    text field of the panel (a binding to ``leave_input``)."""
 
     LIVE = False  # True: ``store_changed`` also while hidden (and every 5 s, for ages)
 
@@ -43,3 +44,7 @@ class ConsolePanel:
     def focus_panel(self) -> None:
         """Put the focus in the panel (the panel itself; a panel with a table or a list may pick that)."""
         self.focus()  # type: ignore[attr-defined]
+
+    def action_leave_input(self) -> None:
+        """Esc in a text field of the panel: back to the panel (what was typed stays; digits switch panels again)."""
+        self.focus_panel()

@@ -502,10 +502,6 @@ class RunsPanel(ConsolePanel, Guarded, Vertical):
 
         self.app.push_screen(ColumnsScreen(self._hp_keys, shown), done)
 
-    def action_leave_input(self) -> None:
-        """Esc in the filter: back to the table (the filter stays; digits switch panels again)."""
-        self.table.focus()
-
     def action_filter(self) -> None:
         field = self.query_one("#run-filter", OrderedInput)
         if self.app.focused is field:  # a / typed in the filter itself (tags may hold one)
