@@ -109,10 +109,6 @@ class FitPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True):
             self.action_guess()
         self._selection = key
 
-    def action_leave_input(self) -> None:
-        """Esc in a text field: back to the panel (what was typed stays; digits switch panels again)."""
-        self.focus()
-
     def action_focus_filter(self) -> None:
         self.query_one("#fit-runs", OrderedInput).focus_now()
 
