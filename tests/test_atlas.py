@@ -3,7 +3,6 @@ the paper where it speaks (App. D.1 thresholds), laws come from the registry; ``
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys

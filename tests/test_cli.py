@@ -10,9 +10,7 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-import pytest
 
 from sparse_tui.store import RunStore
 

@@ -21,9 +21,8 @@ import torch
 from sparse_tui import runner
 from sparse_tui.executors import LocalExecutor
 from sparse_tui.presets import RunConfig, RunSpec
-from sparse_tui.store import RunStore, StoreError
+from sparse_tui.store import RunStore
 
-from conftest import TINY_PRESET
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", "COLUMNS": "200"}
 

@@ -397,7 +397,7 @@ async def test_curve_grid_draws_one_chart_per_group(synthetic: Path, presets_dir
     from sparse_tui.tui.widgets.plot_view import PlotView
 
     async with opened(synthetic, presets_dir, size=(200, 50)) as (app, pilot, seen):
-        panel = await _runs(pilot)
+        await _runs(pilot)
         await _filter(pilot, "toy-sweep")
         await pilot.press("g", "g")  # group by task.d
         await pilot.press("3")
