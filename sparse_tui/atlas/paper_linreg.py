@@ -72,7 +72,8 @@ ENTRIES = [
           "law", {"cpu": "paper_fig3_linreg_cpu", "gpu": "paper_fig3_linreg_small"}, fit_vars=("d", "T", "B"),
           law="fig3", threshold=ABS, targets={"d": 0.2, "T": 0.2, "B": 0.2},
           notes=TRANSFORMER + "CPU grid: T 16-32, B 2 at T = 16 (the paper's middle panel is at T = 256). The "
-                "plateau depends on T/B alone (measured at d = 16), so B's miss is the T slope at T/B <= 32.",
+                "plateau depends on T/B alone (measured at d = 16), so B's miss is the T slope at small T/B (B over "
+                "{1, 2, 4} at T = 64: -0.55; -0.67 read at --threshold 0.4).",
           record=R_FIG3, measured="2026-11-26, CPU: d +1.13, T +0.61, B -0.46 (paper +1.29, +0.80, -0.80)"),
     Entry("fig3_right", "Fig. 3 right", PAPER, "§2.4, App. D.1, D.3",
           "Transformer plateau vs d for several cross-sample repetition p (lr tuned per p); no law",
