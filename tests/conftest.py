@@ -66,3 +66,18 @@ def tiny_preset(tmp_path: Path) -> Path:
 @pytest.fixture
 def runs_dir(tmp_path: Path) -> Path:
     return tmp_path / "runs"
+
+
+def stored_preset(tmp_path: Path, text: str, name: str = "synth"):
+    """Write preset ``text`` as ``tmp_path/NAME.toml`` and create its runs in a new store at ``tmp_path/runs``.
+    Returns (preset path, runs dir, open RunStore, run specs, run ids): tests then log curves and finish the runs."""
+    from sparse_tui.presets import expand, load_preset
+    from sparse_tui.store import RunStore
+
+    preset = tmp_path / f"{name}.toml"
+    preset.write_text(text)
+    specs = expand(load_preset(preset))
+    runs = tmp_path / "runs"
+    store = RunStore(runs)
+    _, ids = store.create_runs(specs)
+    return preset, runs, store, specs, ids

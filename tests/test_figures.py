@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import stored_preset
 from typer.testing import CliRunner
 
 from sparse_tui.cli import app
-from sparse_tui.presets import expand, load_preset
 from sparse_tui.store import RunStore
 
 pytest.importorskip("matplotlib")
@@ -52,12 +52,7 @@ def invoke(*args: str):
 def store_dir(tmp_path: Path) -> Path:
     """Runs with plateau = 1.5 sqrt(d) 4096 / B (the Fig. 2 left law at T = 4096); d = 64, B = 1 never emerges
     (censored). Each run logs a test-loss curve that sits at 0.5 and drops at its plateau."""
-    preset = tmp_path / "synth.toml"
-    preset.write_text(SYNTH.replace("T = 64", "T = 4096"))
-    specs = expand(load_preset(preset))
-    runs = tmp_path / "runs"
-    store = RunStore(runs)
-    _, ids = store.create_runs(specs)
+    _, runs, store, specs, ids = stored_preset(tmp_path, SYNTH.replace("T = 64", "T = 4096"))
     for spec, rid in zip(specs, ids):
         t = spec.config.task
         pl = 1.5 * math.sqrt(t.d) * t.T / t.B * (1.0 + 0.01 * spec.seed)

@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 
 import pytest
+from conftest import stored_preset
 from typer.testing import CliRunner
 
 from sparse_tui import fitreport
@@ -56,12 +57,7 @@ def curve(d: int, T: int) -> tuple[list[int], list[float]]:
 def make_store(tmp_path: Path, name: str = "synth-thr") -> Path:
     """Nine finished runs with the curves above (stored plateau: the 0.1 crossing, leave + 200) and one finished
     run that never left its plateau (d = 64, T = 32 again, seed 1: flat at 0.5 up to step 1000 of its 5000)."""
-    preset = tmp_path / f"{name}.toml"
-    preset.write_text(PRESET.format(name=name))
-    specs = expand(load_preset(preset))
-    runs = tmp_path / "runs"
-    store = RunStore(runs)
-    _, ids = store.create_runs(specs)
+    preset, runs, store, specs, ids = stored_preset(tmp_path, PRESET.format(name=name), name)
     for spec, rid in zip(specs, ids):
         t = spec.config.task
         steps, loss = curve(t.d, t.T)

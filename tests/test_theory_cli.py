@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import stored_preset
 from typer.testing import CliRunner
 
 from sparse_tui import fitreport
@@ -147,12 +148,7 @@ steps = 100000
 def synth_store(tmp_path: Path) -> Path:
     """Runs with plateau = 1.4 sqrt(d) T / B (x small seed noise); d = 128, T = 1024 never emerge (censored); two
     extra runs failed / diverged."""
-    preset = tmp_path / "synth.toml"
-    preset.write_text(SYNTH)
-    specs = expand(load_preset(preset))
-    runs = tmp_path / "runs"
-    store = RunStore(runs)
-    _, ids = store.create_runs(specs)
+    preset, runs, store, specs, ids = stored_preset(tmp_path, SYNTH)
     for spec, rid in zip(specs, ids):
         t = spec.config.task
         pl = 1.4 * math.sqrt(t.d) * t.T / t.B * (1.0 + 0.01 * (spec.seed - 0.5))

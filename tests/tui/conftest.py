@@ -287,3 +287,19 @@ async def palette(pilot, title: str) -> None:
                    str(commands.get_option_at_index(0).prompt).startswith(title), 10)
     await pilot.press("enter")
     await pilot.pause(0.2)
+
+
+async def to_run(pilot, preset: str, status: str | None = None):
+    """Runs panel, cursor on the first run of ``preset``."""
+    app = pilot.app
+    await pilot.press("2")
+    await pilot.pause(0.2)
+    panel = app.query_one("RunsPanel")
+    panel.table.move_cursor(row=0)
+    await pilot.pause(0.1)
+    for _ in range(len(panel.shown)):
+        rec = next(r for r in app.main.records if r.run_id == panel.current_run())
+        if rec.preset == preset and status in (None, rec.status):
+            return rec
+        await pilot.press("down")
+    raise AssertionError(f"no run of {preset}")

@@ -6,22 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .conftest import Seen, make, run_async, wait_for
-
-
-async def _cursor_on(pilot, preset: str, status: str) -> None:
-    app = pilot.app
-    await pilot.press("2")
-    await pilot.pause(0.2)
-    panel = app.query_one("RunsPanel")
-    panel.table.move_cursor(row=0)
-    await pilot.pause(0.1)
-    for _ in range(len(panel.shown)):
-        rec = next(r for r in app.main.records if r.run_id == panel.current_run())
-        if rec.preset == preset and rec.status == status:
-            return
-        await pilot.press("down")
-    raise AssertionError(f"no {status} run of {preset}")
+from .conftest import Seen, make, run_async, to_run, wait_for
 
 
 @run_async
@@ -33,7 +18,7 @@ async def test_parameterised_panel_keys(synthetic: Path, presets_dir: Path, cons
         screen = app.screen
 
         # Runs: n and T ask for the note and the tags of the run under the cursor; Esc closes the prompt
-        await _cursor_on(pilot, "recall-lr", "finished")
+        await to_run(pilot, "recall-lr", "finished")
         for key, title in (("n", "Note of "), ("T", "Tags of ")):
             await pilot.press(key)
             await wait_for(pilot, lambda: type(app.screen).__name__ == "PromptScreen", 10)
@@ -79,7 +64,7 @@ async def test_parameterised_panel_keys(synthetic: Path, presets_dir: Path, cons
         assert not curves.grid
 
         # Phase: x moves the x axis to the next swept key (the y axis then takes the other)
-        await _cursor_on(pilot, "toy-sweep", "finished")
+        await to_run(pilot, "toy-sweep", "finished")
         await pilot.press("6")
         await pilot.pause(0.3)
         phase = app.query_one("PhasePanel")

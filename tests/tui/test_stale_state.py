@@ -6,28 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .conftest import Seen, make, run_async, wait_for, launch
+from .conftest import Seen, launch, make, run_async, to_run, wait_for
 
 
 async def _started(pilot, seen):
     app = pilot.app
     await wait_for(pilot, lambda: seen.tables >= 1 and app.query("FieldRow"), 20)
-
-
-async def _to_run(pilot, preset: str, status: str | None = None):
-    """Runs panel, cursor on the first run of ``preset``."""
-    app = pilot.app
-    await pilot.press("2")
-    await pilot.pause(0.2)
-    panel = app.query_one("RunsPanel")
-    panel.table.move_cursor(row=0)
-    await pilot.pause(0.1)
-    for _ in range(len(panel.shown)):
-        rec = next(r for r in app.main.records if r.run_id == panel.current_run())
-        if rec.preset == preset and status in (None, rec.status):
-            return rec
-        await pilot.press("down")
-    raise AssertionError(f"no run of {preset}")
 
 
 @run_async
@@ -36,18 +20,18 @@ async def test_fit_variables_follow_the_preset(synthetic: Path, presets_dir: Pat
     seen = Seen()
     async with app.run_test(size=(100, 30), message_hook=seen) as pilot:
         await _started(pilot, seen)
-        await _to_run(pilot, "toy-sweep")
+        await to_run(pilot, "toy-sweep")
         await pilot.press("5")
         await pilot.pause(0.3)
         assert app.query_one("#fit-vars").value == "d T"
-        await _to_run(pilot, "recall-lr")
+        await to_run(pilot, "recall-lr")
         await pilot.press("5")
         await pilot.pause(0.3)
         assert app.query_one("#fit-vars").value == "lr"  # was: 'd T' kept, 'fit failed: unknown variable'
         # typed variables stay when the selection changes
         app.query_one("#fit-vars").value = "lr"
         app.query_one("FitPanel")._guessed = None
-        await _to_run(pilot, "toy-sweep")
+        await to_run(pilot, "toy-sweep")
         await pilot.press("5")
         await pilot.pause(0.3)
         assert app.query_one("#fit-vars").value == "lr"
@@ -60,7 +44,7 @@ async def test_phase_value_follows_the_runs(synthetic: Path, presets_dir: Path, 
     seen = Seen()
     async with app.run_test(size=(100, 30), message_hook=seen) as pilot:
         await _started(pilot, seen)
-        await _to_run(pilot, "toy-sweep")
+        await to_run(pilot, "toy-sweep")
         await pilot.press("6")
         await pilot.pause(0.3)
         phase = app.query_one("PhasePanel")
@@ -150,7 +134,7 @@ async def test_attention_map_scrolls_at_once(synthetic: Path, presets_dir: Path,
     seen = Seen()
     async with app.run_test(size=(80, 14), message_hook=seen) as pilot:  # 14 rows: the map does not fit
         await _started(pilot, seen)
-        await _to_run(pilot, "recall-lr", "finished")  # the run with attention snapshots
+        await to_run(pilot, "recall-lr", "finished")  # the run with attention snapshots
         await pilot.press("t")
         ap = app.query_one("AttentionPanel")
         try:
