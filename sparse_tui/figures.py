@@ -365,7 +365,7 @@ def _plateau_rule(rec: Any) -> str:
     return f"plateau: {pc.get('metric')} {pc.get('mode')} {pc.get('value')}" if pc else ""
 
 
-def _run_key(rec: Any) -> str:
+def run_key(rec: Any) -> str:
     """A run's sweep point without its seed ('d_model=24'), or its label / id."""
     swept = {k: v for k, v in (rec.swept or {}).items() if k != "seed"}
     return ", ".join(f"{k.split('.')[-1]}={v}" for k, v in swept.items()) or rec.label or rec.run_id
@@ -392,7 +392,7 @@ def curves_figure(store: Any, run_ids: Sequence[str], *, title: str | None = Non
         vals = [v for k, v in (rec.swept or {}).items() if k != "seed"]
         return tuple((0, float(v), "") if isinstance(v, (int, float)) else (1, 0.0, str(v)) for v in vals)
 
-    points = list(dict.fromkeys(_run_key(rec) for rec in sorted(recs, key=order)))
+    points = list(dict.fromkeys(run_key(rec) for rec in sorted(recs, key=order)))
     if facet is None:
         facet = len(recs) > 1 and 2 <= len(points) <= 16
     if facet:
@@ -417,7 +417,7 @@ def curves_figure(store: Any, run_ids: Sequence[str], *, title: str | None = Non
     if not panels:
         panels.append(("metrics", sorted(have)[: 1 if many else 4], False))
 
-    labels = [_run_key(rec) for rec, _ in data]
+    labels = [run_key(rec) for rec, _ in data]
     keys = list(dict.fromkeys(labels))
     seeds = sorted({rec.seed for rec, _ in data if rec.seed is not None})
     styles = ["-", (0, (4, 1.5)), (0, (1, 1)), (0, (6, 2, 1, 2))]
@@ -503,7 +503,7 @@ def _facet_figure(data: Sequence[tuple[Any, Mapping]], points: Sequence[str], ti
             continue
         key = points[k]
         for rec, series in data:
-            if _run_key(rec) != key or metric not in series:
+            if run_key(rec) != key or metric not in series:
                 continue
             c = cmap(seeds.index(rec.seed) % 10 if rec.seed in seeds else 0)
             st, vals = series[metric]

@@ -323,23 +323,27 @@ def curves_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     """Learning curves (Figs. 9, 11, 12): per run its plateau (App. D.1) and how sharp the transition is — the steps
     the watched loss takes from 90% of its plateau level to the threshold, against the plateau's length. The paper
     shows these curves without numbers."""
+    recs = [store.get(rid) for rid in run_ids]
+    # Each run by its sweep point and seed, as the figure's panels and legends name it (a label cut to a fixed width
+    # lost what told blog6_warmup's runs apart).
+    names = [f"{figures.run_key(rec)} seed={rec.seed}" for rec in recs]
+    w = max([3, *map(len, names)])
     lines = [f"  {len(run_ids)} run(s); "
-             "paper: curves only (no numbers); measured: plateau (test loss), the train loss's crossing of the same "
-             "threshold, and the drop from 90% of the plateau level to the threshold"]
-    lines.append(f"  {'run':<28} {'plateau':>8} {'train pl.':>9} {'drop steps':>10} {'drop/plateau':>12} "
+             "paper: curves only (no numbers); measured: plateau (the preset's rule), the train loss's crossing of "
+             "the same threshold (loss rules), and the drop from 90% of the plateau level to the threshold"]
+    lines.append(f"  {'run':<{w}} {'plateau':>8} {'train pl.':>9} {'drop steps':>10} {'drop/plateau':>12} "
                  f"{'final test':>10} {'final train':>11}")
     out = []
-    for rid in run_ids:
-        rec = store.get(rid)
+    for rid, rec, name in zip(run_ids, recs, names):
         series = store.metrics(rid)
         drop = transition_steps(series, rec)
         final = rec.final or {}
         pl = rec.plateau_step
         ratio = drop / pl if (drop is not None and pl) else None
         tpl = train_plateau(series, rec)
-        out.append({"run_id": rid, "label": rec.label, "plateau": pl, "train_plateau": tpl, "drop": drop,
+        out.append({"run_id": rid, "label": rec.label, "name": name, "plateau": pl, "train_plateau": tpl, "drop": drop,
                     "ratio": ratio, "final_test": final.get("test/loss"), "final_train": final.get("train/loss")})
-        lines.append(f"  {rec.label[:28]:<28} {_num(pl, '8g')} {_num(tpl, '9g')} {_num(drop, '10g')} "
+        lines.append(f"  {name:<{w}} {_num(pl, '8g')} {_num(tpl, '9g')} {_num(drop, '10g')} "
                      f"{_num(ratio, '12.2f')} {_num(final.get('test/loss'), '10.3g')} "
                      f"{_num(final.get('train/loss'), '11.3g')}")
     return _report(entry, run_ids, lines, {"runs": out})

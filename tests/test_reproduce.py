@@ -206,3 +206,24 @@ def test_reuse_survives_a_field_added_to_the_schema_since_the_run():
     store = SimpleNamespace(runs=lambda status=None: recs)
     found, missing = match_runs(store, specs)
     assert found == {0: recs[0]} and missing == [1]
+
+
+def test_curves_report_names_each_run_by_its_sweep_point_and_seed(tmp_path):
+    """A curves entry's report names a run as its figure does (sweep point, seed). Labels cut to a fixed width had
+    printed blog6_warmup's 12 runs as 'snapshot_every=0 d_model=60' whatever their warm-up and seed."""
+    from sparse_tui import reproduce
+    from sparse_tui.atlas import ENTRIES
+    from sparse_tui.presets import expand, load_preset
+
+    preset = load_preset(ROOT / "presets" / "blog6_warmup.toml", ["eval.snapshot_every=0"])
+    specs = expand(preset)
+    store = RunStore(tmp_path / "runs")
+    _, ids = store.create_runs(specs)
+    for rid in ids:
+        store.log_metrics_many(rid, [0, 100], {"test/acc": [0.01, 0.02], "test/loss": [4.2, 4.1]})
+        store.finish(rid, "finished", step=100)
+    rep = reproduce.report(store, ENTRIES["warmup"], ids)
+    names = [row["name"] for row in rep.data["runs"]]
+    assert len(set(names)) == len(ids) == 12
+    assert "d_model=80, warmup_steps=500 seed=2" in names
+    assert all(name in rep.text for name in names)
