@@ -22,6 +22,7 @@ import json
 import math
 import os
 import re
+import textwrap
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -516,7 +517,8 @@ def _facet_figure(data: Sequence[tuple[Any, Mapping]], points: Sequence[str], ti
                 ax.axhline(thr[1], color="0.55", lw=0.7, zorder=1)
         if log_y:
             ax.set_yscale("log")
-        ax.set_title(key, fontsize=8)
+        # one line per swept key when the point is wider than its panel (about 28 characters at 8 pt)
+        ax.set_title(key.replace(", ", "\n") if len(key) > 28 else key, fontsize=8)
         if k % ncol == 0:
             ax.set_ylabel(metric)
         if k // ncol == nrow - 1 or k + ncol >= len(points):
@@ -527,7 +529,8 @@ def _facet_figure(data: Sequence[tuple[Any, Mapping]], points: Sequence[str], ti
     how = _plateau_rule(data[0][0])
     presets = sorted({r.preset for r, _ in data})
     head = title or f"{', '.join(presets)}: {len(data)} runs"
-    fig.suptitle(f"{head}   ({how})" if how else head, fontsize=8.5)
+    width = int(13 * (2.2 * ncol + 0.9))  # characters at 8.5 pt across the figure
+    fig.suptitle(textwrap.fill(f"{head}   ({how})" if how else head, width), fontsize=8.5)
     return fig
 
 
