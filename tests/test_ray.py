@@ -215,7 +215,7 @@ def test_removed_node_fails_its_runs_then_resume_batch_matches(cluster, tiny_pre
     batch, ids = _batch(store, tiny_preset, *opts)
     co = Coordinator(store, batch)
     co.start()
-    assert _wait_for(lambda: _running_with_checkpoint(store, batch, 100, set(workers)) is not None, 30), \
+    assert _wait_for(lambda: _running_with_checkpoint(store, batch, 100, set(workers)) is not None, 90), \
         [(r.status, r.versions) for r in store.runs(batch_id=batch, reap=False)]
     victim = _running_with_checkpoint(store, batch, 100, set(workers))
     cluster.remove_node(workers[victim.versions["ray_node"]])

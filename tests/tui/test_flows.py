@@ -81,7 +81,7 @@ async def test_edit_save_launch_watch_quit_reopen(presets_dir: Path, runs_dir: P
             await wait_for(pilot, lambda: curves.data and rid in curves.data.series
                            and "test/loss" in curves.data.series[rid], 30)
             n0 = len(curves.data.series[rid]["test/loss"][0])
-            await wait_for(pilot, lambda: len(curves.data.series[rid]["test/loss"][0]) > n0, 30)
+            await wait_for(pilot, lambda: len(curves.data.series[rid]["test/loss"][0]) > n0, 90)
             await pilot.press("m")  # accuracy
             await pilot.pause(0.2)
             # attention panel
