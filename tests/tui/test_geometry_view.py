@@ -10,8 +10,8 @@ import numpy as np
 from sparse_tui.store import RunStore
 from sparse_tui.tui.render.geometry import render_geometry
 
-from .conftest import Seen, make, run_async, wait_for
-from .test_stale_state import _started, _to_run
+from .conftest import Seen, make, run_async, to_run, wait_for
+from .test_stale_state import _started
 
 
 def test_render_places_each_token_by_its_coordinates():
@@ -35,7 +35,7 @@ async def test_attention_panel_shows_the_stored_embedding(synthetic: Path, prese
     seen = Seen()
     async with app.run_test(size=(100, 50), message_hook=seen) as pilot:
         await _started(pilot, seen)
-        await _to_run(pilot, "recall-lr", "finished")
+        await to_run(pilot, "recall-lr", "finished")
         await pilot.press("t")
         ap = app.query_one("AttentionPanel")
         await wait_for(pilot, lambda: ap.steps, 10)
@@ -44,7 +44,7 @@ async def test_attention_panel_shows_the_stored_embedding(synthetic: Path, prese
         shown = str(body.content)
         assert "n_embd 2, drawn itself: rho 1.00" in shown and "100% of tokens nearest a numerical neighbour" in shown
         assert "0" in shown.split("final token embedding")[1] and "7" in shown.split("final token embedding")[1]
-        await _to_run(pilot, "recall-lr", "failed")  # no embedding stored: the map alone
+        await to_run(pilot, "recall-lr", "failed")  # no embedding stored: the map alone
         await pilot.press("t")
         await pilot.pause(0.5)
         assert "final token embedding" not in str(body.content)
