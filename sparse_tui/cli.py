@@ -705,7 +705,7 @@ def _figure_path(plot: Optional[Path]) -> Optional[Path]:
     """Check a ``--plot FILE`` early (matplotlib installed, a known suffix), before any work is done."""
     if plot is None:
         return None
-    from sparse_tui.figures import FigureError, check_path, require_matplotlib
+    from sparse_tui.reports.figures import FigureError, check_path, require_matplotlib
 
     with _refused(FigureError):
         require_matplotlib()
@@ -742,7 +742,7 @@ def show(
     with _refused(StoreError):
         recs = [store.get(r) for r in run_ids]
     if fig_path is not None:
-        from sparse_tui.figures import FigureError, curves_figure, geometry_figure
+        from sparse_tui.reports.figures import FigureError, curves_figure, geometry_figure
         from sparse_tui.geometry import ARRAY
 
         embedded = [r.run_id for r in recs if store.array(r.run_id, ARRAY) is not None]
@@ -858,7 +858,7 @@ def _export_to(to: str, args: list[str], runs_dir: Optional[Path], preset: Optio
 
 
 # ==============================================================================================================
-# theory and fit (issue 3): thin wrappers over sparse_tui.fitreport, which the console's fitting panel shares.
+# theory and fit (issue 3): thin wrappers over sparse_tui.reports.fitreport, which the console's fitting panel shares.
 # Neither command imports torch (tests/test_theory_cli.py checks it).
 # ==============================================================================================================
 
@@ -893,7 +893,7 @@ def theory(
     fit of the grid beside the forecast exponents (d +0.5, T +1, B -1, f -1) and the paper's fit. Read sqrt(dT) in
     the paper as sqrt(d)*T (docs/THEORY.md).
     """
-    from sparse_tui import fitreport
+    from sparse_tui.reports import fitreport
     from sparse_tui.fitting import FitError
 
     items = list(grid) + list(extra or [])  # --grid d=.. T=.. : later items arrive as extra arguments
@@ -952,7 +952,7 @@ def fit(
     theory's forecast and the paper's fit. Runs that never emerged are reported as censored. --threshold X re-reads
     every plateau from the stored curves at the absolute value X instead (no retraining). --plot FILE also
     writes the plateau against each variable on log-log axes with the fit and the paper's law."""
-    from sparse_tui import fitreport
+    from sparse_tui.reports import fitreport
     from sparse_tui.fitting import FitError
 
     if bootstrap < 0:
@@ -972,7 +972,7 @@ def fit(
     else:
         out.print(rep.text(), markup=False)
     if fig_path is not None:
-        from sparse_tui.figures import FigureError, fit_figure
+        from sparse_tui.reports.figures import FigureError, fit_figure
 
         try:
             fit_figure(rep, fig_path)
@@ -1007,8 +1007,8 @@ def reproduce(
     measured ones, and with --plot FILE draw the figure. --threshold X fits plateaus re-read from the stored curves
     at X (panels with a fitted law). --list prints the atlas of every figure."""
     from sparse_tui import atlas
-    from sparse_tui import reproduce as rp
-    from sparse_tui.fitreport import parse_threshold
+    from sparse_tui.reports import reproduce as rp
+    from sparse_tui.reports.fitreport import parse_threshold
     from sparse_tui.fitting import FitError
 
     if list_:
@@ -1079,13 +1079,13 @@ def reproduce(
             out.print(rep.text, markup=False)
             out.print("")
         if path is not None:
-            from sparse_tui.figures import FigureError
+            from sparse_tui.reports.figures import FigureError
 
             with _refused(FigureError):
                 rp.draw(store, rep, path)
             err.print(f"wrote {path}")
     if as_json:
-        from sparse_tui.fitreport import json_safe
+        from sparse_tui.reports.fitreport import json_safe
 
         sys.stdout.write(json.dumps(json_safe([r.data for r in reports]), indent=1) + "\n")
     raise typer.Exit(int(code))

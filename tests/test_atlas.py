@@ -105,7 +105,7 @@ def test_fit_takes_the_law_of_the_runs_preset_from_the_atlas(tmp_path):
     of the atlas entry that names the runs' preset (Fig. 15 right for paper_fig15_adam_cpu)."""
     import math
 
-    from sparse_tui import fitreport
+    from sparse_tui.reports import fitreport
     from sparse_tui.store import RunStore
 
     specs = expand(load_preset(ROOT / "presets" / "paper_fig15_adam_cpu.toml"))

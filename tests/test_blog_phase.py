@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from sparse_tui import atlas, reproduce
+from sparse_tui import atlas
+from sparse_tui.reports import reproduce
 from sparse_tui.phase import phase_grid, sweep_axes
 from sparse_tui.presets import expand, load_preset
 from sparse_tui.store import RunStore
@@ -57,7 +58,7 @@ def test_phase_report_tabulates_plateau_and_accuracy_over_N_and_lr(tmp_path: Pat
 
 def test_phase_entry_figure_is_the_entrys_figure(tmp_path: Path):
     pytest.importorskip("matplotlib")
-    from sparse_tui import figures
+    from sparse_tui.reports import figures
 
     store, ids = _planted(tmp_path)
     assert figures.ENTRY_FIGURES["blog6_phase"] is figures.phase_entry_figure

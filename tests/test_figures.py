@@ -110,7 +110,7 @@ def test_show_plot_one_run_and_several(store_dir, tmp_path):
 def test_show_plot_of_a_sweep_draws_one_panel_per_point(store_dir, tmp_path):
     """Several sweep points (each with its seeds): small multiples in the order of the swept values, the watched
     metric (the plateau metric, test/loss here), the threshold 0.2 x its first value and the plateau steps."""
-    from sparse_tui.figures import curves_figure
+    from sparse_tui.reports.figures import curves_figure
 
     store = RunStore(store_dir, create=False)
     recs = [r for r in store.runs() if r.params["task.B"] == 2]  # 3 values of d x 2 seeds
@@ -163,5 +163,5 @@ def test_help_does_not_import_matplotlib():
     code = ("import sys; from typer.testing import CliRunner; from sparse_tui.cli import app; "
             "r = CliRunner().invoke(app, ['--help']); assert r.exit_code == 0; "
             "r = CliRunner().invoke(app, ['fit', '--help']); assert '--plot' in r.output; "
-            "import sparse_tui.figures; assert 'matplotlib' not in sys.modules, 'matplotlib imported'")
+            "import sparse_tui.reports.figures; assert 'matplotlib' not in sys.modules, 'matplotlib imported'")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -12,7 +12,7 @@ import pytest
 from conftest import stored_preset
 from typer.testing import CliRunner
 
-from sparse_tui import fitreport
+from sparse_tui.reports import fitreport
 from sparse_tui.cli import app
 from sparse_tui.fitting import FitError
 from sparse_tui.presets import expand, load_preset
@@ -202,7 +202,7 @@ def test_bad_threshold_is_one_line_exit_2(tmp_path, bad, says):
 
 def test_fit_figure_names_the_reread_threshold(tmp_path):
     pytest.importorskip("matplotlib")
-    from sparse_tui.figures import fit_figure
+    from sparse_tui.reports.figures import fit_figure
 
     store = RunStore(make_store(tmp_path), create=False)
     svg = fit_figure(fitreport.fit_store(store, "d,T", threshold=0.4), tmp_path / "fit.svg").read_text()

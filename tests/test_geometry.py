@@ -136,7 +136,7 @@ def test_training_a_stack_stores_each_runs_final_embedding(tmp_path: Path):
 
 def test_geometry_figure_and_show_plot(tmp_path: Path):
     pytest.importorskip("matplotlib")
-    from sparse_tui import figures
+    from sparse_tui.reports import figures
 
     store, ids = _recorded(tmp_path)
     E, _, _ = _planted(V=32, D=4)

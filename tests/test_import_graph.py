@@ -20,10 +20,10 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("config and store", ("sparse_tui.presets", "sparse_tui.store", "sparse_tui.atlas", "sparse_tui.resources")),
     ("science", ("sparse_tui.tasks", "sparse_tui.models", "sparse_tui.fitting", "sparse_tui.geometry")),
     ("training", ("sparse_tui.training",)),
-    ("lifecycle and reports", ("sparse_tui.runner", "sparse_tui.executors", "sparse_tui.export",
-                               "sparse_tui.fitreport", "sparse_tui.progress", "sparse_tui.annotate",
+    ("lifecycle and reports", ("sparse_tui.runner", "sparse_tui.executors", "sparse_tui.export", "sparse_tui.reports",
+                               "sparse_tui.reports.fitreport", "sparse_tui.progress", "sparse_tui.annotate",
                                "sparse_tui.bridges", "sparse_tui.estimate", "sparse_tui.phase")),
-    ("commands", ("sparse_tui.figures", "sparse_tui.reproduce", "sparse_tui.doctor")),
+    ("commands", ("sparse_tui.reports.figures", "sparse_tui.reports.reproduce", "sparse_tui.doctor")),
     ("console", ("sparse_tui.tui",)),
     ("cli", ("sparse_tui.cli", "sparse_tui.__main__")),
 ]

@@ -115,7 +115,7 @@ def test_the_default_is_todays_readout_and_a_bad_value_is_refused():
 
 
 def test_the_nearest_report_says_whether_the_readout_sees_its_own_token(tmp_path):
-    from sparse_tui import reproduce
+    from sparse_tui.reports import reproduce
     from sparse_tui.atlas import ENTRIES
     from sparse_tui.store import RunStore
 

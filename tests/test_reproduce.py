@@ -129,7 +129,7 @@ def test_nearest_report_sets_perplexity_beside_the_blogs_references(tmp_path):
     V/n_embd; the log-log slope over n_embd recovers a planted power law."""
     import pytest
 
-    from sparse_tui import reproduce
+    from sparse_tui.reports import reproduce
     from sparse_tui.atlas import ENTRIES
     from sparse_tui.presets import expand, load_preset
 
@@ -149,7 +149,7 @@ def test_nearest_report_sets_perplexity_beside_the_blogs_references(tmp_path):
     assert rows[4]["guess"] == pytest.approx(16.0) and rows[4]["v_over_n"] == pytest.approx(8.0)  # V = 32, C = 3
     assert rep.data["n_embd_slope"] == pytest.approx(-1.5)
     assert "n_embd^-1.50" in rep.text
-    from sparse_tui import figures
+    from sparse_tui.reports import figures
 
     png = figures.nearest_figure(store, ids, tmp_path / "nembd.png")
     assert png.read_bytes()[:4] == b"\x89PNG"
@@ -161,7 +161,7 @@ def test_fig17_report_reads_both_probes_before_at_and_after_the_plateau(tmp_path
     from types import SimpleNamespace
 
     from sparse_tui import atlas
-    from sparse_tui.reproduce import report
+    from sparse_tui.reports.reproduce import report
 
     steps = [0, 100, 200, 300, 400]
     series = {
@@ -182,7 +182,7 @@ def test_fig17_report_reads_both_probes_before_at_and_after_the_plateau(tmp_path
                              "end": 0.9}
     assert "attn/L2/select" in rep.text and "acc60 0.600" in rep.text
     pytest.importorskip("matplotlib")
-    from sparse_tui.figures import ENTRY_FIGURES
+    from sparse_tui.reports.figures import ENTRY_FIGURES
 
     out = ENTRY_FIGURES["fig17"](store, ["r0"], tmp_path / "fig17.png")
     assert out.stat().st_size > 10_000
@@ -195,7 +195,7 @@ def test_reuse_survives_a_field_added_to_the_schema_since_the_run():
     from types import SimpleNamespace
 
     from sparse_tui.presets import expand, load_preset
-    from sparse_tui.reproduce import match_runs
+    from sparse_tui.reports.reproduce import match_runs
 
     specs = expand(load_preset(ROOT / "presets" / "paper_fig3_p_cpu.toml"))[:2]
     old = [spec.config.model_dump(mode="json") for spec in specs]
@@ -211,7 +211,7 @@ def test_reuse_survives_a_field_added_to_the_schema_since_the_run():
 def test_curves_report_names_each_run_by_its_sweep_point_and_seed(tmp_path):
     """A curves entry's report names a run as its figure does (sweep point, seed). Labels cut to a fixed width had
     printed blog6_warmup's 12 runs as 'snapshot_every=0 d_model=60' whatever their warm-up and seed."""
-    from sparse_tui import reproduce
+    from sparse_tui.reports import reproduce
     from sparse_tui.atlas import ENTRIES
     from sparse_tui.presets import expand, load_preset
 

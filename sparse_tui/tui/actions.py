@@ -15,7 +15,8 @@ from typing import Any
 
 from textual.message import Message
 
-from sparse_tui import figures, geometry, runner
+from sparse_tui import geometry, runner
+from sparse_tui.reports import figures
 from sparse_tui.annotate import AnnotateError, check_note, parse_tags
 from sparse_tui.executors import ExecutorError, ExecutorOptions, executor_for
 from sparse_tui.export import ExportError, write_atomic

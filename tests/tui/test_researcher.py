@@ -249,8 +249,8 @@ def test_ticks_have_one_format_per_axis_and_r2_is_not_rounded_up():
 
 def test_fit_figure_title_is_the_fitted_law(synthetic: Path, tmp_path: Path):
     pytest.importorskip("matplotlib")
-    from sparse_tui.figures import fit_figure
-    from sparse_tui.fitreport import fit_store
+    from sparse_tui.reports.figures import fit_figure
+    from sparse_tui.reports.fitreport import fit_store
 
     rep = fit_store(RunStore(synthetic), "d,T", preset="toy-sweep")
     svg = fit_figure(rep, tmp_path / "fit.svg").read_text()

@@ -69,7 +69,7 @@ def parse_fit_options(text: str) -> dict[str, Any]:
     --target plateau_time --paper none --threshold 0.4 --where task.B=2 --preset NAME --batch ID`` (also
     ``--opt=value``, ``opt=value``, ``boot 200``). Returns {option: value} (``where`` a list); raises ``FitError``
     in one line."""
-    from sparse_tui.fitreport import parse_threshold, parse_tie, parse_where
+    from sparse_tui.reports.fitreport import parse_threshold, parse_tie, parse_where
     from sparse_tui.fitting import FitError
 
     try:
@@ -115,7 +115,7 @@ def parse_fit_options(text: str) -> dict[str, Any]:
 
 def run_fit(store: Any, req: FitRequest) -> Any:
     """The fit of ``sparse-tui fit REQ.argv()``: ``fitreport.fit_store`` (a ``FitReport``)."""
-    from sparse_tui import fitreport
+    from sparse_tui.reports import fitreport
 
     return fitreport.fit_store(store, req.variables, **req.kwargs())
 
@@ -130,7 +130,7 @@ def fit_plot(report: Any) -> dict:
     rows = report.selection.rows
     target = res.target
     if target == "plateau_time":
-        from sparse_tui.fitreport import _with_time_target
+        from sparse_tui.reports.fitreport import _with_time_target
 
         rows = _with_time_target(rows)
     fc = forecast_exponents()

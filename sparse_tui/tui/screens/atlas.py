@@ -21,7 +21,7 @@ from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from sparse_tui import atlas, runner
-from sparse_tui import reproduce as rp
+from sparse_tui.reports import reproduce as rp
 from sparse_tui.executors import ExecutorOptions
 from sparse_tui.theory import PAPER_FITS
 from sparse_tui.tui.actions import check_executor

@@ -27,7 +27,8 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 from pydantic import ValidationError
 
-from sparse_tui import figures, geometry
+from sparse_tui import geometry
+from sparse_tui.reports import figures
 from sparse_tui.atlas import SIZES, AtlasError, Entry, entries, preset_path
 from sparse_tui.atlas.paper_recall import FIG16_TRAIN_LOSS
 from sparse_tui.phase import cell_note, phase_grid, sweep_axes
@@ -229,7 +230,7 @@ def law_report(store: Any, entry: Entry, run_ids: Sequence[str], threshold: floa
     """Fit ``entry.fit_vars`` over the runs (App. D.2) and set each exponent beside the paper's law (``entry.law``)
     with the tolerance the record is held to (``entry.targets``). ``threshold``: re-read every plateau from the
     stored curves at that absolute value first (``fitreport.reread_plateaus``; `reproduce FIG --threshold X`)."""
-    from sparse_tui import fitreport
+    from sparse_tui.reports import fitreport
     from sparse_tui.theory import PAPER_FITS
 
     sel = fitreport.select_runs(store, run_ids=list(run_ids))

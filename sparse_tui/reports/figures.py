@@ -135,7 +135,7 @@ def _fit_points(rep: Any) -> tuple[list[dict[str, float]], list[float], list[boo
     """Per run of the fit: the variables' values, the target (or, when censored, its lower bound) and whether the
     run is censored. Read with the same resolver the fit used (``fitting._Resolver``)."""
     from .fitreport import _with_time_target
-    from .fitting import _is_missing, _Resolver, _rows
+    from ..fitting import _is_missing, _Resolver, _rows
 
     res = rep.result
     rows = rep.selection.rows
@@ -171,8 +171,8 @@ def _paper_law(rep: Any) -> tuple[Any, dict[str, str], dict[str, float]] | None:
     """The paper's fit compared with (``rep.paper``), when each of its variables is either fitted or takes one value
     over the runs (read from the rows, e.g. T = 4096 in Fig. 2 left): the fit, a map paper variable -> fitted
     variable, and the constant values of the others. None when a variable is missing or varies without being fitted."""
-    from .fitting import _Resolver, _rows, short_name
-    from .theory import PAPER_FITS
+    from ..fitting import _Resolver, _rows, short_name
+    from ..theory import PAPER_FITS
 
     pf = PAPER_FITS.get(rep.paper) if rep.paper else None
     if pf is None:
@@ -545,7 +545,7 @@ def _facet_figure(data: Sequence[tuple[Any, Mapping]], points: Sequence[str], ti
 def flow_series(store: Any, run_id: str) -> dict[str, Any]:
     """An 'ode' run as arrays: t (flow time = step x lr), d, T, B, p, plateau time, w, alpha, da (Eq. 9 inverted),
     the losses and, with p > 0, w~ and the other columns' w (App. A.4.1)."""
-    from .theory import delta_a_of_alpha
+    from ..theory import delta_a_of_alpha
 
     rec = store.get(run_id)
     cfg = rec.config or {}
@@ -641,7 +641,7 @@ def fig1b_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None
 @_figure_writer()
 def fig6_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None) -> Any:
     """Fig. 6: log10 of the loss Eq. 12 over (w, da) and the gradient-flow path from (0, 0) (white)."""
-    from .theory import loss_eq12
+    from ..theory import loss_eq12
 
     f = sorted_flows(store, run_ids, "d")[0]
     ok = np.isfinite(f["da"])
@@ -665,7 +665,7 @@ def fig6_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None)
 def fig7_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None) -> Any:
     """Fig. 7: w, da and the loss of the flow (plain) against the linearisation of Eq. 15 (dashed), per T, against
     lambda t (lambda = B / (sqrt(d) T))."""
-    from .theory import linear_solution
+    from ..theory import linear_solution
 
     flows = sorted_flows(store, run_ids, "T")
     fig, axes = _fig(3)
@@ -692,7 +692,7 @@ def fig7_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None)
 def fig8_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None) -> Any:
     """Fig. 8: (left) w_inf(alpha) for several T at the run's d; (middle) w and w_inf(alpha(t)) along the flow;
     (right) the smallest and largest eigenvalue of the Hessian of Eq. 12 along the flow."""
-    from .theory import hessian_eq12, w_equilibrium
+    from ..theory import hessian_eq12, w_equilibrium
 
     f = sorted_flows(store, run_ids, "d")[0]
     fig, (a1, a2, a3) = _fig(3)
