@@ -61,7 +61,8 @@ from scipy import stats
 
 from .theory import PAPER_FITS, f_rep, forecast_exponents
 
-__all__ = ["FitError", "FitResult", "fit_power_law", "compare_to_theory", "format_comparison", "short_name"]
+__all__ = ["FitError", "FitResult", "fit_power_law", "compare_to_theory", "format_comparison", "short_name", "Resolver",
+           "flat_rows", "is_missing"]
 
 _SECTIONS = ("task", "model", "train", "eval", "plateau")
 _LOWER_BOUND_KEYS = ("steps_done", "last_step", "summary.steps_done", "train.steps", "params.train.steps")
@@ -82,7 +83,8 @@ def _flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return flatten(d, prefix)
 
 
-def _rows(rows: Any) -> list[dict[str, Any]]:
+def flat_rows(rows: Any) -> list[dict[str, Any]]:
+    """The fit's rows (a list of dicts or a DataFrame) flattened to dotted keys (``params.task.d``)."""
     if hasattr(rows, "to_dict") and not isinstance(rows, Mapping):
         rows = rows.to_dict("records")
     if isinstance(rows, Mapping):
@@ -116,7 +118,7 @@ def _candidates(name: str) -> list[list[str]]:
     return [[name, "params." + name], [f"{pre}{sec}.{name}" for sec in _SECTIONS for pre in ("params.", "")]]
 
 
-class _Resolver:
+class Resolver:
     """Looks a variable up in a row, remembering which column it came from."""
 
     def __init__(self, rows: list[dict[str, Any]]):
@@ -176,7 +178,8 @@ def _number(v: Any, name: str, i: int) -> float:
     return x
 
 
-def _is_missing(v: Any) -> bool:
+def is_missing(v: Any) -> bool:
+    """None, NaN: a target the run did not reach."""
     if v is None:
         return True
     try:
@@ -306,12 +309,12 @@ def fit_power_law(
     request checked (``_variables``, ``_target_columns``), the runs split into used and censored (``_split``), the
     design (``_design``), the least squares with t-intervals (``_least_squares``), the bootstrap (``_bootstrap``) and
     the censored runs against the law (``_judge_censored``)."""
-    rows = _rows(rows)
+    rows = flat_rows(rows)
     tie_l = _parse_tie(tie)
     free, allvars = _variables(variables, tie_l)
     if not rows:
         raise FitError("no runs to fit")
-    res = _Resolver(rows)
+    res = Resolver(rows)
     tcols = _target_columns(res, rows, allvars, target)
     used_x, used_y, censored = _split(rows, res, allvars, target, tcols)
     X, ly = _design(used_x, used_y, free, tie_l, allvars, n_censored=len(censored))
@@ -345,7 +348,7 @@ def _variables(variables: Sequence[str], tie_l: list[tuple[str, float]] | None) 
     return free, free + tied_names
 
 
-def _target_columns(res: _Resolver, rows: list[dict[str, Any]], allvars: list[str], target: str) -> list[str]:
+def _target_columns(res: Resolver, rows: list[dict[str, Any]], allvars: list[str], target: str) -> list[str]:
     """Where the target may be read in a row; FitError for a variable or a target the run table does not have."""
     for v in allvars:
         if not res.known(v):
@@ -357,7 +360,7 @@ def _target_columns(res: _Resolver, rows: list[dict[str, Any]], allvars: list[st
     return tcols
 
 
-def _split(rows: list[dict[str, Any]], res: _Resolver, allvars: list[str], target: str, tcols: list[str]):
+def _split(rows: list[dict[str, Any]], res: Resolver, allvars: list[str], target: str, tcols: list[str]):
     """The variables and targets of the runs with a target, and the censored runs (no target: never left the
     plateau), each with the lower bound of its plateau when a row says how far it ran."""
     used_x: list[list[float]] = []
@@ -365,7 +368,7 @@ def _split(rows: list[dict[str, Any]], res: _Resolver, allvars: list[str], targe
     censored: list[dict[str, Any]] = []
     for i, r in enumerate(rows):
         tv = next((r[c] for c in tcols if c in r), None)
-        if _is_missing(tv):
+        if is_missing(tv):
             censored.append({"row": i, "lower_bound": _lower_bound(r), "predicted": None, "inconsistent": False,
                              "status": r.get("status")})
             continue
@@ -386,7 +389,7 @@ def _split(rows: list[dict[str, Any]], res: _Resolver, allvars: list[str], targe
 
 def _lower_bound(row: dict[str, Any]) -> float | None:
     for k in _LOWER_BOUND_KEYS:
-        if k in row and not _is_missing(row[k]):
+        if k in row and not is_missing(row[k]):
             try:
                 return float(row[k])
             except (TypeError, ValueError):
@@ -486,7 +489,7 @@ def _bootstrap(X: np.ndarray, ly: np.ndarray, free: list[str], tie_l: list[tuple
     return dict(boot_ci=boot_ci, boot_skipped=skipped)
 
 
-def _judge_censored(censored: list[dict[str, Any]], rows: list[dict[str, Any]], res: _Resolver, allvars: list[str],
+def _judge_censored(censored: list[dict[str, Any]], rows: list[dict[str, Any]], res: Resolver, allvars: list[str],
                     log_C: float, exps: dict[str, float]) -> int:
     """Each censored run's predicted plateau (set in place), and how many sit above the law (their lower bound
     exceeds the prediction: the law under-predicts the slowest settings)."""

@@ -1,7 +1,7 @@
 """The number formatters of the package, for the console and the command line: ``fmt_num`` (a format spec, "-" for
-None, nan/inf spelled out), ``fmt_or`` (a format spec, one mark for None and nan/inf alike), ``fmt_short`` (at most
-about 6 characters: 0.221, 2.5e-6, 21.5k), ``fmt_age`` (12s, 5m, 2h05, 3d) and ``fmt_duration``
-(45 s, 12 min 05 s, 2 h 05 min)."""
+None, nan/inf spelled out), ``fmt_or`` (a format spec, one mark for None and nan/inf alike), ``fmt_plain`` (4.0 as
+4), ``fmt_short`` (at most about 6 characters: 0.221, 2.5e-6, 21.5k), ``fmt_age`` (12s, 5m, 2h05, 3d) and
+``fmt_duration`` (45 s, 12 min 05 s, 2 h 05 min)."""
 
 from __future__ import annotations
 
@@ -29,6 +29,16 @@ def fmt_num(v: Any, spec: str = ".3g") -> str:
     if f.is_integer() and abs(f) < 1e7 and spec == "g":
         return str(int(f))
     return format(f, spec)
+
+
+def fmt_plain(v: Any, spec: str = "") -> str:
+    """``v`` with an integral float written as an int (4.0 -> "4"), anything else in ``spec`` (default: as ``str``
+    writes it): the presets' errors, the fit's filters, the figures' labels."""
+    try:
+        integral = not isinstance(v, (bool, str)) and float(v).is_integer()
+    except (TypeError, ValueError):
+        integral = False
+    return str(int(v)) if integral else format(v, spec)
 
 
 def fmt_or(v: Any, spec: str = ".4g", missing: str = "-") -> str:

@@ -27,6 +27,8 @@ from typing import Annotated, Any, Callable, Literal, Mapping, Union, get_args, 
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from sparse_tui.numbers import fmt_plain
+
 # --------------------------------------------------------------------------------------------------------------
 # Schema
 # --------------------------------------------------------------------------------------------------------------
@@ -551,10 +553,10 @@ class _Experiment(_Section):
             if value <= 0:
                 raise ValueError(f"plateau.value: must be > 0 in mode 'fraction' (a fraction of {metric} at step 0)")
         elif not lo <= value <= hi:
-            span = f"[{_fmt_num(lo)}, {_fmt_num(hi)}]" if math.isfinite(hi) else f">= {_fmt_num(lo)}"
+            span = f"[{fmt_plain(lo)}, {fmt_plain(hi)}]" if math.isfinite(hi) else f">= {fmt_plain(lo)}"
             if not math.isfinite(lo):
                 span = "any number"
-            raise ValueError(f"plateau.value: {metric} takes values in {span}, got {_fmt_num(value)}")
+            raise ValueError(f"plateau.value: {metric} takes values in {span}, got {fmt_plain(value)}")
 
 
 def _kinds_with(tokens: bool) -> str:
@@ -710,14 +712,6 @@ def _esc(text: str) -> str:
     return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in str(text))
 
 
-def _fmt_num(v: Any) -> str:
-    if isinstance(v, str):
-        return repr(v)
-    if isinstance(v, float) and v.is_integer():
-        return str(int(v))
-    return str(v)
-
-
 def _message(err: dict) -> str:
     """Turn one pydantic error into a short human message."""
     t = err["type"]
@@ -749,7 +743,8 @@ def _message(err: dict) -> str:
         return "must be one of " + str(ctx.get("expected", "")).replace("'", "")
     if t in table:
         try:
-            return table[t].format(**{k: _fmt_num(v) if k != "expected_tags" else v for k, v in ctx.items()})
+            return table[t].format(**{k: v if k == "expected_tags" else repr(v) if isinstance(v, str) else fmt_plain(v)
+                                   for k, v in ctx.items()})
         except (KeyError, IndexError):
             return table[t]
     if t == "value_error":
@@ -860,6 +855,17 @@ def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             out[key] = v
     return out
+
+
+def config_get(config: Mapping[str, Any] | None, key: str, default: Any = None) -> Any:
+    """One value of a stored run config by its dotted key (``"task.p"``, ``"plateau"``), ``default`` where it has
+    none (a run recorded before the key existed): the one way the reports and executors read ``RunRecord.config``."""
+    node: Any = config or {}
+    for part in key.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return default
+        node = node[part]
+    return node
 
 
 def eval_steps(cfg: "RunConfig") -> list[int]:

@@ -154,3 +154,19 @@ def test_every_record_named_by_the_atlas_is_a_heading_of_reproduction_md():
     for e in atlas.entries():
         if e.measured:
             assert e.record, f"{e.key}: a measurement names its record"
+
+
+def test_every_entry_names_a_report_and_a_figure_that_resolve():
+    """One place per figure (issue 31): an entry names its report and its figure ("module:function", or its kind's,
+    ``atlas.REPORTS`` / ``PLOTS``), imported only when used; every one imports and takes what ``reproduce`` gives it."""
+    import inspect
+
+    pytest.importorskip("matplotlib")
+    for e in atlas.entries():
+        inspect.signature(e.report_fn()).bind(None, e, [])  # report(store, entry, run_ids)
+        draw = inspect.unwrap(e.plot_fn())
+        first = {"law": ["rep"], "table": ["data"]}.get(e.kind, ["store", "run_ids"])
+        assert list(inspect.signature(draw).parameters)[: len(first)] == first, e.key
+    bad = atlas.Entry("x", "Fig. x", "s", "§", "shows", "theory")
+    with pytest.raises(AtlasError, match="x: no report for kind 'theory'"):
+        bad.report_fn()

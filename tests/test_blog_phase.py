@@ -61,6 +61,6 @@ def test_phase_entry_figure_is_the_entrys_figure(tmp_path: Path):
     from sparse_tui.reports import figures
 
     store, ids = _planted(tmp_path)
-    assert figures.ENTRY_FIGURES["blog6_phase"] is figures.phase_entry_figure
+    assert atlas.ENTRIES["blog6_phase"].plot_fn() is figures.phase_entry_figure
     png = figures.phase_entry_figure(store, ids, tmp_path / "phase.png")
     assert png.read_bytes()[:4] == b"\x89PNG"

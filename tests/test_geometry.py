@@ -136,6 +136,7 @@ def test_training_a_stack_stores_each_runs_final_embedding(tmp_path: Path):
 
 def test_geometry_figure_and_show_plot(tmp_path: Path):
     pytest.importorskip("matplotlib")
+    from sparse_tui import atlas
     from sparse_tui.reports import figures
 
     store, ids = _recorded(tmp_path)
@@ -147,7 +148,7 @@ def test_geometry_figure_and_show_plot(tmp_path: Path):
         store.finish(rid, "finished", step=100)
     png = figures.geometry_figure(store, ids, tmp_path / "geo.png")
     assert png.read_bytes()[:4] == b"\x89PNG"
-    assert figures.ENTRY_FIGURES["blog3_geometry"] is figures.geometry_figure
+    assert atlas.find("blog3_geometry")[0].plot_fn() is figures.geometry_figure
     bare = store.create_runs(expand(load_preset(ROOT / "presets" / "blog3_nearest.toml")))[1][0]
     with pytest.raises(figures.FigureError, match=f"no stored embedding for run.*{bare}"):
         figures.geometry_figure(store, [bare], tmp_path / "none.png")

@@ -182,9 +182,9 @@ def test_fig17_report_reads_both_probes_before_at_and_after_the_plateau(tmp_path
                              "end": 0.9}
     assert "attn/L2/select" in rep.text and "acc60 0.600" in rep.text
     pytest.importorskip("matplotlib")
-    from sparse_tui.reports.figures import ENTRY_FIGURES
+    from sparse_tui.atlas import ENTRIES
 
-    out = ENTRY_FIGURES["fig17"](store, ["r0"], tmp_path / "fig17.png")
+    out = ENTRIES["fig17"].plot_fn()(store, ["r0"], tmp_path / "fig17.png")
     assert out.stat().st_size > 10_000
 
 

@@ -54,9 +54,7 @@ def test_fig16_report_reads_the_training_loss_speed_up_over_the_same_seeds_basel
     assert rep.data["only_faster"] is False and ": NO" in rep.text
     assert {r["run_id"]: r["speedup"] for r in rep.data["runs"]}["b2s1"] is None
     pytest.importorskip("matplotlib")
-    from sparse_tui.reports.figures import ENTRY_FIGURES
-
-    out = ENTRY_FIGURES["fig16_left"](store, list(runs), tmp_path / "fig16.png")
+    out = atlas.ENTRIES["fig16_left"].plot_fn()(store, list(runs), tmp_path / "fig16.png")
     assert out.read_bytes()[:4] == b"\x89PNG"
 
 

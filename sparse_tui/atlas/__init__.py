@@ -8,7 +8,9 @@ in docs/REPRODUCTION.md. ``sparse-tui reproduce --list`` prints the atlas, ``spa
 missing, fits and draws (``sparse_tui.reports.reproduce``), and ``sparse-tui fit`` takes the law of a run's preset from here.
 
 Adding an entry is one ``Entry(...)`` in one of the modules below; adding a module of entries is one line in
-``MODULES``. Each module defines ``ENTRIES``, a list of entries.
+``MODULES``. Each module defines ``ENTRIES``, a list of entries. An entry names the function that reports it and the
+one that draws it (``report``, ``plot``: "module:function", imported when used, as ``presets.TaskKind`` names its
+task), or takes its kind's (``REPORTS``, ``PLOTS``); docs/ARCHITECTURE.md, "A new figure".
 
 This module imports neither torch nor textual (``sparse-tui reproduce --list`` stays light).
 """
@@ -16,10 +18,11 @@ This module imports neither torch nor textual (``sparse-tui reproduce --list`` s
 from __future__ import annotations
 
 import importlib
+import pkgutil
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Callable, Mapping
 
 # One line per module of entries, in the order --list prints them.
 MODULES = (
@@ -30,6 +33,11 @@ MODULES = (
 
 KINDS = ("law", "table", "curves", "theory")
 SIZES = ("cpu", "gpu")
+REPORT, FIGURE = "sparse_tui.reports.reproduce:", "sparse_tui.reports.figures:"  # where the reports and figures live
+# What an entry of a kind reports and draws unless it names its own. A report is called (store, entry, run_ids); a
+# figure (store, run_ids, path, title=), except a law entry's (its fit) and a table entry's (the report's table).
+REPORTS = {"law": REPORT + "law_report", "curves": REPORT + "curves_report"}
+PLOTS = {"law": FIGURE + "fit_figure", "table": FIGURE + "p_table_figure", "curves": FIGURE + "curves_figure"}
 
 
 @dataclass(frozen=True)
@@ -67,6 +75,8 @@ class Entry:
     measured: str = ""  # one line: what the record says was measured (date, device), "" = not measured yet
     built: str = ""  # "" = built; otherwise why not (e.g. "not built yet: issue 22")
     targets: Mapping[str, float] = field(default_factory=dict)  # exponent -> tolerance the record is held to
+    report: str = ""  # "module:function" that reports it; "" = its kind's (REPORTS)
+    plot: str = ""  # "module:function" that draws it; "" = its kind's (PLOTS)
 
     @property
     def number(self) -> int:
@@ -75,6 +85,19 @@ class Entry:
 
     def preset(self, size: str) -> str | None:
         return self.presets.get(size)
+
+    def report_fn(self) -> Callable[..., Any]:
+        """The function that reports this entry (``report``, else its kind's), imported now."""
+        return self._named(self.report or REPORTS.get(self.kind), "report")
+
+    def plot_fn(self) -> Callable[..., Any]:
+        """The function that draws this entry (``plot``, else its kind's), imported now."""
+        return self._named(self.plot or PLOTS.get(self.kind), "figure")
+
+    def _named(self, name: str | None, what: str) -> Callable[..., Any]:
+        if not name:
+            raise AtlasError(f"{self.key}: no {what} for kind {self.kind!r}")
+        return pkgutil.resolve_name(name)
 
 
 class AtlasError(ValueError):

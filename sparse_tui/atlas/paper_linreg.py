@@ -7,7 +7,7 @@ depends on the initialisation, 2-4 with PyTorch's default), and 0.4 with cross-s
 
 from __future__ import annotations
 
-from sparse_tui.atlas import Entry, Threshold
+from sparse_tui.atlas import FIGURE, REPORT, Entry, Threshold
 
 PAPER = "arXiv 2505.17863"
 FLOW = Threshold("test/loss", "fraction", 0.2)  # App. D.1, toy model: 0.2 x the initial 0.5 = 0.1
@@ -45,11 +45,13 @@ ENTRIES = [
             "paper_fig1ab_theory",
             notes="Which d the paper shows is not stated: d {16, 32, 64, 128, 256}.",
             record=R_FLOW,
-            measured="2026-11-26, CPU: plateaus 1.30-1.32 × √d·T, drops within 1-2% of the plateau"),
+            measured="2026-11-26, CPU: plateaus 1.30-1.32 × √d·T, drops within 1-2% of the plateau",
+          report=REPORT + "fig1a_report", plot=FIGURE + "fig1a_figure"),
     _theory("fig1b", "Fig. 1b", "§2.2, Eqs. 3-4", "w learns before the attention α (T = 512, d = 64)",
             "paper_fig1ab_theory",
             record=R_FLOW,
-            measured="2026-11-26, CPU: w at 10% of √d when α = 0.0027 (1/T = 0.0020)"),
+            measured="2026-11-26, CPU: w at 10% of √d when α = 0.0027 (1/T = 0.0020)",
+          report=REPORT + "fig1b_report", plot=FIGURE + "fig1b_figure"),
     _theory("fig1c", "Fig. 1c", "§2.2, Eq. 6", "plateau of the reduced flow vs d and T: a power law",
             "paper_fig1c_theory", kind="law", fit_vars=("d", "T"), law="fig2_left",
             notes="The paper gives no law for Fig. 1c (R² = 0.999 only); the same flow is fitted in Fig. 2 left "
@@ -80,21 +82,25 @@ ENTRIES = [
           "table", {"cpu": "paper_fig3_p_cpu", "gpu": "paper_fig3_p"}, fit_vars=("d", "p"), threshold=REP,
           notes=TRANSFORMER + "x~ = e_1 (a random x~, task.x_tilde = 'random', was no faster). CPU grid at T = 16 "
                 "(the paper's T is 256).", record=R_FIG3R,
-          measured="2026-11-26, CPU: p = 0.3 shortens the plateau by 7-17% only (not reproduced at T = 16)"),
+          measured="2026-11-26, CPU: p = 0.3 shortens the plateau by 7-17% only (not reproduced at T = 16)",
+          report=REPORT + "p_table_report"),
     _theory("fig6", "Fig. 6", "App. A.3.1, Eq. 12",
             "loss landscape over (w, Δa) with the gradient-flow path from (0, 0)", "paper_fig6_theory",
             record=R_FLOW,
-            measured="2026-11-26, CPU: leaves (0, 0) along w; w overshoots to 1.038 √d"),
+            measured="2026-11-26, CPU: leaves (0, 0) along w; w overshoots to 1.038 √d",
+          report=REPORT + "fig6_report", plot=FIGURE + "fig6_figure"),
     _theory("fig7", "Fig. 7", "App. A.3.2, Eq. 15", "early dynamics against their linearisation (d = 512)",
             "paper_fig7_theory",
             notes="Which T the paper shows is not stated: T {64, 256, 1024, 4096}.",
             record=R_FLOW,
-            measured="2026-11-26, CPU: w within 1% of sinh(λt) to λt = 0.5, +6% at 1"),
+            measured="2026-11-26, CPU: w within 1% of sinh(λt) to λt = 0.5, +6% at 1",
+          report=REPORT + "fig7_report", plot=FIGURE + "fig7_figure"),
     _theory("fig8", "Fig. 8", "App. A.3.3", "w∞(α) for several T; w against its equilibrium; Hessian eigenvalues",
             "paper_fig8_theory",
             notes="App. A.3.1's d2L/dΔa2 is the α-derivative; the Δa-derivative is drawn (docs/THEORY.md).",
             record=R_FLOW,
-            measured="2026-11-26, CPU: w = w∞ within 1e-5 late; top eigenvalue peaks at the drop"),
+            measured="2026-11-26, CPU: w = w∞ within 1e-5 late; top eigenvalue peaks at the drop",
+          report=REPORT + "fig8_report", plot=FIGURE + "fig8_figure"),
     Entry("fig9", "Fig. 9", PAPER, "App. A.3.4", "the toy model trained by SGD on samples follows the reduced flow",
           "curves", {"cpu": "paper_fig9_sgd", "gpu": "paper_fig9_sgd"}, threshold=FLOW,
           notes="W and W* from N(0, 1/d) as App. A.3.4; the seeds' plateaus sit 10-26% above the flow because of the "
@@ -105,14 +111,16 @@ ENTRIES = [
             "cross-sample repetition in the reduced dynamics: w̃ learns first", "paper_fig10_theory",
             notes="Which p the paper shows is not stated: p {0, 0.01, 0.03, 0.1, 0.3}.",
             record=R_FLOW,
-            measured="2026-11-26, CPU: speed-up 2.47 at p = 0.3 (f = 2.50); w̃ first"),
+            measured="2026-11-26, CPU: speed-up 2.47 at p = 0.3 (f = 2.50); w̃ first",
+          report=REPORT + "fig10_report", plot=FIGURE + "fig10_figure"),
     Entry("fig11", "Fig. 11", PAPER, "App. B.2", "Transformer learning curves at T = 128: sharp transitions",
           "curves", {"cpu": "paper_fig11_cpu", "gpu": "paper_fig11"}, threshold=ABS, notes=TRANSFORMER,
           record=R_FIG11, measured="2026-11-26, CPU: plateaus 320 / 600, drops in 10-12% of the plateau"),
     Entry("fig12", "Fig. 12", PAPER, "App. B.2", "Transformer curves with and without cross-sample repetition",
           "curves", {"cpu": "paper_fig12_cpu", "gpu": "paper_fig12"}, threshold=REP,
           notes=TRANSFORMER + "The CPU preset runs T = 64 (the paper: 256); the loss with repetition is train/loss.",
-          record=R_FIG12, measured="2026-11-26, CPU (T = 64): p = 0.3 leaves the plateau 20-40 steps earlier"),
+          record=R_FIG12, measured="2026-11-26, CPU (T = 64): p = 0.3 leaves the plateau 20-40 steps earlier",
+          plot=FIGURE + "fig12_figure"),
     Entry("fig13", "Fig. 13", PAPER, "App. B.3", "layers × heads: width slows emergence more than depth",
           "law", {"cpu": "paper_fig13_cpu", "gpu": "paper_fig13"}, fit_vars=("d", "T", "n_layers", "n_heads"),
           law="fig13", threshold=ABS, targets={"d": 0.15, "T": 0.15, "n_layers": 0.15, "n_heads": 0.15},

@@ -30,7 +30,9 @@ import numpy as np
 
 from sparse_tui import geometry
 from sparse_tui.atlas.paper_recall import FIG16_TRAIN_LOSS
+from sparse_tui.numbers import fmt_plain
 from sparse_tui.phase import cell_note, phase_grid, sweep_axes
+from sparse_tui.presets import config_get
 from sparse_tui.plotting import fmt_r2
 
 __all__ = ["FigureError", "FORMATS", "INSTALL_HINT", "require_matplotlib", "check_path", "fit_figure",
@@ -83,7 +85,7 @@ _STYLE = {
 }
 
 
-def _figure_writer(flag: str = "--plot") -> Callable[[Callable[..., Any]], Callable[..., Path]]:
+def figure_writer(flag: str = "--plot") -> Callable[[Callable[..., Any]], Callable[..., Path]]:
     """Make ``draw(*args, **kw) -> Figure`` the writer ``fn(*args, path, **kw) -> Path`` that every figure here is:
     matplotlib installed and ``path`` valid (``flag`` names it in the message) before anything is read, drawn in the
     house style, written atomically. Raises ``FigureError``."""
@@ -120,12 +122,6 @@ def _tick(t: float) -> str:
     return f"{t:,.0f}" if t >= 100 else f"{t:.3g}"
 
 
-def _fmt_num(v: float) -> str:
-    if float(v).is_integer():
-        return str(int(v))
-    return f"{v:g}"
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # Plateau against each variable (fit --plot)
 # ---------------------------------------------------------------------------------------------------------------
@@ -133,16 +129,16 @@ def _fmt_num(v: float) -> str:
 
 def _fit_points(rep: Any) -> tuple[list[dict[str, float]], list[float], list[bool]]:
     """Per run of the fit: the variables' values, the target (or, when censored, its lower bound) and whether the
-    run is censored. Read with the same resolver the fit used (``fitting._Resolver``)."""
-    from .fitreport import _with_time_target
-    from ..fitting import _is_missing, _Resolver, _rows
+    run is censored. Read with the same resolver the fit used (``fitting.Resolver``)."""
+    from .fitreport import with_time_target
+    from ..fitting import Resolver, flat_rows, is_missing
 
     res = rep.result
     rows = rep.selection.rows
     if res.target == "plateau_time":
-        rows = _with_time_target(rows)
-    rows = _rows(rows)
-    resolver = _Resolver(rows)
+        rows = with_time_target(rows)
+    rows = flat_rows(rows)
+    resolver = Resolver(rows)
     bounds = {c["row"]: c.get("lower_bound") for c in res.censored}
     xs, ys, cens = [], [], []
     for i, r in enumerate(rows):
@@ -152,7 +148,7 @@ def _fit_points(rep: Any) -> tuple[list[dict[str, float]], list[float], list[boo
                 y = float(y) * float(r.get("params.train.lr", 1.0))
         else:
             tv = next((r[k] for k in (res.target, "params." + res.target, "summary." + res.target) if k in r), None)
-            y, c = (None if _is_missing(tv) else float(tv)), False
+            y, c = (None if is_missing(tv) else float(tv)), False
         if y is None or not y > 0:
             continue
         try:
@@ -171,15 +167,15 @@ def _paper_law(rep: Any) -> tuple[Any, dict[str, str], dict[str, float]] | None:
     """The paper's fit compared with (``rep.paper``), when each of its variables is either fitted or takes one value
     over the runs (read from the rows, e.g. T = 4096 in Fig. 2 left): the fit, a map paper variable -> fitted
     variable, and the constant values of the others. None when a variable is missing or varies without being fitted."""
-    from ..fitting import _Resolver, _rows, short_name
+    from ..fitting import Resolver, flat_rows, short_name
     from ..theory import PAPER_FITS
 
     pf = PAPER_FITS.get(rep.paper) if rep.paper else None
     if pf is None:
         return None
     names = {short_name(v): v for v in rep.result.variables}
-    rows = _rows(rep.selection.rows)
-    resolver = _Resolver(rows)
+    rows = flat_rows(rep.selection.rows)
+    resolver = Resolver(rows)
     mapping: dict[str, str] = {}
     fixed: dict[str, float] = {}
     for pv in pf.exponents:
@@ -196,7 +192,7 @@ def _paper_law(rep: Any) -> tuple[Any, dict[str, str], dict[str, float]] | None:
     return pf, mapping, fixed
 
 
-@_figure_writer()
+@figure_writer()
 def fit_figure(rep: Any, *, title: str | None = None) -> Any:
     """Write the plateau-vs-variable figure of a fit report (``fitreport.FitReport``) to ``path``; see the module
     docstring. Raises ``FigureError``."""
@@ -253,7 +249,7 @@ def fit_figure(rep: Any, *, title: str | None = None) -> Any:
         _finish_axis(ax, v, xs, res, paper, ylabel=res.target.replace("_", " "))
         if others and len(groups) > 1:
             handles = [Line2D([], [], color=colour[g], marker="o", ms=3.5, lw=1.0,
-                              label=", ".join(f"{o}={_fmt_num(val)}" for o, val in zip(others, g)))
+                              label=", ".join(f"{o}={fmt_plain(val, 'g')}" for o, val in zip(others, g)))
                        for g in groups]
             if len(handles) > 8:
                 handles = handles[:: math.ceil(len(handles) / 8)]
@@ -264,7 +260,7 @@ def fit_figure(rep: Any, *, title: str | None = None) -> Any:
     if paper is not None:
         pf, _, const = paper
         expo = " · ".join(f"{k}^{val:g}" for k, val in pf.exponents.items())
-        at = f" at {', '.join(f'{k} = {_fmt_num(c)}' for k, c in const.items())}" if const else ""
+        at = f" at {', '.join(f'{k} = ' + fmt_plain(c, 'g') for k, c in const.items())}" if const else ""
         key.append(Line2D([], [], color="0.2", lw=1.0, ls=(0, (4, 2.5)),
                           label=f"paper {pf.figure}: {pf.C:g} · {expo}{at}"))
     if any(cens):
@@ -293,7 +289,7 @@ def _finish_axis(ax: Any, v: str, xs: Sequence[Mapping[str, float]], res: Any, p
     uniq = sorted({x[v] for x in xs})
     if len(uniq) <= 8 and all(float(u).is_integer() for u in uniq):
         ax.set_xticks(uniq)
-        ax.set_xticklabels([_fmt_num(u) for u in uniq])
+        ax.set_xticklabels([fmt_plain(u, 'g') for u in uniq])
         ax.xaxis.set_minor_locator(mticker.NullLocator())
     else:
         fmt = mticker.FuncFormatter(lambda t, _: f"{t:g}")
@@ -340,16 +336,10 @@ def _partial_panel(ax: Any, v: str, others: Sequence[str], xs: Sequence[Mapping[
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _plateau_cfg(rec: Any) -> dict[str, Any]:
-    cfg = rec.config or {}
-    return cfg.get("plateau") or {}
-
-
 def _threshold(rec: Any, series: Mapping[str, tuple[Sequence[int], Sequence[float]]]) -> tuple[str, float] | None:
     """The watched metric and its absolute threshold (App. D.1): for ``fraction`` the value times the first
     evaluated value of the metric."""
-    pc = _plateau_cfg(rec)
-    metric, mode, value = pc.get("metric"), pc.get("mode"), pc.get("value")
+    metric, mode, value = (config_get(rec.config, f"plateau.{k}") for k in ("metric", "mode", "value"))
     if not metric or value is None or metric not in series:
         return None
     if mode == "fraction":
@@ -362,7 +352,7 @@ def _threshold(rec: Any, series: Mapping[str, tuple[Sequence[int], Sequence[floa
 
 def _plateau_rule(rec: Any) -> str:
     """The run's plateau rule for a figure's title ('plateau: test/loss fraction 0.2'), "" without one."""
-    pc = _plateau_cfg(rec)
+    pc = config_get(rec.config, "plateau") or {}
     return f"plateau: {pc.get('metric')} {pc.get('mode')} {pc.get('value')}" if pc else ""
 
 
@@ -372,7 +362,7 @@ def run_key(rec: Any) -> str:
     return ", ".join(f"{k.split('.')[-1]}={v}" for k, v in swept.items()) or rec.label or rec.run_id
 
 
-@_figure_writer()
+@figure_writer()
 def curves_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None, facet: bool | None = None) -> Any:
     """Write loss and accuracy curves of the runs ``run_ids`` (ids or unique prefixes in ``store``) to ``path``:
     a loss panel (train and test, log y), an accuracy panel when the runs log ``test/acc``, and a panel of the
@@ -489,7 +479,7 @@ def _facet_figure(data: Sequence[tuple[Any, Mapping]], points: Sequence[str], ti
     from matplotlib.lines import Line2D
 
     have = set().union(*(s.keys() for _, s in data))
-    metric = next((_plateau_cfg(r).get("metric") for r, _ in data if _plateau_cfg(r).get("metric") in have), None)
+    metric = next((m for m in (config_get(r.config, "plateau.metric") for r, _ in data) if m in have), None)
     metric = metric or ("test/acc" if "test/acc" in have else "test/loss")
     log_y = metric.endswith("loss")
     seeds = sorted({rec.seed for rec, _ in data if rec.seed is not None})
@@ -548,8 +538,7 @@ def flow_series(store: Any, run_id: str) -> dict[str, Any]:
     from ..theory import delta_a_of_alpha
 
     rec = store.get(run_id)
-    cfg = rec.config or {}
-    task, lr = cfg.get("task", {}), float(cfg.get("train", {}).get("lr", 1.0))
+    task, lr = config_get(rec.config, "task", {}), float(config_get(rec.config, "train.lr", 1.0))
     series = store.metrics(run_id)
 
     def arr(name: str) -> Any:
@@ -599,13 +588,13 @@ def _colours(n: int) -> list[Any]:
     return [cmap(0.05 + 0.8 * i / max(1, n - 1)) for i in range(n)]
 
 
-@_figure_writer()
+@figure_writer()
 def fig1a_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None) -> Any:
     """Fig. 1a: the test loss of the reduced flow against time, one line per d (T = 512)."""
     flows = sorted_flows(store, run_ids, "d")
     fig, (ax,) = _fig(1, 4.6, 3.0)
     for f, c in zip(flows, _colours(len(flows))):
-        ax.plot(f["t"], f["test/loss"], color=c, label=f"d = {_fmt_num(f['d'])}")
+        ax.plot(f["t"], f["test/loss"], color=c, label=f"d = {fmt_plain(f['d'], 'g')}")
         if f["plateau"] is not None:
             ax.axvline(f["plateau"], color=c, lw=0.7, ls=":")
     ax.axhline(0.1, color="0.55", lw=0.7)
@@ -613,11 +602,11 @@ def fig1a_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None
     ax.set_xlabel("flow time (step × lr)")
     ax.set_ylabel("test loss")
     ax.legend(frameon=False)
-    fig.suptitle(title or f"Fig. 1a: reduced dynamics, T = {_fmt_num(flows[0]['T'])}", fontsize=8.5)
+    fig.suptitle(title or f"Fig. 1a: reduced dynamics, T = {fmt_plain(flows[0]['T'], 'g')}", fontsize=8.5)
     return fig
 
 
-@_figure_writer()
+@figure_writer()
 def fig1b_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None) -> Any:
     """Fig. 1b: w and alpha against time at d = 64 (or the run nearest it), optimal values dashed."""
     f = min(sorted_flows(store, run_ids, "d"), key=lambda f: abs(f["d"] - 64))
@@ -633,12 +622,12 @@ def fig1b_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None
         _time_axis(ax, [f])
         if f["plateau"] is not None:
             ax.axvline(f["plateau"], color="0.4", lw=0.7, ls=":")
-    fig.suptitle(title or f"Fig. 1b: w before α (T = {_fmt_num(f['T'])}, d = {_fmt_num(f['d'])}; dashed: optimum, "
-                 "dotted: plateau)", fontsize=8.5)
+    fig.suptitle(title or f"Fig. 1b: w before α (T = {fmt_plain(f['T'], 'g')}, d = {fmt_plain(f['d'], 'g')}; "
+                 "dashed: optimum, dotted: plateau)", fontsize=8.5)
     return fig
 
 
-@_figure_writer()
+@figure_writer()
 def fig6_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None) -> Any:
     """Fig. 6: log10 of the loss Eq. 12 over (w, da) and the gradient-flow path from (0, 0) (white)."""
     from ..theory import loss_eq12
@@ -656,12 +645,12 @@ def fig6_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None)
     ax.plot([0], [0], marker="x", color="white", ms=7, mew=1.6)
     ax.set_xlabel("w")
     ax.set_ylabel("Δa")
-    fig.suptitle(title or f"Fig. 6: loss landscape and gradient flow (T = {_fmt_num(f['T'])}, "
-                 f"d = {_fmt_num(f['d'])})", fontsize=8.5)
+    fig.suptitle(title or f"Fig. 6: loss landscape and gradient flow (T = {fmt_plain(f['T'], 'g')}, "
+                 f"d = {fmt_plain(f['d'], 'g')})", fontsize=8.5)
     return fig
 
 
-@_figure_writer()
+@figure_writer()
 def fig7_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None) -> Any:
     """Fig. 7: w, da and the loss of the flow (plain) against the linearisation of Eq. 15 (dashed), per T, against
     lambda t (lambda = B / (sqrt(d) T))."""
@@ -676,7 +665,7 @@ def fig7_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None)
         wl, dal = linear_solution(f["t"][sel], f["d"], f["T"], f["B"])
         ll = 0.5 * (1 - lam * np.sinh(2 * x[sel]))
         for ax, real, lin in zip(axes, (f["w"], f["da"], f["test/loss"]), (wl, dal, ll)):
-            ax.plot(x[sel], real[sel], color=c, label=f"T = {_fmt_num(f['T'])}")
+            ax.plot(x[sel], real[sel], color=c, label=f"T = {fmt_plain(f['T'], 'g')}")
             ax.plot(x[sel], lin, color=c, ls="--", lw=1.0)
     for ax, name in zip(axes, ("w", "Δa", "test loss")):
         ax.set_xlabel("λ t  (λ = B / (√d T))")
@@ -684,11 +673,11 @@ def fig7_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None)
     axes[2].set_ylim(0, 0.55)
     axes[0].legend(frameon=False)
     fig.suptitle(title or f"Fig. 7: early dynamics (plain) vs their linearisation (dashed), d = "
-                 f"{_fmt_num(flows[0]['d'])}", fontsize=8.5)
+                 f"{fmt_plain(flows[0]['d'], 'g')}", fontsize=8.5)
     return fig
 
 
-@_figure_writer()
+@figure_writer()
 def fig8_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None) -> Any:
     """Fig. 8: (left) w_inf(alpha) for several T at the run's d; (middle) w and w_inf(alpha(t)) along the flow;
     (right) the smallest and largest eigenvalue of the Hessian of Eq. 12 along the flow."""
@@ -722,11 +711,11 @@ def fig8_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None)
         _time_axis(ax, [f])
         if f["plateau"] is not None:
             ax.axvline(f["plateau"], color="0.4", lw=0.7, ls=":")
-    fig.suptitle(title or f"Fig. 8 (T = {_fmt_num(f['T'])}, d = {_fmt_num(f['d'])})", fontsize=8.5)
+    fig.suptitle(title or f"Fig. 8 (T = {fmt_plain(f['T'], 'g')}, d = {fmt_plain(f['d'], 'g')})", fontsize=8.5)
     return fig
 
 
-@_figure_writer()
+@figure_writer()
 def fig10_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None) -> Any:
     """Fig. 10: per p, the test loss (left), w~ (dashed) and the other columns' w / sqrt(d-1) (plain), both with
     optimum 1 (middle), and alpha (right)."""
@@ -751,27 +740,26 @@ def fig10_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None
         ax.set_xlabel("flow time")
         _time_axis(ax, flows)
     a2.set_ylim(-0.05, float(np.nanmax([np.nanmax(f["w"]) / math.sqrt(f["d"]) for f in flows])) * 1.6)
-    fig.suptitle(title or f"Fig. 10: cross-sample repetition (T = {_fmt_num(flows[0]['T'])}, "
-                 f"d = {_fmt_num(flows[0]['d'])})", fontsize=8.5)
+    fig.suptitle(title or f"Fig. 10: cross-sample repetition (T = {fmt_plain(flows[0]['T'], 'g')}, "
+                 f"d = {fmt_plain(flows[0]['d'], 'g')})", fontsize=8.5)
     return fig
 
 
-@_figure_writer()
+@figure_writer()
 def fig12_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None) -> Any:
     """Fig. 12: per p, the loss on the training distribution (with repetition: train/loss, fresh batches) on top and
     the test loss without repetition below, against the step, with the plateau threshold."""
-    recs = sorted((store.get(r) for r in run_ids), key=lambda r: ((r.config or {}).get("task", {}).get("p", 0.0),
-                                                                   r.seed or 0))
+    recs = sorted((store.get(r) for r in run_ids), key=lambda r: (config_get(r.config, "task.p", 0.0), r.seed or 0))
     fig, axes = _fig(2, 4.0, 2.9)
     cols = _colours(len(recs))
     for rec, c in zip(recs, cols):
         series = store.metrics(rec.run_id)
-        p = (rec.config or {}).get("task", {}).get("p", 0.0)
+        p = config_get(rec.config, "task.p", 0.0)
         for ax, name in zip(axes, ("train/loss", "test/loss")):
             if name in series:
                 st, vals = series[name]
                 ax.plot(st, vals, color=c, label=f"p = {p:g}" + (f", seed {rec.seed}" if rec.seed else ""))
-    thr = (recs[0].config or {}).get("plateau", {}).get("value") if recs else None
+    thr = config_get(recs[0].config, "plateau.value") if recs else None
     for ax, head in zip(axes, ("with repetition (train loss, fresh batches)", "without repetition (test loss)")):
         if thr is not None:
             ax.axhline(thr, color="0.55", lw=0.7)
@@ -793,8 +781,7 @@ def nearest_rows(store: Any, run_ids: Sequence[str]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for rid in run_ids:
         rec = store.get(rid)
-        cfg = rec.config or {}
-        t, m = cfg.get("task", {}), cfg.get("model", {})
+        t, m = config_get(rec.config, "task", {}), config_get(rec.config, "model", {})
         steps, vals = store.metrics(rid).get("test/ppl", ([], []))
         pts = [(s, v) for s, v in zip(steps, vals) if v is not None and math.isfinite(v)]
         best = min(pts, key=lambda sv: sv[1]) if pts else (None, None)
@@ -810,7 +797,7 @@ def nearest_rows(store: Any, run_ids: Sequence[str]) -> list[dict[str, Any]]:
     return rows
 
 
-@_figure_writer()
+@figure_writer()
 def nearest_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None) -> Any:
     """Blog 3 ("Sparse attention 3 – inefficiency of extracting similar content"): the best and the final test
     perplexity of each run (one point per seed) against what its runs sweep, C or n_embd, beside the blog's reference
@@ -835,7 +822,7 @@ def nearest_figure(store: Any, run_ids: Sequence[str], *, title: str | None = No
     return fig
 
 
-@_figure_writer()
+@figure_writer()
 def geometry_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None) -> Any:
     """Blog 3 ("Sparse attention 3 – inefficiency of extracting similar content", the embedding plots of "Failure
     even for context length = 3" and "Dependence on embedding dimension"): each run's final token embedding in a
@@ -849,7 +836,7 @@ def geometry_figure(store: Any, run_ids: Sequence[str], *, title: str | None = N
     if missing or not embs:
         raise FigureError(f"no stored embedding for run(s) {', '.join(missing) or '(none given)'} (token-input runs "
                           "store theirs when they end; runs from before schema 5 have none)")
-    embs.sort(key=lambda re_: ((re_[0].config or {}).get("model", {}).get("d_model") or 0, re_[0].seed or 0))
+    embs.sort(key=lambda re_: (config_get(re_[0].config, "model.d_model") or 0, re_[0].seed or 0))
     fig, axes = _fig(len(embs), 3.0, 3.0)
     for ax, (rec, E) in zip(axes, embs):
         pl, o = geometry.plane(E), geometry.order(E)
@@ -866,7 +853,7 @@ def geometry_figure(store: Any, run_ids: Sequence[str], *, title: str | None = N
     return fig
 
 
-@_figure_writer()
+@figure_writer()
 def fig17_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None) -> Any:
     """Fig. 17 (arXiv 2505.17863 App. C.2): test accuracy (left), the copy probe (attention from the relevant value
     to its key, ``attn/L{l}/copy``, middle) and the selection probe (query to the relevant value,
@@ -895,7 +882,7 @@ def fig17_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None
     return fig
 
 
-@_figure_writer()
+@figure_writer()
 def phase_entry_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None) -> Any:
     """The phase diagram the blog "Sparse attention 6 – In-context associative recall" suggests, of runs that sweep
     two parameters (``phase.sweep_axes``: e.g. N × lr): the plateau step (log colours; blank: never emerged) beside
@@ -919,12 +906,12 @@ def phase_entry_figure(store: Any, run_ids: Sequence[str], *, title: str | None 
 def varied_task_key(recs: Sequence[Any]) -> str:
     """The first ``[task]`` key whose value differs between the runs (``"B"`` for Fig. 5 left's runs), read from
     their configurations (a reused run's own sweep may have named another key); "" when none differs."""
-    tasks = [(r.config or {}).get("task", {}) for r in recs]
+    tasks = [config_get(r.config, "task", {}) for r in recs]
     keys = list(dict.fromkeys(k for t in tasks for k in t))
     return next((k for k in keys if len({json.dumps(t.get(k), sort_keys=True) for t in tasks}) > 1), "")
 
 
-@_figure_writer()
+@figure_writer()
 def fig16_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None) -> Any:
     """Fig. 16 (arXiv 2505.17863 App. C.2), the training counterpart of Fig. 5: the training loss (fresh batches with
     the run's repetition; the emergence level ``atlas.paper_recall.FIG16_TRAIN_LOSS`` as a grey line) left, the test
@@ -932,7 +919,7 @@ def fig16_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None
     line style per seed."""
     recs = [store.get(r) for r in run_ids]
     var = varied_task_key(recs)
-    key = lambda rec: (var, (rec.config or {}).get("task", {}).get(var))  # noqa: E731
+    key = lambda rec: (var, config_get(rec.config, f"task.{var}"))  # noqa: E731
     recs.sort(key=lambda r: (float(key(r)[1]) if isinstance(key(r)[1], (int, float)) else 0.0, r.seed or 0))
     values = list(dict.fromkeys(key(r) for r in recs))
     seeds = sorted({r.seed or 0 for r in recs})
@@ -960,18 +947,13 @@ def fig16_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None
     return fig
 
 
-# Figures of one atlas entry (sparse-tui reproduce KEY --plot FILE); other entries: fit_figure or curves_figure.
-ENTRY_FIGURES = {"fig1a": fig1a_figure, "fig1b": fig1b_figure, "fig6": fig6_figure, "fig7": fig7_figure,
-                 "fig8": fig8_figure, "fig10": fig10_figure, "fig12": fig12_figure,
-                 "blog3_C": nearest_figure, "blog3_nembd": nearest_figure, "fig17": fig17_figure,
-                 "blog3_geometry": geometry_figure, "blog6_phase": phase_entry_figure,
-                 "fig16_left": fig16_figure, "fig16_right": fig16_figure,
-                 # Fig. 4 left/middle (arXiv 2505.17863 §3.2): test loss and accuracy of every run on shared axes,
-                 # one colour per N_pairs, one line style per seed (the paper's overlay, not one panel per point)
-                 "fig4_left": functools.partial(curves_figure, facet=False)}
+def overlay_figure(store: Any, run_ids: Sequence[str], path: str | Path, *, title: str | None = None) -> Path:
+    """Fig. 4 left/middle (arXiv 2505.17863 §3.2): ``curves_figure`` with every run's test loss and accuracy on
+    shared axes, one colour per N_pairs, one line style per seed (the paper's overlay, not one panel per point)."""
+    return curves_figure(store, run_ids, path, title=title, facet=False)
 
 
-@_figure_writer()
+@figure_writer()
 def p_table_figure(data: Mapping[str, Any], *, title: str | None = None) -> Any:
     """Fig. 3 right: the plateau (geometric mean over seeds, at the lr chosen per p) against d, one line per p;
     open markers where censored runs make the point a lower bound. ``data``: ``reproduce.p_table_report``'s."""
@@ -1015,8 +997,8 @@ def _phase_panel(fig: Any, ax: Any, x_key: str, y_key: str, xs: Sequence[Any], y
     norm = LogNorm(finite.min(), max(finite.max(), finite.min() * 1.0001)) if log else (
         Normalize(0.0, 1.0) if value in ("acc", "emerged") else Normalize(finite.min(), finite.max()))
     im = ax.imshow(np.ma.masked_invalid(z), origin="lower", aspect="auto", cmap="viridis", norm=norm)
-    ax.set_xticks(range(len(xs)), [_fmt_num(v) if isinstance(v, (int, float)) else str(v) for v in xs])
-    ax.set_yticks(range(len(ys)), [_fmt_num(v) if isinstance(v, (int, float)) else str(v) for v in ys])
+    ax.set_xticks(range(len(xs)), [fmt_plain(v, 'g') if isinstance(v, (int, float)) else str(v) for v in xs])
+    ax.set_yticks(range(len(ys)), [fmt_plain(v, 'g') if isinstance(v, (int, float)) else str(v) for v in ys])
     ax.set_xlabel(x_key)
     ax.set_ylabel(y_key)
     ax.grid(False)
@@ -1027,7 +1009,7 @@ def _phase_panel(fig: Any, ax: Any, x_key: str, y_key: str, xs: Sequence[Any], y
     fig.colorbar(im, ax=ax, label=value)
 
 
-@_figure_writer("figure")
+@figure_writer("figure")
 def phase_figure(x_key: str, y_key: str, xs: Sequence[Any], ys: Sequence[Any], grid: Sequence[Sequence[float]],
                  value: str, *, title: str | None = None, note: str = "") -> Any:
     """Write a phase diagram (a value over two swept parameters; empty cells blank, each cell annotated) to

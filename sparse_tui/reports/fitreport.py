@@ -43,7 +43,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from ..fitting import FitError, FitResult, compare_to_theory, fit_power_law, format_comparison
-from ..numbers import fmt_or
+from ..numbers import fmt_or, fmt_plain
 from ..theory import (
     PAPER_FITS,
     compare_closed_form,
@@ -78,6 +78,7 @@ __all__ = [
     "Reread",
     "parse_threshold",
     "reread_plateaus",
+    "with_time_target",
 ]
 
 _SECTIONS = ("task", "model", "train", "eval", "plateau")
@@ -130,15 +131,8 @@ class Where:
     values: tuple[Any, ...]
 
     def __str__(self) -> str:
-        return f"{self.key}{self.op}{','.join(_fmt_value(v) for v in self.values)}"
-
-
-def _fmt_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, float) and v.is_integer():
-        return str(int(v))
-    return str(v)
+        values = (str(v).lower() if isinstance(v, bool) else fmt_plain(v) for v in self.values)
+        return f"{self.key}{self.op}{','.join(values)}"
 
 
 def _parse_scalar(text: str) -> Any:
@@ -358,7 +352,8 @@ class FitReport:
         })
 
 
-def _with_time_target(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def with_time_target(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows with ``plateau_time`` = plateau step × learning rate (None without either)."""
     out = []
     for r in rows:
         r = dict(r)
@@ -398,7 +393,7 @@ def fit_runs(selection: Selection | Sequence[Mapping[str, Any]], variables: Sequ
         raise FitError(f"unknown target {target!r}: use {' or '.join(TARGETS)}")
     if paper not in (None, "auto") and paper not in PAPER_FITS:
         raise FitError(f"unknown paper fit {paper!r}; one of {', '.join(PAPER_FITS)} (or none)")
-    rows = _with_time_target(selection.rows) if target == "plateau_time" else selection.rows
+    rows = with_time_target(selection.rows) if target == "plateau_time" else selection.rows
     try:
         res = fit_power_law(rows, list(variables), target=target, tie=tie, bootstrap=bootstrap, seed=seed)
     except FitError as e:

@@ -7,11 +7,11 @@
   again), so that a figure reuses what any earlier ``run``, ``reproduce`` or console launch trained.
 * ``plan``: an entry at one size against the store: its runs, those reused, those to train. The CLI trains the rest
   through the runner (``runner.coordinate``, as ``run --headless``); the console through ``runner.start_detached``.
-* ``report``: the paper beside the measurement: ``law_report`` (fit of ``entry.fit_vars`` with the entry's law,
-  exponents against their targets, plateau per grid point against the law), ``curves_report`` (plateaus and the
-  transition's sharpness), ``p_table_report`` (Fig. 3 right) and the entries' own reports (``ENTRY_REPORTS``: one per
-  figure of the reduced dynamics, the tables and curves of the recall and blog entries). ``draw`` writes the entry's
-  figure (``figures``).
+* ``report``: the paper beside the measurement, by the function the entry names (``Entry.report``) or its kind's:
+  ``law_report`` (fit of ``entry.fit_vars`` with the entry's law, exponents against their targets, plateau per grid
+  point against the law), ``curves_report`` (plateaus and the transition's sharpness), ``p_table_report`` (Fig. 3
+  right) and the entries' own (one per figure of the reduced dynamics, the tables and curves of the recall and blog
+  entries). ``draw`` writes the figure the entry names (``Entry.plot``, in ``figures``).
 
 No torch, no textual at import.
 """
@@ -32,7 +32,7 @@ from sparse_tui.reports import figures
 from sparse_tui.atlas import SIZES, AtlasError, Entry, entries, preset_path
 from sparse_tui.atlas.paper_recall import FIG16_TRAIN_LOSS
 from sparse_tui.phase import cell_note, phase_grid, sweep_axes
-from sparse_tui.presets import config_from_json, expand, load_preset
+from sparse_tui.presets import config_from_json, config_get, expand, load_preset
 
 # A run recorded with one of these statuses is a result: reused, never trained again (a diverged run diverges
 # again: training is seeded).
@@ -198,8 +198,10 @@ class Report:
     run_ids: tuple[str, ...] = ()
 
 
-def _report(entry: Entry, run_ids: Sequence[str], lines: list[str], data: dict[str, Any], fit: Any = None) -> Report:
-    """The report of ``entry``: its head line, then ``lines``; ``data`` under the entry's key."""
+def make_report(entry: Entry, run_ids: Sequence[str], lines: list[str], data: dict[str, Any], fit: Any = None
+                ) -> Report:
+    """The report of ``entry`` every report function returns: its head line, then ``lines``; ``data`` under the
+    entry's key."""
     return Report(entry, "\n".join([f"{entry.key} — {entry.figure}: {entry.shows}", *lines]),
                   {"entry": entry.key, **data}, fit=fit, run_ids=tuple(run_ids))
 
@@ -278,16 +280,16 @@ def law_report(store: Any, entry: Entry, run_ids: Sequence[str], threshold: floa
                          + f"  {pt['n']:>5}  {_num(pt['measured'], '9.1f')}  {_num(pt['paper'], '9.1f')}  "
                          + f"{_num(pt['ratio'], '6.2f')}")
     data = {"figure": entry.figure, "law": entry.law, "rows": rows, "points": points, "fit": rep.to_dict()}
-    return _report(entry, run_ids, lines, data, fit=rep)
+    return make_report(entry, run_ids, lines, data, fit=rep)
 
 
 def _per_point(rows: Sequence[dict], entry: Entry, pf: Any) -> list[dict[str, Any]]:
     """Geometric mean plateau per grid point of the fit variables (censored runs left out, counted in ``n`` only
     when they have a plateau) beside the paper's law there."""
-    from sparse_tui.fitting import _Resolver, _rows
+    from sparse_tui.fitting import Resolver, flat_rows
 
-    rs = _rows(rows)
-    res = _Resolver(rs)
+    rs = flat_rows(rows)
+    res = Resolver(rs)
     groups: dict[tuple, list[float]] = {}
     xs: dict[tuple, dict[str, float]] = {}
     laws: dict[tuple, dict[str, float]] = {}
@@ -347,24 +349,23 @@ def curves_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
         lines.append(f"  {name:<{w}} {_num(pl, '8g')} {_num(tpl, '9g')} {_num(drop, '10g')} "
                      f"{_num(ratio, '12.2f')} {_num(final.get('test/loss'), '10.3g')} "
                      f"{_num(final.get('train/loss'), '11.3g')}")
-    return _report(entry, run_ids, lines, {"runs": out})
+    return make_report(entry, run_ids, lines, {"runs": out})
 
 
 def train_plateau(series: dict, rec: Any) -> float | None:
     """The first logged step at which train/loss crosses the run's absolute plateau threshold (on training data,
     which repetition changes: Fig. 12's top row); None for other plateau modes or without a crossing."""
-    pc = (rec.config or {}).get("plateau") or {}
-    if pc.get("mode") != "below" or "train/loss" not in series:
+    if config_get(rec.config, "plateau.mode") != "below" or "train/loss" not in series:
         return None
     steps, vals = series["train/loss"]
-    return next((float(s) for s, v in zip(steps, vals) if v is not None and v <= pc.get("value", 0.0)), None)
+    level = config_get(rec.config, "plateau.value", 0.0)
+    return next((float(s) for s, v in zip(steps, vals) if v is not None and v <= level), None)
 
 
 def transition_steps(series: dict, rec: Any) -> float | None:
     """Steps from the last evaluation at or above 90% of the plateau level (the median of the watched metric before
     the plateau) to the plateau step; None without a plateau."""
-    pc = (rec.config or {}).get("plateau") or {}
-    metric = pc.get("metric", "test/loss")
+    metric = config_get(rec.config, "plateau.metric", "test/loss")
     if rec.plateau_step is None or metric not in series:
         return None
     steps, vals = series[metric]
@@ -389,7 +390,7 @@ def _first(t: Any, cond: Any) -> float | None:
 
 def _theory_report(entry: Entry, run_ids: Sequence[str], claim: str, head: str, rows: list[str],
                    data: dict[str, Any]) -> Report:
-    return _report(entry, run_ids, [f"  paper: {claim}", f"  {head}", *(f"  {r}" for r in rows)], data)
+    return make_report(entry, run_ids, [f"  paper: {claim}", f"  {head}", *(f"  {r}" for r in rows)], data)
 
 
 def fig1a_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
@@ -563,13 +564,13 @@ def probes_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
         row["acc"] = {k: _at(series, "test/acc", st) for k, st in points.items()}
         lines.append("    acc    test/acc         " + "  ".join(f"{k} {_num(v, '.3f')}" for k, v in row["acc"].items()))
         out.append(row)
-    return _report(entry, run_ids, lines, {"runs": out})
+    return make_report(entry, run_ids, lines, {"runs": out})
 
 
 def _is_baseline(rec: Any) -> bool:
     """No repetition of either kind (B = 1, p = 0): the run a recall speed-up is measured against."""
-    t = (rec.config or {}).get("task", {})
-    return float(t.get("B", 1.0)) == 1.0 and float(t.get("p", 0.0)) == 0.0
+    B, p = float(config_get(rec.config, "task.B", 1.0)), float(config_get(rec.config, "task.p", 0.0))
+    return B == 1.0 and p == 0.0
 
 
 def fig5_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
@@ -584,7 +585,7 @@ def fig5_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     for rec in recs:
         steps, vals = store.metrics(rec.run_id).get("test/acc", ([], []))
         cross = [next((float(st) for st, v in zip(steps, vals) if v is not None and v >= lv), None) for lv in levels]
-        rows.append({"run_id": rec.run_id, "variable": var, "value": (rec.config or {}).get("task", {}).get(var),
+        rows.append({"run_id": rec.run_id, "variable": var, "value": config_get(rec.config, f"task.{var}"),
                      "seed": rec.seed, "baseline": _is_baseline(rec), "cross": cross,
                      "best": max((v for v in vals if v is not None), default=None),
                      "final": vals[-1] if vals else None})
@@ -606,7 +607,7 @@ def fig5_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
         lines.append(f"  {val:>6} {_num(r['seed'], '4g')} "
                      + " ".join(f"{_num(c, '7g')} {_num(x, '5.2f')}" for c, x in zip(r["cross"], r["speedup"]))
                      + f" {_num(r['best'], '5.2f')} {_num(r['final'], '5.2f')} {_num(r['final_vs_baseline'], '+7.2f')}")
-    return _report(entry, run_ids, lines, {"levels": list(levels), "runs": rows})
+    return make_report(entry, run_ids, lines, {"levels": list(levels), "runs": rows})
 
 
 def fig16_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
@@ -618,7 +619,7 @@ def fig16_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     var = figures.varied_task_key(recs) or "run"
     rows: list[dict[str, Any]] = []
     for rec in recs:
-        value = (rec.config or {}).get("task", {}).get(var)
+        value = config_get(rec.config, f"task.{var}")
         steps, vals = store.metrics(rec.run_id).get("train/loss", ([], []))
         cross = next((float(s) for s, v in zip(steps, vals) if v is not None and v <= FIG16_TRAIN_LOSS), None)
         rows.append({"run_id": rec.run_id, "variable": var, "value": value, "seed": rec.seed, "train_cross": cross,
@@ -645,7 +646,7 @@ def fig16_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     verdict = {True: "yes", False: "NO", None: "— (no baseline run or no crossing)"}[only_faster]
     lines.append(f"  every run with repetition reaches the training-loss level sooner than its seed's baseline: "
                  f"{verdict}")
-    return _report(entry, run_ids, lines, {"level": FIG16_TRAIN_LOSS, "runs": rows, "only_faster": only_faster})
+    return make_report(entry, run_ids, lines, {"level": FIG16_TRAIN_LOSS, "runs": rows, "only_faster": only_faster})
 
 
 def fig4_curves_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
@@ -661,12 +662,12 @@ def fig4_curves_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Repo
     rows: list[dict[str, Any]] = []
     for rid in run_ids:
         rec = store.get(rid)
-        t = (rec.config or {}).get("task", {})
         steps, vals = store.metrics(rid).get("test/acc", ([], []))
         recall = next((float(st) for st, v in zip(steps, vals) if v is not None and v >= RECALL_LEVEL), None)
         pl = rec.plateau_step
-        rows.append({"run_id": rid, "n_pairs": t.get("n_pairs"), "n_tokens": t.get("n_tokens"), "seed": rec.seed,
-                     "plateau": pl, "recall": recall, "rise": (recall - pl) / pl if (recall and pl) else None,
+        rows.append({"run_id": rid, "n_pairs": config_get(rec.config, "task.n_pairs"),
+                     "n_tokens": config_get(rec.config, "task.n_tokens"), "seed": rec.seed, "plateau": pl,
+                     "recall": recall, "rise": (recall - pl) / pl if (recall and pl) else None,
                      "final_acc": vals[-1] if vals else None, "last_step": float(steps[-1]) if steps else None})
     rows.sort(key=lambda r: (r["n_pairs"] or 0, r["seed"] or 0))
 
@@ -709,28 +710,18 @@ def fig4_curves_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Repo
         lines.append(f"  the plateau grows with N_pairs in every seed: {'yes' if later else 'NO'}")
     data = {"runs": rows, "points": points, "n_pairs_slope": slope, "later_with_pairs": later,
             "recall_level": RECALL_LEVEL}
-    return _report(entry, run_ids, lines, data)
-
-
-REPORTS = {"law": law_report, "curves": curves_report}
-
-
-def _report_fn(entry: Entry) -> Any:
-    fn = ENTRY_REPORTS.get(entry.key) or REPORTS.get(entry.kind)
-    if fn is None:
-        raise AtlasError(f"{entry.key}: no report for kind {entry.kind!r}")
-    return fn
+    return make_report(entry, run_ids, lines, data)
 
 
 def refits(entry: Entry) -> bool:
     """Whether ``entry``'s report fits a law to plateaus (so `reproduce --threshold X` can re-read them)."""
-    return _report_fn(entry) is law_report
+    return entry.report_fn() is law_report
 
 
 def report(store: Any, entry: Entry, run_ids: Sequence[str], threshold: float | None = None) -> Report:
-    """The report of ``entry`` over ``run_ids``: the entry's own (``ENTRY_REPORTS``) or its kind's (``REPORTS``).
-    ``threshold`` (law reports only, ``refits``): re-read the plateaus at that absolute value."""
-    fn = _report_fn(entry)
+    """The report of ``entry`` over ``run_ids`` (``Entry.report_fn``: its own or its kind's). ``threshold`` (law
+    reports only, ``refits``): re-read the plateaus at that absolute value."""
+    fn = entry.report_fn()
     if threshold is None:
         return fn(store, entry, run_ids)
     if fn is not law_report:
@@ -747,10 +738,9 @@ def p_table_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     runs: list[dict[str, Any]] = []
     for rid in run_ids:
         rec = store.get(rid)
-        t = (rec.config or {}).get("task", {})
-        lr = (rec.config or {}).get("train", {}).get("lr")
         pl = rec.plateau_step
-        runs.append({"run_id": rid, "d": t.get("d"), "p": t.get("p", 0.0), "lr": lr, "seed": rec.seed,
+        runs.append({"run_id": rid, "d": config_get(rec.config, "task.d"), "p": config_get(rec.config, "task.p", 0.0),
+                     "lr": config_get(rec.config, "train.lr"), "seed": rec.seed,
                      "plateau": pl, "censored": pl is None, "value": float(pl if pl is not None else rec.step)})
     ps = sorted({r["p"] for r in runs})
     ds = sorted({r["d"] for r in runs})
@@ -787,7 +777,7 @@ def p_table_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
         lines.append("  " + f"{d:>6g}" + "".join(cells))
     data = {"chosen_lr": {str(p): chosen[p] for p in ps}, "runs": runs,
             "table": {str(p): {str(d): c for d, c in row.items()} for p, row in table.items()}}
-    return _report(entry, run_ids, lines, data)
+    return make_report(entry, run_ids, lines, data)
 
 
 def nearest_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
@@ -810,7 +800,7 @@ def nearest_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     if slope is not None:
         lines.append(f"  best perplexity ∝ n_embd^{slope:.2f} over n_embd {sorted({r['n_embd'] for r in rows})} "
                      "(V/n_embd: exponent −1; the blog: faster)")
-    return _report(entry, run_ids, lines, {"runs": rows, "n_embd_slope": slope})
+    return make_report(entry, run_ids, lines, {"runs": rows, "n_embd_slope": slope})
 
 
 def geometry_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
@@ -825,7 +815,7 @@ def geometry_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
         rec = store.get(rid)
         E = store.array(rid, geometry.ARRAY)
         loss = (rec.final or {}).get("test/loss")
-        row = {"run_id": rid, "n_embd": (rec.config or {}).get("model", {}).get("d_model"), "seed": rec.seed,
+        row = {"run_id": rid, "n_embd": config_get(rec.config, "model.d_model"), "seed": rec.seed,
                "final_ppl": math.exp(loss) if loss is not None and math.isfinite(loss) else None,
                "final_acc": (rec.final or {}).get("test/acc"), "rho": None, "neighbours": None, "explained": None}
         if E is not None:
@@ -837,7 +827,7 @@ def geometry_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
                      f" {_num(r['rho'], '6.2f')} {_num(r['neighbours'], '10.2f')} {_num(r['explained'], '9.2f')}")
     if any(r["rho"] is None for r in rows):
         lines.append("  (—: no stored embedding; runs store theirs when they end)")
-    return _report(entry, run_ids, lines, {"runs": rows})
+    return make_report(entry, run_ids, lines, {"runs": rows})
 
 
 def phase_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
@@ -858,31 +848,15 @@ def phase_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     cells = [{x: xv, y: yv, "plateau": None if math.isnan(plateau[j][i]) else plateau[j][i],
               "acc": None if math.isnan(acc[j][i]) else acc[j][i], "n": counts[j][i]}
              for j, yv in enumerate(ys) for i, xv in enumerate(xs)]
-    return _report(entry, run_ids, lines, {"x": x, "y": y, "cells": cells})
-
-
-# The entries with a report of their own (the others: their kind's, ``REPORTS``).
-ENTRY_REPORTS: dict[str, Any] = {
-    "fig1a": fig1a_report, "fig1b": fig1b_report, "fig6": fig6_report, "fig7": fig7_report, "fig8": fig8_report,
-    "fig10": fig10_report, "fig3_right": p_table_report, "blog3_V": nearest_report, "blog3_C": nearest_report,
-    "blog3_nembd": nearest_report, "euclidean": nearest_report, "euclidean_ordered": nearest_report,
-    "fig17": probes_report, "blog3_geometry": geometry_report, "blog6_phase": phase_report,
-    "fig16_left": fig16_report, "fig16_right": fig16_report, "fig4_left": fig4_curves_report,
-    "fig5_left": fig5_report, "fig5_right": fig5_report}
+    return make_report(entry, run_ids, lines, {"x": x, "y": y, "cells": cells})
 
 
 def draw(store: Any, rep: Report, path: Path) -> Path:
-    """Write the entry's figure: the plateau law against each variable (law), the learning curves (curves), or the
-    entry's own figure (``figures.ENTRY_FIGURES``). Raises ``figures.FigureError``."""
+    """Write the entry's figure (``Entry.plot_fn``): a law entry's draws its fit, a table entry's its table, the
+    others the store's runs. Raises ``figures.FigureError``."""
     title = f"{rep.entry.figure} ({rep.entry.source}) — {rep.entry.shows}"
-    if rep.entry.kind == "law":
-        return figures.fit_figure(rep.fit, path, title=title)
-    fn = figures.ENTRY_FIGURES.get(rep.entry.key)
-    if fn is not None:
-        return fn(store, list(rep.run_ids), path, title=title)
-    if rep.entry.kind == "table":
-        return figures.p_table_figure(rep.data, path, title=title)
-    return figures.curves_figure(store, list(rep.run_ids), path, title=title)
+    args = {"law": (rep.fit,), "table": (rep.data,)}.get(rep.entry.kind, (store, list(rep.run_ids)))
+    return rep.entry.plot_fn()(*args, path, title=title)
 
 
 def plot_paths(path: Path, entries_: Sequence[Entry]) -> list[Path]:

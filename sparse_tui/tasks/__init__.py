@@ -13,7 +13,7 @@ its training batches and its fixed test set.
 
 from __future__ import annotations
 
-from importlib import import_module
+import pkgutil
 
 import torch
 
@@ -27,6 +27,5 @@ def make_task(cfg: RunConfig, device: torch.device | str = "cpu") -> Task:
     seeded by ``cfg.seed``."""
     cls = task_kind(cfg.task.kind).task
     if isinstance(cls, str):  # "module:Class", imported when the first run of the kind is built
-        module, _, name = cls.partition(":")
-        cls = getattr(import_module(module), name)
+        cls = pkgutil.resolve_name(cls)
     return cls(cfg.task, cfg.seed, device)

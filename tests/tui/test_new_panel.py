@@ -72,3 +72,14 @@ async def test_a_registered_panel_gets_the_next_key_and_reads_the_store(syntheti
         await pilot.press("2")  # and the built-in keys still switch
         await wait_for(pilot, lambda: tabs.active == "tab-runs", 10)
     assert console_errors == []
+
+
+def test_the_architecture_doc_shows_the_example_as_it_is():
+    """docs/ARCHITECTURE.md's "A new console panel" shows the panel above verbatim, so the worked example is tested."""
+    import inspect
+    import re
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "ARCHITECTURE.md").read_text()
+    section = doc.split("### A new console panel", 1)[1].split("\n### ", 1)[0]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert any(inspect.getsource(StatusPanel) in b for b in blocks)

@@ -130,13 +130,13 @@ def fit_plot(report: Any) -> dict:
     rows = report.selection.rows
     target = res.target
     if target == "plateau_time":
-        from sparse_tui.reports.fitreport import _with_time_target
+        from sparse_tui.reports.fitreport import with_time_target
 
-        rows = _with_time_target(rows)
+        rows = with_time_target(rows)
     fc = forecast_exponents()
     fc["T/B"] = 1.0
     analog = getattr(fitting, "_RECALL_ANALOGUE", {})
-    resolver = fitting._Resolver(rows)
+    resolver = fitting.Resolver(rows)
     censored = {c["row"]: c for c in res.censored}
     pts, cens = [], []
     for i, r in enumerate(rows):
