@@ -294,13 +294,11 @@ def run(
         out.print(f"batch {batch_id}: {len(ids)} run(s) started in the background (pid {pid})")
         out.print(f"log: {runner.log_path(store, batch_id)} (its first line is the schedule the coordinator chose)")
         raise typer.Exit(0)
-    workers, group = ex.plan(specs, schedule, n_workers, device, say=_say)
-    batch_id, ids = store.create_runs(specs)  # this process is the batch's coordinator
-    _train_batch(store, batch_id, ex, workers, device, group, only=ids)
+    _train_batch(store, ex, specs, schedule=schedule, workers=n_workers, device=device)
 
 
 def _say(line: str) -> None:
-    err.print(line, markup=False)
+    err.print(_esc(line), markup=False)
 
 
 def _executor_options(executor: str, address: Optional[str]):
@@ -323,33 +321,22 @@ def _preflight(opts, specs: list, device: Optional[str], source: str, detached: 
     return ex
 
 
-def _train_batch(store, batch_id: str, executor, workers: int, device: Optional[str], group: int = 1,
-                 only: Optional[list] = None, then_exit: bool = True, table: bool = True) -> ExitCode:
-    """Coordinate a batch here (``runner.coordinate``) with progress on stderr, then print the summary of its runs
-    (``only``: those of them; ``table`` False: none) and exit with the batch's exit code (``then_exit`` False:
+def _train_batch(store, executor, specs=(), *, then_exit: bool = True, table: bool = True, **how) -> ExitCode:
+    """Train a batch here (``runner.run_headless(store, executor, specs, **how)``) with progress on stderr, then
+    print the summary of its runs (``table`` False: none) and exit with the batch's exit code (``then_exit`` False:
     return it, unless interrupted)."""
     from sparse_tui import runner
     from sparse_tui.progress import BatchProgress
 
-    flag = runner.StopFlag()
-    runner.install_signal_handlers(flag)
-    n = len(store.runs(batch_id=batch_id, status="queued", reap=False))
-    stacks = f", stacks of up to {group} run(s)" if group > 1 else ""
-    err.print(f"batch {batch_id}: {n} run(s), {executor.describe(workers)}{stacks}, store {_esc(store.path)}",
-              markup=False)
-    try:
-        with BatchProgress(store, batch_id, err):
-            runner.coordinate(store, batch_id, executor, workers=workers, device=device, flag=flag, group=group)
-    except KeyboardInterrupt:
-        flag.status = flag.status or "interrupted"
-        runner.end_unstarted(store, batch_id, "interrupted", "never started")
+    batch_id, ids, stopped = runner.run_headless(store, executor, specs, say=_say,
+                                                 progress=lambda b: BatchProgress(store, b, err), **how)
     runs = sorted(store.runs(batch_id=batch_id), key=lambda r: (r.created_at, r.position))
-    if only is not None:
-        runs = [r for r in runs if r.run_id in set(only)]
+    if ids is not None:
+        runs = [r for r in runs if r.run_id in set(ids)]
     if table:
         _run_table("runs", runs, ("run_id", "run", "status", "plateau", "test/loss", "test/acc", "time"))
     failed = any(r.status == "failed" for r in runs)
-    code = ExitCode.INTERRUPTED if flag.status else ExitCode.RUN_FAILED if failed else ExitCode.OK
+    code = ExitCode.INTERRUPTED if stopped else ExitCode.RUN_FAILED if failed else ExitCode.OK
     where = "" if store.runs_dir.resolve() == (Path.cwd() / "runs").resolve() else f" --runs-dir {store.runs_dir}"
     if code == ExitCode.INTERRUPTED:
         err.print("interrupted: running runs were recorded as interrupted; everything logged is kept")
@@ -428,23 +415,13 @@ def work(
     address: Optional[str] = RayAddressOpt,
 ) -> None:
     """Coordinator of a detached batch (started by run --detach and by the console): plans when the runs start."""
-    from sparse_tui import runner
     from sparse_tui.executors import ExecutorError, executor_for
 
     ex = executor_for(_executor_options(executor, address))
     store = _open_store(runs_dir)
-    store.add_coordinator(batch_id)
-    specs = runner.batch_specs(store, batch_id)
-    if ex.options.kind != "local":  # (the launcher checked this machine's device and memory)
-        try:
-            ex.preflight(specs, device, f"batch {batch_id}")
-        except ExecutorError as e:  # refused (a token) or gone since the console's check: the runs say why
-            runner.end_unstarted(store, batch_id, "failed", f"never started: {e}")
-            raise fail(str(e)) from None
-    if (workers == 0 or group == 0) and specs:
-        planned_workers, planned_group = ex.plan(specs, schedule, workers, device, say=_say)
-        workers, group = planned_workers, group or planned_group
-    _train_batch(store, batch_id, ex, workers, device, max(1, group))
+    with _refused(ExecutorError):  # (the launcher checked this machine's device and memory)
+        _train_batch(store, ex, batch_id=batch_id, schedule=schedule, workers=workers, group=group, device=device,
+                     preflight=ex.options.kind != "local")
 
 
 @app.command(hidden=True)
@@ -504,14 +481,13 @@ def resume(
     specs = [RunSpec(r.preset, r.preset_path or "", c, r.swept) for r, c in zip(recs, cfgs)]
     ex = _preflight(opts, specs, device, recs[0].preset)
     if detach:
-        runner.requeue_for_resume(store, batch_id, ids)
-        pid = runner.detach(store, batch_id, workers=n_workers, device=device, schedule=schedule, executor=opts)
+        [(batch_id, ids, pid)] = runner.resume_runs_detached(store, ids, schedule=schedule, workers=n_workers,
+                                                             device=device, executor=opts)
         out.print(f"batch {batch_id}: {len(ids)} run(s) resumed in the background (pid {pid})")
         out.print(f"log: {_esc(runner.log_path(store, batch_id))}")
         raise typer.Exit(0)
-    workers_n, group = ex.plan(specs, schedule, n_workers, device, say=_say)
-    runner.requeue_for_resume(store, batch_id, ids)
-    _train_batch(store, batch_id, ex, workers_n, device, group, only=ids)
+    _train_batch(store, ex, specs, batch_id=batch_id, resume=ids, schedule=schedule, workers=n_workers,
+                 device=device)
 
 
 def _workers_flag(workers: str) -> int:
@@ -1055,10 +1031,8 @@ def reproduce(
         if not todo:
             continue
         ex = _preflight(None, todo, device, p.preset)
-        n, group = ex.plan(todo, "auto", n_workers, device, say=_say)
-        batch_id, ids = store.create_runs(todo)  # this process coordinates: the same runner as `run --headless`
-        code = max(code, _train_batch(store, batch_id, ex, n, device, group, only=ids, then_exit=False,
-                                      table=not as_json))
+        code = max(code, _train_batch(store, ex, todo, workers=n_workers, device=device, then_exit=False,
+                                      table=not as_json))  # this process coordinates, as `run --headless`
     reports = []
     paths = rp.plot_paths(fig_path, chosen) if fig_path is not None else [None] * len(plans)
     for p, path in zip(plans, paths):

@@ -6,14 +6,15 @@ console, ``resume``). docs/ARCHITECTURE.md shows the steps and who calls them.
 2. ``store.create_runs`` records the runs of the expanded preset as ``queued`` (one *batch*), together
    with the batch's **coordinator** (pid and host) in the same transaction.
 3. ``Executor.plan`` asks the sweep scheduler how to train them (workers, threads, stacks).
-4. ``coordinate`` trains the batch through an executor (executors/: this machine, in this process or with worker
-   processes (``python -m sparse_tui worker BATCH``) that each **claim** queued runs (``work``) until none is
-   left; or a Ray cluster).
+4. ``coordinate`` trains the batch through an ``Executor`` (executors/: this machine, in this process or with
+   worker processes (``python -m sparse_tui worker BATCH``) that each **claim** queued runs (``work``) until none is
+   left; or a Ray cluster), every executor claiming its stacks with ``claim_next_stack``.
    A run that has a checkpoint continues from it (training/checkpoint.py).
-5. ``_train_claimed`` is the one place that decides how a run ended, whoever trains it (this process, a worker
-   process, a Ray task): each run gets one terminal status (``record_end`` → ``store.finish``, which never
-   rewrites one): finished, diverged, failed (a crash, with its reason; a full disk is recorded as "disk full"),
-   interrupted, cancelled. The trial-step fallbacks (smaller stacks, the plain kernel) live there too.
+5. ``train_claimed`` is the one place that decides how a run ended, whoever trains it (this process, a worker
+   process, a Ray task), over a ``store.RunSink``: each run gets one terminal status (``record_end`` →
+   ``store.finish``, which never rewrites one): finished, diverged, failed (a crash, with its reason; a full disk is
+   recorded as "disk full"), interrupted, cancelled. The trial-step fallbacks (smaller stacks, the plain kernel) live
+   there too.
 6. **Reaping** (``store.reap``, called by every reader: ``runs``, ``show``, ``export``, the console) fails a running
    run whose process is gone, and the queued runs of a batch none of whose coordinators is alive. On the same
    host liveness is the pid (a stopped or slow process is alive); the heartbeat's age counts for other hosts only.
@@ -21,8 +22,10 @@ console, ``resume``). docs/ARCHITECTURE.md shows the steps and who calls them.
    are data), joins the batch's coordinators (one still alive keeps training too), puts failed, interrupted and
    left-queued runs back in the queue and goes through 3-5 again.
 
-``detach`` starts the coordinator itself as a process in its own session (``python -m sparse_tui work BATCH``),
-so quitting the TUI or losing the SSH connection does not stop training.
+A batch starts one of two ways: ``run_headless`` trains it in this process (``run --headless``, ``resume``,
+``reproduce`` and a detached batch's coordinator, ``work``); ``start_detached`` records it and ``detach`` starts its
+coordinator as a process in its own session (``python -m sparse_tui work BATCH``), so quitting the TUI or losing the
+SSH connection does not stop training.
 
 Ctrl-C / SIGTERM / SIGHUP: the training loop sees the stop at its next step and the run ends ``interrupted``
 (everything logged is kept, and its checkpoint); a step or an evaluation that takes longer than ``STOP_GRACE``
@@ -34,24 +37,27 @@ run as ``cancelled``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sqlite3
 import subprocess
 import sys
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Protocol, Sequence
 
 from sparse_tui.devices import resolve
-from sparse_tui.store import RunRecord, RunStore, StoreError, is_disk_full
+from sparse_tui.store import RunRecord, RunSink, RunStore, StoreError, is_disk_full
 from sparse_tui.training.checkpoint import CheckpointError, check, remove_stale_temporaries
 from sparse_tui.training.runlog import RunLogger
 
-if TYPE_CHECKING:  # (executors/ import this module: no import at run time)
-    from sparse_tui.executors.base import Executor, ExecutorOptions
+if TYPE_CHECKING:
+    import torch
+
+    from sparse_tui.presets import RunConfig, RunSpec
 
 # Seconds the training loop has, after Ctrl-C / SIGTERM, to stop at a step boundary before an alarm cuts the step
 # or evaluation short (docs: SIGTERM and Ctrl-C are honoured within 2 s).
@@ -71,6 +77,68 @@ class StopFlag:
 
     def __call__(self) -> str | None:
         return self.status
+
+
+@dataclass(frozen=True)
+class ExecutorOptions:
+    """Where a batch trains, as one value: the ``--executor`` flag (``kind``, a key of ``executors.EXECUTORS``) and
+    the executor's own flags, each field with its flag in ``metadata``. It travels unchanged from the CLI or the
+    console through ``detach`` (as flags: ``flags()``) to the detached coordinator (``sparse-tui work``).
+    A new executor's option is one field here plus its flag on the commands that take ``--executor``."""
+
+    kind: str = "local"
+    address: str | None = field(default=None, metadata={"flag": "--ray-address"})  # ray: auto, local or HOST:PORT
+
+    def flags(self) -> list[str]:
+        """The command-line flags that give this value back (none for the default, ``local``)."""
+        if self.kind == "local":
+            return []
+        out = ["--executor", self.kind]
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if "flag" in f.metadata and value is not None:
+                out += [f.metadata["flag"], str(value)]
+        return out
+
+
+class Executor(Protocol):
+    """What the runner and the CLI ask of an executor (``executors.EXECUTORS[kind](options)``; docs/ARCHITECTURE.md,
+    "A new executor"). Making one is cheap and imports nothing heavy; only ``preflight`` may reach out (Ray: join
+    the cluster as a driver).
+
+    The lifecycle around it is the runner's, whatever the executor: the runs are recorded (``store.create_runs``)
+    after ``preflight``, ``runner.coordinate`` makes this process a coordinator of the batch and calls
+    ``run_batch`` through ``runner.run_batch``, which ends the queued runs when the batch is stopped. An executor
+    claims its stacks with ``claim_next_stack`` and trains each through ``train_claimed`` (the one training loop,
+    the one place a run's end is recorded); only the coordinator's process writes the store."""
+
+    options: ExecutorOptions
+
+    def probe(self) -> str | None:
+        """Whether the executor can be used now, without importing anything heavy or writing anything: None, or
+        the one-line problem (the console's check before a launch, ``doctor``)."""
+
+    def where(self) -> str:
+        """Where the runs train, for people: "this machine", "the Ray cluster (auto)"."""
+
+    def preflight(self, specs: list, device: str | None, source: str, *, detached: bool = False) -> None:
+        """Refuse (``ExecutorError``, one line) a batch of ``specs`` this executor cannot train, before anything is
+        written. ``device`` is the ``--device`` flag (None: each run's ``train.device``); ``source`` names the
+        preset in messages; ``detached``: a detached coordinator will train it (check what can be checked from
+        here)."""
+
+    def plan(self, specs: list, schedule: str, workers: int, device: str | None,
+             say: Callable[[str], None]) -> tuple[int, int]:
+        """(workers, runs per stack) for ``specs`` under ``schedule`` (``workers`` > 0: the user's number), said
+        in one line through ``say`` (the batch log's first line)."""
+
+    def describe(self, workers: int) -> str:
+        """The batch's header line: where it trains, with ``workers`` from ``plan``."""
+
+    def run_batch(self, store: RunStore, batch_id: str, *, workers: int, device: str | None, flag: StopFlag,
+                  poll: Callable[[], None] | None, group: int) -> None:
+        """Train every queued run of ``batch_id`` until none is left or ``flag`` says stop (``flag.status``; the
+        executor may set it, e.g. on Ctrl-C); ``poll`` is called as it waits (the progress display)."""
 
 
 def install_signal_handlers(flag: StopFlag) -> None:
@@ -115,49 +183,63 @@ def work(
     should_stop: Callable[[], str | None] | None = None,
     group: int = 1,
 ) -> int:
-    """Claim and train queued runs of ``batch_id`` until none is left. Returns the number of runs trained.
+    """Claim and train queued runs of ``batch_id`` on this machine until none is left (``claim_next_stack``, then
+    ``train_claimed``). Returns the number of runs trained.
 
     ``group > 1``: claim up to ``group`` runs of one shape at a time (and as many as fit the device memory) and
-    train them as one stack (``_train_claimed``). A run whose stored config no longer validates is recorded
-    failed with the reason."""
+    train them as one stack; the stacks are said on stderr before the first."""
+    from sparse_tui.training.scheduler import device_budget
     from sparse_tui.training.trainer import library_versions
 
-    n, planned = 0, False
-    while True:
-        if should_stop is not None and should_stop():
+    def here(want: str) -> tuple[Any, int | None, dict]:
+        dev = resolve(want)
+        return dev, device_budget(dev) if group > 1 else None, library_versions(dev)
+
+    n = 0
+    while should_stop is None or not should_stop():
+        stack = claim_next_stack(store, batch_id, group=group, device=device, place=here, say_plan=n == 0)
+        if stack is None:
             return n
+        train_claimed(store, *stack, should_stop)
+        n += len(stack[0])
+    return n
+
+
+def claim_next_stack(store: RunStore, batch_id: str, *, group: int, device: str | None,
+                     place: Callable[[str], tuple[Any, int | None, dict]], say_plan: bool = False
+                     ) -> tuple[list[RunRecord], list[RunConfig], Any] | None:
+    """Claim the next stack of ``batch_id``'s queued runs (``next_stack``), the one rule of every executor: (their
+    records, their configs, their device); None when none is left. A run whose stored config no longer validates is
+    recorded failed with the reason (``stored_configs``). ``place(want)`` says where a stack whose first run wants
+    the device ``want`` (``device``, the ``--device`` flag, or its ``train.device``) trains: (device, a stack's
+    memory budget in bytes or None, the library versions to record); its ``RuntimeError`` (no such device) fails
+    that run. ``say_plan``: say the stacks the batch will form first (``plan_lines``; group > 1)."""
+    planned = not say_plan
+    while True:
         queued = [r for r in store.runs(batch_id=batch_id, status="queued", reap=False) if not r.cancel_requested]
         if not queued:
-            return n
+            return None
         cfgs, bad = stored_configs(queued)
         for rec in store.claim_runs(list(bad), device=device or "-", versions={}) if bad else []:
             record_end(store, rec.run_id, "failed", reason=bad[rec.run_id])
         queued = [r for r in queued if r.run_id in cfgs]
         if not queued:
             continue
-        first = min(queued, key=lambda r: r.position)
-        want = device or cfgs[first.run_id].train.device
+        first = min(queued, key=lambda r: r.position).run_id
+        want = device or cfgs[first].train.device
         try:
-            dev = resolve(want)
+            dev, budget, versions = place(want)
         except RuntimeError as e:
-            for rec in store.claim_runs([first.run_id], device=want, versions={}):
+            for rec in store.claim_runs([first], device=want, versions={}):
                 record_end(store, rec.run_id, "failed", reason=str(e))
             continue
-        if group <= 1:
-            pick = [first.run_id]
-        else:
-            from sparse_tui.training.scheduler import device_budget
-
-            budget = device_budget(dev)
-            if not planned:
-                planned = True
-                for line in plan_lines(queued, cfgs, group, budget):
-                    say(line)
-            pick = next_stack(queued, cfgs, group, budget)
-        recs = store.claim_runs(pick, device=str(dev), versions=library_versions(dev))
+        if group > 1 and not planned:
+            planned = True
+            for line in plan_lines(queued, cfgs, group, budget):
+                say(line)
+        recs = store.claim_runs(next_stack(queued, cfgs, group, budget), device=str(dev), versions=versions)
         if recs:
-            _train_claimed(store, recs, [cfgs[r.run_id] for r in recs], dev, should_stop)
-            n += len(recs)
+            return recs, [cfgs[r.run_id] for r in recs], dev
 
 
 def stored_configs(recs: list[RunRecord]) -> tuple[dict, dict]:
@@ -182,8 +264,8 @@ def next_stack(queued: list[RunRecord], cfgs: dict, group: int, budget: int | No
     """The run ids of the next stack to train from the ``queued`` runs of a batch (``cfgs``: their configs by run
     id): the first queued run and those of the following ones that share its ``grouping.group_key`` and its part
     of ``scheduler.partition`` (at most ``group`` runs, as many as fit ``budget`` bytes (None: no memory limit),
-    and no more padding than ``scheduler.PADDING_CAP``). The one stack-forming rule of every executor (``work``
-    here, the Ray coordinator in executors/ray_executor.py)."""
+    and no more padding than ``scheduler.PADDING_CAP``). The one stack-forming rule of every executor
+    (``claim_next_stack``)."""
     from sparse_tui.training.grouping import group_key
     from sparse_tui.training.scheduler import MAX_GROUP, partition
 
@@ -207,8 +289,8 @@ def plan_lines(queued: list[RunRecord], cfgs: dict, group: int, budget: int | No
     return describe_groups(cl, groups)
 
 
-def _train_claimed(store: RunStore, recs: list[RunRecord], cfgs: list, dev, should_stop,
-                   notes: list[str] | None = None) -> None:
+def train_claimed(store: RunSink, recs: Sequence[Any], cfgs: Sequence[RunConfig], dev: torch.device,
+                  should_stop: Callable[[], str | None] | None, notes: Sequence[str] | None = None) -> None:
     """Train claimed runs (one alone, several as one stack) and record how each of them ended: the one place that
     decides it, for every executor. Each run is recorded once, as soon as it ends (``record_end``); a run that
     ended (diverged, stopped after its plateau, cancelled) keeps its record whatever happens to the others after.
@@ -223,8 +305,9 @@ def _train_claimed(store: RunStore, recs: list[RunRecord], cfgs: list, dev, shou
     * A full disk: the runs still training are recorded ``failed`` (``disk full at step N``) where the disk
       allows, and ``DiskFull`` stops the batch, saying which runs could not be recorded.
 
-    ``store`` is where the records go: the ``RunStore``, or a Ray worker's channel to it (executors/channel.py).
-    ``notes`` go into every run's summary (e.g. that a Ray retry resumed it)."""
+    ``store`` is where the records go (``RunSink``): the ``RunStore``, or a Ray worker's channel to it
+    (executors/channel.py). ``recs``: the claimed runs' records (anything with a ``run_id``: a Ray worker has no
+    store to read them from). ``notes`` go into every run's summary (e.g. that a Ray retry resumed it)."""
     import torch
 
     from sparse_tui.training.cudagraph import free_cached_memory
@@ -276,7 +359,7 @@ def _train_claimed(store: RunStore, recs: list[RunRecord], cfgs: list, dev, shou
 def _train_or_split(store, recs, cfgs, dev, should_stop, notes_of: dict, ended: set, end,
                     kernel: str = "auto", graph: str | None = None) -> None:
     """One try at training ``recs`` as one stack (``train_run`` for one run, ``loop.train_stack`` for several),
-    then the trial-step fallbacks of ``_train_claimed``."""
+    then the trial-step fallbacks of ``train_claimed``."""
     from sparse_tui.training.cudagraph import free_cached_memory
     from sparse_tui.training.grouping import stackable
     from sparse_tui.training.loop import StackFailed, train_stack
@@ -340,14 +423,14 @@ class DiskFull(StoreError):
                          f" {batch_id or 'BATCH'}'")
 
 
-def _step(store: RunStore, run_id: str) -> int:
+def _step(store: RunSink, run_id: str) -> int:
     try:
         return store.get(run_id).step
     except (StoreError, sqlite3.Error):
         return 0
 
 
-def record_end(store: RunStore, run_id: str, status: str, **kw) -> bool:
+def record_end(store: RunSink, run_id: str, status: str, **kw: Any) -> bool:
     """Record that a run ended, and how: ``store.finish`` (which never rewrites a terminal status), surviving a full
     disk: retried without the summary (a smaller write), then given up (readers then reap the run as dead, with
     '(disk full)' in its reason). Every end of a run goes through here (the Ray coordinator's too). Returns False
@@ -473,6 +556,60 @@ def start_detached(
     return batch_id, ids, pid
 
 
+def run_headless(
+    store: RunStore,
+    executor: Executor,
+    specs: Sequence[RunSpec] = (),
+    *,
+    batch_id: str | None = None,
+    resume: Sequence[str] = (),
+    schedule: str = "auto",
+    workers: int = 0,
+    group: int = 0,
+    device: str | None = None,
+    preflight: bool = False,
+    say: Callable[[str], None] = say,
+    progress: Callable[[str], ContextManager[Any]] | None = None,
+) -> tuple[str, list[str] | None, str | None]:
+    """Train a batch in this process, the twin of ``start_detached``: ``run --headless`` and ``reproduce``
+    (``specs``: a new batch), ``resume`` (``batch_id`` and the runs to ``resume``, re-queued) and a detached batch's
+    coordinator, ``work`` (``batch_id`` alone; with ``preflight``: the executor's, whose refusal ends the queued runs
+    ``failed``). Otherwise the caller ran the preflight before opening the store. ``workers`` / ``group`` 0: as the
+    executor plans; the plan and the batch's header go to ``say``; ``progress(batch_id)`` is shown while it trains.
+    Ctrl-C / SIGTERM stop it (the runs training end ``interrupted``, the queued ones too unless another coordinator
+    is alive). Returns (batch_id, the runs asked for (None: all of the batch), the stop or None)."""
+    run_ids = list(resume) or None
+    if batch_id is not None and not resume:
+        store.add_coordinator(batch_id)
+        specs = batch_specs(store, batch_id)
+        if preflight:
+            try:
+                executor.preflight(specs, device, f"batch {batch_id}")
+            except Exception as e:  # refused (a token) or gone since the launcher's check: the runs say why
+                end_unstarted(store, batch_id, "failed", f"never started: {e}")
+                raise
+    if specs and (workers == 0 or group == 0):
+        workers, planned = executor.plan(list(specs), schedule, workers, device, say=say)
+        group = group or planned
+    if batch_id is None:
+        batch_id, run_ids = store.create_runs(list(specs))
+    elif resume:
+        requeue_for_resume(store, batch_id, list(resume))
+    flag = StopFlag()
+    install_signal_handlers(flag)
+    group = max(1, group)
+    n = len(store.runs(batch_id=batch_id, status="queued", reap=False))
+    stacks = f", stacks of up to {group} run(s)" if group > 1 else ""
+    say(f"batch {batch_id}: {n} run(s), {executor.describe(workers)}{stacks}, store {store.path}")
+    try:
+        with progress(batch_id) if progress is not None else contextlib.nullcontext():
+            coordinate(store, batch_id, executor, workers=workers, device=device, flag=flag, group=group)
+    except KeyboardInterrupt:
+        flag.status = flag.status or "interrupted"
+        end_unstarted(store, batch_id, "interrupted", "never started")
+    return batch_id, run_ids, flag.status
+
+
 # -- 7. resume -----------------------------------------------------------------------------------------------------
 
 RESUMABLE = ("failed", "interrupted", "queued")
@@ -525,11 +662,11 @@ def requeue_for_resume(store: RunStore, batch_id: str, run_ids: list[str], coord
     return store.requeue(run_ids)
 
 
-def resume_runs_detached(store: RunStore, run_ids: list[str], *, workers: int | None = None,
+def resume_runs_detached(store: RunStore, run_ids: list[str], *, schedule: str = "auto", workers: int | None = None,
                          device: str | None = None,
                          executor: ExecutorOptions | None = None) -> list[tuple[str, list[str], int]]:
-    """``sparse-tui resume RUN --detach`` for the console's selected or marked runs: the resumable ones (failed,
-    interrupted, queued) are re-queued per batch, with one detached coordinator per batch. Returns
+    """``sparse-tui resume RUN --detach``, and the console's for its selected or marked runs: the resumable ones
+    (failed, interrupted, queued) are re-queued per batch, with one detached coordinator per batch. Returns
     [(batch_id, run_ids, pid)]; StoreError when none of them can be resumed. ``executor``: where the
     coordinators train (None: this machine)."""
     store.reap()
@@ -543,8 +680,8 @@ def resume_runs_detached(store: RunStore, run_ids: list[str], *, workers: int | 
     for batch_id in dict.fromkeys(r.batch_id for r in todo):
         ids = [r.run_id for r in sorted(todo, key=lambda r: r.position) if r.batch_id == batch_id]
         requeue_for_resume(store, batch_id, ids)
-        out.append((batch_id, ids, detach(store, batch_id, workers=workers or 0, device=device,
-                                                executor=executor)))
+        out.append((batch_id, ids, detach(store, batch_id, workers=workers or 0, device=device, schedule=schedule,
+                                          executor=executor)))
     return out
 
 

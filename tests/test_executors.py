@@ -190,3 +190,26 @@ def test_the_console_launches_through_the_executor(dry, no_spawn, tiny_preset, t
     dry.problem = None
     done = actions.launch(store, loaded, executor=opts)
     assert done.run_ids == [r.run_id for r in store.runs()] and no_spawn[0][-2:] == ["--executor", "dry"]
+
+
+def test_the_architecture_doc_example_runs_as_shown(tiny_preset, tmp_path, monkeypatch):
+    """docs/ARCHITECTURE.md's "A new executor" shows a dry executor; that code, as the page shows it, registered as
+    one entry, takes a batch through ``runner.run_headless``: its stacks are claimed (``runner.claim_next_stack``)
+    and every run ends ``cancelled``, untrained."""
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "ARCHITECTURE.md").read_text()
+    section = doc.split("### A new executor", 1)[1].split("\n### ", 1)[0]
+    (code,) = [b for b in re.findall(r"```python\n(.*?)```", section, re.S) if "class DryExecutor" in b]
+    scope = {"runner": runner, "ExecutorOptions": ExecutorOptions}
+    exec(compile(code, "ARCHITECTURE.md", "exec"), scope)  # our own page, not user input
+    monkeypatch.setitem(EXECUTORS, "dry", scope["DryExecutor"])
+    store = RunStore(tmp_path / "runs")
+    said: list[str] = []
+    batch, ids, stopped = runner.run_headless(store, executor_for(ExecutorOptions("dry")),
+                                              expand(load_preset(tiny_preset, SWEEP)), say=said.append)
+    runs = store.runs(batch_id=batch)
+    assert said[0] == "dry: stacks of up to 2 run(s)" and "3 run(s), the dry executor, stacks of up to 2" in said[1]
+    assert sorted(ids) == sorted(r.run_id for r in runs) and stopped is None
+    assert {(r.status, r.reason, r.device) for r in runs} == {("cancelled", "dry run", "nowhere")}

@@ -1,4 +1,4 @@
-"""The run lifecycle in one place (issue 19): ``runner._train_claimed`` records how each run ends, once; a terminal
+"""The run lifecycle in one place (issue 19): ``runner.train_claimed`` records how each run ends, once; a terminal
 status is never rewritten (``store.finish`` refuses); a stack interrupted mid-step or mid-evaluation keeps the
 records of its members that had already ended; a full disk in a stack is recorded as such, stops the batch and says
 truthfully what could not be recorded; a batch has several coordinators; one resolver of ids; checkpoints are
@@ -145,7 +145,7 @@ def test_stack_interrupted_keeps_the_records_of_members_already_ended(tmp_path, 
 
         monkeypatch.setattr(loop, "evaluate", evaluate)
     with pytest.raises(KeyboardInterrupt):
-        runner._train_claimed(store, recs, cfgs, torch.device("cpu"), None)
+        runner.train_claimed(store, recs, cfgs, torch.device("cpu"), None)
     for rid, (name, _, (status, reason)) in zip(ids[1:], ENDED_MEMBERS):
         rec = store.get(rid)
         assert rec.status == status and rec.reason.startswith(reason), (name, rec.status, rec.reason)

@@ -163,6 +163,27 @@ def test_stacked_runs_on_ray_equal_local(cluster, tiny_preset, tmp_path):
         {store.get(i).summary.get("stacked_with") for i in ids} == {2}
 
 
+def test_an_invalid_stored_config_is_recorded_failed_as_locally(cluster, tiny_preset, tmp_path):
+    """A run whose stored config no longer validates (another version's, or edited by hand) is claimed and recorded
+    ``failed`` with the reason by the Ray coordinator, exactly as by the local path (``runner.claim_next_stack``, one
+    rule for both); the batch's other runs train on the cluster."""
+    reasons = {}
+    for where in ("local", "ray"):
+        store = RunStore(tmp_path / where)
+        batch, ids = _batch(store, tiny_preset, "seeds=[0,1]", "train.steps=20")
+        store.con.execute("UPDATE runs SET config=json_set(config, '$.train.bogus', 1) WHERE run_id=?", (ids[0],))
+        if where == "local":
+            runner.work(store, batch)
+        else:
+            co = Coordinator(store, batch)
+            co.start()
+            co.finish()
+        bad, good = store.get(ids[0]), store.get(ids[1])
+        assert bad.status == "failed" and good.status == "finished", (where, bad.reason, good.reason)
+        reasons[where] = bad.reason.replace(ids[0], "RUN")
+    assert "train.bogus: unknown key" in reasons["ray"] and reasons["ray"] == reasons["local"]
+
+
 def test_killed_worker_is_recorded_then_resumed_from_its_checkpoint(cluster, tiny_preset, tmp_path):
     """SIGKILL of the Ray worker process training a run: the run is recorded failed with the reason, submitted
     again from its checkpoint in the head's store, and ends with the uninterrupted run's metrics."""

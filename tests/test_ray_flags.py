@@ -77,7 +77,7 @@ class _Direct:
 
 
 def test_channel_records_equal_the_local_store_writes(tiny_preset, tmp_path):
-    """A run trained through the worker's path (``runner._train_claimed`` writing to a ``ChannelSink``, its records
+    """A run trained through the worker's path (``runner.train_claimed`` writing to a ``ChannelSink``, its records
     applied by the coordinator's ``apply``) leaves the store exactly as the local path does: metrics, attention
     snapshots, final metrics, plateau step; its checkpoint reaches the head's store and is removed at the end."""
     opts = ["train.steps=60", "eval.every=10", "train.checkpoint_every=20", "seeds=[2]"]
@@ -98,7 +98,7 @@ def test_channel_records_equal_the_local_store_writes(tiny_preset, tmp_path):
     import torch
 
     sink = ChannelSink(put, str(store.runs_dir))
-    runner._train_claimed(sink, [rec], [config_from_json(rec.config)], torch.device("cpu"), sink.should_stop)
+    runner.train_claimed(sink, [rec], [config_from_json(rec.config)], torch.device("cpu"), sink.should_stop)
     sink.flush()
     got, want = store.get(rid), ref.get(rid_ref)
     assert got.status == "finished" and store.metrics(rid) == ref.metrics(rid_ref)
@@ -106,7 +106,7 @@ def test_channel_records_equal_the_local_store_writes(tiny_preset, tmp_path):
     assert store.attention_steps(rid) == ref.attention_steps(rid_ref)
     a, b = store.attention(rid, 60), ref.attention(rid_ref, 60)
     assert a[1] == b[1] and all((a[0][k] == b[0][k]).all() for k in b[0])
-    # the run is recorded as soon as it ends (runner._train_claimed), then its checkpoint goes
+    # the run is recorded as soon as it ends (runner.train_claimed), then its checkpoint goes
     assert seen.count("checkpoint") == 3 and seen[-2:] == ["finish", "checkpoint_remove"]
     assert not list((store.runs_dir / "checkpoints").iterdir())
     assert direct.messages < 20  # records travel in batches, not one call each

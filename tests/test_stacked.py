@@ -1,6 +1,6 @@
 """A run trained inside a stack (loop.train_stack) gives the curve it gives alone (trainer.train_run), for every
 optimiser and the per-model hyperparameters a stack may mix; the store records of stacked / process / sequential
-schedules agree; the runner's trial-step fallbacks (runner._train_claimed)."""
+schedules agree; the runner's trial-step fallbacks (runner.train_claimed)."""
 
 from __future__ import annotations
 
@@ -161,7 +161,7 @@ def test_runs_that_cannot_share_a_stack_are_recorded_failed_not_trained(tmp_path
     cfgs = [cfg(RECALL, seed=0), cfg(RECALL, seed=1, model__n_layers=1)]
     batch, ids = _batch(store, cfgs)
     recs = store.claim_runs(ids, device="cpu", versions={})
-    runner._train_claimed(store, recs, cfgs, torch.device("cpu"), None)
+    runner.train_claimed(store, recs, cfgs, torch.device("cpu"), None)
     for i in ids:
         rec = store.get(i)
         assert rec.status == "failed" and "do not share one stack" in rec.reason, rec.reason

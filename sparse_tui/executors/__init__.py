@@ -1,18 +1,19 @@
 """Executors: where the stacks of a batch are trained (docs/ARCHITECTURE.md, "A new executor"). ``local`` (the
 default) is this machine, in-process or with worker processes (executors/local.py); ``ray`` is a Ray cluster
 (executors/ray_executor.py; docs/CLUSTER.md). An executor is one module plus one entry in ``EXECUTORS``; what it
-implements is ``base.Executor``, and ``base.ExecutorOptions`` is the one value that names it and its flags.
+implements is ``runner.Executor``, and ``runner.ExecutorOptions`` is the one value that names it and its flags.
 
-Whatever the executor, the coordinator plans the stacks (``runner.next_stack``), every stack is trained by the one
-training loop (training/loop.py) through ``runner._train_claimed``, and the coordinator's process alone writes the
-run store on its machine. Nothing here imports Ray, torch or Textual: ``ray`` is imported when the Ray executor
+Whatever the executor, the coordinator claims the stacks (``runner.claim_next_stack``), every stack is trained by
+the one training loop (training/loop.py) through ``runner.train_claimed``, and the coordinator's process alone
+writes the run store on its machine. Nothing here imports Ray, torch or Textual: ``ray`` is imported when the Ray executor
 connects (``sparse-tui --help`` stays light; tests/test_cli.py).
 """
 
 from __future__ import annotations
 
 from sparse_tui.executors.address import parse_address
-from sparse_tui.executors.base import Executor, ExecutorError, ExecutorOptions
+from sparse_tui.executors.base import ExecutorError
+from sparse_tui.runner import Executor, ExecutorOptions
 from sparse_tui.executors.local import LocalExecutor
 from sparse_tui.executors.ray_executor import RayExecutor
 

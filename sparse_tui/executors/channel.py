@@ -3,8 +3,8 @@ and the worker's ``ChannelSink``, which takes the run store's writing calls and 
 
 A worker never opens SQLite (no database over a network file system). The training loop writes through a
 ``RunLogger`` to a *sink* (training/runlog.py): on this machine the sink is the ``RunStore``; on a Ray worker it is
-a ``ChannelSink`` with the same methods (``log_metrics``, ``log_metrics_many``, ``log_attention``, ``log_array``, ``heartbeat``,
-``finish``, ``checkpoint_files``). Each call becomes a record ``(method, args...)``; the coordinator on the head
+a ``ChannelSink`` (both declare ``store.RunSink``, the calls a training run makes, and the worker's adds
+``checkpoint_files``). Each call becomes a record ``(method, args...)``; the coordinator on the head
 calls the same ``RunStore`` method with the same arguments (``apply``), so cluster runs are stored exactly like
 local ones, and the console, ``runs``, ``show``, ``export`` and ``fit`` on the head see them live.
 
@@ -29,6 +29,7 @@ import io
 import time
 from types import SimpleNamespace
 
+from sparse_tui.store import RunSink
 from sparse_tui.training.checkpoint import CheckpointFiles, load_bytes
 
 FLUSH_SECONDS = 0.5
@@ -77,8 +78,9 @@ class Channel:
         self.cancel.update(cancel)
 
 
-class ChannelSink:
-    """A run store's writing half for a Ray worker: the same calls, sent as records to the coordinator.
+class ChannelSink(RunSink):
+    """A run store's writing half for a Ray worker (``store.RunSink``): the same calls, sent as records to the
+    coordinator.
 
     ``put`` sends one message and returns the control state (``ray.get`` of ``Channel.put`` in a worker; tests pass
     a plain function). ``checkpoints``: the bytes of the checkpoint files the coordinator found for these runs,
@@ -122,7 +124,7 @@ class ChannelSink:
         self._add(("finish", run_id, status, kw), flush=True)
 
     def get(self, run_id: str) -> SimpleNamespace:
-        """What ``runner._step`` reads of a run: the last step this worker reported."""
+        """What the runner reads of a run (its ``step``): the last step this worker reported."""
         return SimpleNamespace(step=self.steps.get(run_id, 0))
 
     def checkpoint_files(self, run_ids: list[str]) -> "ChannelCheckpoint":

@@ -14,14 +14,14 @@ from typing import Callable
 
 from sparse_tui import runner
 from sparse_tui.devices import DeviceError, resolve
-from sparse_tui.executors.base import BEAT_SECONDS, ExecutorError, ExecutorOptions
+from sparse_tui.executors.base import BEAT_SECONDS, ExecutorError
 from sparse_tui.store import RunStore
 
 
 class LocalExecutor:
     """This machine (``--executor local``)."""
 
-    def __init__(self, options: ExecutorOptions = ExecutorOptions()):
+    def __init__(self, options: runner.ExecutorOptions = runner.ExecutorOptions()):
         self.options = options
 
     def probe(self) -> str | None:
@@ -73,7 +73,7 @@ class LocalExecutor:
         return f"{max(1, workers)} worker(s)"
 
     def run_batch(self, store: RunStore, batch_id: str, *, workers: int = 1, device: str | None = None,
-                  flag: Callable[[], str | None], poll: Callable[[], None] | None = None, group: int = 1) -> None:
+                  flag: runner.StopFlag, poll: Callable[[], None] | None = None, group: int = 1) -> None:
         """In this process (``workers`` <= 1), or with ``workers`` worker processes (stacks of up to ``group``
         same-shape runs each) that it replaces when they die and stops on ``flag``."""
         if workers <= 1:
@@ -99,7 +99,7 @@ class LocalExecutor:
                 except sqlite3.Error:
                     pass
             alive = [p for p in procs if p.poll() is None]
-            if flag():
+            if flag.status:
                 for p in alive:
                     try:
                         p.send_signal(signal.SIGTERM)

@@ -4,12 +4,12 @@
 
 * ``RayExecutor.preflight`` checks the cluster before anything is written (Ray missing, a bad or unreachable
   address, a GPU batch on a cluster without one: one line, exit 2) and joins it as a driver (``connect``).
-* ``RayExecutor.run_batch`` is what ``runner.run_batch`` asks of it. The coordinator forms stacks exactly as the local
-  path does (``runner.next_stack`` over the queued runs, the stack size from ``scheduler.plan``), claims them in the
-  store, and submits each as a Ray task asking for the stack's resources: one GPU for a CUDA stack, ``CPUS_PER_STACK``
-  CPUs (and as many torch threads) for a CPU stack. It keeps as many stacks in flight as the cluster's live nodes
+* ``RayExecutor.run_batch`` is what ``runner.run_batch`` asks of it. The coordinator forms and claims stacks exactly
+  as the local path does (``runner.claim_next_stack``, the stack size from ``scheduler.plan``; a stored config that
+  no longer validates is recorded failed with the reason), and submits each as a Ray task asking for the stack's
+  resources: one GPU for a CUDA stack, ``CPUS_PER_STACK`` CPUs (and as many torch threads) for a CPU stack. It keeps as many stacks in flight as the cluster's live nodes
   have resources for (``--workers N``: at most N), so runs marked running are running.
-* The task (``train_stack_task``) trains with ``runner._train_claimed``, the local path's own function, over the
+* The task (``train_stack_task``) trains with ``runner.train_claimed``, the local path's own function, over the
   one training loop; its records reach the store through a bounded channel (executors/channel.py). Only the
   coordinator writes the store, and checkpoints, on the head.
 
@@ -47,9 +47,10 @@ from typing import Callable
 from sparse_tui import runner
 from sparse_tui.devices import resolve as resolve_device
 from sparse_tui.executors.address import auto_address, is_current_cluster, parse_address, reach
-from sparse_tui.executors.base import BEAT_SECONDS, INSTALL_HINT, ExecutorError, ExecutorOptions
+from sparse_tui.executors.base import BEAT_SECONDS, INSTALL_HINT, ExecutorError
 from sparse_tui.executors.channel import PUT_TIMEOUT, Channel, ChannelSink, apply
-from sparse_tui.runner import StopFlag, next_stack, record_end
+from sparse_tui.presets import config_get
+from sparse_tui.runner import ExecutorOptions, StopFlag, record_end
 from sparse_tui.store import TERMINAL
 from sparse_tui.training.checkpoint import CheckpointFiles
 
@@ -179,7 +180,7 @@ def _connect(address: str):
 
 def train_stack_task(put_channel, run_ids: list[str], configs: list[dict], device: str, threads: int,
                      checkpoints: dict[str, bytes], notes: list[str], runs_dir: str) -> None:
-    """A Ray task: train one stack with the local path's ``runner._train_claimed`` over the one training loop,
+    """A Ray task: train one stack with the local path's ``runner.train_claimed`` over the one training loop,
     sending every record to the coordinator through ``put_channel`` (a ``Channel`` actor handle)."""
     import ray
     import torch
@@ -204,7 +205,7 @@ def train_stack_task(put_channel, run_ids: list[str], configs: list[dict], devic
                 "node": socket.gethostname(), "worker_pid": os.getpid()}
     sink.started(run_ids, str(dev), versions)
     try:
-        runner._train_claimed(sink, recs, [config_from_json(c) for c in configs], dev, sink.should_stop, notes)
+        runner.train_claimed(sink, recs, [config_from_json(c) for c in configs], dev, sink.should_stop, notes)
     finally:
         sink.flush()
 
@@ -324,7 +325,7 @@ class RayExecutor:
         return max(1, int(n))
 
     # -- the coordinator ----------------------------------------------------------------------------------------
-    def run_batch(self, store, batch_id: str, *, workers: int = 0, device: str | None = None, flag=None,
+    def run_batch(self, store, batch_id: str, *, workers: int = 0, device: str | None = None, flag: StopFlag,
                   poll: Callable[[], None] | None = None, group: int = 1) -> None:
         """Train every queued run of ``batch_id`` on the cluster; this process writes every record to ``store``."""
         return _Coordinator(self.connect(), store, batch_id, workers, device, flag, poll, group).run()
@@ -334,7 +335,7 @@ class _Coordinator:
     def __init__(self, ex: RayExecutor, store, batch_id, workers, device, flag, poll, group):
         self.ex, self.ray, self.store, self.batch_id = ex, ex.ray, store, batch_id
         self.workers, self.device, self.poll, self.group = workers, device, poll, max(1, group)
-        self.flag = flag or StopFlag()
+        self.flag = flag
         self.inflight: dict = {}  # ObjectRef -> _Stack
         self.retry: list[_Stack] = []  # stacks whose worker died, submitted again first
         self.failures: dict[str, int] = {}
@@ -350,7 +351,7 @@ class _Coordinator:
         self.task = ray.remote(max_retries=0)(train_stack_task)
         first = min(store.runs(batch_id=batch_id, status="queued", reap=False), key=lambda r: r.position,
                     default=None)
-        want = device or (first.config.get("train", {}).get("device", "auto") if first is not None else "cpu")
+        want = device or (config_get(first.config, "train.device", "auto") if first is not None else "cpu")
         self.kind = ex.stack_device(want)  # what the cluster's room is counted in: GPUs or CPUs
 
     # -- records ------------------------------------------------------------------------------------------------
@@ -364,25 +365,22 @@ class _Coordinator:
                     self.channel.control.remote(None, [cancelled])
 
     # -- submitting ---------------------------------------------------------------------------------------------
-    def next_stack(self) -> _Stack | None:
-        from sparse_tui.presets import config_from_json
-
-        if self.retry:
-            return self.retry.pop(0)
-        queued = [r for r in self.store.runs(batch_id=self.batch_id, status="queued", reap=False)
-                  if not r.cancel_requested]
-        if not queued:
+    def next_stack(self) -> tuple[list, _Stack] | None:
+        """The next stack to submit, claimed, with its runs' records: a retry first, then the local path's
+        (``runner.claim_next_stack``); None when nothing is left."""
+        while self.retry:
+            stack = self.retry.pop(0)
+            recs = self.store.claim_runs(stack.run_ids, device=stack.device, versions={})
+            if recs:
+                return recs, stack
+        claimed = runner.claim_next_stack(self.store, self.batch_id, group=self.group, device=self.device,
+                                          place=lambda want: (self.ex.stack_device(want), None, {}))
+        if claimed is None:
             return None
-        cfgs = {r.run_id: config_from_json(r.config) for r in queued}
-        pick = next_stack(queued, cfgs, self.group, None)
-        first = next(r for r in queued if r.run_id == pick[0])
-        dev = self.ex.stack_device(self.device or first.config.get("train", {}).get("device", "auto"))
-        return _Stack(pick, dev)
+        recs, _, device = claimed
+        return recs, _Stack([r.run_id for r in recs], device)
 
-    def submit(self, stack: _Stack) -> bool:
-        recs = self.store.claim_runs(stack.run_ids, device=stack.device, versions={})
-        if not recs:
-            return False
+    def submit(self, recs: list, stack: _Stack) -> None:
         ids = [r.run_id for r in recs]
         ckpts = {}
         for rid in ids:
@@ -394,7 +392,6 @@ class _Coordinator:
         ref = self.task.options(**opts).remote(self.channel, ids, [r.config for r in recs], stack.device,
                                               CPUS_PER_STACK, ckpts, stack.notes, str(self.store.runs_dir))
         self.inflight[ref] = _Stack(ids, stack.device, stack.notes)
-        return True
 
     def fill(self) -> bool:
         """Submit stacks while the cluster has room. Returns whether anything is left to submit."""
@@ -402,10 +399,10 @@ class _Coordinator:
             limit = self.workers or self.ex.slots(self.kind)
             if len(self.inflight) >= limit:
                 return True
-            stack = self.next_stack()
-            if stack is None:
+            claimed = self.next_stack()
+            if claimed is None:
                 return False
-            self.submit(stack)
+            self.submit(*claimed)
 
     # -- ends -----------------------------------------------------------------------------------------------------
     def ended(self, ref, stack: _Stack) -> None:

@@ -20,7 +20,8 @@ every ``resume`` of it); its queued runs are orphaned only when none of them is 
 The package follows the store's seams, and ``RunStore`` is their sum: ``schema`` (the file: schema, migrations,
 opening, connections, transactions), ``claims`` (the queue: launch, coordinators, claims, requeue, cancel, reaping),
 ``writes`` (what a run records, its end, the researcher's edits), ``reads`` (what the console and the commands read)
-and ``records`` (``RunRecord``, ``StoreError`` and the helpers they share). The names imported below from
+and ``records`` (``RunRecord``, ``StoreError`` and the helpers they share); ``RunSink`` is what a training run writes
+through (the store, or a Ray worker's channel). The names imported below from
 ``records`` and ``schema`` are the package's API: import them from ``sparse_tui.store``.
 """
 
@@ -37,10 +38,10 @@ from sparse_tui.store.records import (
     pid_alive,
 )
 from sparse_tui.store.schema import SCHEMA_VERSION, StoreFile
-from sparse_tui.store.writes import Writes
+from sparse_tui.store.writes import RunSink, Writes
 
 
-class RunStore(Reads, Writes, Claims, StoreFile):
+class RunStore(Reads, Writes, Claims, StoreFile, RunSink):
     """Access to ``RUNS_DIR/runs.db``. Cheap to create; one SQLite connection per thread.
 
     Opening checks the file before anything is written: a file that is not SQLite, a SQLite database of another

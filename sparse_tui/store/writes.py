@@ -1,6 +1,6 @@
 """What the run store records while a run trains and after: metrics, heartbeats, attention snapshots, the end of a
 run (``finish``: a terminal status is never rewritten), and the researcher's notes, tags, archive and deletions.
-A mixin of ``RunStore``."""
+A mixin of ``RunStore``; ``RunSink`` is the part of it a training run writes through."""
 
 from __future__ import annotations
 
@@ -8,9 +8,26 @@ import io
 import json
 import os
 import time
-from typing import Any, Iterable
+from pathlib import Path
+from typing import Any, Iterable, Protocol
 
 from sparse_tui.store.records import ARRAY_DTYPES, TERMINAL, _finite_or_none, _json
+
+
+class RunSink(Protocol):
+    """Where a training run's records go (``runner.train_claimed``, ``RunLogger``, ``runner.record_end``): the
+    ``RunStore``, or a Ray worker's ``ChannelSink``, which sends the same calls to the coordinator to apply to the
+    store (executors/channel.py). Both declare it."""
+
+    runs_dir: Path | str  # the store's folder (a worker's sink: the head's, for messages only)
+
+    def log_metrics(self, run_id: str, step: int, metrics: dict[str, float]) -> None: ...
+    def log_metrics_many(self, run_id: str, steps: list[int], series: dict[str, list[float]]) -> None: ...
+    def log_attention(self, run_id: str, step: int, maps: dict[str, Any], meta: dict) -> None: ...
+    def log_array(self, run_id: str, name: str, value: Any) -> None: ...
+    def heartbeat(self, run_id: str, step: int) -> bool: ...  # True: the run's cancel was requested
+    def finish(self, run_id: str, status: str, **kw: Any) -> Any: ...  # the run's end (a terminal status)
+    def get(self, run_id: str) -> Any: ...  # the run's record; what is read of it: ``step``
 
 
 class Writes:

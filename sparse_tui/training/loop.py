@@ -1,7 +1,7 @@
 """The one training loop: a stack of M runs (models/stack.py) trained together; a single run is a stack of one.
 
 ``train_stack`` is the only place a Transformer or toy model is trained, whoever asked (``trainer.train_run`` for one
-run, ``runner._train_claimed`` for a group, the headless CLI, the console, worker processes). ``_train`` is one flat
+run, ``runner.train_claimed`` for a group, the headless CLI, the console, worker processes). ``_train`` is one flat
 loop over the steps (nanoGPT's train.py is the model); what concerns one run (evaluation, attention snapshots,
 plateau detection, the best and last metrics, buffered train/loss points, its end and its summary) is its
 ``Tracker``, the one summary builder: an integrated ODE run (training/trainer.py) is recorded through it too.

@@ -1,7 +1,7 @@
 """One run, whatever its model: ``train_run`` trains a Transformer or toy run with the one training loop
 (training/loop.py, a stack of one) and integrates an ODE run (models/ode.py), recorded the same way. The run
 lifecycle (how a run's end is recorded, the trial-step fallbacks, interrupts, crashes, a full disk) is the
-runner's (runner._train_claimed); this module trains and returns. Also the device and provenance helpers every
+runner's (runner.train_claimed); this module trains and returns. Also the device and provenance helpers every
 executor uses (``library_versions``; devices are resolved by devices.py).
 """
 
