@@ -5,7 +5,8 @@ Each takes the store and the request's arguments and returns the message that re
 thread. They use the code paths of the command line: launching is ``runner.start_detached`` (``sparse-tui run
 --detach``), resuming ``runner.resume_runs_detached`` (``sparse-tui resume --detach``), fitting
 ``fitreport.fit_store`` (``sparse-tui fit``), exporting ``export.export`` (``sparse-tui export``), the theory overlay
-``models.ode.recorded_curve``. Nothing here imports Textual widgets.
+``models.ode.recorded_curve``, the atlas ``reports.reproduce`` (``sparse-tui reproduce``, so both show the same
+numbers). Nothing here imports Textual widgets.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from textual.message import Message
 
 from sparse_tui import geometry, runner
 from sparse_tui.reports import figures
+from sparse_tui.reports import reproduce as rp
 from sparse_tui.annotate import AnnotateError, check_note, parse_tags
 from sparse_tui.executors import ExecutorError, ExecutorOptions, executor_for
 from sparse_tui.export import ExportError, write_atomic
@@ -26,9 +28,10 @@ from sparse_tui.models.ode import recorded_curve
 from sparse_tui.numbers import fmt_duration
 from sparse_tui.phase import cell_note
 from sparse_tui.plotting import fmt_r2
-from sparse_tui.presets import expand
+from sparse_tui.presets import config_get, expand
 from sparse_tui.store import RunStore, StoreError
-from sparse_tui.tui.messages import AttentionData, Done, FitDone, Problem, TheoryData
+from sparse_tui.theory import PAPER_FITS
+from sparse_tui.tui.messages import AtlasData, AttentionData, Done, FitDone, Problem, TheoryData
 from sparse_tui.tui.render import fit as fitview
 from sparse_tui.tui.render.attention import render_attention
 from sparse_tui.tui.render.geometry import render_geometry
@@ -51,6 +54,62 @@ def launch(store: RunStore, loaded: Any, workers: int | None = None,
     batch_id, ids, pid = runner.start_detached(store, expand(loaded), workers=workers or None, executor=executor)
     return Done(f"launched {loaded.name}: batch {batch_id}, {len(ids)} run(s), pid {pid} "
                 f"(log {runner.log_path(store, batch_id)})", switch_to="runs", run_ids=list(ids), pids=[pid])
+
+
+ATLAS_SIZE = "cpu"  # the console launches the CPU-sized presets (a GPU size: sparse-tui reproduce KEY --size gpu)
+
+
+def atlas_status(store: RunStore) -> AtlasData:
+    """Each atlas entry's stored runs of its CPU preset (``reproduce.status_rows``: runs of the same configuration,
+    whoever trained them), as the atlas screen's list says them."""
+    status = {}
+    for row in rp.status_rows(store):
+        stored = row.stored.get(ATLAS_SIZE) or row.stored.get("gpu")
+        status[row.entry.key] = f"{stored} runs" if stored else ("no cpu preset" if not row.entry.built else "")
+    return AtlasData(status=status)
+
+
+def atlas_detail(store: RunStore, e: Any) -> AtlasData:
+    """An atlas entry's description, and ``sparse-tui reproduce``'s report once every run of its CPU preset has a
+    result (before: what is missing)."""
+    head = [f"{e.figure} ({e.source}, {e.section}): {e.shows}"]
+    if e.law:
+        pf = PAPER_FITS[e.law]
+        head.append(f"paper: T_plateau = {pf.C:g} · " + " · ".join(f"{k}^{v:g}" for k, v in pf.exponents.items()))
+    if e.threshold is not None:
+        head.append(f"plateau: {e.threshold.text()} (App. D.1)")
+    if e.notes:
+        head.append(f"notes: {e.notes}")
+    if e.measured:
+        head.append(f"record: {e.measured} (docs/REPRODUCTION.md)")
+    if e.built:
+        body = e.built
+    elif e.preset(ATLAS_SIZE) is None:
+        body = f"no CPU-sized preset; sparse-tui reproduce {e.key} --size gpu"
+    else:
+        try:
+            plan = rp.plan(store, e, ATLAS_SIZE)
+            if plan.missing:
+                body = plan.describe() + "\nEnter launches the missing runs."
+            else:
+                body = rp.report(store, e, rp.plan_run_ids(store, plan)).text
+        except Exception as exc:  # noqa: BLE001 - shown in the panel, the console goes on
+            body = f"cannot report: {str(exc).splitlines()[0] if str(exc) else exc!r}"
+    return AtlasData(key=e.key, detail="\n".join(head) + "\n\n" + body)
+
+
+def atlas_launch(store: RunStore, e: Any, executor: ExecutorOptions = ExecutorOptions()) -> Done:
+    """The missing runs of an atlas entry's CPU preset, started detached through the runner (as ``launch``)."""
+    try:
+        plan = rp.plan(store, e, ATLAS_SIZE)
+        todo = plan.to_train()
+        if not todo:
+            return Done(f"{e.key}: every run is already in the store")
+        check_executor(executor)
+        batch_id, ids, pid = runner.start_detached(store, todo, executor=executor)
+    except Exception as exc:  # noqa: BLE001 - a refused launch is a notification, not a crash
+        return Done(f"{e.key}: cannot launch: {str(exc).splitlines()[0]}", severity="error")
+    return Done(f"{e.key}: launched {len(ids)} run(s) of {plan.preset} (batch {batch_id}, pid {pid})", pids=[pid])
 
 
 def launch_question(loaded: Any, executor: ExecutorOptions = ExecutorOptions(), store: RunStore | None = None) -> str:
@@ -151,7 +210,7 @@ def attention(store: RunStore, run_id: str, step: int | None, layer: str | None,
     if layer not in maps:
         layer = layers[0]
     H, E = maps[layer].shape[:2]
-    task = store.get(run_id).config.get("task", {}).get("kind")
+    task = config_get(store.get(run_id).config, "task.kind")
     body, info = render_attention(maps, meta, layer, head, example, width, task)
     emb = store.array(run_id, geometry.ARRAY)
     if emb is not None:  # the run's final token embedding under its map (blog 3's geometry view)

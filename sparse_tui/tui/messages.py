@@ -127,6 +127,16 @@ class Done(ForScreen):
     severity: str = "information"  # "warning": something the user asked could not be done (not a console error)
 
 
+@dataclass
+class AtlasData(ForScreen):
+    """The atlas screen's answer: every entry's stored runs (``status``: key -> what its list line says), or one
+    entry's description and report (``key``, ``detail``)."""
+
+    status: dict[str, str] | None = None
+    key: str | None = None
+    detail: str = ""
+
+
 # -- from the panels -------------------------------------------------------------------------------------------------
 @dataclass
 class RunsMessage(Message):
@@ -197,6 +207,17 @@ class FigureRequested(Message):
 
     panel: str
     fmt: str = "png"
+
+
+@dataclass
+class AtlasRequested(Message):
+    """The atlas screen (palette: "Atlas") asks the main screen for every entry's stored runs (``what="status"``),
+    an entry's description and report (``"detail"``) or a launch of its missing runs (``"launch"``), answered with
+    ``AtlasData`` to ``screen`` (a launch: ``Done``)."""
+
+    what: str
+    screen: Any
+    entry: Any = None  # an ``atlas.Entry``
 
 
 @dataclass

@@ -3,8 +3,8 @@
 The panels post requests (``messages.py``); this mixin of the main screen decides (only queued / running runs can be
 cancelled, a delete is confirmed, an export asks how and where ...), runs the work (``actions.py``) in a thread
 worker, and gives the result to the panel: ``Done`` / ``Problem`` notifications, ``AttentionData`` to the
-Attention panel, ``TheoryData`` to the Curves panel, ``FitDone`` to the Fit panel. The fit's runs follow the UI state
-(``selection.py``)."""
+Attention panel, ``TheoryData`` to the Curves panel, ``FitDone`` to the Fit panel, ``AtlasData`` to the atlas screen.
+The fit's runs follow the UI state (``selection.py``)."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from sparse_tui.tui import actions, selection
 from sparse_tui.tui.guard import guarded
 from sparse_tui.tui.messages import (
     ArchiveRequested,
+    AtlasRequested,
     AttentionData,
     AttentionRequested,
     CancelRequested,
@@ -56,8 +57,10 @@ class PanelRequests:
     """Mix into the main screen (before the Textual class): needs its ``records``, ``marked``, ``current``,
     ``show_panel`` and ``view_ids``, and its app's store, poller and options."""
 
-    def _work(self, fn: Callable[..., Message | None], *args: Any, group: str, exclusive: bool = False) -> None:
-        """Run ``fn(*args)`` (one of ``actions``) in a thread worker and post the message it returns."""
+    def _work(self, fn: Callable[..., Message | None], *args: Any, group: str, exclusive: bool = False,
+              to: Any = None) -> None:
+        """Run ``fn(*args)`` (one of ``actions``) in a thread worker and post the message it returns (to this screen,
+        or to the screen ``to`` that asked)."""
 
         def body() -> None:
             try:
@@ -65,7 +68,7 @@ class PanelRequests:
             except StoreError as e:  # a run deleted meanwhile (d in another console, `sparse-tui delete`): said, not
                 msg = Done(f"nothing done: {e} (deleted meanwhile)", severity="warning")  # an error of the console
             if msg is not None and not get_current_worker().is_cancelled:
-                self.post_message(msg)
+                (to or self).post_message(msg)
 
         self.run_worker(body, name=fn.__name__, group=group, thread=True, exclusive=exclusive, exit_on_error=False)
 
@@ -93,6 +96,14 @@ class PanelRequests:
 
         app.push_screen(ConfirmScreen(actions.launch_question(msg.loaded, app.executor, app.store),
                                       yes="Launch (y)"), done)
+
+    def on_atlas_requested(self, msg: AtlasRequested) -> None:
+        """The atlas screen: ``sparse-tui reproduce``'s status and report (``actions.atlas_*``), answered to it, or
+        the launch of an entry's missing runs (a notification, as every launch)."""
+        store = self.app.store
+        fn, *args = {"status": (actions.atlas_status, store), "detail": (actions.atlas_detail, store, msg.entry),
+                     "launch": (actions.atlas_launch, store, msg.entry, self.app.executor)}[msg.what]
+        self._work(fn, *args, group="atlas", to=None if msg.what == "launch" else msg.screen)
 
     def on_cancel_requested(self, msg: CancelRequested) -> None:
         live = [r.run_id for r in self.records if r.run_id in msg.run_ids and r.status in ("queued", "running")]
