@@ -466,7 +466,6 @@ def resume(
     checkpoints, through the same launch path as 'run'."""
     opts = _executor_options(executor, address)
     from sparse_tui import runner
-    from sparse_tui.presets import RunSpec
     from sparse_tui.store import StoreError
     from sparse_tui.training.scheduler import SCHEDULES
 
@@ -476,10 +475,8 @@ def resume(
     store = _open_store(runs_dir)
     with _refused(StoreError):
         batch_id, ids = runner.resume_targets(store, target)
-        cfgs = runner.check_resumable(store, ids)
-    recs = [store.get(r) for r in ids]
-    specs = [RunSpec(r.preset, r.preset_path or "", c, r.swept) for r, c in zip(recs, cfgs)]
-    ex = _preflight(opts, specs, device, recs[0].preset)
+        specs = runner.check_resumable(store, ids)
+    ex = _preflight(opts, specs, device, specs[0].preset)
     if detach:
         [(batch_id, ids, pid)] = runner.resume_runs_detached(store, ids, schedule=schedule, workers=n_workers,
                                                              device=device, executor=opts)

@@ -115,22 +115,18 @@ class Executor(Protocol):
     options: ExecutorOptions
 
     def probe(self) -> str | None:
-        """Whether the executor can be used now, without importing anything heavy or writing anything: None, or
-        the one-line problem (the console's check before a launch, ``doctor``)."""
+        """None, or the one line why it cannot be used now (nothing heavy imported, nothing written)."""
 
     def where(self) -> str:
         """Where the runs train, for people: "this machine", "the Ray cluster (auto)"."""
 
     def preflight(self, specs: list, device: str | None, source: str, *, detached: bool = False) -> None:
-        """Refuse (``ExecutorError``, one line) a batch of ``specs`` this executor cannot train, before anything is
-        written. ``device`` is the ``--device`` flag (None: each run's ``train.device``); ``source`` names the
-        preset in messages; ``detached``: a detached coordinator will train it (check what can be checked from
-        here)."""
+        """Refuse (``ExecutorError``, one line) a batch of ``specs`` it cannot train, before anything is written;
+        ``device``: the ``--device`` flag; ``source`` names the preset; ``detached``: a detached coordinator trains."""
 
     def plan(self, specs: list, schedule: str, workers: int, device: str | None,
              say: Callable[[str], None]) -> tuple[int, int]:
-        """(workers, runs per stack) for ``specs`` under ``schedule`` (``workers`` > 0: the user's number), said
-        in one line through ``say`` (the batch log's first line)."""
+        """(workers, runs per stack) for ``specs`` (``workers`` > 0: the user's), said in one line through ``say``."""
 
     def describe(self, workers: int) -> str:
         """The batch's header line: where it trains, with ``workers`` from ``plan``."""
@@ -636,10 +632,13 @@ def resume_targets(store: RunStore, target: str) -> tuple[str, list[str]]:
     return batch_id, [r.run_id for r in sorted(todo, key=lambda r: r.position)]
 
 
-def check_resumable(store: RunStore, run_ids: list[str]) -> list:
+def check_resumable(store: RunStore, run_ids: list[str]) -> list[RunSpec]:
     """What ``resume`` checks before anything is written: the store can be written, each run's stored config still
     validates, and each run's checkpoint is data (``checkpoint.check``: a planted pickle is refused, never run).
-    Returns the runs' configs; StoreError (one line, naming the file or the run) otherwise."""
+    Returns the runs as specs (what the executor's preflight and plan read); StoreError (one line, naming the file
+    or the run) otherwise."""
+    from sparse_tui.presets import RunSpec
+
     if store.read_only or not os.access(store.path, os.W_OK) or not os.access(store.runs_dir, os.W_OK):
         raise StoreError(f"{store.path}: the run store is read-only (file system or permissions); cannot resume"
                          " runs in it (copy it to a writable directory)")
@@ -652,7 +651,7 @@ def check_resumable(store: RunStore, run_ids: list[str]) -> list:
             check(store.runs_dir, r.run_id)
         except CheckpointError as e:
             raise StoreError(str(e)) from None
-    return [cfgs[r.run_id] for r in recs]
+    return [RunSpec(r.preset, r.preset_path or "", cfgs[r.run_id], r.swept) for r in recs]
 
 
 def requeue_for_resume(store: RunStore, batch_id: str, run_ids: list[str], coordinator: int | None = None) -> list[str]:
