@@ -8,6 +8,7 @@ import json
 import math
 import os
 import re
+import shutil
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -988,14 +989,14 @@ def reproduce(
         if name is not None:
             raise fail("reproduce --list: takes no figure name")
         store = _open_store(runs_dir) if _runs_dir(runs_dir).joinpath("runs.db").exists() else None
-        rows = rp.format_status(rp.status_rows(store, presets_dir), with_store=store is not None)
-        where = f"runs in {_esc(store.path)}" if store is not None else "no run store here"
-        t = Table(title=f"figure atlas ({len(rows)} entries; {where})")
-        for col in ("key", "figure", "kind", "shows", "presets", "stored", "record"):
-            t.add_column(col, overflow="fold")
-        for row in rows:
-            t.add_row(*(_cell(c) for c in row))
-        out.print(t)
+        rows = rp.status_rows(store, presets_dir, with_verdicts=True)
+        if as_json:
+            sys.stdout.write(json.dumps(rp.list_json(rows, store is not None), indent=1) + "\n")
+            return
+        where = f"runs in {store.path}" if store is not None else "no run store here"
+        width = max(60, min(shutil.get_terminal_size((80, 24)).columns, 120))
+        sys.stdout.write("\n".join([f"figure atlas: {len(rows)} entries; {where}",
+                                    *rp.list_lines(rows, store is not None, width)]) + "\n")
         return
     if name is None:
         raise fail("reproduce: name a figure (e.g. fig15) or pass --list")
