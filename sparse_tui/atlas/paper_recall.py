@@ -37,12 +37,14 @@ ENTRIES = [
           report=REPORT + "fig4_curves_report", plot=FIGURE + "overlay_figure"),
     Entry("fig4_right", "Fig. 4 right", PAPER, "§3.2, App. D.2", "emergence time vs N_tokens and N_pairs: a power law",
           "law", {"cpu": "paper_fig4_recall_cpu", "gpu": "paper_fig4_recall_small"}, fit_vars=("n_tokens", "n_pairs"),
-          law="fig4", threshold=ACC,
+          # N_pairs held to ±0.3 (the record says why: the local exponent still rises with N_pairs, 1.41 -> 2.19 over
+          # 4-12, the paper's grid reaches 32, and §3.2 ties the exponent to the number of attention layers)
+          law="fig4", threshold=ACC, targets={"n_pairs": 0.3},
           notes="GPU grid not run. CPU preset: 2 attention-only layers, 1 head, d_model 32, lr 3e-3, PyTorch's "
                 "default init, N_pairs {3, 4, 6} (not the paper's model; docs/REPRODUCTION.md).",
           record=R_FIG4R,
           measured="2026-11-26, CPU: N_tokens +0.95, N_pairs +1.29 (paper +0.79, +2.25); torch init, 5% threshold"),
-    Entry("fig5_left", "Fig. 5 left", PAPER, "§3.3", "in-context repetition B speeds up recall, then overfits",
+    Entry("fig5_left", "Fig. 5 left", PAPER, "§3.2", "in-context repetition B speeds up recall, then overfits",
           "curves", {"cpu": "paper_fig5_B_cpu", "gpu": "paper_fig5_B"}, threshold=ACC,
           notes=FIG5 + "B {1, 2, 4, 6} at N_pairs 6 (CPU), {1, 2, 4, 8} at 32 (GPU): ours, the paper lists none. "
                 "In-context repetition: one query slot plus each other slot w.p. (B-1)/(N_pairs-1) (App. C.1: B/N "
@@ -50,7 +52,7 @@ ENTRIES = [
           record=R_FIG5, measured="2026-11-26, CPU: B = 2 reaches 5% 1.8-2.1x, 60% 1.3-1.5x sooner; B = 4, 6 "
                                   "overfit (final test acc 0.52-0.84 below B = 1)",
           report=REPORT + "fig5_report"),
-    Entry("fig5_right", "Fig. 5 right", PAPER, "§3.3", "cross-sample repetition p speeds up recall, then overfits",
+    Entry("fig5_right", "Fig. 5 right", PAPER, "§3.2", "cross-sample repetition p speeds up recall, then overfits",
           "curves", {"cpu": "paper_fig5_p_cpu", "gpu": "paper_fig5_p"}, threshold=ACC,
           notes=FIG5 + "p {0, 0.25, 0.5, 0.9} (CPU), {0, 0.25, 0.5, 0.75} (GPU): ours, the paper lists none.",
           record=R_FIG5, measured="2026-11-27, CPU: p = 0.25 reaches 30% 1.18-1.28x and 60% 1.05-1.18x sooner "

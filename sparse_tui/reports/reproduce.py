@@ -645,7 +645,7 @@ def _is_baseline(rec: Any) -> bool:
 
 
 def fig5_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
-    """Fig. 5 (§3.3): per run the first test accuracy (no repetition) >= 5% (App. D.1), 30% and ``RECALL_LEVEL``, the
+    """Fig. 5 (§3.2): per run the first test accuracy (no repetition) >= 5% (App. D.1), 30% and ``RECALL_LEVEL``, the
     speed-up at each over the baseline (B = 1, p = 0) of the same seed, and the final test accuracy against the
     baseline's (a large deficit: the overfitting). The paper: a small B (p) speeds emergence up about 4× (2×); too
     much overfits, with a late grokking-like recovery."""
