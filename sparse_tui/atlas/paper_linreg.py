@@ -82,7 +82,7 @@ ENTRIES = [
           "table", {"cpu": "paper_fig3_p_cpu", "gpu": "paper_fig3_p"}, fit_vars=("d", "p"), threshold=REP,
           notes=TRANSFORMER + "x~ = e_1 (a random x~, task.x_tilde = 'random', was no faster). CPU grid at T = 16 "
                 "(the paper's T is 256).", record=R_FIG3R,
-          measured="2026-11-26, CPU: p = 0.3 shortens the plateau by 7-17% only (not reproduced at T = 16)",
+          measured="2026-11-26, CPU: p = 0.3 shortens the plateau by 7-15% only (not reproduced at T = 16)",
           report=REPORT + "p_table_report"),
     _theory("fig6", "Fig. 6", "App. A.3.1, Eq. 12",
             "loss landscape over (w, Δa) with the gradient-flow path from (0, 0)", "paper_fig6_theory",
@@ -106,7 +106,8 @@ ENTRIES = [
           notes="W and W* from N(0, 1/d) as App. A.3.4; the seeds' plateaus sit 10-26% above the flow because of the "
                 "random initialisation, not SGD (docs/REPRODUCTION.md).",
           record=R_FIG9,
-          measured="2026-11-25, CPU: SGD plateaus 5950-6850 vs flow 5429"),
+          measured="2026-11-25, CPU: SGD plateaus 5950-6850 vs flow 5429 (code before W* was drawn per "
+                   "(seed, d, T); not rerun)"),
     _theory("fig10", "Fig. 10", "App. A.4, Eqs. 17-21",
             "cross-sample repetition in the reduced dynamics: w̃ learns first", "paper_fig10_theory",
             notes="Which p the paper shows is not stated: p {0, 0.01, 0.03, 0.1, 0.3}.",

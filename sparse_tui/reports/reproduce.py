@@ -185,7 +185,8 @@ def list_lines(rows: Sequence[StatusRow], with_store: bool, width: int = 80) -> 
         out.extend(" " * len(head) + f for f in fig[1:])
     out.append("* the record's verdict (docs/REPRODUCTION.md): no complete set of stored CPU runs here. CPU min: the "
                "stored runs' wall time, else the record's. sparse-tui reproduce KEY prints the numbers behind each.")
-    return [textwrap.fill(line, width, break_long_words=False) if len(line) > width else line for line in out]
+    return [w for line in out for w in (textwrap.wrap(line, width, break_long_words=False, break_on_hyphens=False)
+                                        if len(line) > width else [line])]
 
 
 def list_json(rows: Sequence[StatusRow], with_store: bool) -> list[dict[str, Any]]:
