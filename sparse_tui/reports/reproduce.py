@@ -146,6 +146,8 @@ def status_rows(store: Any | None, presets_dir: Path | None = None, only: Iterab
 
 def recorded_verdict(e: Entry) -> "verdicts.Verdict":
     """The verdict docs/REPRODUCTION.md records for ``e`` (no stored runs here to compute it from)."""
+    if e.built:
+        return verdicts.Verdict("not run", e.built, source="record")
     return verdicts.Verdict(getattr(e, "verdict", "") or "not run", e.measured or "not measured", source="record")
 
 
@@ -183,6 +185,7 @@ def list_lines(rows: Sequence[StatusRow], with_store: bool, width: int = 80) -> 
         fig = textwrap.wrap(r.entry.figure, fig_w, break_long_words=False, break_on_hyphens=False) or [""]
         out.append(f"{r.entry.key:<17} {word:<15} {_minutes(r.cpu_minutes):>7} {gpu:>5} {stored or '—':>7}  {fig[0]}")
         out.extend(" " * len(head) + f for f in fig[1:])
+    out.extend(f"{r.entry.key}: {r.entry.built}" for r in rows if r.entry.built)
     out.append("* the record's verdict (docs/REPRODUCTION.md): no complete set of stored CPU runs here. CPU min: the "
                "stored runs' wall time, else the record's. sparse-tui reproduce KEY prints the numbers behind each.")
     return [w for line in out for w in (textwrap.wrap(line, width, break_long_words=False, break_on_hyphens=False)
