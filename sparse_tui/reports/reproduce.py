@@ -139,7 +139,7 @@ def status_rows(store: Any | None, presets_dir: Path | None = None, only: Iterab
         if row.verdict is None:
             row.verdict = recorded_verdict(e)
         if row.cpu_minutes is None:
-            row.cpu_minutes = getattr(e, "cpu_minutes", None)
+            row.cpu_minutes = e.cpu_minutes
         rows.append(row)
     return rows
 
@@ -148,7 +148,7 @@ def recorded_verdict(e: Entry) -> "verdicts.Verdict":
     """The verdict docs/REPRODUCTION.md records for ``e`` (no stored runs here to compute it from)."""
     if e.built:
         return verdicts.Verdict("not run", e.built, source="record")
-    return verdicts.Verdict(getattr(e, "verdict", "") or "not run", e.measured or "not measured", source="record")
+    return verdicts.Verdict(e.verdict or "not run", e.measured or "not measured", source="record")
 
 
 def format_status(rows: Sequence[StatusRow], with_store: bool) -> list[tuple[str, ...]]:
