@@ -102,6 +102,7 @@ class StatusRow:
     stored: dict[str, str]  # size -> "12/30" finished runs of that preset in the store, "" when unknown
     verdict: "verdicts.Verdict | None" = None  # computed from the store's runs (``with_verdicts``), else the record's
     cpu_minutes: float | None = None  # the stored CPU runs' summed wall time, else the record's
+    gpu_projection: str | None = None  # projected GPU time of the GPU preset (not wired yet: estimate.py's projection)
 
 
 def status_rows(store: Any | None, presets_dir: Path | None = None, only: Iterable[Entry] | None = None,
@@ -181,13 +182,14 @@ def list_lines(rows: Sequence[StatusRow], with_store: bool, width: int = 80) -> 
         v = r.verdict
         word = (v.word + ("*" if v.source == "record" else "")) if v else "—"
         stored = r.stored.get("cpu", "") if with_store else ""
-        gpu = getattr(r, "gpu_projection", None) or "—"
+        gpu = r.gpu_projection or "—"
         fig = textwrap.wrap(r.entry.figure, fig_w, break_long_words=False, break_on_hyphens=False) or [""]
         out.append(f"{r.entry.key:<17} {word:<15} {_minutes(r.cpu_minutes):>7} {gpu:>5} {stored or '—':>7}  {fig[0]}")
         out.extend(" " * len(head) + f for f in fig[1:])
     out.extend(f"{r.entry.key}: {r.entry.built}" for r in rows if r.entry.built)
     out.append("* the record's verdict (docs/REPRODUCTION.md): no complete set of stored CPU runs here. CPU min: the "
-               "stored runs' wall time, else the record's. sparse-tui reproduce KEY prints the numbers behind each.")
+               "stored runs' wall time, else the record's (shared 2-core CPU). GPU: projected time of the GPU preset "
+               "(— none yet). sparse-tui reproduce KEY prints the numbers behind each verdict.")
     return [w for line in out for w in (textwrap.wrap(line, width, break_long_words=False, break_on_hyphens=False)
                                         if len(line) > width else [line])]
 
@@ -208,7 +210,7 @@ def list_json(rows: Sequence[StatusRow], with_store: bool) -> list[dict[str, Any
                     "verdict_why": r.verdict.why if r.verdict else None,
                     "cost": {"cpu_minutes": r.cpu_minutes,
                              "cpu_source": "store" if (r.verdict and r.verdict.source == "runs") else "record",
-                             "gpu_projection": getattr(r, "gpu_projection", None)}})
+                             "gpu_projection": r.gpu_projection}})
     return out
 
 
