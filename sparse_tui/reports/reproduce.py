@@ -1,7 +1,7 @@
 """``sparse-tui reproduce``: the atlas (``sparse_tui.atlas``) put to work; the console's atlas uses the same.
 
-* ``status_rows`` / ``format_status``: one row per atlas entry for ``reproduce --list``: what it shows, its presets,
-  how many of each preset's runs the store already holds as results, the last measurement of its record.
+* ``status_rows`` / ``list_lines`` / ``list_json``: one row per atlas entry for ``reproduce --list``: its verdict
+  (computed from the store's runs where it holds all of them, else the record's), cost, stored runs, figure.
 * ``match_runs``: the store's runs whose configuration equals a preset's run (every key but the preset's name,
   description and tags) and whose status is a result (finished, or diverged: training is seeded, it would diverge
   again), so that a figure reuses what any earlier ``run``, ``reproduce`` or console launch trained.
@@ -150,20 +150,6 @@ def recorded_verdict(e: Entry) -> "verdicts.Verdict":
     if e.built:
         return verdicts.Verdict("not run", e.built, source="record")
     return verdicts.Verdict(e.verdict or "not run", e.measured or "not measured", source="record")
-
-
-def format_status(rows: Sequence[StatusRow], with_store: bool) -> list[tuple[str, ...]]:
-    """Table cells of the atlas: key, figure, kind, what it shows, presets (cpu / gpu), stored runs, the record's
-    last measurement (or why it is not built)."""
-    out = []
-    for r in rows:
-        e = r.entry
-        presets = " / ".join(f"{s}: {e.preset(s)}" for s in SIZES if e.preset(s)
-                             and not (s == "gpu" and e.preset("gpu") == e.preset("cpu"))) or "-"
-        stored = ", ".join(f"{s} {v}" for s, v in r.stored.items()) if with_store else "-"
-        status = e.built or e.measured or "built, not measured yet"
-        out.append((e.key, e.figure, e.kind, e.shows, presets, stored or "-", status))
-    return out
 
 
 def _minutes(m: float | None) -> str:
