@@ -964,7 +964,8 @@ def fit(
 def reproduce(
     name: Optional[str] = typer.Argument(None, help="A figure (fig15: all its panels) or a panel (fig15_adam); "
                                          "see --list.", show_default=False),
-    list_: bool = typer.Option(False, "--list", help="Print the atlas: every figure, its presets and status."),
+    list_: bool = typer.Option(False, "--list", help="Print the atlas: every entry's verdict, CPU cost, stored runs "
+                               "and figure (--json: everything the atlas holds)."),
     size: str = typer.Option("auto", "--size", help="cpu (grids a 2-core CPU finishes in minutes), gpu, or auto "
                              "(gpu when CUDA is available)."),
     runs_dir: Optional[Path] = RunsDirOpt,
