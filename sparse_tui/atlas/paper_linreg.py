@@ -139,8 +139,9 @@ ENTRIES = [
     Entry("fig13", "Fig. 13", PAPER, "App. B.3", "layers × heads: width slows emergence more than depth",
           "law", {"cpu": "paper_fig13_cpu", "gpu": "paper_fig13"}, fit_vars=("d", "T", "n_layers", "n_heads"),
           law="fig13", threshold=ABS,
-          notes=TRANSFORMER + "CPU grid d 16-32, T 16-32; its 2-layer, 4-head runs are Fig. 3's. A diagnosis, not the verdict: read "
-                "at 0.4 (leaving the plateau) every exponent is within 0.15, so the drop to 0.1 decides the misses.",
+          notes=TRANSFORMER + "CPU grid d 16-32, T 16-32; its 2-layer, 4-head runs are Fig. 3's. A diagnosis, not "
+                "the verdict: read at 0.4 (leaving the plateau) every exponent is within 0.15, so the drop to 0.1 "
+                "decides the misses.",
           record=R_FIG13,
           measured="2026-11-26, CPU: d +1.20, T +0.52, layers -0.13, heads +0.14 (paper +1.27, +0.70, +0.06, +0.16)",
           verdict="in kind", cpu_minutes=22.5),

@@ -120,8 +120,9 @@ def _check_fig1b(store, rep):
 def _check_fig6(store, rep):
     d = rep.data
     ok = d["w_max_over_sqrt_d"] > d["w_end_over_sqrt_d"] and d["da_end"] > 0
-    return ("reproduced" if ok else "not reproduced"), (f"w peaks at {d['w_max_over_sqrt_d']:.3f} √d, ends at "
-                                                        f"{d['w_end_over_sqrt_d']:.3f} √d; Δa ends at {d['da_end']:.2f}")
+    why = (f"w peaks at {d['w_max_over_sqrt_d']:.3f} √d, ends at {d['w_end_over_sqrt_d']:.3f} √d; Δa ends at "
+           f"{d['da_end']:.2f}")
+    return ("reproduced" if ok else "not reproduced"), why
 
 
 def _check_fig7(store, rep):
@@ -171,8 +172,8 @@ def _check_fig3_right(store, rep):
 
 def _check_fig4_left(store, rep):
     d = rep.data
-    sharper = [pt for pt in d["points"]]
-    rises = [_gmean([r["rise"] for r in d["runs"] if r["n_pairs"] == pt["n_pairs"] and r["rise"]]) for pt in sharper]
+    rises = [_gmean([r["rise"] for r in d["runs"] if r["n_pairs"] == pt["n_pairs"] and r["rise"]])
+             for pt in d["points"]]
     if d["later_with_pairs"]:
         return "reproduced", (f"later with every added pair in every seed; plateau ∝ N_pairs^{d['n_pairs_slope']:.2f}; "
                               f"rise ÷ plateau {' / '.join(_fmt([x]) for x in rises)}")
