@@ -32,7 +32,12 @@ def main() -> None:
     ids = [r.run_id for r in sorted(store.runs(status=list(rp.REUSED)), key=lambda r: (r.created_at, r.position))]
     if not ids:
         sys.exit(f"--runs-dir: {a.runs_dir} holds no finished run")
-    print(rp.report(store, atlas.ENTRIES[a.entry], ids).text)
+    from sparse_tui.fitting import FitError
+
+    try:
+        print(rp.report(store, atlas.ENTRIES[a.entry], ids).text)
+    except (FitError, atlas.AtlasError) as e:
+        sys.exit(f"{a.entry}: {e}")
 
 
 if __name__ == "__main__":
