@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import fill_store, make, tiny_text
+from .conftest import fill_store, fill_sweep, make, tiny_text
 
 SIZES = [(80, 24), (120, 40)]
 
@@ -104,3 +104,26 @@ def test_view_snapshot(snap_compare, snap_dirs, view, size):
     runs, presets = snap_dirs
     app = make(runs, presets)
     assert snap_compare(app, terminal_size=size, run_before=VIEWS[view])
+
+
+@pytest.fixture(scope="module")
+def sweep_dirs(tmp_path_factory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("sweep")
+    fill_sweep(root / "runs").close()
+    (root / "presets").mkdir()
+    (root / "presets" / "tiny.toml").write_text(tiny_text(), encoding="utf-8")
+    return root / "runs", root / "presets"
+
+
+# issue 34: a 20-run sweep (paper_fig1c_theory, d x T) at 80 columns: each name keeps its swept values whole
+# (d=128 T=64, the preset and seed=0 that every run shares left out), in the table and grouped (g: by d and T)
+SWEEP_VIEWS = {
+    "sweep_names": _steps("2"),
+    "sweep_grouped": _steps("2", "g"),
+}
+
+
+@pytest.mark.parametrize("view", list(SWEEP_VIEWS))
+def test_sweep_snapshot(snap_compare, sweep_dirs, view):
+    runs, presets = sweep_dirs
+    assert snap_compare(make(runs, presets), terminal_size=(80, 24), run_before=SWEEP_VIEWS[view])

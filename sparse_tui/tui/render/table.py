@@ -11,8 +11,8 @@ from sparse_tui.numbers import fmt_age
 from sparse_tui.store import RunRecord
 from sparse_tui.tui.render.groups import Group, group_row, group_runs
 from sparse_tui.tui.render.runs import (
-    COLUMNS, DESCENDING_FIRST, STATUS, Row, batch_eta, eta, fit_name, matches, param_text, run_tags, short_keys,
-    sort_rows, sort_words, speed, swept_keys, table_row, varied_keys,
+    COLUMNS, DESCENDING_FIRST, STATUS, Row, batch_eta, eta, fit_name, fit_names, fit_pairs, matches, param_text,
+    run_tags, short_keys, sort_rows, sort_words, speed, swept_keys, table_row, varied_keys,
 )
 
 # What 80 columns hold: the full 8-character id, the run's name (as wide as the rest leaves), status, progress and
@@ -47,6 +47,7 @@ class RunTable:
         self._last: dict[str, dict] = {}
         self._hp_keys: list[str] = []  # hyperparameters that vary among the filtered runs
         self._hp_auto: list[str] = []  # of those, the ones varied within a preset (shown by default)
+        self._names: dict[tuple, str] = {}  # (width, kind, run id): the shown runs' names fitted together
 
     def set_store(self, records: list[RunRecord], last: dict[str, dict], now: float) -> None:
         self._records = {r.run_id: r for r in records}
@@ -71,6 +72,7 @@ class RunTable:
         self._hp_keys = keys  # every key that varies: o offers them all
         self._hp_auto = varied_keys(recs)  # shown unless o picked others: what was varied within a preset
         self.visible_ids = [r.run_id for r in rows]
+        self._names = {}
         self.marked = [m for m in self.marked if m in self._records]
         self.group_keys = [k for k in self.group_keys if k in keys] if recs else self.group_keys
         self.groups = {}
@@ -119,27 +121,35 @@ class RunTable:
         return "●" if key in self.marked else " "
 
     def cells(self, row: Row, kind: str, cols: list[Column]) -> list:
-        """The shown cells of a row: the name cut to its column (keeping the swept values at its end), a group's
-        runs indented under it."""
+        """The shown cells of a row: the name fitted to its column (whole ``key=value`` pairs, without the words every
+        shown run shares when it does not fit), a group's runs indented under it."""
         c = dict(zip(COLUMNS, row.cells))
         out = []
         for key, _, w in cols:
             if key == "mark":
                 out.append(self.mark_cell(row.run_id))
             elif key == "name":
-                name, lead = str(c["name"]), ""
-                if kind == "child":  # a group's run, under it: its label (the preset is the group's)
-                    rec = self._records.get(row.run_id)
-                    name, lead = (rec.label if rec is not None and rec.label else name), "└ "
-                elif kind == "group":
-                    lead = "▾ " if row.run_id in self.expanded else "▸ "
-                out.append(lead + fit_name(name, max(1, w - len(lead))))
+                out.append(self._name_cell(row, kind, w))
             elif key.startswith("hp:"):
                 v = row.params.get(key[3:])
                 out.append("" if v is None else fit_name(param_text(v), w))
             else:
                 out.append(c[key])
         return out
+
+    def _name_cell(self, row: Row, kind: str, w: int) -> str:
+        """A row's name in its column: a run's fitted together with the other shown runs' names (a group's run,
+        under it: its label, the preset is the group's); a group's values, and n when it fits."""
+        if kind == "group":
+            g, lead = self.groups[row.run_id], "▾ " if row.run_id in self.expanded else "▸ "
+            name = f"{g.label} (n={g.n})"
+            return lead + fit_pairs(name if len(name) + len(lead) <= w else g.label, max(1, w - len(lead)))
+        lead = "└ " if kind == "child" else ""
+        if (w, kind, row.run_id) not in self._names:
+            names = {r: (lead and self._records[r].label) or self._records[r].name for r in self.visible_ids}
+            fitted = fit_names(list(names.values()), max(1, w - len(lead)))
+            self._names.update({(w, kind, r): fitted[n] for r, n in names.items()})
+        return lead + self._names[w, kind, row.run_id]
 
     def summary(self, cols: list[Column]) -> Text:
         n_run = sum(1 for r in self.rows if r.keys[STATUS] == "running")
