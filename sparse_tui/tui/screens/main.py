@@ -90,6 +90,15 @@ class MainScreen(PanelRequests, Guarded, Screen):
             panel.store_changed(view)
         self._update_watch()  # the grid follows the table's runs
         self.app.set_header()
+        if self.app.held_keys is not None:
+            self.call_after_refresh(self._ready)
+
+    def _ready(self) -> None:
+        """The first run table is drawn: once the panels are mounted (Lazy ones after a frame), the app takes keys."""
+        if self.panels_mounted():
+            self.app.ready()
+        else:
+            self.call_after_refresh(self._ready)
 
     @guarded
     def tick(self) -> None:

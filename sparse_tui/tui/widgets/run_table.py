@@ -213,7 +213,13 @@ class RunsPanel(ConsolePanel, Guarded, RunTable, Vertical):
         self._marks_changed()
 
     def action_mark_all(self) -> None:
-        self.set_marked([] if self.visible_marks() else self.visible_ids)
+        vis = self.visible_marks()
+        self.set_marked([] if vis else self.visible_ids)
+        self.say(f"unmarked {len(vis)} run(s)" if vis else f"marked the {len(self.visible_ids)} shown run(s)")
+
+    def say(self, text: str) -> None:
+        """What a key changed, said (a key that changes state says so)."""
+        self.app.notify(text, timeout=3, markup=False)
 
     def _resort(self) -> None:
         self._cols = []  # the header arrows follow the sort

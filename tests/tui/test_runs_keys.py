@@ -1,0 +1,79 @@
+"""Issue 34 (the Runs side): keys typed during start-up are kept, every key that changes state says so, the header
+fits 80 columns."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from .conftest import Seen, make, run_async, wait_for
+
+
+@run_async
+async def test_keys_typed_while_the_console_starts_are_kept_in_order(synthetic: Path, presets_dir: Path,
+                                                                     monkeypatch, console_errors):
+    """`2 /toy` typed before the first read of the store is drawn: held (the header says so), then pressed in order
+    once the console is ready. It was: the keys went to the preset list, or nowhere."""
+    from sparse_tui.tui.poller import StorePoller
+
+    gate = threading.Event()
+    run = StorePoller.run
+
+    def slow_run(self):  # the first read of the store waits for the test (a loaded machine: seconds)
+        gate.wait(30)
+        run(self)
+
+    monkeypatch.setattr(StorePoller, "run", slow_run)
+    app = make(synthetic, presets_dir)
+    seen = Seen()
+    async with app.run_test(size=(80, 24), message_hook=seen) as pilot:
+        await pilot.press("2", "slash", "t", "o", "y")
+        assert seen.tables == 0 and [k.key for k in app.held_keys] == ["2", "slash", "t", "o", "y"]
+        assert "5 key(s) kept" in app.sub_title
+        gate.set()
+        await wait_for(pilot, lambda: app.query_one("RunsPanel").query_text == "toy", 30)
+        assert app.query_one("#panels").active == "tab-runs"
+        panel = app.query_one("RunsPanel")
+        assert panel.visible_ids and all(app.store.get(r).preset == "toy-sweep" for r in panel.visible_ids)
+    assert console_errors == []
+
+
+@run_async
+async def test_header_keeps_the_gpu_status_whole_at_80_columns(synthetic: Path, presets_dir: Path, console_errors):
+    """The header cut the GPU status at 80 columns (`… · RAM 3.1/23.5G ·…`): zero counts, the GPU names, RAM and
+    CPU make way first; at 200 columns everything shows."""
+    from sparse_tui.tui.messages import GpuInfo
+
+    from .conftest import opened
+
+    gpu = "GPU0 H100 45% 12.3/80G  GPU1 H100 3% 0.5/80G"
+    async with opened(synthetic, presets_dir, size=(80, 24)) as (app, pilot, seen):
+        app.post_message(GpuInfo(gpu, "CPU 100% · RAM 3.1/23.5G"))
+        await pilot.pause(0.3)
+        assert app.sub_title == "11 runs · GPU0 45% 12.3/80G  GPU1 3% 0.5/80G"
+        assert len(f"{app.title} — {app.sub_title}") <= 80 - 18  # the header's icon and clock space
+        app.post_message(GpuInfo(None, "CPU 100% · RAM 3.1/23.5G"))
+        await pilot.pause(0.3)
+        assert app.sub_title == "11 runs · CPU 100% · RAM 3.1/23.5G · no GPU"
+        await pilot.resize_terminal(200, 50)
+        app.post_message(GpuInfo(gpu, "CPU 100% · RAM 3.1/23.5G"))
+        await pilot.pause(0.3)
+        assert app.sub_title == f"11 runs · 0 running · CPU 100% · RAM 3.1/23.5G · {gpu}"
+    assert console_errors == []
+
+
+@run_async
+async def test_mark_all_says_what_it_did(synthetic: Path, presets_dir: Path, console_errors):
+    """`a` marked or unmarked every shown run without a word (with the marks off screen, nothing showed it)."""
+    from .conftest import opened
+
+    async with opened(synthetic, presets_dir, size=(80, 24)) as (app, pilot, seen):
+        await pilot.press("2")
+        await pilot.pause(0.3)
+        await pilot.press("a")
+        await pilot.pause(0.2)
+        assert app.query_one("RunsPanel").marked and list(app._notifications)[-1].message == "marked the 11 shown run(s)"
+        await pilot.press("a")
+        await pilot.pause(0.2)
+        assert not app.query_one("RunsPanel").marked and list(app._notifications)[-1].message == "unmarked 11 run(s)"
+    assert console_errors == []
