@@ -46,3 +46,42 @@ async def test_sweep_names_and_group_rows_show_the_swept_values_at_80_columns(tm
         names = [str(panel.table.get_cell(k, "name")) for k in panel.shown]
         assert "▸ d=16 T=256 (n=1)" in names and "▸ d=16 T=1024" in names, names  # n when it fits
     assert console_errors == []
+
+
+@run_async
+async def test_column_picker_says_what_fits_and_makes_room(tmp_path: Path, presets_dir: Path, console_errors):
+    """`o` took task.d and task.B at 80 columns, closed and showed nothing (the columns landed past the right edge)
+    and said nothing. Now the dialog says what fits as columns are toggled, fixed columns make room, and what cannot
+    fit is left out and named."""
+    from .conftest import fill_sweep, opened
+
+    fill_sweep(tmp_path / "sweep").close()
+    async with opened(tmp_path / "sweep", presets_dir, size=(80, 24)) as (app, pilot, seen):
+        await pilot.press("2")
+        await pilot.pause(0.3)
+        panel = app.query_one("RunsPanel")
+        assert not [k for k, _, _ in panel._cols if k.startswith("hp:")]  # none fit beside a 20-column name
+        await pilot.press("o")
+        await pilot.pause(0.3)
+        fits = app.screen.query_one("#fits")
+        assert str(fits.render()) == "no column shown"
+        await pilot.press("space", "down", "space")
+        await pilot.pause(0.3)
+        assert str(fits.render()) == "d, T shown · step hidden to make room"
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        keys = [k for k, _, _ in panel._cols]
+        assert keys[-2:] == ["hp:task.d", "hp:task.T"] and "step" not in keys
+        table = panel.table
+        assert sum(c.get_render_width(table) for c in table.columns.values()) <= 78  # all on screen
+        assert list(app._notifications)[-1].message == "d, T shown · step hidden to make room"
+        assert str(table.get_cell(panel.shown[0], "hp:task.d")) == "256"
+    assert console_errors == []
+    # too narrow for both even without the fixed columns: one is left out, and named
+    from sparse_tui.tui.render.table import RunTable
+
+    t = RunTable()
+    t.__dict__.update(panel.__dict__ | {})  # the state of the panel above, without Textual
+    assert t.column_layout(36, ["task.d", "task.T"])[1] == (
+        "d shown · step, loss, acc, plateau, status hidden to make room · no room at 36 columns for T: pick fewer or "
+        "widen the terminal")

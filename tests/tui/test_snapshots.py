@@ -120,6 +120,8 @@ def sweep_dirs(tmp_path_factory) -> tuple[Path, Path]:
 SWEEP_VIEWS = {
     "sweep_names": _steps("2"),
     "sweep_grouped": _steps("2", "g"),
+    # the column picker (o) says what fits and what makes room for the picked columns
+    "sweep_picker": _steps("2", "o", "space", "down", "space"),
 }
 
 

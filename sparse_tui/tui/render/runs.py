@@ -179,6 +179,8 @@ class Row:
     keys: tuple[Any, ...]  # sort keys, one per column
     text: str  # lower-case text searched by the filter
     params: dict = field(default_factory=dict)  # the run's parameters (the hyperparameter columns)
+    tags: tuple[str, ...] = ()
+    step: int = 0
 
 
 def table_row(rec: RunRecord, last: dict | None, now: float) -> Row:
@@ -218,18 +220,7 @@ def table_row(rec: RunRecord, last: dict | None, now: float) -> Row:
     )
     text = " ".join([rec.run_id, status, rec.preset, params_text(rec), rec.label or "", rec.device or "",
                      *run_tags(rec), rec.note or ""]).lower()
-    return Row(rec.run_id, cells, keys, text, dict(rec.params))
-
-
-def matches(row: Row, query: str) -> bool:
-    """Every whitespace-separated word must occur (``status:running`` style words match exactly on status)."""
-    for word in query.lower().split():
-        if word.startswith("status:"):
-            if row.keys[STATUS] != word[7:]:
-                return False
-        elif word not in row.text:
-            return False
-    return True
+    return Row(rec.run_id, cells, keys, text, dict(rec.params), tuple(run_tags(rec)), rec.step)
 
 
 # Columns whose natural first order is high to low (s picks it; r reverses): accuracy, progress, age (newest first).

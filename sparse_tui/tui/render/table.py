@@ -9,9 +9,10 @@ from rich.text import Text
 
 from sparse_tui.numbers import fmt_age
 from sparse_tui.store import RunRecord
+from sparse_tui.tui.render.filters import FIELDS, RESULTS, matches, parse
 from sparse_tui.tui.render.groups import Group, group_row, group_runs
 from sparse_tui.tui.render.runs import (
-    COLUMNS, DESCENDING_FIRST, STATUS, Row, batch_eta, eta, fit_name, fit_names, fit_pairs, matches, param_text,
+    COLUMNS, DESCENDING_FIRST, STATUS, Row, batch_eta, eta, fit_name, fit_names, fit_pairs, natural, param_text,
     run_tags, short_keys, sort_rows, sort_words, speed, swept_keys, table_row, varied_keys,
 )
 
@@ -21,6 +22,8 @@ HEADERS = ("run", "name", "status", "step", "loss", "acc", "plateau")
 FIXED = {"run": 8, "status": 9, "step": 9, "loss": 6, "acc": 5, "plateau": 7}
 GROUPED = {"status": 9, "loss": 12, "acc": 12, "plateau": 12}  # mean ± std cells (n in the name); no id, no step
 NAME_MIN = 20  # hyperparameter columns are added (auto) while the name keeps this much
+NAME_PICKED = 12  # columns picked with o: fixed columns make room for them while the name keeps this much
+ROOM = ("step", "loss", "acc", "plateau", "status")  # the fixed columns that make room for picked ones, in order
 HP_MAX = 10  # widest hyperparameter column
 SORTS = ("age", "name", "status", "step", "loss", "acc", "plateau")  # s cycles these, then the hyperparameters
 
@@ -47,6 +50,7 @@ class RunTable:
         self._last: dict[str, dict] = {}
         self._hp_keys: list[str] = []  # hyperparameters that vary among the filtered runs
         self._hp_auto: list[str] = []  # of those, the ones varied within a preset (shown by default)
+        self.filter_errors: list[str] = []  # the filter's conditions that could not be read
         self._names: dict[tuple, str] = {}  # (width, kind, run id): the shown runs' names fitted together
 
     def set_store(self, records: list[RunRecord], last: dict[str, dict], now: float) -> None:
@@ -55,11 +59,12 @@ class RunTable:
         self.rows = [table_row(r, last.get(r.run_id), now) for r in records]
 
     def _filtered(self) -> list[Row]:
-        words = self.query_text.split()
-        archived = "is:archived" in words
-        query = " ".join(w for w in words if w != "is:archived")
-        return [r for r in self.rows if (r.run_id not in self._records or self._records[r.run_id].archived == archived)
-                and (not query or matches(r, query))]
+        """The runs the filter lets through (``render/filters``: words and conditions; its errors are kept)."""
+        q = parse(self.query_text, {k for r in self.rows for k in r.params})
+        self.filter_errors = q.errors
+        recs = self._records
+        return [r for r in self.rows
+                if (r.run_id not in recs or recs[r.run_id].archived == q.archived) and matches(r, q)]
 
     def items(self) -> list[Item]:
         """The rows in table order (runs, or groups with the runs of the expanded ones under them); sets the visible
@@ -92,22 +97,46 @@ class RunTable:
         return items
 
     def columns(self, width: int) -> list[Column]:
-        """Every column: the fixed ones, the name, then the hyperparameters that fit ``width``."""
-        fixed = GROUPED if self.group_keys else FIXED
-        heads = [h for h in HEADERS if h == "name" or h in fixed]
-        room = width - (1 + sum(fixed.values()) + 2 * (len(heads) + 1) + 2)  # mark, cell padding 1 + 1, border
+        return self.column_layout(width, self.hp_choice)[0]
+
+    def column_layout(self, width: int, choice: list[str] | None) -> tuple[list[Column], str]:
+        """Every column in ``width``, and what the column picker says about it: the fixed ones, the name, then the
+        hyperparameters: as many as fit beside a name of ``NAME_MIN`` (``choice`` None), or the ``choice`` (o), for
+        which fixed columns make room (``ROOM``) while the name keeps ``NAME_PICKED``; what still does not fit is
+        left out, and said."""
+        fixed = dict(GROUPED if self.group_keys else FIXED)
         titles = short_keys(self._hp_keys)
         hp: list[Column] = []
-        chosen = self._hp_auto if self.hp_choice is None else [k for k in self.hp_choice if k in self._hp_keys]
-        for k in chosen:
+        for k in self._hp_auto if choice is None else [k for k in choice if k in self._hp_keys]:
             vals = [param_text(r.params.get(k, "")) for r in self.rows[:200]]
-            w = min(HP_MAX, max([len(titles[k])] + [len(v) for v in vals]))
-            if self.hp_choice is None and room - (w + 2) < NAME_MIN:
+            hp.append((f"hp:{k}", titles[k], min(HP_MAX, max([len(titles[k])] + [len(v) for v in vals]))))
+
+        def room() -> int:  # the name's: less the mark, the cells and their padding (1 + 1), the border
+            n = 1 + len(fixed) + len(hp)
+            return width - 1 - sum(fixed.values()) - sum(w for _, _, w in hp) - 2 * (n + 1) - 2
+
+        hidden, left_out = [], []
+        for h in ROOM if choice is not None else ():
+            if room() >= NAME_PICKED:
                 break
-            hp.append((f"hp:{k}", titles[k], w))
-            room -= w + 2
-        cols = [("mark", " ", 1)] + [(h, h, max(8, room) if h == "name" else fixed[h]) for h in heads]
-        return cols + hp
+            if h in fixed:
+                fixed.pop(h)
+                hidden.append(h)
+        while hp and room() < (NAME_MIN if choice is None else NAME_PICKED):
+            left_out.insert(0, hp.pop()[1])
+        for h in reversed(hidden if left_out else []):  # what left out picks leave room for comes back
+            fixed[h] = (GROUPED if self.group_keys else FIXED)[h]
+            if room() < NAME_PICKED:
+                del fixed[h]
+                break
+            hidden.remove(h)
+        heads = [h for h in HEADERS if h == "name" or h in fixed]
+        cols = [("mark", " ", 1)] + [(h, h, max(8, room()) if h == "name" else fixed[h]) for h in heads] + hp
+        shown = ", ".join(t for _, t, _ in hp)
+        note = (f"{shown or 'no column'} shown" + (f" · {', '.join(hidden)} hidden to make room" if hidden else "")
+                + (f" · no room at {width} columns for {', '.join(left_out)}: pick fewer or widen the terminal"
+                   if left_out else ""))
+        return cols, note
 
     def visible_marks(self) -> list[str]:
         shown = set(self.visible_ids)
@@ -168,6 +197,8 @@ class RunTable:
         parts.append(f"sort {title} {sort_words(self.sort, self.descending)}")
         if self.query_text:
             parts.append(f"filter '{self.query_text}'")
+        if self.filter_errors:  # first, in one line: what the filter could not read
+            return Text.assemble((self.filter_errors[0], "yellow"), " · ", " · ".join(parts))
         return Text(" · ".join(parts))
 
     def detail(self, key: str | None) -> Text | str:
@@ -265,6 +296,20 @@ class RunTable:
                 nxt = next((k for k in shown[shown.index(cur) + 1:] if k in self.groups), nxt)
             return [cur, nxt]
         return [cur] if cur else []
+
+    def filter_keys(self) -> dict[str, list[str]]:
+        """What the filter completes: the parameters that vary among the shown runs (short names), the results and
+        the fields, each with the values it takes among the runs."""
+        recs = list(self._records.values())
+
+        def values(of) -> list[str]:
+            return sorted({str(v) for r in recs for v in of(r) if v not in (None, "")}, key=natural)
+
+        keys = {t: values(lambda r, k=k: [param_text(r.params[k])] if k in r.params else [])
+                for k, t in short_keys(self._hp_keys).items()}
+        fields = {"preset": lambda r: [r.preset], "status": lambda r: [r.status], "tag": run_tags,
+                  "device": lambda r: [r.device]}
+        return keys | {k: [] for k in RESULTS} | {k: values(fields[k]) if k in fields else [] for k in FIELDS}
 
     def hides(self, run_ids: list[str]) -> bool:
         """Whether the filter hides any of these runs."""

@@ -7,6 +7,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.suggester import Suggester
 from textual.widgets import DataTable, Input, Static
 
 from sparse_tui.tui.guard import Guarded
@@ -14,10 +15,22 @@ from sparse_tui.tui.messages import (
     ArchiveRequested, CancelRequested, CompareRequested, DeleteRequested, ExportRequested, GroupingChanged,
     MarkedChanged, NoteRequested, PanelRequested, ResumeRequested, RunHighlighted,
 )
+from sparse_tui.tui.render.filters import suggest
 from sparse_tui.tui.render.table import RunTable
 from sparse_tui.tui.screens.columns import ColumnsScreen
 from sparse_tui.tui.widgets.ordered_input import OrderedInput
 from sparse_tui.tui.widgets.panel import ConsolePanel, StoreView
+
+
+class FilterSuggester(Suggester):
+    """Completes the filter's last word: a key, or a value the key takes among the runs (→ takes it)."""
+
+    def __init__(self, table: RunTable) -> None:
+        super().__init__(use_cache=False, case_sensitive=True)
+        self.table = table
+
+    async def get_suggestion(self, value: str) -> str | None:
+        return suggest(value, self.table.filter_keys())
 
 
 class RunsPanel(ConsolePanel, Guarded, RunTable, Vertical):
@@ -63,7 +76,8 @@ class RunsPanel(ConsolePanel, Guarded, RunTable, Vertical):
         self._reveal: list[str] = []  # launched runs to show and put the cursor on once they are in the table
 
     def compose(self) -> ComposeResult:
-        yield OrderedInput(placeholder="/ filter: words, status:failed, is:archived", id="run-filter", compact=True)
+        yield OrderedInput(placeholder="/ filter: words acc>0.9 lr<1e-3 d=16,32 preset~fig status:failed is:archived",
+                           id="run-filter", compact=True, suggester=FilterSuggester(self))
         yield DataTable(id="run-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="run-detail")
         yield Static("", id="runs-summary")
@@ -254,12 +268,16 @@ class RunsPanel(ConsolePanel, Guarded, RunTable, Vertical):
             self.app.notify("no hyperparameter varies among the shown runs", markup=False)
             return
 
+        width = self.size.width or self.app.size.width
+
         def done(keys: list[str] | None) -> None:
             if keys is not None:
                 self.hp_choice = keys
                 self.render_rows()
+                self.say(self.column_layout(width, keys)[1])
 
-        self.app.push_screen(ColumnsScreen(self._hp_keys, [k[3:] for k, _, _ in self._cols if k[:3] == "hp:"]), done)
+        shown = [k[3:] for k, _, _ in self._cols if k[:3] == "hp:"]
+        self.app.push_screen(ColumnsScreen(self._hp_keys, shown, lambda keys: self.column_layout(width, keys)[1]), done)
 
     def action_filter(self) -> None:
         field = self.query_one("#run-filter", OrderedInput)
