@@ -189,7 +189,10 @@ class SparseTuiApp(Reporting, FocusHighlight, Guarded, App[int]):
     # -- header, resources and executor ---------------------------------------------------------------------------
     def set_header(self) -> None:
         """The counts of runs, this machine's CPU, RAM and GPU use, and the executor, in the header's width: at 80
-        columns zero counts, then the GPU names, then RAM, then CPU make way; the GPU's use stays whole."""
+        columns zero counts, then the GPU names, then RAM, then CPU make way; the GPU's use stays whole. (While
+        the console starts, the header says that instead.)"""
+        if self.held_keys is not None:
+            return
         st = [r.status for r in self.main.records]
         counts = [f"{len(st)} runs", f"{st.count('running')} running"] + [f"{st.count('queued')} queued"] * (
             "queued" in st)

@@ -170,6 +170,14 @@ class LaunchRequested(Message):
     loaded: Any
 
 
+@dataclass
+class LaunchAsked(Message):
+    """The question ctrl+l asks before it launches (worked out in a thread: it reads the store for an estimate)."""
+
+    loaded: Any
+    question: str
+
+
 class CancelRequested(RunsMessage):
     """c in Runs: cancel these runs (the app keeps the queued / running ones)."""
 

@@ -77,3 +77,72 @@ async def test_mark_all_says_what_it_did(synthetic: Path, presets_dir: Path, con
         await pilot.pause(0.2)
         assert not app.query_one("RunsPanel").marked and list(app._notifications)[-1].message == "unmarked 11 run(s)"
     assert console_errors == []
+
+
+@run_async
+async def test_help_covers_the_table_scrollbar_at_80_columns(tmp_path: Path, presets_dir: Path, console_errors):
+    """The help overlay at 80x24 left the Runs table's scrollbar visible beside its own: two scrollbars."""
+    from .conftest import fill_sweep, opened
+
+    fill_sweep(tmp_path / "sweep").close()
+    async with opened(tmp_path / "sweep", presets_dir, size=(80, 24)) as (app, pilot, seen):
+        await pilot.press("2")
+        await pilot.pause(0.3)
+        assert app.query_one("#run-table").show_vertical_scrollbar  # 20 runs: the table scrolls
+        await pilot.press("question_mark")
+        await pilot.pause(0.3)
+        bars = [w for w in app.screen.walk_children() if w.show_vertical_scrollbar]
+        assert len(bars) == 1 and app.screen.query_one("#help").region.width == 80
+    assert console_errors == []
+
+
+@run_async
+async def test_fit_options_field_says_esc_leaves_it_and_shows_no_options_in_force(synthetic: Path,
+                                                                                  presets_dir: Path, console_errors):
+    """In the Fit panel's options field `o` types an `o` (fine) but nothing said Esc leaves the field, and the grey
+    example options looked like options in force."""
+    from .conftest import opened
+
+    async with opened(synthetic, presets_dir, size=(80, 24)) as (app, pilot, seen):
+        await pilot.press("5")
+        await pilot.pause(0.3)
+        panel = app.query_one("FitPanel")
+        opts = panel.query_one("#fit-opts")
+        assert opts.placeholder.startswith("none (e.g. --tie")
+        await pilot.press("o", "o")
+        await pilot.pause(0.2)
+        assert app.focused is opts and opts.value == "o"
+        assert "Esc leaves it" in panel.border_subtitle
+        await pilot.press("escape")
+        await pilot.pause(0.2)
+        assert app.focused is panel and "Esc" not in panel.border_subtitle and opts.value == "o"
+    assert console_errors == []
+
+
+@run_async
+async def test_launch_question_is_worked_out_in_a_thread_and_said_meanwhile(runs_dir: Path, presets_dir: Path,
+                                                                            monkeypatch, console_errors):
+    """ctrl+l read the store for its estimate on the UI thread: 3-5 s at load 8 with no sign of work."""
+    from sparse_tui.tui import actions
+
+    from .conftest import opened
+
+    gate = threading.Event()
+    question = actions.launch_question
+
+    def slow_question(*a, **kw):  # a loaded machine: the estimate takes seconds
+        gate.wait(30)
+        return question(*a, **kw)
+
+    monkeypatch.setattr(actions, "launch_question", slow_question)
+    async with opened(runs_dir, presets_dir) as (app, pilot, seen):
+        await wait_for(pilot, lambda: app.query("#f-train--lr"))
+        await pilot.press("ctrl+l")
+        await pilot.pause(0.3)
+        assert type(app.screen).__name__ == "MainScreen"  # the console goes on meanwhile
+        assert list(app._notifications)[-1].message == "ctrl+l: working out what tiny would start …"
+        gate.set()
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", 10)
+        assert app.screen.question.startswith("Launch tiny: 1 run(s)")
+        await pilot.press("n")
+    assert console_errors == []
