@@ -163,6 +163,10 @@ class MarkedChanged(RunsMessage):
     """The marked runs changed (space, a, a compare overlay)."""
 
 
+class HiddenChanged(RunsMessage):
+    """The runs hidden in the charts changed (h in Runs): Curves draws none of them (``MainScreen.view_ids``)."""
+
+
 @dataclass
 class LaunchRequested(Message):
     """ctrl+l in Presets: record the runs of this validated preset (``presets.LoadedPreset``) and start them."""

@@ -146,3 +146,38 @@ async def test_launch_question_is_worked_out_in_a_thread_and_said_meanwhile(runs
         assert app.screen.question.startswith("Launch tiny: 1 run(s)")
         await pilot.press("n")
     assert console_errors == []
+
+
+@run_async
+async def test_h_hides_a_run_or_a_group_in_the_charts(synthetic: Path, presets_dir: Path, console_errors):
+    """h in Runs hides the run (or the group's runs) under the cursor in the charts (wandb-tui's Space; Space marks
+    here): MainScreen.hidden, which view_ids (the runs Curves is sent) leaves out; again: shown."""
+    from .conftest import opened
+
+    async with opened(synthetic, presets_dir, size=(80, 24)) as (app, pilot, seen):
+        await pilot.press("2", "slash", *"toy-sweep", "enter", "space", "space", "space")
+        await pilot.pause(0.3)
+        panel = app.query_one("RunsPanel")
+        panel.table.move_cursor(row=0)
+        await pilot.pause(0.2)
+        first = panel.current_key()
+        assert app.main.view_ids() == panel.marked and first in panel.marked
+        await pilot.press("h")
+        await pilot.pause(0.3)
+        assert app.main.hidden == {first} and first not in app.main.view_ids() and len(app.main.view_ids()) == 2
+        assert str(panel.table.get_cell(first, "mark")) == "◌"
+        assert list(app._notifications)[-1].message == f"hidden in the charts: {first}"
+        assert "1 hidden in charts" in str(panel.query_one("#runs-summary").render())
+        await wait_for(pilot, lambda: app.query_one("CurvesPanel").data is not None
+                       and first not in app.query_one("CurvesPanel").data.run_ids, 20)
+        await pilot.press("h")
+        await pilot.pause(0.3)
+        assert app.main.hidden == set() and first in app.main.view_ids()
+        await pilot.press("g")
+        await pilot.pause(0.3)
+        panel.table.move_cursor(row=0)
+        await pilot.press("h")  # a group row: its runs
+        await pilot.pause(0.3)
+        group = panel.groups[panel.current_key()]
+        assert app.main.hidden == set(group.run_ids) and str(panel.table.get_cell(group.key, "mark")) == "◌"
+    assert console_errors == []

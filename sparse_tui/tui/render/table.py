@@ -41,6 +41,7 @@ class RunTable:
         self.descending = True
         self.query_text = ""
         self.marked: list[str] = []
+        self.hidden: set[str] = set()  # runs hidden in the charts (h): the table shows them, Curves does not
         self.group_keys: list[str] = []  # group by these parameters ([]: one row per run)
         self.expanded: set[str] = set()  # group keys shown with their runs
         self.hp_choice: list[str] | None = None  # hyperparameter columns picked with o (None: as many as fit)
@@ -79,6 +80,7 @@ class RunTable:
         self.visible_ids = [r.run_id for r in rows]
         self._names = {}
         self.marked = [m for m in self.marked if m in self._records]
+        self.hidden &= set(self._records)
         self.group_keys = [k for k in self.group_keys if k in keys] if recs else self.group_keys
         self.groups = {}
         if not self.group_keys:
@@ -143,11 +145,20 @@ class RunTable:
         return [m for m in self.marked if m in shown]
 
     def mark_cell(self, key: str) -> str:
+        """● marked, ◐ some of a group's runs marked; hidden in the charts: ◌ (marked) or · (all of a group's)."""
         g = self.groups.get(key)
-        if g is not None:
-            n = sum(1 for r in g.run_ids if r in self.marked)
-            return "●" if n == g.n else ("◐" if n else " ")
-        return "●" if key in self.marked else " "
+        ids = g.run_ids if g is not None else [key]
+        if ids and all(i in self.hidden for i in ids):
+            return "◌" if any(i in self.marked for i in ids) else "·"
+        n = sum(1 for r in ids if r in self.marked)
+        return "●" if n == len(ids) and n else ("◐" if n else " ")
+
+    def toggle_hidden(self, key: str) -> list[str]:
+        """Hide the row's run (or the group's runs) in the charts, or show them again when all are hidden; the row
+        keys whose mark cell changes."""
+        ids = self.groups[key].run_ids if key in self.groups else [key]
+        self.hidden ^= set(ids) if set(ids) <= self.hidden else set(ids) - self.hidden
+        return [key] + [k for k, g in self.groups.items() if set(ids) & set(g.run_ids)] + ids
 
     def cells(self, row: Row, kind: str, cols: list[Column]) -> list:
         """The shown cells of a row: the name fitted to its column (whole ``key=value`` pairs, without the words every
@@ -193,6 +204,8 @@ class RunTable:
         if self.marked:
             hidden = len(self.marked) - len(vis)
             parts.append(f"{len(vis)} marked" + (f" ({hidden} hidden by the filter: not used)" if hidden else ""))
+        if hidden := [r for r in self.visible_ids if r in self.hidden]:
+            parts.append(f"{len(hidden)} hidden in charts")
         title = next((t for k, t, _ in cols if k == self.sort), self.sort)
         parts.append(f"sort {title} {sort_words(self.sort, self.descending)}")
         if self.query_text:

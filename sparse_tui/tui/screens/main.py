@@ -25,6 +25,7 @@ from sparse_tui.tui.messages import (
     CurvesData,
     GridToggled,
     GroupingChanged,
+    HiddenChanged,
     MarkedChanged,
     PanelRequested,
     RunHighlighted,
@@ -50,6 +51,7 @@ class MainScreen(PanelRequests, Guarded, Screen):
             self._bindings.bind(b.key, b.action, b.description, show=False)
         self.records: list[RunRecord] = []
         self.last: dict[str, dict] = {}
+        self.hidden: set[str] = set()  # runs hidden in the charts (h in Runs owns them); view_ids leaves them out
         self.figures_pending: set[Path] = set()  # figure files asked for (each request gets a name of its own)
         self.export_dir: Path | None = None  # the export dialog's folder (the last one used)
 
@@ -129,14 +131,22 @@ class MainScreen(PanelRequests, Guarded, Screen):
     def _grouping_changed(self, msg: GroupingChanged) -> None:
         self.query_one(CurvesPanel).set_groups(list(msg.keys))
 
+    @on(HiddenChanged)
+    def _hidden_changed(self, msg: HiddenChanged) -> None:
+        self.hidden = set(msg.run_ids)
+        self._update_watch()
+
     def view_ids(self) -> list[str]:
         """The runs whose curves are shown: the marked runs, else (the Curves grid) the runs the Runs table shows,
-        else the current one."""
+        else the current one; never those hidden in the charts."""
+        return [r for r in self._view_ids() if r not in self.hidden]
+
+    def _view_ids(self) -> list[str]:
         if marked := self.marked:
             return marked
         curves = self.query(CurvesPanel)
         if curves and curves.first().grid:
-            return self.query_one(RunsPanel).visible_ids[: self.GRID_RUNS]
+            return [r for r in self.query_one(RunsPanel).visible_ids if r not in self.hidden][: self.GRID_RUNS]
         return [self.current] if self.current else []
 
     def _update_watch(self) -> None:

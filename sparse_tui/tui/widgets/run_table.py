@@ -13,7 +13,7 @@ from textual.widgets import DataTable, Input, Static
 from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.messages import (
     ArchiveRequested, CancelRequested, CompareRequested, DeleteRequested, ExportRequested, GroupingChanged,
-    MarkedChanged, NoteRequested, PanelRequested, ResumeRequested, RunHighlighted,
+    HiddenChanged, MarkedChanged, NoteRequested, PanelRequested, ResumeRequested, RunHighlighted,
 )
 from sparse_tui.tui.render.filters import suggest
 from sparse_tui.tui.render.table import RunTable
@@ -37,6 +37,7 @@ class RunsPanel(ConsolePanel, Guarded, RunTable, Vertical):
     BINDINGS = [
         Binding("space", "toggle_mark", "Mark"),
         Binding("a", "mark_all", "Mark all"),
+        Binding("h", "hide", "Hide in charts", show=False),
         Binding("enter", "enter", "Curves / expand", show=False),
         Binding("v", "view", "Curves"),
         Binding("g", "group", "Group"),
@@ -224,6 +225,20 @@ class RunsPanel(ConsolePanel, Guarded, RunTable, Vertical):
         t = self.table
         if t.cursor_row is not None and t.cursor_row + 1 < len(self.shown):
             t.move_cursor(row=t.cursor_row + 1, animate=False)
+        self._marks_changed()
+
+    def action_hide(self) -> None:
+        """Hide the run (or the group's runs) under the cursor in the charts, or show them again."""
+        key = self.current_key()
+        if key is None:
+            return
+        for k in self.toggle_hidden(key):
+            if k in self.shown:
+                self.table.update_cell(k, "mark", self.mark_cell(k))
+        self.post_message(HiddenChanged(sorted(self.hidden)))
+        ids = set(self.groups[key].run_ids if key in self.groups else [key])
+        self.say(f"{'hidden in' if ids <= self.hidden else 'shown again in'} the charts: "
+                 f"{self.groups[key].label if key in self.groups else key}")
         self._marks_changed()
 
     def action_mark_all(self) -> None:
