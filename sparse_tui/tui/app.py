@@ -88,7 +88,7 @@ class SparseTuiApp(Reporting, FocusHighlight, Guarded, App[int]):
 
         if (self.runs_dir / DB_NAME).exists():
             if self.open_store():
-                self.sub_title = f"starting: reading {self.runs_dir} (keys typed now are kept)"
+                self.set_header()
             self.set_timer(30, self.ready)  # a store that takes this long to read: keys pass anyway
         else:  # say where, and ask: opening the console in any folder must not leave a runs/runs.db behind
             self.sub_title = f"no run store in {self.runs_dir.resolve()}"
@@ -101,7 +101,7 @@ class SparseTuiApp(Reporting, FocusHighlight, Guarded, App[int]):
         if (isinstance(event, events.Key) and self.held_keys is not None and not event.is_forwarded
                 and event.key not in ("ctrl+q", "ctrl+c")):
             self.held_keys.append(event)
-            self.sub_title = f"starting: {len(self.held_keys)} key(s) kept, used once the runs are read"
+            self.set_header()
             return
         await super().on_event(event)
 
@@ -191,13 +191,16 @@ class SparseTuiApp(Reporting, FocusHighlight, Guarded, App[int]):
         """The counts of runs, this machine's CPU, RAM and GPU use, and the executor, in the header's width: at 80
         columns zero counts, then the GPU names, then RAM, then CPU make way; the GPU's use stays whole. (While
         the console starts, the header says that instead.)"""
+        ray = [f"{self.executor.kind} {self.executor.address or 'auto'}"] * (self.executor.kind != "local")
         if self.held_keys is not None:
+            n = len(self.held_keys)
+            self.sub_title = " · ".join([f"starting: {n} key(s) kept, used once the runs are read" if n else
+                                         f"starting: reading {self.runs_dir} (keys typed now are kept)", *ray])
             return
         st = [r.status for r in self.main.records]
         counts = [f"{len(st)} runs", f"{st.count('running')} running"] + [f"{st.count('queued')} queued"] * (
             "queued" in st)
         live = [c for c in counts if not c.startswith("0 ")] or counts[:1]
-        ray = [f"{self.executor.kind} {self.executor.address or 'auto'}"] * (self.executor.kind != "local")
         gpu_short = re.sub(r"(GPU\d+) \S+ (\d+%)", r"\1 \2", self._gpu)
         cpu = self._host.split(" · ")[0]
         room = self.size.width - 18 - len(self.title) - 3  # the header's icon and clock space, " — "

@@ -24,7 +24,8 @@ def snap_dirs(tmp_path_factory) -> tuple[Path, Path]:
 async def _ready(pilot) -> None:
     app = pilot.app
     for _ in range(300):
-        if app.query("RunsPanel") and app.query_one("RunsPanel").rows and app.query("FieldRow"):
+        if (app.query("RunsPanel") and app.query_one("RunsPanel").rows and app.query("FieldRow")
+                and app.held_keys is None):  # (the console takes keys: the header no longer says 'starting')
             break
         await pilot.pause(0.05)
 
