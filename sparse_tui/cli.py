@@ -749,6 +749,7 @@ def show(
     for k in sorted(final):
         if "/H" not in k:
             rows.append((f"final {k}", fmt_or(final[k])))
+    rows += _system_rows(store, rec.run_id)
     for k, v in rows:
         t.add_row(_cell(k), _cell(v))
     out.print(t)
@@ -766,6 +767,18 @@ def show(
         if curves:
             log_y = title.startswith("loss")
             out.print(Text.from_ansi(chart(curves, title=title, log_y=log_y, width=w, vline=rec.plateau_step)))
+
+
+def _system_rows(store, run_id: str) -> list[tuple[str, str]]:
+    """``show``'s rows of the run's ``sys/*`` metrics (sparse_tui/sysmetrics.py, recorded at its evaluations): the
+    last value and the peak of each."""
+    series = store.metrics(run_id, names=["sys/cpu_pct", "sys/rss_mb", "sys/gpu_util", "sys/gpu_mem_mb"])
+    rows = []
+    for k, (_, vals) in series.items():
+        vals = [v for v in vals if v == v]
+        if vals:
+            rows.append((k, f"{fmt_or(vals[-1])} (peak {fmt_or(max(vals))}, {len(vals)} evaluations)"))
+    return rows
 
 
 @app.command("export", short_help="Export runs as CSV, JSON lines, Parquet, TensorBoard event files or MLflow runs.")
