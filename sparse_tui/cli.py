@@ -278,11 +278,14 @@ def run(
             c = s.config
             t.add_row(str(i), _cell(s.label()), c.task.kind, c.model.kind, str(c.train.steps), c.train.device)
         out.print(t)
-        from sparse_tui.estimate import time_estimate
+        from sparse_tui.estimate import project_h100, time_estimate
 
         line = time_estimate(specs, schedule, n_workers, device)
         if line:
             out.print(line, markup=False)
+        projection = project_h100(specs)
+        if projection is not None:
+            out.print(projection.line(), markup=False)
         raise typer.Exit(0)
 
     # The executor is checked before the store is opened: nothing is written when it refuses.
