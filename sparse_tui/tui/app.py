@@ -31,6 +31,7 @@ from textual.worker import get_current_worker
 from sparse_tui.executors import ExecutorOptions, executor_for
 from sparse_tui.exitcodes import ExitCode
 from sparse_tui.store import DB_NAME, RunStore
+from sparse_tui.sysmetrics import Nvml
 from sparse_tui.tui.commands import CommandPalette, help_groups, system_commands
 from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.highlight import FocusHighlight
@@ -40,7 +41,7 @@ from sparse_tui.tui.reporting import Reporting
 from sparse_tui.tui.screens.confirm import ConfirmScreen
 from sparse_tui.tui.screens.help import HelpScreen
 from sparse_tui.tui.screens.main import MainScreen
-from sparse_tui.tui.sysinfo import Nvml, host_summary
+from sparse_tui.tui.sysinfo import host_summary
 
 
 class SparseTuiApp(Reporting, FocusHighlight, Guarded, App[int]):

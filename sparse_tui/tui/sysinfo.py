@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import psutil
 
-from sparse_tui.sysmetrics import Nvml  # noqa: F401 - NVML lives in the torch-free core (the loop reads it too)
-
 
 def host_summary() -> str:
     """``CPU 35% · RAM 6.1/15.6G`` (the CPU share since the previous call: the first call primes it)."""
