@@ -241,8 +241,12 @@ def run(
     tag: List[str] = typer.Option([], "--tag", help="Add a tag to every run (repeatable; after the preset's tags)."),
     executor: str = ExecutorOpt,
     address: Optional[str] = RayAddressOpt,
+    verbose: bool = typer.Option(False, "--verbose", help="Print each training process's start-up phases (imports, "
+                                 "CUDA context, trial step, first capture) in the batch log."),
 ) -> None:
     """Run every run of a preset (sweep x seeds), recording them in the run store."""
+    if verbose:  # read by every process that trains (workers and a detached coordinator inherit it): startup.py
+        os.environ["SPARSE_TUI_VERBOSE"] = "1"
     opts = _executor_options(executor, address)
     overrides = list(set_)
     if tag:

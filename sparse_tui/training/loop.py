@@ -37,6 +37,7 @@ from typing import Callable
 
 import torch
 
+from sparse_tui import startup
 from sparse_tui.models import build_model
 from sparse_tui.models.stack import build_stack, stacked_loss
 from sparse_tui.presets import RunConfig, eval_steps
@@ -49,6 +50,9 @@ from sparse_tui.training.metrics import evaluate, evaluate_stack, toy_metrics
 from sparse_tui.training.optim import StackOptimizer
 from sparse_tui.training.plateau import PlateauDetector
 from sparse_tui.training.runlog import RunLogger, RunResult, together
+
+
+startup.record("imports", startup.since_start())  # process start to torch and the training code imported
 
 
 class StackFailed(RuntimeError):
@@ -551,7 +555,8 @@ def _engine(prep: Prepared, graph: bool, graph_mode: str, notes: list[str]) -> t
     ``StackFailed`` when the trial fails, or (``graph_mode == "on"``) when no graph can be had. Returns (step
     function, graphed). A checkpoint must be loaded before (loading replaces the optimiser's state tensors)."""
     stream = torch.cuda.Stream(prep.device) if graph else None
-    synced = trial_step(prep, stream, cudagraph.WARMUP_STEPS if graph else 1, check_syncs=graph)
+    with startup.timed("trial step"):
+        synced = trial_step(prep, stream, cudagraph.WARMUP_STEPS if graph else 1, check_syncs=graph)
     if not graph:
         return prep.step_fn, False
     why = None
@@ -560,7 +565,9 @@ def _engine(prep: Prepared, graph: bool, graph_mode: str, notes: list[str]) -> t
     else:
         try:
             slots = [sl for sl in generator_slots(prep.members) if getattr(*sl).device.type == "cuda"]
-            return cudagraph.GraphedStep(prep.step_fn, slots, prep.device, stream).step, True
+            with startup.timed("first capture"):
+                graphed = cudagraph.GraphedStep(prep.step_fn, slots, prep.device, stream)
+            return graphed.step, True
         except cudagraph.CaptureFailed as e:
             why = f"CUDA graph capture failed ({e.reason})"
     if graph_mode == "on":
@@ -587,7 +594,12 @@ def evaluate_due(prep: Prepared, due: list[Tracker], step: int, sums: list[float
 
 def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_mode, dtype, notes, autocast):
     graph = graph_wanted(device, graph_mode)
-    prep = Prepared(cfgs, device, loggers, kernel, dtype, autocast, capturable=graph)
+    if device.type == "cuda" and "cuda context" not in startup.PHASES:
+        with startup.timed("cuda context"):
+            torch.zeros(1, device=device)
+            torch.cuda.synchronize(device)
+    with startup.timed("build"):
+        prep = Prepared(cfgs, device, loggers, kernel, dtype, autocast, capturable=graph)
     runs, steps = prep.members, prep.steps
     ckpt = Checkpointer.for_stack(runs)  # training/checkpoint.py: continue from the latest checkpoint
     start, live = ckpt.restore(prep) if ckpt is not None else (0, list(runs))
@@ -598,9 +610,11 @@ def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_m
     for tr in runs:
         tr.begin(context, on_done)
     if start == 0:
-        evaluate_due(prep, runs, 0)
+        with startup.timed("first evaluation"):
+            evaluate_due(prep, runs, 0)
         for tr in runs:
             tr.logger.heartbeat(0, force=True)
+    startup.report(device.type)
     sync_every = 1 if device.type == "cpu" else min(c.eval.every for c in cfgs)
     for step in range(start + 1, steps + 1):
         prep.opt.set_lr(step, prep.lr_dev)
