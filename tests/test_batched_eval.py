@@ -42,9 +42,13 @@ def configs(case: str) -> list[RunConfig]:
     return out
 
 
-def trained(case: str, chunk: int | None = None) -> Prepared:
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])  # the GPU session runs this file on CUDA
+
+
+def trained(case: str, device: str = "cpu") -> Prepared:
     torch.manual_seed(0)
-    prep = Prepared(configs(case), torch.device("cpu"))
+    cfgs = [c.model_copy(update={"train": c.train.model_copy(update={"device": device})}) for c in configs(case)]
+    prep = Prepared(cfgs, torch.device(device))
     for step in range(1, 16):  # away from the initialisation, where attention is near uniform
         prep.opt.set_lr(step, prep.lr_dev)
         prep.step_fn()
@@ -55,9 +59,10 @@ def test_every_task_kind_is_covered():
     assert set(TASKS) <= set(CASES) - {"toy"}
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_batched_pass_equals_each_member_alone(case, monkeypatch):
-    prep = trained(case)
+def test_batched_pass_equals_each_member_alone(case, device, monkeypatch):
+    prep = trained(case, device)
     if case != "toy":
         assert prep.stack.padded  # mixed shapes share the stack
     # chunks of 5 test sequences for the stack (24 = 5 + 5 + 5 + 5 + 4), whole test sets for a lone model
