@@ -73,6 +73,10 @@ class Projection:
     evaluations: int
     source: str = f"projection from the {H100} measured {H100_DATE} (docs/PERFORMANCE.md, GPU)"
 
+    def short(self) -> str:
+        """For a table cell: ``~21 min on one H100 (projected, 2026-11-26)``."""
+        return f"~{fmt_duration(self.seconds)} on one H100 (projected, {H100_DATE})"
+
     def line(self) -> str:
         return (f"GPU projection: about {fmt_duration(self.seconds)} on one H100 ({self.runs} run(s) in "
                 f"{self.stacks} stack(s): steps {fmt_duration(self.train_s)}, {self.evaluations} evaluations "

@@ -31,6 +31,7 @@ def test_the_model_reproduces_the_sweeps_it_was_fitted_on():
     # linear in the steps of a stack: the shipped 100,000-step Fig. 4 preset costs 50x the steps of the 2,000
     whole = project_h100(ROOT / "presets" / "paper_fig4_recall.toml")
     assert whole.train_s == pytest.approx(50 * fig4.train_s, rel=1e-9)
+    assert whole.short() == "~20 min 36 s on one H100 (projected, 2026-11-26)"
 
 
 def test_ode_presets_have_no_projection():
