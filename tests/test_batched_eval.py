@@ -49,10 +49,15 @@ def trained(case: str, device: str = "cpu") -> Prepared:
     torch.manual_seed(0)
     cfgs = [c.model_copy(update={"train": c.train.model_copy(update={"device": device})}) for c in configs(case)]
     prep = Prepared(cfgs, torch.device(device))
+    prep.batched_eval = True  # the GPU's path, also on this CPU (where the loop evaluates members one at a time)
     for step in range(1, 16):  # away from the initialisation, where attention is near uniform
         prep.opt.set_lr(step, prep.lr_dev)
         prep.step_fn()
     return prep
+
+
+def test_batched_on_gpus_only():
+    assert Prepared(configs("recall")[:1], torch.device("cpu")).batched_eval is False
 
 
 def test_every_task_kind_is_covered():
@@ -89,9 +94,10 @@ def test_batched_pass_equals_each_member_alone(case, device, monkeypatch):
                                        atol=1e-5)
 
 
-def test_one_evaluation_is_one_store_transaction(tmp_path):
+@pytest.mark.parametrize("batched", [True, False])
+def test_one_evaluation_is_one_store_transaction(tmp_path, batched):
     """Every due member's metrics, train/loss points and snapshot go to the store in one transaction per
-    evaluation (before: one per member and record)."""
+    evaluation (before: one per member and record), batched (GPUs) or not (CPUs)."""
     from sparse_tui.presets import RunSpec
     from sparse_tui.store import RunStore
     from sparse_tui.training.runlog import RunLogger
@@ -100,6 +106,7 @@ def test_one_evaluation_is_one_store_transaction(tmp_path):
     cfgs = configs("recall")
     _, ids = store.create_runs([RunSpec("t", "t.toml", c) for c in cfgs])
     prep = Prepared(cfgs, torch.device("cpu"), [RunLogger(store, i) for i in ids])
+    prep.batched_eval = batched
     begins = []
     store.con.set_trace_callback(lambda sql: begins.append(sql) if sql.startswith("BEGIN") else None)
     evaluate_due(prep, prep.members, 0)  # step 0: metrics and a snapshot for each of 3 members

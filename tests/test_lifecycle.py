@@ -137,13 +137,13 @@ def test_stack_interrupted_keeps_the_records_of_members_already_ended(tmp_path, 
 
         monkeypatch.setattr(optim.StackOptimizer, "step", step)
     else:
-        real_eval = loop.evaluate_stack  # a stack's members are evaluated in one batched pass
+        real_eval = loop.evaluate
 
         def evaluate(*a, **kw):
             stop()
             return real_eval(*a, **kw)
 
-        monkeypatch.setattr(loop, "evaluate_stack", evaluate)
+        monkeypatch.setattr(loop, "evaluate", evaluate)
     with pytest.raises(KeyboardInterrupt):
         runner.train_claimed(store, recs, cfgs, torch.device("cpu"), None)
     for rid, (name, _, (status, reason)) in zip(ids[1:], ENDED_MEMBERS):

@@ -94,8 +94,8 @@ def _inject_optimiser(monkeypatch):
 
 def _inject_evaluation(monkeypatch):
     fail = _boom("evaluation")
-    fail.real = loop.evaluate_stack  # a stack's members are evaluated in one batched pass
-    monkeypatch.setattr(loop, "evaluate_stack", fail)
+    fail.real = loop.evaluate
+    monkeypatch.setattr(loop, "evaluate", fail)
 
 
 @pytest.mark.parametrize("inject", [_inject_sampling, _inject_optimiser, _inject_evaluation])

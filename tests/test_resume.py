@@ -218,7 +218,7 @@ def test_sigterm_cuts_a_long_evaluation_short(tiny_preset, runs_dir, monkeypatch
             time.sleep(0.01)
         raise AssertionError("the evaluation was not interrupted")
 
-    monkeypatch.setattr(loop, "evaluate_stack", slow_evaluate)  # a stack is evaluated in one batched pass
+    monkeypatch.setattr(loop, "evaluate", slow_evaluate)
     store = RunStore(runs_dir)
     batch, (rid,) = _batch(store, tiny_preset)
     saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGALRM)}

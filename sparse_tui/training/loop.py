@@ -451,6 +451,10 @@ class Prepared:
         self.opt = opt = StackOptimizer(params, cfgs, self.table, device, capturable=capturable)
         self.lr_dev = torch.tensor(self.table, device=device, dtype=params[0].dtype)  # [steps, M]
         self.batcher = batcher = Batcher(stack, self.members, dtype)
+        # Members evaluated in one batched pass of the stack on GPUs, where per-member evaluations were launch-bound
+        # (docs/PERFORMANCE.md, GPU); one at a time on CPUs, where the batched pass took 1.2-2.7x the CPU time (its
+        # tensors leave the caches, as stacked training steps do, and padding adds FLOPs; measured 2026-11-27).
+        self.batched_eval = device.type == "cuda"
         self.autocast = autocast
         self.loss_sum = loss_sum = torch.zeros(M, device=device, dtype=params[0].dtype)
         bs = self.bs
@@ -502,8 +506,8 @@ class Prepared:
     def measure(self, due: list[Tracker]) -> dict[int, dict[str, float]]:
         """The metrics of members ``due`` (by slot) from one batched pass of the whole stack, chunked to the
         memory model (metrics.evaluate_stack), in float32; equal to each member's ``Tracker.measure`` within
-        float rounding (tests/test_batched_eval.py)."""
-        x = self.test_inputs()
+        float rounding (tests/test_batched_eval.py). Each member alone where ``batched_eval`` is off (CPUs)."""
+        x = self.test_inputs() if self.batched_eval else None
         if x is None:
             return {mb.slot: mb.measure() for mb in due}
         with full_fp32(self.device):
@@ -518,8 +522,9 @@ class Prepared:
     @torch.no_grad()
     def snapshots(self, due: list[Tracker]) -> dict[int, tuple[dict, dict]]:
         """Attention snapshots (every query row) of members ``due`` (by slot) from one forward of the stack over
-        the first ``eval.snapshot_examples`` test sequences."""
-        x = self.test_inputs()
+        the first ``eval.snapshot_examples`` test sequences ({} where ``batched_eval`` is off: each member's
+        ``Tracker.evaluate`` then takes its own)."""
+        x = self.test_inputs() if self.batched_eval else None
         if x is None or not due:
             return {}
         n = min(x.shape[1], max(mb.cfg.eval.snapshot_examples for mb in due))
