@@ -10,18 +10,19 @@
 #   doctor    sparse-tui doctor --device cuda
 #   tests     the CUDA tests
 #   bench     benchmarks/sweep_bench.py --device cuda (plain loop, scheduler, independent anchor side by side)
+#   evalbench benchmarks/eval_bench.py --device cuda (a stack's batched evaluation against one member at a time)
 #   probe     ../shared/tools/cuda-probe/gpu_probe.py, each probe in its own process
 #   atlas     the GPU-sized atlas entries (sparse-tui reproduce KEY --size gpu), cheapest first by the H100
 #             projection (sparse_tui/estimate.py), each under `timeout -s TERM`: an interrupted entry resumes from
 #             the store (OUT/runs) when the script is run again
-# Logs (OUT/NN_step.log), JSON figures (OUT/bench.json, OUT/atlas_KEY.json), figures and the run store (OUT/runs)
+# Logs (OUT/NN_step.log), JSON figures (OUT/bench.json, OUT/eval_bench.json, OUT/atlas_KEY.json), figures and the run store (OUT/runs)
 # go under OUT; OUT/summary.tsv has one line per step (name, exit code, seconds, cap).
 # --steps doctor,bench,...: only those steps (a second device call continues where the first stopped).
 # --dry-run: list the steps, their caps and projected times (the atlas entries' from the H100 cost model of
 # 2026-11-26: projections, not measurements), run nothing; works on a CPU (tests/test_gpu_session.py).
 set -u
 usage() { echo "usage: benchmarks/gpu_session.sh OUT [--budget SECONDS] [--steps LIST] [--dry-run]" >&2; exit 2; }
-OUT=""; BUDGET=540; STEPS="wheels,doctor,tests,bench,probe,atlas"; DRY=0
+OUT=""; BUDGET=540; STEPS="wheels,doctor,tests,bench,evalbench,probe,atlas"; DRY=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --budget) [ $# -ge 2 ] || usage; BUDGET=$2; shift 2
@@ -34,7 +35,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -n "$OUT" ] || usage
-ALL="wheels doctor tests bench probe atlas"
+ALL="wheels doctor tests bench evalbench probe atlas"
 for s in ${STEPS//,/ }; do
   [[ " $ALL " == *" $s "* ]] || { echo "gpu_session.sh: --steps: unknown step '$s' (known: ${ALL// /, })" >&2; exit 2; }
 done
@@ -49,10 +50,11 @@ CUDA_TESTS="tests/test_tasks.py tests/test_training.py::test_same_code_on_cuda t
 
 # name cap(s) "what": the caps are upper bounds, from the H100 session of 2026-11-26 where one was timed
 # (doctor: 12 s of schedules; the CUDA tests; sweep_bench's blog suite: 77 s plain + 22 s scheduler)
-declare -A CAP=([wheels]=60 [doctor]=90 [tests]=150 [bench]=300 [probe]=240)
+declare -A CAP=([wheels]=60 [doctor]=90 [tests]=150 [bench]=300 [evalbench]=90 [probe]=240)
 declare -A WHAT=([wheels]="install .whl/ into /tmp/site (or run ../shared/tools/device-prep.sh), check imports"
   [doctor]="sparse-tui doctor --device cuda" [tests]="pytest -x the CUDA tests"
   [bench]="sweep_bench.py --device cuda --suites blog,paper (plain loop, scheduler, anchor)"
+  [evalbench]="eval_bench.py --device cuda (batched evaluation against one member at a time)"
   [probe]="gpu_probe.py env sdpa h2d poison capture timing fallback")
 
 atlas_plan() {  # KEY PRESET SECONDS per GPU-sized atlas entry, cheapest first; an entry whose runs an earlier
@@ -103,11 +105,11 @@ if [ $DRY = 1 ]; then
     if [ $s = atlas ]; then
       plan=$(atlas_plan) || { echo "gpu_session.sh: the atlas plan failed" >&2; exit 1; }
       while read -r key preset secs; do
-        printf "%-7s %-22s projected %6s s  reproduce %s --size gpu (presets/%s.toml)\n" atlas "$key" "$secs" "$key" "$preset"
+        printf "%-9s %-22s projected %6s s  reproduce %s --size gpu (presets/%s.toml)\n" atlas "$key" "$secs" "$key" "$preset"
         total=$((total + secs))
       done <<< "$plan"
     else
-      printf "%-7s %-22s at most   %6s s  %s\n" "$s" "" "${CAP[$s]}" "${WHAT[$s]}"
+      printf "%-9s %-22s at most   %6s s  %s\n" "$s" "" "${CAP[$s]}" "${WHAT[$s]}"
       total=$((total + CAP[$s]))
     fi
   done
@@ -134,6 +136,7 @@ for s in $ALL; do
     doctor) run_step doctor "${CAP[doctor]}" "$PY" -m sparse_tui doctor --device cuda ;;
     tests) run_step tests "${CAP[tests]}" "$PY" -m pytest -q -x -p no:cacheprovider $CUDA_TESTS ;;
     bench) run_step bench "${CAP[bench]}" "$PY" benchmarks/sweep_bench.py --device cuda --suites blog,paper --json "$OUT/bench.json" ;;
+    evalbench) run_step evalbench "${CAP[evalbench]}" "$PY" benchmarks/eval_bench.py --device cuda --json "$OUT/eval_bench.json" ;;
     probe)
       if [ -f $PROBE ]; then
         for p in env sdpa h2d poison capture timing fallback; do run_step "probe_$p" 60 "$PY" $PROBE $p --device cuda; done

@@ -22,7 +22,7 @@ def test_dry_run_lists_steps_and_projections(tmp_path):
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     steps = [ln.split()[0] for ln in lines[1:-1]]
-    assert steps[:5] == ["wheels", "doctor", "tests", "bench", "probe"] and set(steps[5:]) == {"atlas"}
+    assert steps[:6] == ["wheels", "doctor", "tests", "bench", "evalbench", "probe"] and set(steps[6:]) == {"atlas"}
     atlas = [re.match(r"atlas\s+(\S+)\s+projected\s+(\d+) s", ln) for ln in lines if ln.startswith("atlas")]
     assert all(atlas) and len(atlas) >= 10
     keys = [m.group(1) for m in atlas]
