@@ -584,9 +584,10 @@ def _engine(prep: Prepared, graph: bool, graph_mode: str, notes: list[str]) -> t
 
 
 def evaluate_due(prep: Prepared, due: list[Tracker], step: int, sums: list[float] | None = None) -> None:
-    """Evaluate members ``due`` at ``step`` together: their metrics and snapshots from batched passes of the stack
-    (``Prepared.measure`` / ``snapshots``), the process's system metrics sampled once (sparse_tui/sysmetrics.py:
-    CPU, RSS, NVML; no device sync), and every record written to the store in one transaction."""
+    """Evaluate members ``due`` at ``step`` together: their metrics and snapshots (``Prepared.measure`` /
+    ``snapshots``: one batched pass of the stack on GPUs, each member alone on CPUs), the process's system metrics
+    sampled once (sparse_tui/sysmetrics.py: CPU, RSS, NVML; no device sync), and every record written to the store
+    in one transaction."""
     if not due:
         return
     vals = prep.measure(due)
