@@ -32,6 +32,7 @@ from sparse_tui.reports import figures
 from sparse_tui.reports import verdict as verdicts
 from sparse_tui.atlas import SIZES, AtlasError, Entry, entries, preset_path
 from sparse_tui.atlas.paper_recall import FIG16_TRAIN_LOSS
+from sparse_tui.estimate import Projection, project_h100
 from sparse_tui.phase import cell_note, phase_grid, sweep_axes
 from sparse_tui.presets import config_from_json, config_get, expand, load_preset
 
@@ -102,7 +103,7 @@ class StatusRow:
     stored: dict[str, str]  # size -> "12/30" finished runs of that preset in the store, "" when unknown
     verdict: "verdicts.Verdict | None" = None  # computed from the store's runs (``with_verdicts``), else the record's
     cpu_minutes: float | None = None  # the stored CPU runs' summed wall time, else the record's
-    gpu_projection: str | None = None  # projected GPU time of the GPU preset (not wired yet: estimate.py's projection)
+    gpu_projection: "Projection | None" = None  # the GPU preset's projected time on one H100 (estimate.project_h100)
 
 
 def status_rows(store: Any | None, presets_dir: Path | None = None, only: Iterable[Entry] | None = None,
@@ -115,6 +116,11 @@ def status_rows(store: Any | None, presets_dir: Path | None = None, only: Iterab
     for e in (list(only) if only is not None else entries()):
         stored: dict[str, str] = {}
         row = StatusRow(e, stored)
+        if e.preset("gpu") not in (None, e.preset("cpu")) and not e.built:
+            try:
+                row.gpu_projection = project_h100(load_specs(e, "gpu", presets_dir)[1])
+            except Exception:  # noqa: BLE001 - a preset that cannot be projected shows "—" (its size shows why)
+                pass
         for size in SIZES:
             if e.preset(size) is None or store is None or e.built:
                 continue
@@ -156,6 +162,13 @@ def _minutes(m: float | None) -> str:
     return "—" if m is None else (f"{m:.1f}" if m < 10 else f"{m:.0f}")
 
 
+def _gpu_cell(p: "Projection | None") -> str:
+    if p is None:
+        return "—"
+    m = p.seconds / 60
+    return f"~{m:.0f}m" if m < 99.5 else f"~{m / 60:.1f}h"
+
+
 def list_lines(rows: Sequence[StatusRow], with_store: bool, width: int = 80) -> list[str]:
     """``reproduce --list`` for a terminal: one line per entry (key, verdict, CPU minutes, GPU projection, stored
     runs, figure), the figure wrapped at word boundaries within ``width``; a record's verdict is marked ``*``."""
@@ -168,14 +181,15 @@ def list_lines(rows: Sequence[StatusRow], with_store: bool, width: int = 80) -> 
         v = r.verdict
         word = (v.word + ("*" if v.source == "record" else "")) if v else "—"
         stored = r.stored.get("cpu", "") if with_store else ""
-        gpu = r.gpu_projection or "—"
+        gpu = _gpu_cell(r.gpu_projection)
         fig = textwrap.wrap(r.entry.figure, fig_w, break_long_words=False, break_on_hyphens=False) or [""]
         out.append(f"{r.entry.key:<17} {word:<15} {_minutes(r.cpu_minutes):>7} {gpu:>5} {stored or '—':>7}  {fig[0]}")
         out.extend(" " * len(head) + f for f in fig[1:])
     out.extend(f"{r.entry.key}: {r.entry.built}" for r in rows if r.entry.built)
     out.append("* the record's verdict (docs/REPRODUCTION.md): no complete set of stored CPU runs here. CPU min: the "
                "stored runs' wall time, else the record's (shared 2-core CPU). GPU: projected time of the GPU preset "
-               "(— none yet). sparse-tui reproduce KEY prints the numbers behind each verdict.")
+               "on one H100 from the card's measurements of 2026-11-26 (estimate.project_h100; a projection, not a measurement; "
+               "— where the entry has no GPU preset or nothing steps). sparse-tui reproduce KEY prints the numbers behind each verdict.")
     return [w for line in out for w in (textwrap.wrap(line, width, break_long_words=False, break_on_hyphens=False)
                                         if len(line) > width else [line])]
 
@@ -196,7 +210,9 @@ def list_json(rows: Sequence[StatusRow], with_store: bool) -> list[dict[str, Any
                     "verdict_why": r.verdict.why if r.verdict else None,
                     "cost": {"cpu_minutes": r.cpu_minutes,
                              "cpu_source": "store" if (r.verdict and r.verdict.source == "runs") else "record",
-                             "gpu_projection": r.gpu_projection}})
+                             "gpu_minutes_projected": (round(r.gpu_projection.seconds / 60, 1)
+                                                       if r.gpu_projection else None),
+                             "gpu_projection": r.gpu_projection.line() if r.gpu_projection else None}})
     return out
 
 
