@@ -225,7 +225,8 @@ def run(
     headless: bool = typer.Option(False, "--headless", help="Train here, without the console; progress on stderr."),
     set_: List[str] = typer.Option([], "--set", help="Override a key: --set train.lr=1e-3 (repeatable)."),
     runs_dir: Optional[Path] = RunsDirOpt,
-    presets_dir: Path = typer.Option(Path("presets"), "--presets-dir", help="Directory of preset files (console)."),
+    presets_dir: Path = typer.Option(Path("presets"), "--presets-dir", help="Your own preset files: a bare PRESET "
+                                     "name is looked up there before the bundled presets; the console lists them."),
     device: Optional[str] = typer.Option(None, "--device", help="Override train.device: auto, cpu, cuda, cuda:N."),
     workers: str = typer.Option(
         "auto", "--workers", help="Worker processes: a number, or auto (the sweep scheduler decides)."
@@ -260,6 +261,7 @@ def run(
             raise fail(f"--tag: {next(t for t in tag if tag.count(t) > 1)!r} given twice")
     if device is not None:
         overrides.append(f"train.device={json.dumps(device)}")
+    preset = _preset_file(preset, presets_dir)
     loaded = _load(preset, overrides)
     if tag:
         loaded = _add_tags(loaded, list(tag), preset)
@@ -303,6 +305,18 @@ def run(
         out.print(f"log: {runner.log_path(store, batch_id)} (its first line is the schedule the coordinator chose)")
         raise typer.Exit(0)
     _train_batch(store, ex, specs, schedule=schedule, workers=n_workers, device=device)
+
+
+def _preset_file(preset: Path, local_dir: Optional[Path] = None) -> Path:
+    """The file a preset argument names (``catalog.resolve``: a path, else your ./presets/NAME.toml, else the
+    bundled NAME.toml); a name resolved to a file says which, in one line on stderr."""
+    from sparse_tui.catalog import CatalogError, resolve
+
+    with _refused(CatalogError):
+        found = resolve(preset, local_dir)
+    if found.origin != "file":
+        _say(found.line())
+    return found.path
 
 
 def _say(line: str) -> None:
@@ -360,10 +374,26 @@ def _train_batch(store, executor, specs=(), *, then_exit: bool = True, table: bo
 
 
 def _what_next(lines: list[str]) -> None:
-    """Two lines after a headless run: where to go from here."""
+    """Two lines after a headless run: where to go from here, each a command that works as typed."""
     err.print("what next:", markup=False)
+    me = _self_command()
     for line in lines:
-        err.print(f"  {_esc(line)}", markup=False)
+        err.print(f"  {_esc(me + line[len('sparse-tui'):] if line.startswith('sparse-tui') else line)}", markup=False)
+
+
+def _self_command() -> str:
+    """How to type this sparse-tui: ``sparse-tui`` when the PATH finds this one, else its script in the
+    environment that runs (``.venv/bin/sparse-tui``: relative when under this folder), else ``python -m``."""
+    import shutil
+
+    script = Path(sys.executable).parent / "sparse-tui"
+    found = shutil.which("sparse-tui")
+    if found and (not script.is_file() or os.path.samefile(found, script)):
+        return "sparse-tui"
+    if not script.is_file():
+        return f"{sys.executable} -m sparse_tui"
+    rel = os.path.relpath(script)
+    return rel if not rel.startswith("..") else str(script)
 
 
 def _exit_now(code: int) -> None:
@@ -989,8 +1019,8 @@ def reproduce(
     size: str = typer.Option("auto", "--size", help="cpu (grids a 2-core CPU finishes in minutes), gpu, or auto "
                              "(gpu when CUDA is available)."),
     runs_dir: Optional[Path] = RunsDirOpt,
-    presets_dir: Optional[Path] = typer.Option(None, "--presets-dir", help="Folder of preset files (default: the "
-                                               "checkout's presets/).", show_default=False),
+    presets_dir: Optional[Path] = typer.Option(None, "--presets-dir", help="Your own preset files, looked up before "
+                                               "the bundled presets (default: ./presets).", show_default=False),
     plot: Optional[Path] = PlotOpt,
     workers: str = typer.Option("auto", "--workers", help="Worker processes: a number, or auto."),
     device: Optional[str] = typer.Option(None, "--device", help="Override train.device: auto, cpu, cuda, cuda:N."),
@@ -1002,6 +1032,7 @@ def reproduce(
     measured ones, and with --plot FILE draw the figure. --threshold X fits plateaus re-read from the stored curves
     at X (panels with a fitted law). --list prints the atlas of every figure."""
     from sparse_tui import atlas
+    from sparse_tui.catalog import resolve
     from sparse_tui.reports import reproduce as rp
     from sparse_tui.reports.fitreport import parse_threshold
     from sparse_tui.fitting import FitError
@@ -1046,6 +1077,7 @@ def reproduce(
         p = rp.plan(store, entry, size, presets_dir)
         plans.append(p)
         _say(p.describe())
+        _say(resolve(p.preset, presets_dir).line())
         todo = p.to_train()
         if not todo:
             continue
@@ -1082,6 +1114,53 @@ def reproduce(
 
         sys.stdout.write(json.dumps(json_safe([r.data for r in reports]), indent=1) + "\n")
     raise typer.Exit(int(code))
+
+
+presets_app = typer.Typer(cls=_Commands, add_completion=False, rich_markup_mode=None, invoke_without_command=True,
+                          help="List the presets (bundled and your own), grouped; 'presets copy' writes an editable "
+                          "copy.")
+app.add_typer(presets_app, name="presets", short_help="List the presets, grouped, with the figure each reproduces; "
+              "copy one to edit.")
+PresetsDirOpt = typer.Option(Path("presets"), "--presets-dir", help="Your own preset files (listed first).")
+
+
+@presets_app.callback()
+def presets(ctx: typer.Context, presets_dir: Path = PresetsDirOpt) -> None:
+    """Every preset sparse-tui ships and your own (./presets), grouped: yours, checks, theory, paper (CPU), paper
+    (GPU), blogs; each with the figure it reproduces and the CPU time its header records ("-": none measured).
+    `sparse-tui run NAME` runs one; `sparse-tui presets copy NAME [DIR]` copies one to edit."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from sparse_tui.catalog import bundled_dir, catalogue
+
+    t = Table(title=f"presets (bundled: {_esc(bundled_dir())}; yours: {_esc(presets_dir)}/)", title_justify="left")
+    for col in ("group", "preset", "reproduces", "CPU time (measured)"):
+        t.add_column(col, overflow="fold")
+    group = None
+    for item in catalogue(presets_dir):
+        if item.group != group and group is not None:
+            t.add_section()
+        t.add_row(_cell(item.group if item.group != group else ""), _cell(item.name), _cell(item.figure or "-"),
+                  _cell(item.cpu_time))
+        group = item.group
+    out.print(t)
+    out.print("sparse-tui run NAME --headless runs one; sparse-tui presets copy NAME [DIR] writes a copy to edit "
+              "(default ./presets, looked up before the bundled one)", markup=False)
+
+
+@presets_app.command("copy")
+def presets_copy(
+    name: str = typer.Argument(..., help="A preset name (sparse-tui presets lists them).", show_default=False),
+    dest: Optional[Path] = typer.Argument(None, help="Folder to write NAME.toml into (default: ./presets).",
+                                          show_default=False),
+    presets_dir: Path = PresetsDirOpt,
+) -> None:
+    """Write an editable copy of a preset as DIR/NAME.toml; an existing file is never overwritten."""
+    from sparse_tui.catalog import CatalogError, copy
+
+    with _refused(CatalogError):
+        target = copy(name, dest, presets_dir)
+    out.print(f"wrote {_esc(target)}: edit it, then: sparse-tui run {_esc(target)} --headless", markup=False)
 
 
 @app.command(short_help="Check the device and every training schedule on a tiny sweep.")

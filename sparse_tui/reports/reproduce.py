@@ -30,7 +30,8 @@ from pydantic import ValidationError
 from sparse_tui import geometry
 from sparse_tui.reports import figures
 from sparse_tui.reports import verdict as verdicts
-from sparse_tui.atlas import SIZES, AtlasError, Entry, entries, preset_path
+from sparse_tui.atlas import SIZES, AtlasError, Entry, entries
+from sparse_tui.catalog import CatalogError, resolve
 from sparse_tui.atlas.paper_recall import FIG16_TRAIN_LOSS
 from sparse_tui.estimate import Projection, project_h100
 from sparse_tui.phase import cell_note, phase_grid, sweep_axes
@@ -93,7 +94,11 @@ def load_specs(entry: Entry, size: str, presets_dir: Path | None = None) -> tupl
     if name is None:
         sizes = ", ".join(s for s in SIZES if entry.preset(s)) or "none"
         raise AtlasError(f"{entry.key}: no {size}-sized preset (sizes: {sizes})")
-    loaded = load_preset(preset_path(name, presets_dir))
+    try:
+        path = resolve(name, presets_dir).path  # ./presets/NAME.toml of the user's own, else the bundled one
+    except CatalogError as e:
+        raise AtlasError(f"{entry.key}: {e}") from None
+    loaded = load_preset(path)
     return loaded, expand(loaded)
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import tomlkit
 
 from sparse_tui import presets as P
+from sparse_tui.catalog import GROUPS, catalogue
 
 SECTIONS = ("task", "model", "train", "eval", "plateau")
 PLAIN_CLASSES = {"train": P.TrainConfig, "eval": P.EvalConfig, "plateau": P.PlateauConfig}
@@ -305,11 +306,14 @@ def _match_key(path: str, keys: list[str]) -> str | None:
     return max((k for k in keys if path.startswith(k + ".")), key=len, default=None)  # the longest key above it
 
 
-def list_presets(presets_dir: Path, extra: Path | None = None) -> list[Path]:
-    """Preset files in a directory (sorted), plus ``extra`` when it lives elsewhere."""
-    files = sorted(Path(presets_dir).glob("*.toml")) if Path(presets_dir).is_dir() else []
+def list_presets(presets_dir: Path, extra: Path | None = None) -> list[tuple[str, list[Path]]]:
+    """The console's preset list as (group, files), in ``catalog.GROUPS`` order: the user's own (``presets_dir``,
+    and ``extra`` when it is none of the listed files) first, then the bundled presets by group."""
+    groups: dict[str, list[Path]] = {}
+    for item in catalogue(presets_dir):
+        groups.setdefault(item.group, []).append(item.path)
     if extra is not None:
         extra = Path(extra)
-        if not any(f.resolve() == extra.resolve() for f in files):
-            files.insert(0, extra)
-    return files
+        if not any(f.resolve() == extra.resolve() for files in groups.values() for f in files):
+            groups.setdefault("yours", []).insert(0, extra)
+    return [(g, groups[g]) for g in GROUPS if g in groups]
