@@ -76,7 +76,7 @@ class PresetsPanel(ConsolePanel, Guarded, Horizontal):
         self.files = [r for r in self.rows if r is not None]
         items = []
         for group, files in groups:  # a heading (skipped by the cursor), then the names without .toml: they fit
-            title = f"your own ({self.presets_dir}/)" if group == "yours" else group
+            title = "your own" if group == "yours" else group  # ./presets (--presets-dir)
             items.append(ListItem(Label(f"─ {title}", markup=False), disabled=True, classes="group"))
             items += [ListItem(Label(p.stem, markup=False)) for p in files]
         lv = self.query_one("#preset-list", ListView)
