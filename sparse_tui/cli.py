@@ -77,7 +77,7 @@ app = typer.Typer(
     name="sparse-tui",
     help=(
         "A terminal experiment console for studying how sparse attention emerges during training.\n\n"
-        "Without a command, opens the console (TUI) on ./presets and the run store."
+        "Without a command, opens the console (TUI) on your ./presets, the bundled presets and the run store."
     ),
     invoke_without_command=True,
     no_args_is_help=False,
@@ -190,7 +190,8 @@ def _preset_refused():
 def main_callback(
     ctx: typer.Context,
     runs_dir: Optional[Path] = RunsDirOpt,
-    presets_dir: Path = typer.Option(Path("presets"), "--presets-dir", help="Directory of preset files."),
+    presets_dir: Path = typer.Option(Path("presets"), "--presets-dir", help="Your own preset files (the console "
+                                     "lists them first, then the bundled presets)."),
     version: bool = typer.Option(False, "--version", help="Print the version and exit."),
     executor: str = typer.Option("local", "--executor", help="Where the console's launches train: local or ray."),
     address: Optional[str] = RayAddressOpt,
