@@ -1135,8 +1135,8 @@ def presets(ctx: typer.Context, presets_dir: Path = PresetsDirOpt) -> None:
     from sparse_tui.catalog import bundled_dir, catalogue
 
     t = Table(title=f"presets (bundled: {_esc(bundled_dir())}; yours: {_esc(presets_dir)}/)", title_justify="left")
-    for col in ("group", "preset", "reproduces", "CPU time (measured)"):
-        t.add_column(col, overflow="fold")
+    for col in ("group", "preset", "reproduces", "CPU time"):  # names and times never split: the figure wraps
+        t.add_column(col, no_wrap=col != "reproduces")
     group = None
     for item in catalogue(presets_dir):
         if item.group != group and group is not None:
