@@ -265,12 +265,13 @@ def test_list_shows_the_gpu_projection_of_each_gpu_preset():
 
     from sparse_tui.cli import app
     from sparse_tui.estimate import project_h100
-    from sparse_tui.atlas import ENTRIES, preset_path
+    from sparse_tui.atlas import ENTRIES
+    from sparse_tui.catalog import bundled_dir
 
     r = CliRunner().invoke(app, ["reproduce", "--list", "--json"])
     assert r.exit_code == 0, r.output
     by_key = {e["key"]: e for e in json.loads(r.output)}
-    want = project_h100(preset_path(ENTRIES["fig15_adam"].preset("gpu"), None))
+    want = project_h100(bundled_dir() / f"{ENTRIES['fig15_adam'].preset('gpu')}.toml")
     cost = by_key["fig15_adam"]["cost"]
     assert cost["gpu_minutes_projected"] == round(want.seconds / 60, 1) > 0
     assert "on one H100" in cost["gpu_projection"] and "not measured" in cost["gpu_projection"]
