@@ -659,9 +659,16 @@ def delete(
 
 
 def _checkpoint_line(store, rec) -> str:
-    from sparse_tui.training.checkpoint import has_checkpoint
+    """What ``show`` says of a run's checkpoint: the step ``resume`` would load (the same check), or why none."""
+    from sparse_tui import runner
+    from sparse_tui.training.checkpoint import CheckpointError, check, fingerprint
 
-    step = has_checkpoint(store.runs_dir, rec.run_id)
+    cfgs, _ = runner.stored_configs([rec])
+    try:
+        step = check(store.runs_dir, rec.run_id,
+                     fingerprint(rec.run_id, cfgs[rec.run_id]) if rec.run_id in cfgs else None)
+    except CheckpointError as e:
+        return f"none usable ({e})"
     if step is None:
         return "-"
     hint = f"; sparse-tui resume {rec.run_id}" if rec.status in ("failed", "interrupted") else ""
@@ -799,46 +806,54 @@ def export_cmd(
     status: Optional[str] = typer.Option(None, "--status", help="Only runs with this status."),
     to: Optional[str] = typer.Option(
         None, "--to", help="tensorboard DIR: event files (scalars, hparams, attention images); mlflow [URI]: an MLflow "
-        "tracking store (default sqlite:///RUNS_DIR/mlflow.db). The first argument is DIR / URI, then the runs.",
-        show_default=False),
+        "tracking store (default sqlite:///RUNS_DIR/mlflow.db; a path: file: or, ending .db, sqlite:). The first "
+        "argument is DIR / URI / path, then the runs.", show_default=False),
+    update: bool = typer.Option(False, "--update", help="--to mlflow: bring runs exported before up to date (tags, "
+                                "note, new metric points, status) instead of skipping them."),
+    mkdir: bool = typer.Option(False, "--mkdir", help="--to: create the target's missing parent folders."),
+    timeout: float = typer.Option(30.0, "--timeout", help="--to mlflow: seconds each MLflow call may take."),
 ) -> None:
     """Export the run table (or the per-step metrics) as CSV, JSON lines or Parquet, or (--to) write the runs as
     TensorBoard event files or MLflow runs."""
-    from sparse_tui.export import FORMATS, ExportError, export, output_problem, write_atomic
+    from sparse_tui.export import FORMATS, export, write_output
+    from sparse_tui.files import WriteError, problem
     from sparse_tui.store import STATUSES
 
     _one_of("--status", status, STATUSES)
     if to is not None:
-        _export_to(to, list(run_ids or []), runs_dir, preset, status, output)
+        if not (math.isfinite(timeout) and timeout > 0):
+            raise fail(f"--timeout: must be a positive number of seconds, got {timeout:g}")
+        _export_to(to, list(run_ids or []), runs_dir, preset, status, output,
+                   dict(update=update, mkdir=mkdir, timeout=timeout))
         return
     _one_of("--format", fmt, FORMATS)
-    problem = output_problem(output) if output is not None else None
-    if problem:
-        raise fail(problem)
+    why = problem(output, through=True) if output is not None else None
+    if why:
+        raise fail(f"--output {output}: {why}")
     store = _open_store(runs_dir)
     recs = _selected(store, list(run_ids or []), status, preset)
     if fmt == "parquet" and output is None and sys.stdout.isatty():
         raise fail("--format parquet: binary output; pass --output FILE or redirect stdout")
     try:
         if output is not None:
-            n = write_atomic(output, lambda fh: export(store, recs, fmt, fh, metrics=metrics), binary=fmt == "parquet")
+            n = write_output(output, store, recs, fmt, metrics=metrics)
             err.print(f"wrote {n} row(s) to {_esc(output)}", markup=False)
         else:
             export(store, recs, fmt, sys.stdout.buffer if fmt == "parquet" else sys.stdout, metrics=metrics)
-    except ExportError as e:
+    except WriteError as e:
         raise fail(str(e), ExitCode.RUN_FAILED if e.disk_full else ExitCode.USAGE) from None
     except RuntimeError as e:  # parquet without pyarrow
         raise fail(str(e)) from None
 
 
 def _export_to(to: str, args: list[str], runs_dir: Optional[Path], preset: Optional[str], status: Optional[str],
-               output: Optional[Path]) -> None:
-    """``export --to tensorboard DIR [RUN…]`` / ``--to mlflow [URI] [RUN…]`` (bridges.py)."""
+               output: Optional[Path], how: dict) -> None:
+    """``export --to tensorboard DIR [RUN…]`` / ``--to mlflow [URI | PATH] [RUN…]`` (bridges.py)."""
     from sparse_tui.bridges import BRIDGES, BridgeError, export_to
 
     _one_of("--to", to, BRIDGES)
     dest = str(output) if output is not None else None
-    if dest is None and args and (to == "tensorboard" or "://" in args[0] or args[0].endswith(".db")):
+    if dest is None and args and (to == "tensorboard" or _is_destination(args[0])):
         dest, args = args[0], args[1:]
     if to == "tensorboard" and dest is None:
         raise fail("--to tensorboard: give the folder to write: sparse-tui export --to tensorboard DIR [RUN…]")
@@ -846,9 +861,21 @@ def _export_to(to: str, args: list[str], runs_dir: Optional[Path], preset: Optio
     recs = _selected(store, args, status, preset)
     if not recs:
         raise fail("export: no runs to export")
-    with _refused(BridgeError):
-        line = export_to(to, store, recs, dest, say=lambda t: err.print(_esc(t), markup=False))
+    try:
+        line = export_to(to, store, recs, dest, say=lambda t: err.print(_esc(t), markup=False), **how)
+    except BridgeError as e:
+        exit_ = fail(str(e))
+        if e.stuck:  # a call still hangs in its thread: leave without waiting for it
+            _exit_now(exit_.exit_code)
+        raise exit_ from None
     err.print(_esc(line), markup=False)
+
+
+def _is_destination(arg: str) -> bool:
+    """Whether the first argument after ``--to mlflow`` is where to write (a URI or a path), not a run id: it has a
+    scheme, a path separator or a .db suffix, or names something that exists."""
+    return bool(re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", arg)) or "/" in arg or arg.endswith(".db") \
+        or arg.startswith(("~", ".")) or os.path.exists(arg)
 
 
 # ==============================================================================================================

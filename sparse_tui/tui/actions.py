@@ -21,8 +21,8 @@ from sparse_tui.reports import figures
 from sparse_tui.reports import reproduce as rp
 from sparse_tui.annotate import AnnotateError, check_note, parse_tags
 from sparse_tui.executors import ExecutorError, ExecutorOptions, executor_for
-from sparse_tui.export import ExportError, write_atomic
-from sparse_tui.export import export as write
+from sparse_tui.export import write_output
+from sparse_tui.files import WriteError
 from sparse_tui.fitting import FitError
 from sparse_tui.models.ode import recorded_curve
 from sparse_tui.numbers import fmt_duration
@@ -188,14 +188,13 @@ def delete(store: RunStore, ids: list[str]) -> Message:
 def export(store: RunStore, ids: list[str], req: Any) -> Message:
     """Write the runs (oldest first) as the dialog asked (``screens.export.ExportRequest``: format, table or
     per-step metrics, file) to ``req.path`` all or nothing, as ``sparse-tui export --output`` does
-    (``export.write_atomic``): nothing half-written is left behind."""
+    (``export.write_output``): nothing half-written is left behind."""
     recs = sorted((store.get(r) for r in ids), key=lambda r: (r.created_at, r.run_id))
     out = Path(req.path).expanduser()
     out.parent.mkdir(parents=True, exist_ok=True)
     try:
-        n = write_atomic(out, lambda fh: write(store, recs, req.fmt, fh, metrics=req.metrics),
-                         binary=req.fmt == "parquet")
-    except (ExportError, RuntimeError) as e:  # cannot write there; no pyarrow for Parquet
+        n = write_output(out, store, recs, req.fmt, metrics=req.metrics)
+    except (WriteError, RuntimeError) as e:  # cannot write there; no pyarrow for Parquet
         return Problem(str(e))
     return Done(f"exported {n} row(s) to {out}")
 
