@@ -392,7 +392,8 @@ class Checkpointer:
             if state["format"] != 1:
                 _check_shapes(state["model"], prep.stack.state_dict(), self.files)
         except CheckpointError as e:  # not this run's, or not a file: start over, say so (one line, naming it)
-            print(f"sparse-tui: ignoring a checkpoint, the run starts from step 0: {e}", file=sys.stderr, flush=True)
+            why = str(e).removesuffix(f"; {_REMOVE}")
+            print(f"sparse-tui: {why}; ignored, the run starts from step 0", file=sys.stderr, flush=True)
             return 0, list(prep.members)
         except Exception as e:  # noqa: BLE001 - a damaged checkpoint, or not data: start over, say so
             print(f"sparse-tui: ignoring damaged checkpoint {self.files}: {_why(e)}", file=sys.stderr, flush=True)
