@@ -151,6 +151,20 @@ def _open_store(runs_dir: Optional[Path], *, create: bool = False):
         return RunStore(_runs_dir(runs_dir), create=create)
 
 
+@contextmanager
+def _writing(store, what: str):
+    """Edits of a store (tags, notes): a read-only store (media or permissions) is one line naming its file, both
+    when it is known to be read-only before the write and when SQLite refuses the write."""
+    import sqlite3
+
+    if store.read_only or not os.access(store.path, os.W_OK) or not os.access(store.runs_dir, os.W_OK):
+        raise fail(f"{store.path}: the run store is read-only (file system or permissions); cannot {what}")
+    try:
+        yield
+    except sqlite3.OperationalError as e:
+        raise fail(f"{store.path}: cannot {what}: {str(e).splitlines()[0]}") from None
+
+
 def _add_tags(loaded, tags: list[str], preset: Path):
     """The preset's ``tags`` followed by the ``--tag`` ones (a tag already in the preset is not repeated)."""
     from sparse_tui.presets import PresetError, validate_preset_data
@@ -580,7 +594,7 @@ def tag(
     runs_dir: Optional[Path] = RunsDirOpt,
 ) -> None:
     """Add (--add) or remove (--remove) tags of runs; they show in 'runs', the console and exports, and
-    'runs --tag' / the console's filter find them. Tags: 1-40 letters, digits or _.:+=/@- each."""
+    'runs --tag' / the console's filter find them. Tags: 1-40 ASCII letters, digits or _.:+=/@- each."""
     from sparse_tui.annotate import AnnotateError, edit_tags
 
     if not add and not remove:
@@ -591,8 +605,10 @@ def tag(
         new = {r.run_id: edit_tags(r.tags, add, remove) for r in recs}
     except AnnotateError as e:
         raise fail(f"--add: {e}") from None
+    with _writing(store, "change tags"):
+        for r in recs:
+            store.set_tags(r.run_id, new[r.run_id])
     for r in recs:
-        store.set_tags(r.run_id, new[r.run_id])
         out.print(f"{r.run_id}: {' '.join(new[r.run_id]) or '(no tags)'}", markup=False)
 
 
@@ -614,9 +630,12 @@ def note(
         return
     if text is not None and clear:
         raise fail("note: give a note or --clear, not both")
+    if text is not None and not text.strip():
+        raise fail("note: the note is empty; to remove the note, use --clear")
     with _refused(AnnotateError):
         value = None if clear else check_note(text)
-    store.set_note(rec.run_id, value)
+    with _writing(store, "change the note"):
+        store.set_note(rec.run_id, value)
     err.print(f"{rec.run_id}: note {'saved' if value else 'removed'}", markup=False)
 
 
@@ -1066,7 +1085,7 @@ def reproduce(
     with _refused(atlas.AtlasError), _preset_refused():  # every named preset loads before the store is opened
         for entry in chosen:
             rp.plan(None, entry, size, presets_dir)
-    store = _open_store(runs_dir, create=True)
+    store = _reproduce_store(runs_dir, chosen, size, presets_dir)
     plans = []
     code = ExitCode.OK
     for entry in chosen:  # planned in turn: an entry reuses what an earlier one just trained (Fig. 5 and Fig. 16)
@@ -1109,6 +1128,29 @@ def reproduce(
 
         sys.stdout.write(json.dumps(json_safe([r.data for r in reports]), indent=1) + "\n")
     raise typer.Exit(int(code))
+
+
+def _reproduce_store(runs_dir: Optional[Path], chosen, size: str, presets_dir: Optional[Path]):
+    """The store ``reproduce`` trains into; a read-only one is used when it holds every run the entries need
+    (``reproduce.read_only_problem``: then it only reports)."""
+    from sparse_tui import atlas
+    from sparse_tui.reports import reproduce as rp
+    from sparse_tui.store import RunStore, StoreError
+
+    where = _runs_dir(runs_dir)
+    try:
+        return RunStore(where, create=True)
+    except StoreError as e:
+        if not (where / "runs.db").is_file():
+            raise fail(str(e)) from None
+        store = _open_store(runs_dir)
+        if not store.read_only:
+            raise fail(str(e)) from None
+    with _refused(atlas.AtlasError):
+        why = rp.read_only_problem(store, chosen, size, presets_dir)
+    if why:
+        raise fail(why)
+    return store
 
 
 @app.command(short_help="Check the device and every training schedule on a tiny sweep.")

@@ -250,6 +250,19 @@ def plan(store: Any, entry: Entry, size: str, presets_dir: Path | None = None) -
     return Plan(entry, size, loaded.name, specs, reused, missing)
 
 
+def read_only_problem(store: Any, chosen: Sequence[Entry], size: str, presets_dir: Path | None = None
+                      ) -> str | None:
+    """On a run store that can only be read (read-only media, a copy without write permission): None when every
+    run the entries need is stored (``reproduce`` then only reports, as ``fit`` does), else the one line that says
+    what would have to be trained."""
+    need = {e.key: len(plan(store, e, size, presets_dir).missing) for e in chosen}
+    missing = [f"{k} needs {n} run(s) trained" for k, n in need.items() if n]
+    if not missing:
+        return None
+    return (f"{store.path}: the run store is read-only (file system or permissions); {'; '.join(missing)} "
+            "(pass another --runs-dir)")
+
+
 def plan_run_ids(store: Any, p: Plan) -> list[str]:
     """After training: the run of every spec (reused or newly finished), in the preset's order; specs still without
     a result (failed, interrupted) are left out."""
