@@ -17,7 +17,7 @@ metrics at their steps, the status, the tags (``tag`` = "true"), the note (``mlf
 sparse-tui run id (``sparse_tui.run_id``). A run exported before is skipped (matched by that id), or with
 ``--update`` brought up to date: changed tags and note, metric points past the last exported step, a status that
 ended since. The default tracking store is SQLite beside the run store (``sqlite:///RUNS_DIR/mlflow.db``); a path
-without a scheme is a path (``.db``: SQLite, else a ``file:`` store). Before anything is written the target is
+without a scheme is a path, never a run id (``X.db``: that SQLite file; else a folder holding ``mlflow.db``). Before anything is written the target is
 checked: not the run store itself, a parent folder that exists (``--mkdir`` creates it) and can be written. Every
 MLflow call runs in a daemon thread under ``--timeout`` seconds (default 30): an unreachable server or a locked
 database is one line, exit 2, never minutes of retries.
@@ -202,7 +202,7 @@ def _write_events(path: Path, events: list) -> None:
     try:
         write_file(path, fill, binary=True)
     except WriteError as e:
-        raise BridgeError(f"--to tensorboard: {e}") from None
+        raise BridgeError(f"--to tensorboard {e}") from None
 
 
 def _replace_events(folder: Path, name: str, events: list) -> None:
@@ -323,13 +323,14 @@ def default_mlflow_uri(store: RunStore) -> str:
 
 def mlflow_uri(dest: str | None, store: RunStore) -> str:
     """The tracking URI of ``--to mlflow [DEST]``: the default beside the store, a URI as given, or a path without a
-    scheme as a path (``.db``: ``sqlite:///ABS``, else a ``file:`` store)."""
+    scheme as a path: a ``.db`` file is that SQLite store, any other path a folder holding ``mlflow.db`` (MLflow 3
+    refuses its ``file:`` store by default: it is in maintenance mode)."""
     if not dest:
         return default_mlflow_uri(store)
     if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", dest):
         return dest
     path = Path(dest).expanduser().absolute()
-    return f"sqlite:///{path}" if path.suffix == ".db" else path.as_uri()
+    return f"sqlite:///{path if path.suffix == '.db' else path / 'mlflow.db'}"
 
 
 def _local_path(uri: str) -> tuple[str, Path] | None:

@@ -825,7 +825,7 @@ def export_cmd(
     status: Optional[str] = typer.Option(None, "--status", help="Only runs with this status."),
     to: Optional[str] = typer.Option(
         None, "--to", help="tensorboard DIR: event files (scalars, hparams, attention images); mlflow [URI]: an MLflow "
-        "tracking store (default sqlite:///RUNS_DIR/mlflow.db; a path: file: or, ending .db, sqlite:). The first "
+        "tracking store (default sqlite:///RUNS_DIR/mlflow.db; a path: X.db, or a folder for its mlflow.db). The first "
         "argument is DIR / URI / path, then the runs.", show_default=False),
     update: bool = typer.Option(False, "--update", help="--to mlflow: bring runs exported before up to date (tags, "
                                 "note, new metric points, status) instead of skipping them."),
