@@ -1051,6 +1051,7 @@ def reproduce(
     from sparse_tui.reports import reproduce as rp
     from sparse_tui.reports.fitreport import parse_threshold
     from sparse_tui.fitting import FitError
+    from sparse_tui.store import StoreError
 
     if list_:
         if name is not None:
@@ -1093,11 +1094,18 @@ def reproduce(
         plans.append(p)
         _say(p.describe())
         todo = p.to_train()
-        if not todo:
+        again = [p.specs[i] for i in sorted(p.resumable)]
+        if not todo and not again:
             continue
-        ex = _preflight(None, todo, device, p.preset)
-        code = max(code, _train_batch(store, ex, todo, workers=n_workers, device=device, then_exit=False,
-                                      table=not as_json))  # this process coordinates, as `run --headless`
+        ex = _preflight(None, todo + again, device, p.preset)
+        with _refused(StoreError):  # an interrupted or failed run continues in its own row (its checkpoint checked)
+            batches = rp.resume_batches(store, p)
+        for batch_id, ids, specs in batches:
+            code = max(code, _train_batch(store, ex, specs, batch_id=batch_id, resume=ids, workers=n_workers,
+                                          device=device, then_exit=False, table=not as_json))
+        if todo:
+            code = max(code, _train_batch(store, ex, todo, workers=n_workers, device=device, then_exit=False,
+                                          table=not as_json))  # this process coordinates, as `run --headless`
     reports = []
     paths = rp.plot_paths(fig_path, chosen) if fig_path is not None else [None] * len(plans)
     for p, path in zip(plans, paths):

@@ -103,13 +103,17 @@ def atlas_launch(store: RunStore, e: Any, executor: ExecutorOptions = ExecutorOp
     try:
         plan = rp.plan(store, e, ATLAS_SIZE)
         todo = plan.to_train()
-        if not todo:
+        again = [r.run_id for r in plan.resumable.values()]  # interrupted or failed: continued in their own rows
+        if not todo and not again:
             return Done(f"{e.key}: every run is already in the store")
         check_executor(executor)
-        batch_id, ids, pid = runner.start_detached(store, todo, executor=executor)
+        pids = [pid for _, _, pid in runner.resume_runs_detached(store, again, executor=executor)] if again else []
+        batch_id, ids, pid = runner.start_detached(store, todo, executor=executor) if todo else ("", [], None)
     except Exception as exc:  # noqa: BLE001 - a refused launch is a notification, not a crash
         return Done(f"{e.key}: cannot launch: {str(exc).splitlines()[0]}", severity="error")
-    return Done(f"{e.key}: launched {len(ids)} run(s) of {plan.preset} (batch {batch_id}, pid {pid})", pids=[pid])
+    resumed = f"{len(again)} run(s) resumed; " if again else ""
+    launched = f"launched {len(ids)} run(s) of {plan.preset} (batch {batch_id}, pid {pid})" if todo else ""
+    return Done(f"{e.key}: {resumed}{launched}".rstrip("; "), pids=pids + ([pid] if todo else []))
 
 
 def launch_question(loaded: Any, executor: ExecutorOptions = ExecutorOptions(), store: RunStore | None = None) -> str:
