@@ -404,26 +404,16 @@ def _mlflow_client(uri: str, timeout: float, say: Callable[[str], None]) -> tupl
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")  # a server that is down: one try, then the line
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", str(max(1, int(timeout))))
     say(f"MLflow: loading the library and opening {uri} (the first use takes a few seconds)")
-    holder: dict[str, Any] = {}
+    try:  # imported here, outside the time limit: a slow import on a busy machine is not a hang
+        import logging
 
-    def make() -> Any:
-        try:
-            import logging
-
-            logging.getLogger("alembic").setLevel(logging.WARNING)
-            logging.getLogger("mlflow").setLevel(logging.WARNING)
-            import mlflow.entities
-            from mlflow import MlflowClient
-        except ImportError:
-            holder["missing"] = True
-            return None
-        holder["entities"] = mlflow.entities
-        return MlflowClient(tracking_uri=uri)
-
-    client = _Limited(make, uri, timeout)
-    if holder.get("missing"):
-        raise BridgeError(f"--to mlflow needs MLflow: {INSTALL['mlflow']}")
-    return client, holder["entities"]
+        logging.getLogger("alembic").setLevel(logging.WARNING)
+        logging.getLogger("mlflow").setLevel(logging.WARNING)
+        import mlflow.entities
+        from mlflow import MlflowClient
+    except ImportError:
+        raise BridgeError(f"--to mlflow needs MLflow: {INSTALL['mlflow']}") from None
+    return _Limited(lambda: MlflowClient(tracking_uri=uri), uri, timeout), mlflow.entities
 
 
 def _mlflow_tags(rec: RunRecord) -> dict[str, str]:

@@ -28,6 +28,8 @@ RUN, FAILED = "0000000c", "0000000d"  # fill_store's recall runs (attention snap
 
 
 def _cli(*args: str, cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess:
+    if "mlflow" in args and "--timeout" not in args:  # an upper bound on a busy machine, not a timing
+        args = (*args, "--timeout", "240")
     return subprocess.run([sys.executable, "-m", "sparse_tui", *args], capture_output=True, text=True, timeout=300,
                           cwd=cwd, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", **env})
 
