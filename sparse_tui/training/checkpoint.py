@@ -11,8 +11,8 @@ Every ``train.checkpoint_every`` steps, and at least every ``CHECKPOINT_SECONDS`
 * each run's bookkeeping: the plateau detector, the last and best metrics, the training-loss sum since the last
   evaluation and its count, and the wall time trained so far.
 
-The file is written under a temporary name (``.<host>.<pid>.tmp``) and renamed (atomic on POSIX), then the older
-checkpoints of the stack are removed: a kill at any moment leaves the previous checkpoint, the new one, or both
+The file is written by the one file writer (files.py: an unnamed ``O_TMPFILE``, else ``.<name>.<host>.<pid>.tmp``,
+then renamed: atomic on POSIX), then the older checkpoints of the stack are removed: a kill at any moment leaves the previous checkpoint, the new one, or both
 (the newest step wins), never half of one. The step is part of the name, so what ``sparse-tui show`` reports is
 the step of the file a resume loads. Temporaries of a process that was killed are removed when a batch is next
 coordinated (``remove_stale_temporaries``). A run resumed from a checkpoint repeats the steps after it with the same
@@ -23,7 +23,12 @@ resumed in another company starts from step 0. A checkpoint is removed when ever
 
 A checkpoint is data, never code: it is read with ``torch.load(..., weights_only=True)`` (tensors, numbers,
 strings, lists, tuples and dicts only), so a file planted in a shared runs folder cannot run anything as whoever
-resumes (``check`` is what ``sparse-tui resume`` asks before it trains).
+resumes. And only a run's own checkpoint is loaded (issue 30): ``check`` (what ``resume`` asks before it trains and
+what ``show`` reports) refuses in one line a FIFO or device (opened without waiting), an unreadable folder, an
+absurd step in a name, a step in the name that the content disagrees with, and another run's file: the first run id
+inside, and the ``fingerprint`` of each run (its id, task, model and seed) saved with it. The training loop's restore
+applies the same ``verify`` and compares the saved shapes with the model's before loading; what it refuses is one
+line on stderr and the run starts from step 0.
 
 Where a checkpoint is kept is the run store's business, not the loop's: ``checkpoint_files(store, run_ids)`` asks
 the records' sink (training/runlog.py) for its ``checkpoint_files`` and falls back to ``CheckpointFiles``, the
