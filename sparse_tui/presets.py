@@ -474,7 +474,8 @@ def tag_problem(tag: Any) -> str | None:
     if not _TAG.fullmatch(tag):
         bad = next((c for c in tag if not _TAG.fullmatch(c)), None)
         what = f"; {_esc(bad)!r} is not one of them" if bad is not None and len(tag) <= 40 else ""
-        return f"tag {_esc(tag)!r}: use 1-40 characters, each an ASCII letter, a digit or one of _.:+=/@-{what}"
+        return (f"tag {_esc(tag)!r}: use 1-40 characters, each an ASCII letter, a digit or one of _.:+=/@- (no "
+                f"spaces){what}")
     return None
 
 

@@ -126,7 +126,7 @@ def test_tag_and_note_on_a_read_only_store_name_the_file(store_dir):
 def test_a_tag_with_a_non_ascii_letter_is_refused_by_an_accurate_message(store_dir):
     line = _line(_cli("tag", RUN, "--add", "café", "--runs-dir", str(store_dir)))
     assert line == ("error: --add: tag 'café': use 1-40 characters, each an ASCII letter, a digit or one of "
-                    "_.:+=/@-; 'é' is not one of them"), line
+                    "_.:+=/@- (no spaces); 'é' is not one of them"), line
 
 
 def test_reproduce_on_a_read_only_store_reports_when_every_run_is_stored(tmp_path):
