@@ -151,6 +151,20 @@ def _open_store(runs_dir: Optional[Path], *, create: bool = False):
         return RunStore(_runs_dir(runs_dir), create=create)
 
 
+@contextmanager
+def _writing(store, what: str):
+    """Edits of a store (tags, notes): a read-only store (media or permissions) is one line naming its file, both
+    when it is known to be read-only before the write and when SQLite refuses the write."""
+    import sqlite3
+
+    if store.read_only or not os.access(store.path, os.W_OK) or not os.access(store.runs_dir, os.W_OK):
+        raise fail(f"{store.path}: the run store is read-only (file system or permissions); cannot {what}")
+    try:
+        yield
+    except sqlite3.OperationalError as e:
+        raise fail(f"{store.path}: cannot {what}: {str(e).splitlines()[0]}") from None
+
+
 def _add_tags(loaded, tags: list[str], preset: Path):
     """The preset's ``tags`` followed by the ``--tag`` ones (a tag already in the preset is not repeated)."""
     from sparse_tui.presets import PresetError, validate_preset_data
@@ -611,7 +625,7 @@ def tag(
     runs_dir: Optional[Path] = RunsDirOpt,
 ) -> None:
     """Add (--add) or remove (--remove) tags of runs; they show in 'runs', the console and exports, and
-    'runs --tag' / the console's filter find them. Tags: 1-40 letters, digits or _.:+=/@- each."""
+    'runs --tag' / the console's filter find them. Tags: 1-40 ASCII letters, digits or _.:+=/@- each."""
     from sparse_tui.annotate import AnnotateError, edit_tags
 
     if not add and not remove:
@@ -622,8 +636,10 @@ def tag(
         new = {r.run_id: edit_tags(r.tags, add, remove) for r in recs}
     except AnnotateError as e:
         raise fail(f"--add: {e}") from None
+    with _writing(store, "change tags"):
+        for r in recs:
+            store.set_tags(r.run_id, new[r.run_id])
     for r in recs:
-        store.set_tags(r.run_id, new[r.run_id])
         out.print(f"{r.run_id}: {' '.join(new[r.run_id]) or '(no tags)'}", markup=False)
 
 
@@ -645,9 +661,12 @@ def note(
         return
     if text is not None and clear:
         raise fail("note: give a note or --clear, not both")
+    if text is not None and not text.strip():
+        raise fail("note: the note is empty; to remove the note, use --clear")
     with _refused(AnnotateError):
         value = None if clear else check_note(text)
-    store.set_note(rec.run_id, value)
+    with _writing(store, "change the note"):
+        store.set_note(rec.run_id, value)
     err.print(f"{rec.run_id}: note {'saved' if value else 'removed'}", markup=False)
 
 
@@ -690,9 +709,16 @@ def delete(
 
 
 def _checkpoint_line(store, rec) -> str:
-    from sparse_tui.training.checkpoint import has_checkpoint
+    """What ``show`` says of a run's checkpoint: the step ``resume`` would load (the same check), or why none."""
+    from sparse_tui import runner
+    from sparse_tui.training.checkpoint import CheckpointError, check, fingerprint
 
-    step = has_checkpoint(store.runs_dir, rec.run_id)
+    cfgs, _ = runner.stored_configs([rec])
+    try:
+        step = check(store.runs_dir, rec.run_id,
+                     fingerprint(rec.run_id, cfgs[rec.run_id]) if rec.run_id in cfgs else None)
+    except CheckpointError as e:
+        return f"none usable ({e})"
     if step is None:
         return "-"
     hint = f"; sparse-tui resume {rec.run_id}" if rec.status in ("failed", "interrupted") else ""
@@ -830,46 +856,54 @@ def export_cmd(
     status: Optional[str] = typer.Option(None, "--status", help="Only runs with this status."),
     to: Optional[str] = typer.Option(
         None, "--to", help="tensorboard DIR: event files (scalars, hparams, attention images); mlflow [URI]: an MLflow "
-        "tracking store (default sqlite:///RUNS_DIR/mlflow.db). The first argument is DIR / URI, then the runs.",
-        show_default=False),
+        "tracking store (default sqlite:///RUNS_DIR/mlflow.db; a path: X.db, or a folder for its mlflow.db). The first "
+        "argument is DIR / URI / path, then the runs.", show_default=False),
+    update: bool = typer.Option(False, "--update", help="--to mlflow: bring runs exported before up to date (tags, "
+                                "note, new metric points, status) instead of skipping them."),
+    mkdir: bool = typer.Option(False, "--mkdir", help="--to: create the target's missing parent folders."),
+    timeout: float = typer.Option(30.0, "--timeout", help="--to mlflow: seconds each MLflow call may take."),
 ) -> None:
     """Export the run table (or the per-step metrics) as CSV, JSON lines or Parquet, or (--to) write the runs as
     TensorBoard event files or MLflow runs."""
-    from sparse_tui.export import FORMATS, ExportError, export, output_problem, write_atomic
+    from sparse_tui.export import FORMATS, export, write_output
+    from sparse_tui.files import WriteError, problem
     from sparse_tui.store import STATUSES
 
     _one_of("--status", status, STATUSES)
     if to is not None:
-        _export_to(to, list(run_ids or []), runs_dir, preset, status, output)
+        if not (math.isfinite(timeout) and timeout > 0):
+            raise fail(f"--timeout: must be a positive number of seconds, got {timeout:g}")
+        _export_to(to, list(run_ids or []), runs_dir, preset, status, output,
+                   dict(update=update, mkdir=mkdir, timeout=timeout))
         return
     _one_of("--format", fmt, FORMATS)
-    problem = output_problem(output) if output is not None else None
-    if problem:
-        raise fail(problem)
+    why = problem(output, through=True) if output is not None else None
+    if why:
+        raise fail(f"--output {output}: {why}")
     store = _open_store(runs_dir)
     recs = _selected(store, list(run_ids or []), status, preset)
     if fmt == "parquet" and output is None and sys.stdout.isatty():
         raise fail("--format parquet: binary output; pass --output FILE or redirect stdout")
     try:
         if output is not None:
-            n = write_atomic(output, lambda fh: export(store, recs, fmt, fh, metrics=metrics), binary=fmt == "parquet")
+            n = write_output(output, store, recs, fmt, metrics=metrics)
             err.print(f"wrote {n} row(s) to {_esc(output)}", markup=False)
         else:
             export(store, recs, fmt, sys.stdout.buffer if fmt == "parquet" else sys.stdout, metrics=metrics)
-    except ExportError as e:
+    except WriteError as e:
         raise fail(str(e), ExitCode.RUN_FAILED if e.disk_full else ExitCode.USAGE) from None
     except RuntimeError as e:  # parquet without pyarrow
         raise fail(str(e)) from None
 
 
 def _export_to(to: str, args: list[str], runs_dir: Optional[Path], preset: Optional[str], status: Optional[str],
-               output: Optional[Path]) -> None:
-    """``export --to tensorboard DIR [RUN…]`` / ``--to mlflow [URI] [RUN…]`` (bridges.py)."""
+               output: Optional[Path], how: dict) -> None:
+    """``export --to tensorboard DIR [RUN…]`` / ``--to mlflow [URI | PATH] [RUN…]`` (bridges.py)."""
     from sparse_tui.bridges import BRIDGES, BridgeError, export_to
 
     _one_of("--to", to, BRIDGES)
     dest = str(output) if output is not None else None
-    if dest is None and args and (to == "tensorboard" or "://" in args[0] or args[0].endswith(".db")):
+    if dest is None and args and (to == "tensorboard" or _is_destination(args[0])):
         dest, args = args[0], args[1:]
     if to == "tensorboard" and dest is None:
         raise fail("--to tensorboard: give the folder to write: sparse-tui export --to tensorboard DIR [RUN…]")
@@ -877,9 +911,21 @@ def _export_to(to: str, args: list[str], runs_dir: Optional[Path], preset: Optio
     recs = _selected(store, args, status, preset)
     if not recs:
         raise fail("export: no runs to export")
-    with _refused(BridgeError):
-        line = export_to(to, store, recs, dest, say=lambda t: err.print(_esc(t), markup=False))
+    try:
+        line = export_to(to, store, recs, dest, say=lambda t: err.print(_esc(t), markup=False), **how)
+    except BridgeError as e:
+        exit_ = fail(str(e))
+        if e.stuck:  # a call still hangs in its thread: leave without waiting for it
+            _exit_now(exit_.exit_code)
+        raise exit_ from None
     err.print(_esc(line), markup=False)
+
+
+def _is_destination(arg: str) -> bool:
+    """Whether the first argument after ``--to mlflow`` is where to write (a URI or a path), not a run id: it has a
+    scheme, a path separator or a .db suffix, or names something that exists."""
+    return bool(re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", arg)) or "/" in arg or arg.endswith(".db") \
+        or arg.startswith(("~", ".")) or os.path.exists(arg)
 
 
 # ==============================================================================================================
@@ -1037,6 +1083,7 @@ def reproduce(
     from sparse_tui.reports import reproduce as rp
     from sparse_tui.reports.fitreport import parse_threshold
     from sparse_tui.fitting import FitError
+    from sparse_tui.store import StoreError
 
     if list_:
         if name is not None:
@@ -1071,7 +1118,7 @@ def reproduce(
     with _refused(atlas.AtlasError), _preset_refused():  # every named preset loads before the store is opened
         for entry in chosen:
             rp.plan(None, entry, size, presets_dir)
-    store = _open_store(runs_dir, create=True)
+    store = _reproduce_store(runs_dir, chosen, size, presets_dir)
     plans = []
     code = ExitCode.OK
     for entry in chosen:  # planned in turn: an entry reuses what an earlier one just trained (Fig. 5 and Fig. 16)
@@ -1080,11 +1127,18 @@ def reproduce(
         _say(p.describe())
         _say(resolve(p.preset, presets_dir).line())
         todo = p.to_train()
-        if not todo:
+        again = [p.specs[i] for i in sorted(p.resumable)]
+        if not todo and not again:
             continue
-        ex = _preflight(None, todo, device, p.preset)
-        code = max(code, _train_batch(store, ex, todo, workers=n_workers, device=device, then_exit=False,
-                                      table=not as_json))  # this process coordinates, as `run --headless`
+        ex = _preflight(None, todo + again, device, p.preset)
+        with _refused(StoreError):  # an interrupted or failed run continues in its own row (its checkpoint checked)
+            batches = rp.resume_batches(store, p)
+        for batch_id, ids, specs in batches:
+            code = max(code, _train_batch(store, ex, specs, batch_id=batch_id, resume=ids, workers=n_workers,
+                                          device=device, then_exit=False, table=not as_json))
+        if todo:
+            code = max(code, _train_batch(store, ex, todo, workers=n_workers, device=device, then_exit=False,
+                                          table=not as_json))  # this process coordinates, as `run --headless`
     reports = []
     paths = rp.plot_paths(fig_path, chosen) if fig_path is not None else [None] * len(plans)
     for p, path in zip(plans, paths):
@@ -1162,6 +1216,29 @@ def presets_copy(
     with _refused(CatalogError):
         target = copy(name, dest, presets_dir)
     out.print(f"wrote {_esc(target)}: edit it, then: sparse-tui run {_esc(target)} --headless", markup=False)
+
+
+def _reproduce_store(runs_dir: Optional[Path], chosen, size: str, presets_dir: Optional[Path]):
+    """The store ``reproduce`` trains into; a read-only one is used when it holds every run the entries need
+    (``reproduce.read_only_problem``: then it only reports)."""
+    from sparse_tui import atlas
+    from sparse_tui.reports import reproduce as rp
+    from sparse_tui.store import RunStore, StoreError
+
+    where = _runs_dir(runs_dir)
+    try:
+        return RunStore(where, create=True)
+    except StoreError as e:
+        if not (where / "runs.db").is_file():
+            raise fail(str(e)) from None
+        store = _open_store(runs_dir)
+        if not store.read_only:
+            raise fail(str(e)) from None
+    with _refused(atlas.AtlasError):
+        why = rp.read_only_problem(store, chosen, size, presets_dir)
+    if why:
+        raise fail(why)
+    return store
 
 
 @app.command(short_help="Check the device and every training schedule on a tiny sweep.")

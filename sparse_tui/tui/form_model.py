@@ -22,6 +22,7 @@ import tomlkit
 
 from sparse_tui import presets as P
 from sparse_tui.catalog import GROUPS, catalogue
+from sparse_tui.files import write_file
 
 SECTIONS = ("task", "model", "train", "eval", "plateau")
 PLAIN_CLASSES = {"train": P.TrainConfig, "eval": P.EvalConfig, "plateau": P.PlateauConfig}
@@ -282,9 +283,7 @@ class PresetDraft:
         """Write the edited file (atomically) to ``path`` or the original path; the draft then tracks that file."""
         target = Path(path) if path is not None else self.path
         text = self.render()
-        tmp = target.with_name(target.name + ".part")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(target)
+        write_file(target, lambda fh: fh.write(text.encode("utf-8")), binary=True)  # files.py: the one writer
         self.__init__(target)
         return target
 
