@@ -571,6 +571,8 @@ class _Experiment(_Section):
             for metric in sched.metrics():
                 if metric_range(self, metric) is None:
                     raise ValueError(f"task.{key}: {metric!r} is not logged by this run (schedule {sched})")
+            if self.model.kind == "ode" and len(scheduled(self.task)) > 1:
+                raise ValueError("task.p: the reduced flow follows one schedule at a time (p or B)")
             if self.model.kind == "ode" and any(w.startswith("stuck") for w in sched.when):
                 raise ValueError(f"task.{key}: the reduced flow improves at every step; 'stuck' never fires there")
 
