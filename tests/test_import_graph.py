@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                           "sparse_tui.resources")),
     ("science", ("sparse_tui.tasks", "sparse_tui.models", "sparse_tui.fitting", "sparse_tui.geometry")),
     ("training", ("sparse_tui.training",)),
-    ("lifecycle and reports", ("sparse_tui.runner", "sparse_tui.executors", "sparse_tui.export", "sparse_tui.reports",
+    ("lifecycle and reports", ("sparse_tui.runner", "sparse_tui.executors", "sparse_tui.export", "sparse_tui.reports", "sparse_tui.forecast",
                                "sparse_tui.reports.fitreport", "sparse_tui.progress", "sparse_tui.annotate",
                                "sparse_tui.bridges", "sparse_tui.estimate", "sparse_tui.phase")),
     ("commands", ("sparse_tui.reports.figures", "sparse_tui.reports.reproduce", "sparse_tui.doctor")),

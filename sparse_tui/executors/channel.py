@@ -109,6 +109,9 @@ class ChannelSink(RunSink):
             self.steps[run_id] = max(self.steps.get(run_id, 0), int(max(steps)))
         self._add(("log_metrics_many", run_id, list(steps), {k: list(v) for k, v in series.items()}))
 
+    def log_plateau(self, run_id: str, step: float) -> None:
+        self._add(("log_plateau", run_id, float(step)))
+
     def log_attention(self, run_id: str, step: int, maps: dict, meta: dict) -> None:
         self._add(("log_attention", run_id, int(step), maps, meta))
 

@@ -61,6 +61,13 @@ class Writes:
                             (now, row[1], self._host, os.getpid()))
         return bool(row and row[0])
 
+    def log_plateau(self, run_id: str, step: float) -> None:
+        """The plateau step of a run still training, the moment its detector fires (``runs`` and the console show it
+        live; ``finish`` writes the final one). A run with a terminal status is never touched."""
+        with self._tx() as con:
+            con.execute("UPDATE runs SET plateau_step=? WHERE run_id=? AND status IN ('queued', 'running')",
+                        (float(step), run_id))
+
     def log_attention(self, run_id: str, step: int, maps: dict[str, Any], meta: dict) -> None:
         """Store attention maps (``{'L1': array[H, E, Lq, L], ...}``, saved as float16) with labels in ``meta``."""
         import numpy as np

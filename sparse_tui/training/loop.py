@@ -246,7 +246,10 @@ class Tracker:
 
     def record(self, step: int, vals: dict[str, float]) -> None:
         self.last = vals
+        before = self.det.step
         self.det.update(step, vals.get(self.cfg.plateau.metric, math.nan))
+        if before is None and self.det.step is not None and self.task is not None:
+            self.logger.plateau(self.det.step)  # live: runs and the console show it before the run ends
         for key, sw in self.switchers.items():  # a switch fires here, at an evaluation; it acts from step + 1
             sw.observe(step, vals, plateau=self.det.step is not None)
             vals[f"sched/{key}"] = float(sw.value(step + 1))

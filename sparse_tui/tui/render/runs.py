@@ -183,8 +183,10 @@ class Row:
     step: int = 0
 
 
-def table_row(rec: RunRecord, last: dict | None, now: float) -> Row:
-    """A run as the run table shows it: display cells, sort keys, the text the filter searches."""
+def table_row(rec: RunRecord, last: dict | None, now: float, forecast: dict | None = None) -> Row:
+    """A run as the run table shows it: display cells, sort keys, the text the filter searches. The plateau cell
+    has the emergence forecast (forecast.py) beside it: '~1.2k 5m' before the plateau (step, ETA), 'x0.93' after
+    (measured / forecast)."""
     loss = final_metric(rec, last, ("test/loss", "train/loss"))
     acc = final_metric(rec, last, ("test/acc",))
     age = now - rec.created_at if rec.created_at else None
@@ -197,7 +199,7 @@ def table_row(rec: RunRecord, last: dict | None, now: float) -> Row:
         rec.preset,
         params_text(rec),
         f"{fmt_short(rec.step)}/{fmt_short(total)}",
-        fmt_short(rec.plateau_step, 4),
+        plateau_text(rec.plateau_step, forecast),
         fmt_short(loss),
         fmt_num(acc, ".3f"),
         rec.device or "-",
@@ -221,6 +223,16 @@ def table_row(rec: RunRecord, last: dict | None, now: float) -> Row:
     text = " ".join([rec.run_id, status, rec.preset, params_text(rec), rec.label or "", rec.device or "",
                      *run_tags(rec), rec.note or ""]).lower()
     return Row(rec.run_id, cells, keys, text, dict(rec.params), tuple(run_tags(rec)), rec.step)
+
+
+def plateau_text(step: float | None, forecast: dict | None) -> str:
+    """The plateau cell: the plateau step, with the emergence forecast beside it (forecast.py: '~1.2k 5m' before the
+    plateau, '0.93x' = measured / forecast after)."""
+    from sparse_tui.forecast import cell
+
+    if forecast is None:
+        return fmt_short(step, 4)
+    return cell(forecast) if step is None else f"{fmt_short(step, 4)} {cell(forecast)}"
 
 
 # Columns whose natural first order is high to low (s picks it; r reverses): accuracy, progress, age (newest first).
