@@ -26,7 +26,7 @@ import math
 from typing import Any, Iterable, Sequence
 
 from . import atlas
-from .fitting import FitError, _Resolver, fit_power_law
+from .fitting import FitError, Resolver, fit_power_law
 from .repetition import Schedule, initial
 from .theory import PAPER_FITS, f_rep
 
@@ -47,7 +47,7 @@ def _row(rec: Any) -> dict:
 
 
 def _value(row: dict, name: str) -> float:
-    return _Resolver([row]).value(row, name, 0)
+    return Resolver([row]).value(row, name, 0)
 
 
 def _law(rec: Any) -> tuple[str | None, tuple[str, ...]]:

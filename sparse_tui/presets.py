@@ -120,9 +120,9 @@ def _check_repeat(task: Any, key: str, lo: float, hi: float, integer: bool = Fal
     """Every value task.<key> can take (its schedule's too) lies in [lo, hi] (and is an integer)."""
     for v in all_values(getattr(task, key)):
         if integer and float(v) != int(v):
-            raise ValueError(f"{key}: must be an integer, got {_fmt_num(v)}")
+            raise ValueError(f"{key}: must be an integer, got {fmt_plain(v)}")
         if not lo <= v <= hi:
-            raise ValueError(f"{key}: must be in [{_fmt_num(lo)}, {_fmt_num(hi)}], got {_fmt_num(v)}")
+            raise ValueError(f"{key}: must be in [{fmt_plain(lo)}, {fmt_plain(hi)}], got {fmt_plain(v)}")
 
 
 class TaskSection(_Section):
