@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("lifecycle and reports", ("sparse_tui.runner", "sparse_tui.executors", "sparse_tui.export", "sparse_tui.reports", "sparse_tui.forecast",
                                "sparse_tui.reports.fitreport", "sparse_tui.progress", "sparse_tui.annotate",
                                "sparse_tui.bridges", "sparse_tui.estimate", "sparse_tui.phase")),
-    ("commands", ("sparse_tui.reports.figures", "sparse_tui.reports.reproduce", "sparse_tui.doctor")),
+    ("commands", ("sparse_tui.reports.figures", "sparse_tui.reports.reproduce", "sparse_tui.reports.diversity", "sparse_tui.doctor")),
     ("console", ("sparse_tui.tui",)),
     ("cli", ("sparse_tui.cli", "sparse_tui.__main__")),
 ]
