@@ -116,3 +116,13 @@ def test_live_plateau_is_written_while_the_run_trains(tiny_preset, tmp_path):
     # a terminal status is never rewritten: a late write does nothing
     store.log_plateau(rid, 5.0)
     assert store.get(rid).plateau_step == final.plateau_step
+
+
+def test_a_ray_worker_s_live_plateau_reaches_the_store(tmp_path):
+    """A Ray worker sends the plateau through its channel (executors/channel.py); the coordinator applies it."""
+    from sparse_tui.executors.channel import apply
+
+    store, ids = _synthetic(tmp_path)
+    assert store.get(ids[4]).plateau_step is None
+    apply(store, ("log_plateau", ids[4], 480.0))
+    assert store.get(ids[4]).plateau_step == 480.0

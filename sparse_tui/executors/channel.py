@@ -182,7 +182,7 @@ def apply(store, record: tuple, on_error=None) -> str | None:
     """Write one worker record into ``store`` with the call the local path makes (the coordinator's side).
     Returns the run id whose cancel the store reports at a heartbeat, else None."""
     kind = record[0]
-    if kind in ("log_metrics", "log_metrics_many", "log_attention", "log_array"):  # the same call, the same arguments
+    if kind in ("log_metrics", "log_metrics_many", "log_plateau", "log_attention", "log_array"):  # the same call
         getattr(store, kind)(*record[1:])
     elif kind == "heartbeat":
         _, run_id, step = record
