@@ -5,7 +5,7 @@ forecast plateau step with an interval, from the first source that applies:
 
 * ``refit``: the power law refitted (App. D.2, ``fitting.fit_power_law``) on the preset's other runs that have left
   their plateau, when at least 3 have; on the entry's ``fit_vars`` that vary among them (none vary: their geometric
-  mean). Interval: exp(+-2 s) around the fit, s the residual standard deviation of log plateau (at least 5%).
+  mean); not when the run differs from them in a variable they do not vary (no slope for it: the next source). Interval: exp(+-2 s) around the fit, s the residual standard deviation of log plateau (at least 5%).
 * ``paper``: the paper's law (``theory.PAPER_FITS``) scaled by the prefactor the preset measured: the geometric mean
   of plateau / law over the preset's runs that left their plateau (1 or 2 of them). Interval: exp(+-2 s) of those
   ratios (one run: x/÷ 2).
@@ -67,6 +67,8 @@ def _refit(row: dict, peers: list[dict], fit_vars: Sequence[str]) -> tuple[float
     logs = [math.log(p["plateau_step"]) for p in peers]
     try:
         varying = [v for v in fit_vars if len({_value(p, v) for p in peers}) > 1]
+        if any(_value(row, v) != _value(peers[0], v) for v in fit_vars if v not in varying):
+            return None  # the run lies off the peers in a variable they do not vary: no slope for it (-> paper)
     except FitError:
         return None
     if len(peers) >= len(varying) + 2 and varying:

@@ -126,3 +126,12 @@ def test_a_ray_worker_s_live_plateau_reaches_the_store(tmp_path):
     assert store.get(ids[4]).plateau_step is None
     apply(store, ("log_plateau", ids[4], 480.0))
     assert store.get(ids[4]).plateau_step == 480.0
+
+
+def test_refit_does_not_extrapolate_in_a_variable_the_peers_do_not_vary():
+    """Three finished runs at d = 16 (T varies) say nothing about d: a run at d = 32 is forecast by the paper's law
+    scaled by their prefactor, not by a law in T alone (which would miss d's factor 2^1.31)."""
+    law = lambda d, T: 1.45 * d**1.31 * T**0.57  # noqa: E731
+    peers = [_rec(f"p{T}", 16, T, 2 * law(16, T)) for T in (16, 32, 64)]
+    f = forecast(_rec("x", 32, 16, None, status="running", step=10), peers)
+    assert f["source"] == "paper" and f["step"] == pytest.approx(2 * law(32, 16), rel=1e-9)
