@@ -116,13 +116,17 @@ _SCHED_HELP = (" A schedule instead of a number: {steps = [[0, 0.9], [2000, 0]]}
                " (\"0.9 -> 0 when test/acc >= 0.05\"); docs/THEORY.md, \"Repetition schedules\".")
 
 
-def _check_repeat(task: Any, key: str, lo: float, hi: float, integer: bool = False) -> None:
+def _check_repeat(task: Any, key: str, lo: float, hi: float, hi_name: str = "", integer: bool = False) -> None:
     """Every value task.<key> can take (its schedule's too) lies in [lo, hi] (and is an integer)."""
-    for v in all_values(getattr(task, key)):
-        if integer and float(v) != int(v):
-            raise ValueError(f"{key}: must be an integer, got {fmt_plain(v)}")
-        if not lo <= v <= hi:
-            raise ValueError(f"{key}: must be in [{fmt_plain(lo)}, {fmt_plain(hi)}], got {fmt_plain(v)}")
+    v = getattr(task, key)
+    where = f" (schedule {v})" if isinstance(v, Schedule) else ""
+    for x in all_values(v):
+        if integer and float(x) != int(x):
+            raise ValueError(f"{key}: must be an integer, got {fmt_plain(x)}{where}")
+        if x < lo:
+            raise ValueError(f"{key}: must be >= {fmt_plain(lo)}{where}")
+        if x > hi:
+            raise ValueError(f"{key}: must be <= {hi_name or fmt_plain(hi)}{where}")
 
 
 class TaskSection(_Section):
@@ -175,7 +179,7 @@ class LinregTask(TaskSection):
     @model_validator(mode="after")
     def _check(self) -> "LinregTask":
         _check_repeat(self, "p", 0.0, 1.0)
-        _check_repeat(self, "B", 1, self.T, integer=True)
+        _check_repeat(self, "B", 1, self.T, "T", integer=True)
         if self.position == "fixed" and max(all_values(self.B)) > self.T - 1:
             raise ValueError("B: must be <= T - 1 with position 'fixed' (the last, readout position is never drawn)")
         return self
@@ -220,7 +224,7 @@ class RecallTask(TaskSection):
         if self.n_pairs > self.n_tokens:
             raise ValueError("n_pairs: must be <= n_tokens (keys in one context are distinct)")
         _check_repeat(self, "p", 0.0, 1.0)
-        _check_repeat(self, "B", 1.0, self.n_pairs)
+        _check_repeat(self, "B", 1.0, self.n_pairs, "n_pairs")
         if scheduled(self) and self.train_size > 0:
             raise ValueError(f"{next(iter(scheduled(self)))}: a schedule needs train_size = 0 (a fixed training set"
                              " is drawn once, with the values at step 0)")
