@@ -188,6 +188,27 @@ class _Blind:
         self.plateau_step, self.step, self.started_at, self.heartbeat_at = None, rec.step, None, None
 
 
+def _steps(x: float) -> str:
+    return f"{x / 1000:.1f}k" if x >= 1000 else f"{x:.0f}"
+
+
+def short(f: dict | None) -> str:
+    """The forecast step alone, '~1.2k' (the console's plateau cell before the plateau), or '-'."""
+    return "-" if f is None else "~" + _steps(f["step"])
+
+
+def detail(f: dict) -> str:
+    """One phrase for the console's detail line: the forecast with its interval, source and ETA, or after the
+    plateau measured / forecast."""
+    src = {"refit": f"refit on {f['n']} runs", "paper": f"paper's law × {f['n']} run(s)",
+           "theory": "√d·T/(B·f)"}[f["source"]]
+    if "ratio" in f:
+        return f"plateau {f['ratio']:.2f}× its forecast {_steps(f['step'])} ({src})"
+    eta = f.get("eta_s")
+    when = "" if eta is None else f", in {eta / 60:.0f} min" if eta >= 60 else f", in {eta:.0f} s"
+    return f"forecast plateau ~{_steps(f['step'])} ({_steps(f['low'])}–{_steps(f['high'])}, {src}{when})"
+
+
 def cell(f: dict | None) -> str:
     """The Runs table's cell: '~1.2k' (forecast, running), '0.93x' (measured / forecast), or '-'."""
     if f is None:

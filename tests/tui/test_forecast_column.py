@@ -1,6 +1,7 @@
-"""The Runs panel at 80x24 shows the emergence forecast beside the plateau (forecast.py, issue 33): '~512 2s' for a
-run still on its plateau (forecast step and ETA at its speed), the live plateau and measured / forecast for a run
-that left it while still training, on a synthetic store of Fig. 15's CPU preset (4 finished runs on an exact law)."""
+"""The Runs panel at 80x24 shows the emergence forecast (forecast.py, issue 33): '~512' in the plateau column of a run
+still on its plateau, the live plateau (1200) of a run that left it while still training, and on the detail line of
+the run under the cursor the forecast in full (measured / forecast after the plateau; interval, source and ETA
+before); on a synthetic store of Fig. 15's CPU preset (4 finished runs on an exact law)."""
 
 from __future__ import annotations
 
@@ -55,8 +56,21 @@ async def _runs(pilot):
     await pilot.pause(0.3)
 
 
+async def _second_row(pilot):
+    await _runs(pilot)
+    await pilot.press("down")
+    await pilot.pause(0.3)
+
+
 def test_forecast_in_runs_at_80x24(snap_compare, tmp_path):
     runs, presets = tmp_path / "runs", tmp_path / "presets"
     presets.mkdir()
     forecast_store(runs)
     assert snap_compare(make(runs, presets), terminal_size=(80, 24), run_before=_runs)
+
+
+def test_forecast_of_a_run_on_its_plateau_at_80x24(snap_compare, tmp_path):
+    runs, presets = tmp_path / "runs", tmp_path / "presets"
+    presets.mkdir()
+    forecast_store(runs)
+    assert snap_compare(make(runs, presets), terminal_size=(80, 24), run_before=_second_row)

@@ -185,8 +185,7 @@ class Row:
 
 def table_row(rec: RunRecord, last: dict | None, now: float, forecast: dict | None = None) -> Row:
     """A run as the run table shows it: display cells, sort keys, the text the filter searches. The plateau cell
-    has the emergence forecast (forecast.py) beside it: '~1.2k 5m' before the plateau (step, ETA), 'x0.93' after
-    (measured / forecast)."""
+    shows the emergence forecast (forecast.py) until the run leaves its plateau: '~1.2k'."""
     loss = final_metric(rec, last, ("test/loss", "train/loss"))
     acc = final_metric(rec, last, ("test/acc",))
     age = now - rec.created_at if rec.created_at else None
@@ -226,13 +225,11 @@ def table_row(rec: RunRecord, last: dict | None, now: float, forecast: dict | No
 
 
 def plateau_text(step: float | None, forecast: dict | None) -> str:
-    """The plateau cell: the plateau step, with the emergence forecast beside it (forecast.py: '~1.2k 5m' before the
-    plateau, '0.93x' = measured / forecast after)."""
-    from sparse_tui.forecast import cell
+    """The plateau cell: the plateau step (live: written when the run leaves it), else the emergence forecast
+    ('~1.2k', forecast.py); the forecast in full is on the detail line."""
+    from sparse_tui.forecast import short
 
-    if forecast is None:
-        return fmt_short(step, 4)
-    return cell(forecast) if step is None else f"{fmt_short(step, 4)} {cell(forecast)}"
+    return fmt_short(step, 4) if step is not None or forecast is None else short(forecast)
 
 
 # Columns whose natural first order is high to low (s picks it; r reverses): accuracy, progress, age (newest first).

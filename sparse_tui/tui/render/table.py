@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from sparse_tui.forecast import detail as forecast_detail
 from sparse_tui.forecast import forecasts
 from sparse_tui.numbers import fmt_age
 from sparse_tui.store import RunRecord
@@ -20,7 +21,7 @@ from sparse_tui.tui.render.runs import (
 # What 80 columns hold: the full 8-character id, the run's name (as wide as the rest leaves), status, progress and
 # results; preset, params, device and age go to the detail line of the run under the cursor.
 HEADERS = ("run", "name", "status", "step", "loss", "acc", "plateau")
-FIXED = {"run": 8, "status": 9, "step": 9, "loss": 6, "acc": 5, "plateau": 11}  # plateau: "450 0.93x", "~1.2k 5m"
+FIXED = {"run": 8, "status": 9, "step": 9, "loss": 6, "acc": 5, "plateau": 7}
 GROUPED = {"status": 9, "loss": 12, "acc": 12, "plateau": 12}  # mean ± std cells (n in the name); no id, no step
 NAME_MIN = 20  # hyperparameter columns are added (auto) while the name keeps this much
 NAME_PICKED = 12  # columns picked with o: fixed columns make room for them while the name keeps this much
@@ -54,12 +55,13 @@ class RunTable:
         self._hp_auto: list[str] = []  # of those, the ones varied within a preset (shown by default)
         self.filter_errors: list[str] = []  # the filter's conditions that could not be read
         self._names: dict[tuple, str] = {}  # (width, kind, run id): the shown runs' names fitted together
+        self._fc: dict[str, dict | None] = {}  # run id -> its emergence forecast (forecast.py)
 
     def set_store(self, records: list[RunRecord], last: dict[str, dict], now: float) -> None:
         self._records = {r.run_id: r for r in records}
         self._last = last
-        fc = forecasts(records)  # forecast.py: the emergence forecast beside the plateau
-        self.rows = [table_row(r, last.get(r.run_id), now, fc[r.run_id]) for r in records]
+        self._fc = forecasts(records)  # forecast.py: the emergence forecast (plateau cell, detail line)
+        self.rows = [table_row(r, last.get(r.run_id), now, self._fc[r.run_id]) for r in records]
 
     def _filtered(self) -> list[Row]:
         """The runs the filter lets through (``render/filters``: words and conditions; its errors are kept)."""
@@ -235,6 +237,8 @@ class RunTable:
             t.append(" · tags " + ", ".join(tags), style="cyan")
         if rec.note:
             t.append(f" · note: {rec.note}", style="green")
+        if fc := self._fc.get(key):
+            t.append(f" · {forecast_detail(fc)}", style="cyan")
         t.append(f" · preset {c['preset']} · {c['device']} · {c['age']} ago")
         if speed(rec):
             t.append(f" · {speed(rec):.1f} steps/s · ETA {fmt_age(eta(rec))}"
