@@ -29,7 +29,8 @@ ENTRIES = [
           record=R_DIV, report=REPORT,
           measured="2026-11-27, CPU, 3 seeds: B 4 -> 1 at 5% reaches 60% 1.44-1.50x sooner than none and ends "
                    "-0.015..+0.041 from it (target 1.5x: 1 of 3); p 0.9 -> 0: 1.13-1.18x; constant B 4, p 0.9 end "
-                   "0.42-0.57 below; in kind"),
+                   "0.42-0.57 below; in kind",
+          verdict="in kind", cpu_minutes=35.0),
     Entry("diversity_linreg", "§4 proposal (linear regression)", PAPER, "§4, §2.4, App. D.1",
           "p = 0.3 until the plateau ends, then 0: as fast as p = 0.3, as good as p = 0?", "curves",
           {"cpu": "diversity_linreg_cpu"}, threshold=Threshold("test/loss", "below", 0.4),
@@ -37,7 +38,8 @@ ENTRIES = [
                 "(the paper's T: 256), 400 steps, 3 seeds.",
           record=R_DIV, report=REPORT,
           measured="2026-11-27, CPU, 3 seeds: p 0.3 -> 0 at the plateau keeps p's 1.04-1.17x and ends at test loss "
-                   "0.027-0.054 (p = 0: 0.037-0.062, p = 0.3: 0.056-0.092); in kind"),
+                   "0.027-0.054 (p = 0: 0.037-0.062, p = 0.3: 0.056-0.092); in kind",
+          verdict="in kind", cpu_minutes=42.0),
     Entry("diversity_theory", "§4 proposal (reduced flow)", PAPER, "§4, App. A.4, Eqs. 17-21",
           "the switch p = 0.3 -> 0 in the reduced dynamics, bounded by the constant flows", "curves",
           {"cpu": "diversity_theory"}, threshold=Threshold("test/loss", "fraction", 0.2),
@@ -45,5 +47,6 @@ ENTRIES = [
                 "'The switch').",
           record=R_DIV, report=REPORT,
           measured="2026-11-27, flow: switched at the plateau's end, plateau 2158 (p = 0.3's) and test loss 1e-3 at "
-                   "2300 (p = 0.3: 2370, p = 0: 5470); switched at test loss 0.45: plateau 2114"),
+                   "2300 (p = 0.3: 2370, p = 0: 5470); switched at test loss 0.45: plateau 2114",
+          verdict="reproduced", cpu_minutes=0.3),
 ]
