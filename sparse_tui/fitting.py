@@ -53,7 +53,7 @@ variables and collinear designs.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -77,14 +77,10 @@ class FitError(ValueError):
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    from sparse_tui.presets import flatten
-
-    return flatten(d, prefix)
-
-
 def flat_rows(rows: Any) -> list[dict[str, Any]]:
     """The fit's rows (a list of dicts or a DataFrame) flattened to dotted keys (``params.task.d``)."""
+    from sparse_tui.presets import flatten
+
     if hasattr(rows, "to_dict") and not isinstance(rows, Mapping):
         rows = rows.to_dict("records")
     if isinstance(rows, Mapping):
@@ -93,7 +89,7 @@ def flat_rows(rows: Any) -> list[dict[str, Any]]:
     for r in rows:
         if not isinstance(r, Mapping):
             raise FitError(f"each row must be a dict, got {type(r).__name__}")
-        out.append(_flatten(r))
+        out.append(flatten(r))
     return out
 
 
@@ -172,10 +168,9 @@ def _number(v: Any, name: str, i: int) -> float:
     if isinstance(v, bool):
         raise FitError(f"variable {name!r} is boolean in row {i}; a power law needs positive numbers")
     try:
-        x = float(v)
+        return float(v)
     except (TypeError, ValueError):
         raise FitError(f"variable {name!r} is not a number in row {i} ({v!r})") from None
-    return x
 
 
 def is_missing(v: Any) -> bool:
@@ -260,8 +255,6 @@ class FitResult:
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
-        from dataclasses import asdict
-
         return asdict(self)
 
 
@@ -524,10 +517,9 @@ def compare_to_theory(result: FitResult, paper: str | None = None) -> list[dict[
     95% interval."""
     fc = forecast_exponents()
     fc["T/B"] = 1.0
-    key = paper
-    if key is not None and key not in PAPER_FITS:
-        raise FitError(f"unknown paper fit {key!r}; one of {', '.join(PAPER_FITS)}")
-    pf = PAPER_FITS.get(key) if key else None
+    if paper is not None and paper not in PAPER_FITS:
+        raise FitError(f"unknown paper fit {paper!r}; one of {', '.join(PAPER_FITS)}")
+    pf = PAPER_FITS.get(paper) if paper else None
     out = []
     for v in result.variables:
         s = short_name(v)

@@ -60,11 +60,9 @@ def phase_grid(records: Iterable[RunRecord], x_key: str, y_key: str, value: str 
             if r.status == "running" or r.status == "queued":
                 continue
             v = 1.0 if r.plateau_step is not None else 0.0
-        elif value == "acc":
-            v = final_metric(r, (last or {}).get(r.run_id), ("test/acc",))
-            v = math.nan if v is None else v
         else:
-            v = final_metric(r, (last or {}).get(r.run_id), ("test/loss", "train/loss"))
+            names = ("test/acc",) if value == "acc" else ("test/loss", "train/loss")
+            v = final_metric(r, (last or {}).get(r.run_id), names)
             v = math.nan if v is None else v
         cells.setdefault((x, y), []).append(v)
     xs_l = sorted(xs, key=_sortable)

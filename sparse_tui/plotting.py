@@ -8,7 +8,6 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-
 PALETTE = ["cyan", "orange", "green", "magenta", "blue", "red", "yellow", "gray"]
 
 
@@ -26,16 +25,8 @@ def downsample(xs: Sequence[float], ys: Sequence[float], n: int) -> tuple[list[f
     return [xs[i] for i in idx], [ys[i] for i in idx]
 
 
-def chart(
-    series: dict[str, tuple[Sequence[float], Sequence[float]]],
-    *,
-    title: str,
-    log_y: bool = False,
-    width: int = 100,
-    height: int = 18,
-    vline: float | None = None,
-    xlabel: str = "step",
-) -> str:
+def chart(series: dict[str, tuple[Sequence[float], Sequence[float]]], *, title: str, log_y: bool = False,
+          width: int = 100, height: int = 18, vline: float | None = None, xlabel: str = "step") -> str:
     """Render one chart of several named series to a string."""
     import plotext as plt
 
@@ -81,12 +72,7 @@ def tick_labels(ticks: Sequence[float]) -> list[str]:
     big = max(abs(v) for v in vals)
     small = min((abs(v) for v in vals if v != 0), default=big)
     if big >= 1e5 or small < 1e-3 or (small > 0 and big / small >= 1e3):
-        out = []
-        for v in vals:
-            m, e = f"{v:.2e}".split("e")
-            m = m.rstrip("0").rstrip(".")
-            out.append(f"{m}e{int(e)}")
-        return out
+        return [f"{m.rstrip('0').rstrip('.')}e{int(e)}" for m, e in (f"{v:.2e}".split("e") for v in vals)]
     if all(float(v).is_integer() for v in vals):
         return [str(int(v)) for v in vals]
     decimals = next((d for d in range(7) if all(abs(round(v, d) - v) <= 1e-9 * max(1.0, big) for v in vals)), 6)
@@ -122,18 +108,8 @@ def nice_ticks(lo: float, hi: float, n: int, log: bool = False) -> list[float]:
 
 
 # A perceptual (viridis-like) colour ramp: the console's heatmaps and the attention images of the TensorBoard bridge.
-_RAMP = [
-    (68, 1, 84),
-    (72, 40, 120),
-    (62, 74, 137),
-    (49, 104, 142),
-    (38, 130, 142),
-    (31, 158, 137),
-    (53, 183, 121),
-    (109, 205, 89),
-    (180, 222, 44),
-    (253, 231, 37),
-]
+_RAMP = [(68, 1, 84), (72, 40, 120), (62, 74, 137), (49, 104, 142), (38, 130, 142), (31, 158, 137), (53, 183, 121),
+         (109, 205, 89), (180, 222, 44), (253, 231, 37)]
 
 
 def ramp(x: float) -> tuple[int, int, int]:

@@ -48,20 +48,11 @@ class BatchProgress:
         self._tasks: dict[str, TaskID] = {}
         self._printed_end: set[str] = set()
         self._last_print: dict[str, float] = {}
-        self._progress = (
-            Progress(
-                TextColumn("[bold]{task.fields[rid]}[/] {task.description}"),
-                BarColumn(bar_width=24),
-                TextColumn("{task.completed:>6.0f}/{task.total:<6.0f}"),
-                TextColumn("{task.fields[stats]}"),
-                TimeRemainingColumn(),
-                console=console,
-                transient=False,
-                refresh_per_second=4,
-            )
-            if self.tty
-            else None
-        )
+        self._progress = Progress(
+            TextColumn("[bold]{task.fields[rid]}[/] {task.description}"), BarColumn(bar_width=24),
+            TextColumn("{task.completed:>6.0f}/{task.total:<6.0f}"), TextColumn("{task.fields[stats]}"),
+            TimeRemainingColumn(), console=console, transient=False, refresh_per_second=4,
+        ) if self.tty else None
 
     def __enter__(self) -> "BatchProgress":
         if self._progress is not None:
@@ -106,10 +97,9 @@ class BatchProgress:
                     tid = self._progress.add_task(rec.label, total=rec.total_steps or 1, rid=rec.run_id, stats="")
                     self._tasks[rec.run_id] = tid
                 self._progress.update(tid, completed=rec.step, stats="  ".join(stats))
-            else:
-                if rec.status in TERMINAL and rec.run_id not in self._printed_end:
-                    self._printed_end.add(rec.run_id)
-                    self.console.print(run_line(rec, last), highlight=False, soft_wrap=True, markup=False)
-                elif rec.status == "running" and now - self._last_print.get(rec.run_id, 0) >= self.interval:
-                    self._last_print[rec.run_id] = now
-                    self.console.print(run_line(rec, last), highlight=False, soft_wrap=True, markup=False)
+            elif rec.status in TERMINAL and rec.run_id not in self._printed_end:
+                self._printed_end.add(rec.run_id)
+                self.console.print(run_line(rec, last), highlight=False, soft_wrap=True, markup=False)
+            elif rec.status == "running" and now - self._last_print.get(rec.run_id, 0) >= self.interval:
+                self._last_print[rec.run_id] = now
+                self.console.print(run_line(rec, last), highlight=False, soft_wrap=True, markup=False)

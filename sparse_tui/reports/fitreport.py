@@ -307,13 +307,10 @@ def select_runs(store: Any, *, preset: str | None = None, batch: str | None = No
         criteria.insert(0, f"preset {preset}")
     if batch:
         criteria.append(f"batch {batch}")
-    seen: set[str] = set()
-    rows = []
+    unique: dict[str, Any] = {}  # a run named twice counts once
     for r in recs:
-        if r.run_id in seen:
-            continue
-        seen.add(r.run_id)
-        rows.append(run_row(r, store))
+        unique.setdefault(r.run_id, r)
+    rows = [run_row(r, store) for r in unique.values()]
     return select_rows(rows, where=where, criteria=criteria)
 
 
@@ -448,8 +445,6 @@ def fit_store(store: Any, variables: str | Sequence[str] = "d,T", *, run_ids: Se
                        f"fit one with --preset NAME") from None
 
 
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # Re-reading the plateaus at another threshold (no retraining)
 # ---------------------------------------------------------------------------------------------------------------
@@ -501,13 +496,13 @@ class Reread:
 
 def _rule(row: Mapping[str, Any]) -> tuple[str, str, float]:
     """(metric, mode, value) of a run-table row's ``[plateau]`` rule (the preset's defaults where a row lacks one)."""
-    got = [row.get(f"params.plateau.{k}") for k in ("metric", "mode", "value")]
+    keys = ("metric", "mode", "value")
+    got = [row.get(f"params.plateau.{k}") for k in keys]
     if any(v is None for v in got):
         from ..presets import PlateauConfig
 
         dflt = PlateauConfig()
-        got = [dflt.metric if got[0] is None else got[0], dflt.mode if got[1] is None else got[1],
-               dflt.value if got[2] is None else got[2]]
+        got = [getattr(dflt, k) if v is None else v for k, v in zip(keys, got)]
     return str(got[0]), str(got[1]), float(got[2])
 
 
@@ -522,8 +517,8 @@ def reread_plateaus(store: Any, selection: Selection, threshold: float,
 
     rows: list[dict[str, Any]] = []
     skipped = dict(selection.skipped)
-    used: list[str] = []
-    own: list[str] = []
+    used: dict[str, None] = {}  # the rules' texts, in order, once each
+    own: dict[str, None] = {}
     changed = 0
     for r in selection.rows:
         metric, mode, value = _rule(r)
@@ -545,15 +540,11 @@ def reread_plateaus(store: Any, selection: Selection, threshold: float,
         r["plateau_step"] = new
         r["last_step"] = steps[-1]  # a censored run's plateau is only known to lie beyond its last evaluation
         rows.append(r)
-        for out, t in ((used, Threshold(metric, direction, threshold)), (own, Threshold(metric, mode, value))):
-            if t.text() not in out:
-                out.append(t.text())
+        used[Threshold(metric, direction, threshold).text()] = None
+        own[Threshold(metric, mode, value).text()] = None
     if paper is None:
         paper = [e.threshold for p in selection.presets for e in entries_of_preset(p) if e.threshold is not None]
-    paper_rules: list[str] = []
-    for t in paper:
-        if t.text() not in paper_rules:
-            paper_rules.append(t.text())
+    paper_rules = list(dict.fromkeys(t.text() for t in paper))
     notes = []
     grids = sorted({r.get("params.eval.every") for r in rows if r.get("params.model.kind") == "ode"} - {None})
     if grids:  # models/ode.py locates the crossing on the integrator's dense output; the store keeps the grid only
@@ -561,7 +552,7 @@ def reread_plateaus(store: Any, selection: Selection, threshold: float,
                      f"evaluation grid (every {', '.join(f'{g:g}' for g in grids)} steps)")
     sel = Selection(rows=rows, skipped=skipped, matched=selection.matched, criteria=list(selection.criteria),
                     presets=list(selection.presets))
-    return sel, Reread(threshold, used, own, paper_rules, changed=changed, runs=len(rows), notes=notes)
+    return sel, Reread(threshold, list(used), list(own), paper_rules, changed=changed, runs=len(rows), notes=notes)
 
 
 _fmt = partial(fmt_or, missing="—")  # the reports mark a missing number with a dash

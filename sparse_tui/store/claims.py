@@ -15,9 +15,8 @@ from sparse_tui.store.records import RunRecord, _json, new_id, pid_alive, stale_
 class Claims:
     """Launching, claiming and reaping runs (a part of ``RunStore``)."""
 
-    def create_runs(
-        self, specs: Iterable[Any], batch_id: str | None = None, *, coordinator: int | None = None
-    ) -> tuple[str, list[str]]:
+    def create_runs(self, specs: Iterable[Any], batch_id: str | None = None, *,
+                    coordinator: int | None = None) -> tuple[str, list[str]]:
         """Record the runs of one launch as ``queued``, with the batch's coordinator (``coordinator``: its pid,
         default this process) in the same transaction. ``specs`` are ``presets.RunSpec``. Returns (batch, ids)."""
         batch_id = batch_id or new_id(3)
@@ -27,38 +26,20 @@ class Claims:
         for i, spec in enumerate(specs):
             run_id = new_id()
             ids.append(run_id)
-            cfg = spec.config.model_dump(mode="json")
-            rows.append(
-                (
-                    run_id,
-                    batch_id,
-                    spec.preset,
-                    spec.preset_path,
-                    spec.label(),
-                    "queued",
-                    _json(cfg),
-                    _json(spec.params),
-                    _json(spec.swept),
-                    spec.seed,
-                    now,
-                    spec.config.train.steps,
-                    i,
-                )
-            )
+            rows.append((run_id, batch_id, spec.preset, spec.preset_path, spec.label(), "queued",
+                         _json(spec.config.model_dump(mode="json")), _json(spec.params), _json(spec.swept), spec.seed,
+                         now, spec.config.train.steps, i))
         with self._tx() as con:
             con.executemany(
                 "INSERT INTO runs (run_id, batch_id, preset, preset_path, label, status, config, params, swept, seed,"
-                " created_at, total_steps, position) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                rows,
-            )
+                " created_at, total_steps, position) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
             self._add_coordinator(con, batch_id, coordinator or os.getpid(), now)
         return batch_id, ids
 
     def _add_coordinator(self, con: sqlite3.Connection, batch_id: str, pid: int, now: float) -> None:
         con.execute(
             "INSERT OR REPLACE INTO coordinators (batch_id, host, pid, started_at, heartbeat_at) VALUES (?,?,?,?,?)",
-            (batch_id, self._host, pid, now, now),
-        )
+            (batch_id, self._host, pid, now, now))
 
     def add_coordinator(self, batch_id: str, pid: int | None = None) -> None:
         """Record ``pid`` (default: this process) on this host as one of the processes that train ``batch_id``'s
@@ -114,9 +95,8 @@ class Claims:
             self._overrides.pop(run_id, None)
         return got
 
-    def claim_runs(
-        self, run_ids: Iterable[str], *, device: str, versions: dict, pid: int | None = None
-    ) -> list[RunRecord]:
+    def claim_runs(self, run_ids: Iterable[str], *, device: str, versions: dict,
+                   pid: int | None = None) -> list[RunRecord]:
         """Atomically mark those of ``run_ids`` that are still queued as running; returns them (a stacked group)."""
         pid = pid or os.getpid()
         now = time.time()
@@ -139,38 +119,26 @@ class Claims:
             con.execute(
                 "UPDATE runs SET status='running', pid=?, host=?, device=?, versions=?, started_at=?, heartbeat_at=?"
                 " WHERE run_id=? AND status IN ('queued', 'running')",
-                (pid or os.getpid(), self._host, device, _json(versions), now, now, run_id),
-            )
+                (pid or os.getpid(), self._host, device, _json(versions), now, now, run_id))
 
     def end_queued(self, batch_id: str, status: str, reason: str) -> int:
         """Give queued runs of a batch a terminal status (e.g. interrupted before they started)."""
         with self._tx() as con:
-            cur = con.execute(
-                "UPDATE runs SET status=?, reason=?, ended_at=? WHERE batch_id=? AND status='queued'",
-                (status, reason, time.time(), batch_id),
-            )
-            return cur.rowcount
+            return con.execute("UPDATE runs SET status=?, reason=?, ended_at=? WHERE batch_id=? AND status='queued'",
+                               (status, reason, time.time(), batch_id)).rowcount
 
     def request_cancel(self, run_ids: Iterable[str]) -> list[RunRecord]:
         """Ask runs to stop: queued runs become cancelled at once, running ones at their next heartbeat.
 
         Returns the running records (their worker pids may also be signalled by the caller)."""
         ids = list(run_ids)
-        running = []
         now = time.time()
         with self._tx() as con:
             for run_id in ids:
                 con.execute("UPDATE runs SET cancel_requested=1 WHERE run_id=?", (run_id,))
-                con.execute(
-                    "UPDATE runs SET status='cancelled', reason='cancelled before start', ended_at=?"
-                    " WHERE run_id=? AND status='queued'",
-                    (now, run_id),
-                )
-        for run_id in ids:
-            rec = self.get(run_id)
-            if rec.status == "running":
-                running.append(rec)
-        return running
+                con.execute("UPDATE runs SET status='cancelled', reason='cancelled before start', ended_at=?"
+                            " WHERE run_id=? AND status='queued'", (now, run_id))
+        return [rec for rec in map(self.get, ids) if rec.status == "running"]
 
     def reap(self, now: float | None = None) -> list[str]:
         """Fail the runs whose process is gone, and the queued runs of a coordinator that is gone.
@@ -182,9 +150,8 @@ class Claims:
         now = now or time.time()
         dead: list[tuple[str, str]] = []  # (run_id, reason)
         fresh_batches = set()
-        for row in self.con.execute(
-            "SELECT run_id, batch_id, pid, host, heartbeat_at, step FROM runs WHERE status='running'"
-        ):
+        for row in self.con.execute("SELECT run_id, batch_id, pid, host, heartbeat_at, step FROM runs"
+                                    " WHERE status='running'"):
             # on another host a run that has not beaten yet is not judged
             gone = (row["host"] == self._host or row["heartbeat_at"] is not None) and not self._alive(row, now)
             why = "process died" if row["host"] == self._host else "heartbeat lost"
@@ -209,11 +176,8 @@ class Claims:
             try:
                 with self._tx() as con:
                     for run_id, why in dead:
-                        con.execute(
-                            "UPDATE runs SET status='failed', reason=?, ended_at=COALESCE(heartbeat_at, ?)"
-                            " WHERE run_id=? AND status IN ('running', 'queued')",
-                            (why, now, run_id),
-                        )
+                        con.execute("UPDATE runs SET status='failed', reason=?, ended_at=COALESCE(heartbeat_at, ?)"
+                                    " WHERE run_id=? AND status IN ('running', 'queued')", (why, now, run_id))
             except sqlite3.OperationalError:  # cannot write (disk full, read-only): show the verdict anyway
                 for run_id, why in dead:
                     self._overrides[run_id] = ("failed", why, now)

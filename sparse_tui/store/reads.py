@@ -33,14 +33,8 @@ class Reads:
             rec.status, rec.reason, rec.ended_at = self._overrides[rec.run_id]
         return rec
 
-    def runs(
-        self,
-        *,
-        status: str | Iterable[str] | None = None,
-        preset: str | None = None,
-        batch_id: str | None = None,
-        reap: bool = True,
-    ) -> list[RunRecord]:
+    def runs(self, *, status: str | Iterable[str] | None = None, preset: str | None = None,
+             batch_id: str | None = None, reap: bool = True) -> list[RunRecord]:
         """All runs, newest first, optionally filtered."""
         if reap:
             self.reap()
@@ -99,9 +93,8 @@ class Reads:
             raise StoreError(self.warnings[-1].removeprefix("warning: "))
         return rec
 
-    def metrics(
-        self, run_id: str, names: Iterable[str] | None = None, since_step: int | None = None
-    ) -> dict[str, tuple[list[int], list[float]]]:
+    def metrics(self, run_id: str, names: Iterable[str] | None = None,
+                since_step: int | None = None) -> dict[str, tuple[list[int], list[float]]]:
         """Series per metric name: ``{name: (steps, values)}`` in step order (missing values are NaN)."""
         sql = "SELECT name, step, value FROM metrics WHERE run_id=?"
         args: list[Any] = [run_id]
@@ -128,17 +121,14 @@ class Reads:
             yield from self.con.execute("SELECT run_id, step, name, value FROM metrics ORDER BY run_id, name, step")
             return
         for run_id in run_ids:
-            yield from self.con.execute(
-                "SELECT run_id, step, name, value FROM metrics WHERE run_id=? ORDER BY name, step", (run_id,)
-            )
+            yield from self.con.execute("SELECT run_id, step, name, value FROM metrics WHERE run_id=?"
+                                        " ORDER BY name, step", (run_id,))
 
     def last_metrics(self, run_id: str) -> dict[str, float]:
         """The latest value of every metric of a run."""
         rows = self.con.execute(
             "SELECT m.name, m.value FROM metrics m JOIN (SELECT name, MAX(step) AS s FROM metrics WHERE run_id=?"
-            " GROUP BY name) l ON m.name=l.name AND m.step=l.s WHERE m.run_id=?",
-            (run_id, run_id),
-        )
+            " GROUP BY name) l ON m.name=l.name AND m.step=l.s WHERE m.run_id=?", (run_id, run_id))
         return {name: (math.nan if v is None else v) for name, v in rows}
 
     def attention_steps(self, run_id: str) -> list[int]:

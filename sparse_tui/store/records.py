@@ -67,7 +67,6 @@ def pid_alive(pid: int | None) -> bool:
         return True
 
 
-
 @dataclass
 class RunRecord:
     """One row of the runs table, with JSON columns decoded."""
@@ -122,7 +121,6 @@ class RunRecord:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
-
 def _row_to_record(row: sqlite3.Row) -> RunRecord:
     """A row as a record. Columns this version does not know (added by a newer or patched sparse-tui at the same
     schema version) are ignored."""
@@ -136,14 +134,11 @@ def _row_to_record(row: sqlite3.Row) -> RunRecord:
     return RunRecord(**d)
 
 
-
 _FIELDS = frozenset(RunRecord.__dataclass_fields__)
-
 
 
 def _json(obj: Any) -> str:
     return json.dumps(obj, default=_json_default, allow_nan=True)
-
 
 
 def _json_default(o: Any) -> Any:
@@ -154,16 +149,13 @@ def _json_default(o: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
-
 class StoreError(Exception):
     """A problem with the run store (missing directory, unknown run id, damaged or foreign file, ...)."""
-
 
 
 def _shown(text: str) -> str:
     """A user-given id in quotes, control characters escaped."""
     return "'" + "".join(c if c.isprintable() else repr(c)[1:-1] for c in text) + "'"
-
 
 
 def _finite_or_none(v: Any) -> float | None:

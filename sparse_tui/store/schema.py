@@ -85,7 +85,6 @@ CREATE TABLE IF NOT EXISTS arrays (
 """
 
 
-
 # Schema migrations: the statements that take a store from version N to N + 1 (all additive).
 _MIGRATIONS = {
     1: [
@@ -111,14 +110,12 @@ _MIGRATIONS = {
 }
 
 
-
 def _read_only_fs(path: Path) -> bool:
     """Whether ``path`` lies on a file system mounted read-only."""
     try:
         return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
     except (OSError, AttributeError):
         return False
-
 
 
 class StoreFile:
@@ -228,17 +225,12 @@ class StoreFile:
             if self.read_only:  # a store on read-only media: read as an immutable file (no -wal / -shm needed)
                 con = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro&immutable=1", uri=True, timeout=30.0,
                                       isolation_level=None, check_same_thread=False)
-                con.row_factory = sqlite3.Row
-                self._local.con, self._local.pid = con, os.getpid()
-                return con
-            con = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
+            else:
+                con = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
+                for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "busy_timeout=30000", "foreign_keys=ON"):
+                    con.execute(f"PRAGMA {pragma}")
             con.row_factory = sqlite3.Row
-            con.execute("PRAGMA journal_mode=WAL")
-            con.execute("PRAGMA synchronous=NORMAL")
-            con.execute("PRAGMA busy_timeout=30000")
-            con.execute("PRAGMA foreign_keys=ON")
-            self._local.con = con
-            self._local.pid = os.getpid()
+            self._local.con, self._local.pid = con, os.getpid()
             self._local.depth = 0  # no transaction open on a fresh connection (a forked child's included)
         return con
 

@@ -40,16 +40,13 @@ class Writes:
 
     def log_metrics_many(self, run_id: str, steps: list[int], series: dict[str, list[float]]) -> None:
         """Append whole series at once (integrated ODE runs) and refresh the heartbeat, in one transaction."""
-        rows = [
-            (run_id, name, int(s), _finite_or_none(v)) for name, vals in series.items() for s, v in zip(steps, vals)
-        ]
+        rows = [(run_id, name, int(s), _finite_or_none(v))
+                for name, vals in series.items() for s, v in zip(steps, vals)]
         with self._tx() as con:
             con.executemany("INSERT OR REPLACE INTO metrics (run_id, name, step, value) VALUES (?,?,?,?)", rows)
             if steps:
-                con.execute(
-                    "UPDATE runs SET step=MAX(step, ?), heartbeat_at=? WHERE run_id=?",
-                    (int(max(steps)), time.time(), run_id),
-                )
+                con.execute("UPDATE runs SET step=MAX(step, ?), heartbeat_at=? WHERE run_id=?",
+                            (int(max(steps)), time.time(), run_id))
 
     def heartbeat(self, run_id: str, step: int) -> bool:
         """Refresh the heartbeat and progress step. Returns True when a cancel was requested for this run."""
@@ -76,10 +73,8 @@ class Writes:
         buf = io.BytesIO()
         np.savez_compressed(buf, **{k: np.asarray(v, dtype=np.float16) for k, v in maps.items()})
         with self._tx() as con:
-            con.execute(
-                "INSERT OR REPLACE INTO attention (run_id, step, meta, data) VALUES (?,?,?,?)",
-                (run_id, int(step), _json(meta), buf.getvalue()),
-            )
+            con.execute("INSERT OR REPLACE INTO attention (run_id, step, meta, data) VALUES (?,?,?,?)",
+                        (run_id, int(step), _json(meta), buf.getvalue()))
 
     def log_array(self, run_id: str, name: str, value: Any) -> None:
         """Keep a small named array of a run (``'embed'``: its final token embedding [V, D]) as raw bytes with
@@ -92,16 +87,8 @@ class Writes:
             con.execute("INSERT OR REPLACE INTO arrays (run_id, name, shape, dtype, data) VALUES (?,?,?,?,?)",
                         (run_id, name, _json(list(a.shape)), a.dtype.str, a.tobytes()))
 
-    def finish(
-        self,
-        run_id: str,
-        status: str,
-        *,
-        reason: str | None = None,
-        plateau_step: float | None = None,
-        summary: dict | None = None,
-        step: int | None = None,
-    ) -> bool:
+    def finish(self, run_id: str, status: str, *, reason: str | None = None, plateau_step: float | None = None,
+               summary: dict | None = None, step: int | None = None) -> bool:
         """Give a queued or running run its terminal status. A run that already has one keeps it, with its reason,
         summary and plateau step: nothing is written and False is returned (a terminal status is never
         rewritten; ``requeue`` is the only way back)."""
@@ -137,10 +124,9 @@ class Writes:
                                    (int(archived), r, int(archived))).rowcount for r in run_ids)
 
     def delete(self, run_ids: Iterable[str]) -> int:
-        ids = list(run_ids)
         with self._tx() as con:
             n = 0
-            for run_id in ids:
+            for run_id in run_ids:
                 for table in ("metrics", "attention", "arrays"):
                     con.execute(f"DELETE FROM {table} WHERE run_id=?", (run_id,))
                 n += con.execute("DELETE FROM runs WHERE run_id=?", (run_id,)).rowcount

@@ -44,9 +44,7 @@ class FieldSpec:
 
     @property
     def default_text(self) -> str:
-        if self.default is None:
-            return ""
-        return to_text(self.default)
+        return "" if self.default is None else to_text(self.default)
 
 
 def _type_of(ann: Any) -> tuple[str, list[str]]:
@@ -209,12 +207,15 @@ class PresetDraft:
         sweep = {k[len("sweep."):]: parse_text(t) for k, t in self.values.items() if k.startswith("sweep.") and t.strip()}
         if sweep:
             raw["sweep"] = sweep
-        for sec in P.KIND_SECTIONS:  # keys of another kind go when the kind changed
-            orig_kind = (self.raw.get(sec) or {}).get("kind", P.default_kind(sec))
-            if self.kind(sec) != orig_kind and isinstance(raw.get(sec), dict):
-                allowed = {f.key.split(".")[1] for f in section_fields(sec, self.kind(sec))}
+        for sec, allowed in self._kinds_changed().items():  # keys of another kind go when the kind changed
+            if isinstance(raw.get(sec), dict):
                 raw[sec] = {k: v for k, v in raw[sec].items() if k in allowed}
         return raw
+
+    def _kinds_changed(self) -> dict[str, set[str]]:
+        """The sections whose kind the edits changed, each with the keys its new kind has."""
+        return {sec: {f.key.split(".")[1] for f in section_fields(sec, self.kind(sec))} for sec in P.KIND_SECTIONS
+                if self.kind(sec) != (self.raw.get(sec) or {}).get("kind", P.default_kind(sec))}
 
     def validate(self) -> Validation:
         if self.parse_error:
@@ -264,20 +265,15 @@ class PresetDraft:
                 doc[sec] = tomlkit.table()
                 container = doc[sec]
             container[name] = _toml_item(new)
-        for sec in P.KIND_SECTIONS:
-            orig_kind = (self.raw.get(sec) or {}).get("kind", P.default_kind(sec))
-            if self.kind(sec) != orig_kind and sec in doc:
-                allowed = {f.key.split(".")[1] for f in section_fields(sec, self.kind(sec))}
+        for sec, allowed in self._kinds_changed().items():
+            if sec in doc:
                 for k in [k for k in doc[sec] if k not in allowed]:
                     del doc[sec][k]
         return tomlkit.dumps(doc)
 
     def diff(self) -> str:
-        new = self.render()
-        lines = difflib.unified_diff(
-            self.text.splitlines(keepends=True), new.splitlines(keepends=True), str(self.path.name), "(edited)"
-        )
-        return "".join(lines)
+        return "".join(difflib.unified_diff(self.text.splitlines(keepends=True),
+                                            self.render().splitlines(keepends=True), str(self.path.name), "(edited)"))
 
     def save(self, path: Path | None = None) -> Path:
         """Write the edited file (atomically) to ``path`` or the original path; the draft then tracks that file."""

@@ -159,13 +159,8 @@ def fit_plot(report: Any) -> dict:
             continue
         pts.append((f, float(y), res.predict(**xv)))
     pts.sort()
-    return {
-        "x": [p[0] for p in pts],
-        "y": [p[1] for p in pts],
-        "fit": [p[2] for p in pts],
-        "cx": [c[0] for c in cens],
-        "cy": [c[1] for c in cens],
-    }
+    return {"x": [p[0] for p in pts], "y": [p[1] for p in pts], "fit": [p[2] for p in pts],
+            "cx": [c[0] for c in cens], "cy": [c[1] for c in cens]}
 
 
 def fit_table(report: Any, req: FitRequest | None = None) -> Text:

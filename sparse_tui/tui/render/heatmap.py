@@ -31,19 +31,10 @@ def scale_bar(vmin: float, vmax: float, width: int = 20, label: str = "", log: b
     return t
 
 
-def heatmap(
-    matrix: Sequence[Sequence[float]],
-    row_labels: Sequence[str],
-    col_labels: Sequence[str],
-    *,
-    vmin: float | None = None,
-    vmax: float | None = None,
-    cell: int = 2,
-    marks: dict[tuple[int, int], str] | None = None,
-    values: bool = False,
-    log: bool = False,
-    ruler: int = 0,
-) -> Text:
+def heatmap(matrix: Sequence[Sequence[float]], row_labels: Sequence[str], col_labels: Sequence[str], *,
+            vmin: float | None = None, vmax: float | None = None, cell: int = 2,
+            marks: dict[tuple[int, int], str] | None = None, values: bool = False, log: bool = False,
+            ruler: int = 0) -> Text:
     """A colour heatmap as Rich text: one coloured cell per entry, row labels left, column labels on top.
 
     ``marks`` puts a character into given cells (e.g. the copy/selection targets); ``values`` prints the numbers."""

@@ -54,24 +54,12 @@ class FieldRow(Vertical):
                 opts = [(c, c) for c in s.choices]
                 if value is not Select.NULL and value not in s.choices:
                     opts.append((value, value))
-                yield FieldSelect(
-                    opts,
-                    value=value,
-                    allow_blank=True,
-                    prompt=f"(default {s.default_text.strip(chr(34))})",
-                    compact=True,
-                    id=field_id(s.key),
-                    tooltip=s.help,
-                )
+                yield FieldSelect(opts, value=value, allow_blank=True, compact=True, id=field_id(s.key),
+                                  prompt=f"(default {s.default_text.strip(chr(34))})", tooltip=s.help)
             else:
-                yield OrderedInput(
-                    self.initial,
-                    placeholder=f"default {s.default_text}" if s.default_text else "(empty)",
-                    compact=True,
-                    id=field_id(s.key),
-                    tooltip=s.help,
-                    select_on_focus=False,
-                )
+                placeholder = f"default {s.default_text}" if s.default_text else "(empty)"
+                yield OrderedInput(self.initial, placeholder=placeholder, compact=True, id=field_id(s.key),
+                                   tooltip=s.help, select_on_focus=False)
             yield Label(s.type, classes="hint")
         yield Static("", classes="error")
 

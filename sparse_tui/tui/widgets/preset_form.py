@@ -77,14 +77,9 @@ class PresetForm(ShallowFocus, VerticalScroll):
                 widgets.append(FieldRow(spec, self.draft.values.get(spec.key, "")))
             if current != "sweep":
                 widgets.append(Static(SWEEP_TITLE, classes="section", markup=False))
-            widgets.append(
-                OrderedInput(
-                    placeholder="add a sweep key: model.d_model = [32, 64]",
-                    compact=True,
-                    id="add-sweep",
-                    tooltip="Type KEY = [values] and press Enter to add a sweep list.",
-                )
-            )
+            widgets.append(OrderedInput(placeholder="add a sweep key: model.d_model = [32, 64]", compact=True,
+                                        id="add-sweep",
+                                        tooltip="Type KEY = [values] and press Enter to add a sweep list."))
             await self.mount_all(widgets)
             if focus_id:
                 try:
