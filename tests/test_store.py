@@ -160,4 +160,7 @@ def test_the_store_parts_define_each_method_once():
         assert not names & seen, names & seen
         seen |= names
     assert {"create_runs", "claim_runs", "reap", "finish", "log_metrics", "runs", "find", "con"} <= seen
-    assert set(RunStore.__bases__) == {StoreFile, Claims, Writes, Reads}
+    from sparse_tui.store import RunSink
+
+    # RunSink is the Protocol the store declares (what train_claimed writes through); it defines no storage
+    assert set(RunStore.__bases__) == {StoreFile, Claims, Writes, Reads, RunSink}
