@@ -26,7 +26,7 @@ from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.messages import CurvesData, FigureRequested, GridToggled, TheoryData, TheoryRequested
 from sparse_tui.tui.plot import PlotSpec, Series, ema, grid_shape
 from sparse_tui.tui.render.runs import param_text, short_keys, value_key
-from sparse_tui.tui.widgets.panel import ConsolePanel
+from sparse_tui.tui.widgets.panel import ConsolePanel, StoreView
 from sparse_tui.tui.widgets.plot_view import PlotView
 from sparse_tui.tui.widgets.shallow_focus import ShallowFocus
 
@@ -195,13 +195,23 @@ class CurvesPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True)
         yield PlotView(id="curves-plot")
         yield Static("Select runs in the Runs panel (space marks several, enter views).", id="curves-info")
 
-    def on_mount(self) -> None:
-        self.redraw()
-
     def on_resize(self) -> None:
         self.redraw()
 
-    def update_data(self, data: CurvesData) -> None:
+    on_mount = on_resize
+
+    def selection_changed(self, view: StoreView) -> list[str]:
+        """The marked runs, else (grid) the runs the table shows, else the current one; the grid follows its groups."""
+        if view.groups != self.group_keys:
+            self.group_keys, self.page = list(view.groups), 0
+            self._redraw_on_change()
+        if view.marked:
+            return view.marked
+        if self.grid:
+            return view.shown[:64]  # at most 64 charts
+        return [view.current] if view.current else []
+
+    def series_changed(self, data: CurvesData) -> None:
         self.data = data
         groups = available_groups(data)
         if self.group not in groups:
@@ -221,18 +231,12 @@ class CurvesPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True)
         if self.is_mounted:
             self.redraw()
 
-    watch_group = watch_log_loss = watch_theory = watch_smoothing = watch_zoom = watch_center = _redraw_on_change
-    watch_page = _redraw_on_change
+    watch_group = watch_log_loss = watch_theory = watch_smoothing = watch_zoom = watch_center = watch_page = \
+        _redraw_on_change
 
     def watch_grid(self, on: bool) -> None:
         self.page = 0
         self.post_message(GridToggled(on))
-        self._redraw_on_change()
-
-    def set_groups(self, keys: list[str]) -> None:
-        """The Runs table's grouping: the grid draws one chart per group."""
-        self.group_keys = list(keys)
-        self.page = 0
         self._redraw_on_change()
 
     def action_page(self, delta: int) -> None:
