@@ -253,6 +253,8 @@ def figure(store: RunStore, panel: str, payload: Any, path: Path) -> Message:
             out = figures.curves_figure(store, payload, path)
         elif panel == "fit":
             out = figures.fit_figure(payload, path)
+        elif panel == "scatter":
+            out = figures.scatter_figure(payload, path)
         else:
             x, y, xs, ys, grid, counts, value = payload
             out = figures.phase_figure(x, y, xs, ys, grid, value, path, note=cell_note(counts))

@@ -203,10 +203,12 @@ class GridToggled(Message):
 
 @dataclass
 class FigureRequested(Message):
-    """p in Curves, Fit or Phase: write the panel's figure (``figures``) as ``fmt`` (png / svg)."""
+    """p in Curves, Fit, Phase or Scatter: write the panel's figure (``figures``) as ``fmt`` (png / svg); a panel
+    that knows what to draw sends it as ``payload``."""
 
     panel: str
     fmt: str = "png"
+    payload: Any = None
 
 
 @dataclass

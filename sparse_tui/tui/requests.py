@@ -208,7 +208,9 @@ class PanelRequests:
         (the code of ``sparse-tui show/fit --plot``); the notification says where."""
         if not self.app.ensure_store("figure"):
             return
-        if msg.panel == "curves":
+        if msg.payload is not None:
+            payload, missing = msg.payload, ""
+        elif msg.panel == "curves":
             payload = self.view_ids()
             missing = "no runs to draw: pick runs in the Runs panel"
         elif msg.panel == "fit":
