@@ -209,6 +209,7 @@ class FigureRequested(Message):
     panel: str
     fmt: str = "png"
     payload: Any = None
+    ask: bool = False  # ask for the file name and size first (w)
 
 
 @dataclass

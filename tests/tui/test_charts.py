@@ -147,7 +147,7 @@ async def test_scatter_panel_and_full_screen_chart(tmp_path: Path, presets_dir: 
         plot = chart.query_one("PlotView")
         await pilot.press("n")
         await pilot.pause(0.3)
-        labelled = [s.label for s in plot.spec.series if s.label and s.kind == "line"]
+        labelled = [s.label for s in plot.spec.series if s.label and s.kind == "line" and s.color != "gray"]
         assert labelled == ["d=4 (n=3)"] and "focus: d=4 (n=3)" in str(chart.query_one("#chart-info").content)
         await pilot.press("t", "z", "z", "right")
         await pilot.pause(0.3)
@@ -161,3 +161,41 @@ async def test_scatter_panel_and_full_screen_chart(tmp_path: Path, presets_dir: 
         await pilot.press("escape")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "MainScreen", 10)
         assert console_errors == []
+
+
+def test_figures_of_many_runs_groups_and_the_scatter(tmp_path: Path):
+    """The multi-run figure a paper can use: 20 runs on one swept key get a colour bar (no 20-entry legend), a log
+    step axis (their plateaus span a decade), one plateau marker per run and no dotted lines; groups of seeds get
+    a mean line and a ± std band each, and the size asked for; the scatter figure has a point per run."""
+    pytest.importorskip("matplotlib")
+    from sparse_tui.reports.figures import FigureError, curves_figure, scatter_figure
+    from sparse_tui.store import RunStore
+    from sparse_tui.tui.widgets.scatter import PLATEAU, scatter_data
+
+    fill_sweep(tmp_path / "a").close()
+    store = RunStore(tmp_path / "a")
+    recs = store.runs(reap=False)
+    fig = curves_figure.__wrapped__(store, [r.run_id for r in recs])
+    ax, bar = fig.axes
+    assert ax.get_xscale() == "log" and bar.get_ylabel() == "T"
+    assert len([ln for ln in ax.get_lines() if ln.get_linestyle() == "-"]) == 20
+    assert not [ln for ln in ax.get_lines() if ln.get_linestyle() == ":"]  # no dotted plateau lines
+    markers = [ln for ln in ax.get_lines() if ln.get_marker() == "o"]
+    assert len(markers) == sum(r.plateau_step is not None for r in recs)
+    assert ax.get_legend() is not None and not fig.legends  # the legend inside the axes
+    assert "plateau step" in [t.get_text() for t in ax.get_legend().get_texts()]
+    out = scatter_figure(scatter_data(recs, {}, "task.T", PLATEAU), tmp_path / "scatter.svg")
+    assert out.exists() and "plateau step" in out.read_text()
+    store.close()
+
+    fill_sweep(tmp_path / "b", key="task.d", values=(4, 16, 64), seeds=(0, 1, 2)).close()
+    store = RunStore(tmp_path / "b")
+    ids = [r.run_id for r in store.runs(reap=False)]
+    fig = curves_figure.__wrapped__(store, ids, groups=["task.d"], size=(5.0, 3.0))
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels[:3] == ["d=4 (n=3)", "d=16 (n=3)", "d=64 (n=3)"] and len(ax.collections) >= 3  # bands
+    assert tuple(fig.get_size_inches()) == (5.0, 3.0)
+    with pytest.raises(FigureError, match="--mean-by task.q: no run has this key"):
+        curves_figure.__wrapped__(store, ids, groups=["task.q"])
+    store.close()

@@ -128,6 +128,8 @@ SWEEP_VIEWS = {
     "grid20": ("sweep20", _steps("3", "g", _n_curves(20))),
     "band": ("seeds", _steps("2", "g", "3", _n_curves(9))),
     "band_grid": ("seeds", _steps("2", "g", "3", "g", _n_curves(9))),
+    "scatter": ("sweep20", _steps("7", _until(lambda a: a.query_one("ScatterPanel").data is not None
+                                              and len(a.query_one("ScatterPanel").data.points) == 20))),
 }
 
 

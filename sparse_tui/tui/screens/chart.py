@@ -52,7 +52,7 @@ class ChartScreen(Guarded, Screen):
 
     zoom: reactive[int] = reactive(0, init=False)
     center: reactive[float] = reactive(0.5, init=False)
-    focused: reactive[int] = reactive(-1, init=False)  # index into the runs shown; -1: all alike
+    focus_index: reactive[int] = reactive(-1, init=False)  # index into the runs shown; -1: all alike
     time_axis: reactive[bool] = reactive(False, init=False)
 
     def __init__(self, curves) -> None:
@@ -74,7 +74,7 @@ class ChartScreen(Guarded, Screen):
         if self.is_mounted:
             self.redraw()
 
-    watch_zoom = watch_center = watch_focused = watch_time_axis = _redraw
+    watch_zoom = watch_center = watch_focus_index = watch_time_axis = _redraw
 
     def action_zoom(self, delta: int) -> None:
         self.zoom = max(0, min(len(ZOOMS) - 1, self.zoom + delta))
@@ -85,7 +85,7 @@ class ChartScreen(Guarded, Screen):
 
     def action_focus_run(self, delta: int) -> None:
         n = len(self.curves.units())
-        self.focused = -1 if delta == 0 or n == 0 else (self.focused + delta) % n
+        self.focus_index = -1 if delta == 0 or n == 0 else (self.focus_index + delta) % n
 
     def action_time_axis(self) -> None:
         self.time_axis = not self.time_axis
@@ -97,7 +97,7 @@ class ChartScreen(Guarded, Screen):
     def redraw(self) -> None:
         plot = self.query_one(PlotView)
         units = self.curves.units()
-        focus = units[self.focused] if 0 <= self.focused < len(units) else None
+        focus = units[self.focus_index] if 0 <= self.focus_index < len(units) else None
         x_of = None
         if self.time_axis:
             recs = {r.run_id: r for r in self.app.main.records}

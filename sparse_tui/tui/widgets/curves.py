@@ -251,6 +251,7 @@ class CurvesPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True)
         Binding("pageup", "page(-1)", "Prev charts", show=False),
         Binding("p", "figure('png')", "Figure"),
         Binding("P", "figure('svg')", "Figure (SVG)", show=False),
+        Binding("w", "figure('png', True)", "Figure as…", show=False),
     ]
 
     DEFAULT_CSS = """
@@ -348,8 +349,11 @@ class CurvesPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True)
 
         self.app.push_screen(ChartScreen(self))
 
-    def action_figure(self, fmt: str) -> None:
-        self.post_message(FigureRequested("curves", fmt))
+    def action_figure(self, fmt: str, ask: bool = False) -> None:
+        """The figure of the runs shown, with their groups' mean ± std when the chart shows it."""
+        ids = list(self.data.run_ids) if self.data else []
+        groups = list(self.group_keys) if self.band and self.group_keys else None
+        self.post_message(FigureRequested("curves", fmt, payload=(ids, groups) if ids else None, ask=ask))
 
     def action_cycle_group(self, delta: int) -> None:
         groups = available_groups(self.data)

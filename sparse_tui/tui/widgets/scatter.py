@@ -107,6 +107,7 @@ class ScatterPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True
         Binding("l", "log", "Log axes"),
         Binding("p", "figure('png')", "Figure"),
         Binding("P", "figure('svg')", "Figure (SVG)", show=False),
+        Binding("w", "figure('png', True)", "Figure as…", show=False),
     ]
     DEFAULT_CSS = """
     ScatterPanel PlotView { height: 1fr; }
@@ -139,15 +140,15 @@ class ScatterPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True
     def action_cycle(self, axis: str, delta: int) -> None:
         options = choices(self.records)[0 if axis == "x" else 1]
         if options:
-            now = getattr(self, axis)
+            now = getattr(self.data, axis) if self.data is not None else ""  # what is shown
             setattr(self, axis, options[(options.index(now) + delta) % len(options) if now in options else 0])
 
     def action_log(self) -> None:
         self.log = (self.log + 1) % len(self.LOGS)
 
-    def action_figure(self, fmt: str) -> None:
+    def action_figure(self, fmt: str, ask: bool = False) -> None:
         if self.data is not None and self.data.points:
-            self.post_message(FigureRequested("scatter", fmt, payload=self.data))
+            self.post_message(FigureRequested("scatter", fmt, payload=self.data, ask=ask))
         else:
             self.notify("no points to draw", severity="warning")
 
