@@ -444,6 +444,11 @@ def curves_figure(store: Any, run_ids: Sequence[str], *, title: str | None = Non
     return fig
 
 
+def _value_order(v: Any) -> tuple:
+    """Numbers by value, then texts (a swept key's values in a legend)."""
+    return (0, float(v), "") if isinstance(v, (int, float)) and not isinstance(v, bool) else (1, 0.0, str(v))
+
+
 def _overlay_figure(data: Sequence[tuple[Any, Mapping]], title: str | None, groups: Sequence[str] | None,
                     size: tuple[float, float] | None) -> Any:
     """Several runs in one figure a paper can use (issue 34): the test loss (and the accuracy when logged) of each
@@ -472,18 +477,28 @@ def _overlay_figure(data: Sequence[tuple[Any, Mapping]], title: str | None, grou
         units.setdefault(tuple(repr(rec.params.get(k)) for k in keys) if keys else rec.run_id, []).append((rec, series))
     varying = [k for k in dict.fromkeys(k for r in recs for k in r.params)
                if k not in ("seed", "name", "description") and len({repr(r.params.get(k)) for r in recs}) > 1]
-    ckey = keys[0] if len(keys) == 1 else (varying[0] if len(varying) == 1 and not keys else None)
+    dims = keys or varying  # what tells the curves apart
+    distinct = {k: sorted({repr(r.params.get(k)): r.params.get(k) for r in recs}.values(), key=_value_order)
+                for k in dims}
+    skey = min(dims, key=lambda k: len(distinct[k])) if len(dims) == 2 else None  # line style: the shorter key
+    skey = skey if skey is not None and len(distinct[skey]) <= 4 else None
+    ckey = dims[0] if len(dims) == 1 else next((k for k in dims if k != skey), None) if skey else None
     first = {u: members[0][0] for u, members in units.items()}
-    cvals = {u: first[u].params.get(ckey) for u in units} if ckey else {}
-    ramp = ckey is not None and len(units) > 6 and all(isinstance(v, (int, float)) for v in cvals.values())
+    cvals = distinct[ckey] if ckey else []
+    ramp = len(cvals) > 6 and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in cvals)
     if ramp:
-        lo, hi = min(cvals.values()), max(cvals.values())
+        lo, hi = min(cvals), max(cvals)
         norm = (mpl.colors.LogNorm if lo > 0 and hi >= 10 * lo else mpl.colors.Normalize)(lo, hi)
         cmap = mpl.colormaps["viridis"]
-        colour = {u: cmap(0.92 * norm(v)) for u, v in cvals.items()}
+        by_value = {repr(v): cmap(0.92 * norm(v)) for v in cvals}
     else:
-        colour = {u: mpl.colormaps["tab10"](i % 10) for i, u in enumerate(units)}
-    short = {k: k.split(".")[-1] for k in keys or varying}
+        by_value = {repr(v): mpl.colormaps["tab10"](i % 10) for i, v in enumerate(cvals)}
+    colour = {u: by_value[repr(first[u].params.get(ckey))] if ckey else mpl.colormaps["tab10"](i % 10)
+              for i, u in enumerate(units)}
+    styles = ["-", "--", ":", "-."]
+    style = {u: styles[[repr(v) for v in distinct[skey]].index(repr(first[u].params.get(skey)))] if skey else "-"
+             for u in units}
+    short = {k: k.split(".")[-1] for k in dims}
 
     def label(u: Any) -> str:
         rec = first[u]
@@ -505,15 +520,16 @@ def _overlay_figure(data: Sequence[tuple[Any, Mapping]], title: str | None, grou
             else:
                 xs, ys = (np.asarray(a, dtype=float) for a in curves[0])
             ok = np.isfinite(ys) & ((xs > 0) if log_x else True) & ((ys > 0) if log_y else True)
-            ax.plot(xs[ok], ys[ok], color=colour[u], lw=1.2, label=None if ramp else label(u))
+            ax.plot(xs[ok], ys[ok], color=colour[u], ls=style[u], lw=1.2, label=None if ckey else label(u))
             if keys and len(curves) > 1:
                 lo = ys - sd
                 ax.fill_between(xs[ok], np.where(lo > 0, lo, np.nan)[ok] if log_y else lo[ok], (ys + sd)[ok],
                                 color=colour[u], alpha=0.18, lw=0)
             ps = [r.plateau_step for r, _ in members if r.plateau_step is not None]
+            fin = np.isfinite(ys)  # the marker sits on the curve, also where a log axis cannot show it (step 0)
             if ps and ok.any():
                 at = [float(np.mean(ps))] if keys else ps
-                ax.errorbar(at, np.interp(at, xs[ok], ys[ok]), xerr=[float(np.std(ps, ddof=1))] if keys and
+                ax.errorbar(at, np.interp(at, xs[fin], ys[fin]), xerr=[float(np.std(ps, ddof=1))] if keys and
                             len(ps) > 1 else None, fmt="o", ms=3.5, color=colour[u], mec="white", mew=0.5,
                             capsize=2, lw=0.8, zorder=3)
         if log_y:
@@ -529,9 +545,19 @@ def _overlay_figure(data: Sequence[tuple[Any, Mapping]], title: str | None, grou
     if ramp:
         sm = mpl.cm.ScalarMappable(norm=norm, cmap=mpl.colors.ListedColormap(cmap(np.linspace(0, 0.92, 256))))
         fig.colorbar(sm, ax=list(axes), label=short[ckey], pad=0.02, fraction=0.05)
-        axes[0].legend(handles=extra, frameon=False, loc="best")
+        styled = [Line2D([], [], color="0.3", ls=styles[i], lw=1.2, label=f"{short[skey]}={v}")
+                  for i, v in enumerate(distinct[skey])] if skey else []
+        axes[0].legend(handles=styled + extra, frameon=False, loc="best")
     else:
-        handles = axes[0].get_legend_handles_labels()[0] + extra
+        handles = axes[0].get_legend_handles_labels()[0]
+        if ckey:  # one entry per colour (a group's with its n), then per line style
+            shown = {repr(first[u].params.get(ckey)): u for u in reversed(list(units))}
+            handles = [Line2D([], [], color=by_value[repr(v)], lw=1.4, label=label(shown[repr(v)]) if len(dims) == 1
+                              else f"{short[ckey]}={v}") for v in cvals]
+        if skey:
+            handles += [Line2D([], [], color="0.3", ls=styles[i], lw=1.2, label=f"{short[skey]}={v}")
+                        for i, v in enumerate(distinct[skey])]
+        handles += extra
         if len(handles) <= 7:
             axes[0].legend(handles=handles, frameon=False, loc="best")
         else:

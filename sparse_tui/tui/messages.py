@@ -194,11 +194,8 @@ class GroupingChanged(Message):
     keys: list[str]
 
 
-@dataclass
-class GridToggled(Message):
-    """g in Curves: small multiples of many runs on / off (the app watches the Runs table's runs for it)."""
-
-    on: bool
+class SeriesWanted(Message):
+    """A panel draws other runs' series now (g, b in Curves): the screen asks the panels again which to read."""
 
 
 @dataclass

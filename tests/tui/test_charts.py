@@ -12,7 +12,7 @@ import pytest
 from sparse_tui.plotting import mean_band
 from sparse_tui.tui.plot import PlotSpec, Series, draw, draw_grid, grid_shape, legend
 
-from .conftest import fill_sweep, opened, run_async, wait_for
+from .conftest import fill_linreg_sweep, opened, run_async, wait_for
 
 
 def test_mean_band_interpolates_each_run_and_never_extrapolates():
@@ -71,7 +71,7 @@ def _chart_rows(app) -> tuple[int, int, str]:
 
 @run_async
 async def test_twenty_runs_overlaid_at_80x24_keep_the_chart(tmp_path: Path, presets_dir: Path, console_errors):
-    fill_sweep(tmp_path / "sweep").close()
+    fill_linreg_sweep(tmp_path / "sweep").close()
     async with opened(tmp_path / "sweep", presets_dir, size=(80, 24)) as (app, pilot, seen):
         await pilot.press("2", "a", "v")
         panel = app.query_one("CurvesPanel")
@@ -87,7 +87,7 @@ async def test_twenty_runs_overlaid_at_80x24_keep_the_chart(tmp_path: Path, pres
 
 @run_async
 async def test_charts_survive_redraws_resizes_and_switches(tmp_path: Path, presets_dir: Path, console_errors):
-    fill_sweep(tmp_path / "seeds", key="task.d", values=(4, 16, 64), seeds=(0, 1, 2)).close()
+    fill_linreg_sweep(tmp_path / "seeds", key="task.d", values=(4, 16, 64), seeds=(0, 1, 2)).close()
     async with opened(tmp_path / "seeds", presets_dir, size=(80, 24)) as (app, pilot, seen):
         await pilot.press("2", "g", "3")
         panel = app.query_one("CurvesPanel")
@@ -106,7 +106,7 @@ def test_scatter_points_leave_out_and_count_what_has_no_value(tmp_path: Path):
     from sparse_tui.store import RunStore
     from sparse_tui.tui.widgets.scatter import PLATEAU, choices, scatter_data
 
-    fill_sweep(tmp_path / "s", key="task.d", values=(4, 16, 64, 256), seeds=(0, 1)).close()
+    fill_linreg_sweep(tmp_path / "s", key="task.d", values=(4, 16, 64, 256), seeds=(0, 1)).close()
     store = RunStore(tmp_path / "s")
     recs = store.runs(reap=False)
     store.close()
@@ -127,7 +127,7 @@ def test_scatter_points_leave_out_and_count_what_has_no_value(tmp_path: Path):
 
 @run_async
 async def test_scatter_panel_and_full_screen_chart(tmp_path: Path, presets_dir: Path, console_errors):
-    fill_sweep(tmp_path / "seeds", key="task.d", values=(4, 16, 64), seeds=(0, 1, 2)).close()
+    fill_linreg_sweep(tmp_path / "seeds", key="task.d", values=(4, 16, 64), seeds=(0, 1, 2)).close()
     async with opened(tmp_path / "seeds", presets_dir, size=(80, 24)) as (app, pilot, seen):
         await pilot.press("7")
         panel = app.query_one("ScatterPanel")
@@ -151,7 +151,7 @@ async def test_scatter_panel_and_full_screen_chart(tmp_path: Path, presets_dir: 
         assert labelled == ["d=4 (n=3)"] and "focus: d=4 (n=3)" in str(chart.query_one("#chart-info").content)
         await pilot.press("t", "z", "z", "right")
         await pilot.pause(0.3)
-        assert plot.spec.xlabel.startswith("minutes since the run started (interpolated")
+        assert plot.spec.xlabel.startswith("minutes since start (interpolated")
         lines = [s for s in plot.spec.series if s.kind == "line" and s.color != "gray"]
         assert max(max(s.xs) for s in lines) == pytest.approx(1.0)  # 60 s from start to end in the store
         assert plot.spec.xlim is not None and plot.spec.xlim[1] - plot.spec.xlim[0] == pytest.approx(0.25, rel=0.05)
@@ -172,7 +172,7 @@ def test_figures_of_many_runs_groups_and_the_scatter(tmp_path: Path):
     from sparse_tui.store import RunStore
     from sparse_tui.tui.widgets.scatter import PLATEAU, scatter_data
 
-    fill_sweep(tmp_path / "a").close()
+    fill_linreg_sweep(tmp_path / "a").close()
     store = RunStore(tmp_path / "a")
     recs = store.runs(reap=False)
     fig = curves_figure.__wrapped__(store, [r.run_id for r in recs])
@@ -188,7 +188,7 @@ def test_figures_of_many_runs_groups_and_the_scatter(tmp_path: Path):
     assert out.exists() and "plateau step" in out.read_text()
     store.close()
 
-    fill_sweep(tmp_path / "b", key="task.d", values=(4, 16, 64), seeds=(0, 1, 2)).close()
+    fill_linreg_sweep(tmp_path / "b", key="task.d", values=(4, 16, 64), seeds=(0, 1, 2)).close()
     store = RunStore(tmp_path / "b")
     ids = [r.run_id for r in store.runs(reap=False)]
     fig = curves_figure.__wrapped__(store, ids, groups=["task.d"], size=(5.0, 3.0))

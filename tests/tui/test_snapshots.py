@@ -110,11 +110,11 @@ def test_view_snapshot(snap_compare, snap_dirs, view, size):
 # seeds (3 values of d x 3 seeds, grouped in Runs), and the grid of the 20 runs sized to the terminal
 @pytest.fixture(scope="module")
 def sweep_dirs(tmp_path_factory) -> dict[str, Path]:
-    from .conftest import fill_sweep
+    from .conftest import fill_linreg_sweep
 
     root = tmp_path_factory.mktemp("sweep")
-    fill_sweep(root / "sweep20").close()
-    fill_sweep(root / "seeds", key="task.d", values=(4, 16, 64), seeds=(0, 1, 2)).close()
+    fill_linreg_sweep(root / "sweep20").close()
+    fill_linreg_sweep(root / "seeds", key="task.d", values=(4, 16, 64), seeds=(0, 1, 2)).close()
     (root / "presets").mkdir()
     return {"sweep20": root / "sweep20", "seeds": root / "seeds", "presets": root / "presets"}
 

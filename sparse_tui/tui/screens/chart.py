@@ -19,7 +19,7 @@ from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.widgets.plot_view import PlotView
 
 ZOOMS = (1.0, 0.5, 0.25, 0.125, 0.0625, 0.03125)
-TIME_LABEL = "minutes since the run started (interpolated from its start and end: no time per point is stored)"
+TIME_LABEL = "minutes since start (interpolated: no time per point is stored)"
 
 
 def time_of(rec, now: float):

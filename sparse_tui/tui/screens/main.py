@@ -23,12 +23,12 @@ from sparse_tui.tui import panels
 from sparse_tui.tui.guard import Guarded, guarded
 from sparse_tui.tui.messages import (
     CurvesData,
-    GridToggled,
     GroupingChanged,
     MarkedChanged,
     PanelRequested,
     RunHighlighted,
     RunsUpdated,
+    SeriesWanted,
 )
 from sparse_tui.tui.requests import PanelRequests
 from sparse_tui.tui.widgets.keys_footer import KeysFooter
@@ -112,7 +112,7 @@ class MainScreen(PanelRequests, Guarded, Screen):
         return list(dict.fromkeys(r for panel in self._panels("all") for r in panel.selection_changed(view)))
 
     @on(MarkedChanged)
-    @on(GridToggled)
+    @on(SeriesWanted)
     @on(GroupingChanged)
     @guarded
     def _update_watch(self) -> None:

@@ -23,7 +23,7 @@ from textual.widgets import Static
 from sparse_tui.numbers import fmt_num
 from sparse_tui.plotting import downsample, mean_band, ramp
 from sparse_tui.tui.guard import Guarded
-from sparse_tui.tui.messages import CurvesData, FigureRequested, GridToggled, TheoryData, TheoryRequested
+from sparse_tui.tui.messages import CurvesData, FigureRequested, SeriesWanted, TheoryData, TheoryRequested
 from sparse_tui.tui.plot import PlotSpec, Series, ema, fmt_step, grid_shape
 from sparse_tui.tui.render.runs import param_text, short_keys, value_key
 from sparse_tui.tui.widgets.panel import ConsolePanel, StoreView
@@ -321,12 +321,12 @@ class CurvesPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True)
         _redraw_on_change
 
     def watch_band(self) -> None:
-        self.post_message(GridToggled(self.grid))  # the runs watched change
+        self.post_message(SeriesWanted())
         self._redraw_on_change()
 
     def watch_grid(self, on: bool) -> None:
         self.page = 0
-        self.post_message(GridToggled(on))
+        self.post_message(SeriesWanted())
         self._redraw_on_change()
 
     def action_page(self, delta: int) -> None:
