@@ -199,3 +199,17 @@ def test_figures_of_many_runs_groups_and_the_scatter(tmp_path: Path):
     with pytest.raises(FigureError, match="--mean-by task.q: no run has this key"):
         curves_figure.__wrapped__(store, ids, groups=["task.q"])
     store.close()
+
+
+def test_charts_leave_out_the_runs_hidden_from_them():
+    """The Runs panel's ``hidden`` (Space there, issue 34: h34a's part) reaches the charts through the view: Curves
+    reads no series of a hidden run, marked or in the grid."""
+    from sparse_tui.tui.widgets.curves import CurvesPanel
+    from sparse_tui.tui.widgets.panel import StoreView
+
+    panel = CurvesPanel()
+    view = StoreView([], {}, "a", ["a", "b", "c"], 0.0, ["a", "b", "c", "d"], [], frozenset({"b"}))
+    assert panel.selection_changed(view) == ["a", "c"]
+    panel.grid = True
+    assert panel.selection_changed(StoreView([], {}, "a", [], 0.0, ["a", "b", "c", "d"], [],
+                                             frozenset({"b", "d"}))) == ["a", "c"]

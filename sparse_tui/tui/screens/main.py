@@ -71,7 +71,8 @@ class MainScreen(PanelRequests, Guarded, Screen):
     def view(self) -> StoreView:
         t = self.query(RunsPanel).first() if self.query(RunsPanel) else None
         return StoreView(self.records, self.last, self.current, t.visible_marks() if t else [], self.app.clock(),
-                         t.visible_ids if t else [], list(t.group_keys) if t else [])
+                         t.visible_ids if t else [], list(t.group_keys) if t else [],
+                         frozenset(getattr(t, "hidden", ())))
 
     def _panels(self, which: str = "shown"):
         """The mounted panels: ``all``, the ``live`` ones, or (``shown``) the live ones and the one shown."""

@@ -292,9 +292,9 @@ class CurvesPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True)
             self.group_keys, self.page = list(view.groups), 0
             self._redraw_on_change()
         if view.marked:
-            return view.marked
+            return [r for r in view.marked if r not in view.hidden]
         if self.grid or (self.band and self.group_keys):
-            return view.shown[:64]  # at most 64 runs
+            return [r for r in view.shown if r not in view.hidden][:64]  # at most 64 runs
         return [view.current] if view.current else []
 
     def series_changed(self, data: CurvesData) -> None:

@@ -25,6 +25,7 @@ class StoreView:
     now: float  # 'now' for run ages (the app's clock)
     shown: list[str]  # the runs the Runs table's filter shows, in its order
     groups: list[str]  # the Runs table's grouping keys ([]: not grouped)
+    hidden: frozenset[str] = frozenset()  # runs hidden from the charts (the Runs panel's ``hidden``, if it has one)
 
 
 class ConsolePanel:

@@ -130,7 +130,7 @@ class ScatterPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True
         yield Static("", id="scatter-info")
 
     def store_changed(self, view: StoreView) -> None:
-        shown = set(view.shown)
+        shown = set(view.shown) - view.hidden
         self.records = [r for r in view.records if r.run_id in shown]
         self.last = view.last
         self.redraw()
