@@ -138,26 +138,35 @@ def legend(spec: PlotSpec, width: int, max_lines: int | None = None) -> Text:
             entries.append((sym, rich_color(s.color), s.label))
     if any(color == "red" for _, color in spec.vlines):
         entries.append(("│", "red", "plateau step"))
+    lines, rest = _pack(entries, width, max_lines)
+    if rest:  # too many: the reference entries (theory, plateau) stay, the runs give way, and are counted
+        refs = [e for e in entries if e[1] in (rich_color("gray"), "red")]
+        runs = [e for e in entries if e not in refs]
+        for k in range(len(runs) - 1, -1, -1):
+            lines, _ = _pack(runs[:k] + refs + [("", "dim", f"+{len(runs) - k} more")], width, max_lines)
+            if _ == 0:
+                break
+    for line in lines:
+        line.truncate(width)
+    return Text("\n").join(lines) if lines[0] else Text()
+
+
+def _pack(entries: list[tuple[str, str, str]], width: int, max_lines: int | None) -> tuple[list[Text], int]:
+    """Entries packed into lines of ``width``, at most ``max_lines``: the lines, and how many entries did not fit."""
     lines: list[Text] = [Text()]
     for i, (sym, style, label) in enumerate(entries):
         piece = len(sym) + bool(sym) + len(label)
         line = lines[-1]
         if line and len(line) + 2 + piece > width:
             if max_lines is not None and len(lines) >= max_lines:
-                more = f"  +{len(entries) - i} more"
-                while line and len(line) + len(more) > width:
-                    line.right_crop(1)
-                line.append(more, style="dim")
-                break
+                return lines, len(entries) - i
             lines.append(line := Text())
         if line:
             line.append("  ")
         if sym:
             line.append(sym + " ", style=style)
-        line.append(label)
-    for line in lines:
-        line.truncate(width)
-    return Text("\n").join(lines) if lines[0] else Text()
+        line.append(label, style=style if not sym else "")
+    return lines, 0
 
 
 def _band_points(s: Series, xs: list[float], lo: list[float], yrange: tuple[float, float], rows: int,
