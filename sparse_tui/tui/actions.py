@@ -259,6 +259,8 @@ def figure_target(text: str, folder: Path) -> tuple[Path | None, tuple[float, fl
             raise ValueError(f"size {parts[-1]}: width and height must lie between 0.5 and 40 inches")
         parts = parts[:-1]
     path = Path(" ".join(parts)).expanduser()
+    if path.is_absolute() and not path.parent.is_dir():
+        raise ValueError(f"{path}: folder {path.parent} does not exist")
     path = path if path.is_absolute() else folder / path
     if path.suffix.lower() not in figures.FORMATS:
         raise ValueError(f"{path}: the file name must end in {', '.join(figures.FORMATS)}")

@@ -161,6 +161,16 @@ async def test_scatter_panel_and_full_screen_chart(tmp_path: Path, presets_dir: 
         assert "plot error" not in plot.render().plain
         await pilot.press("escape")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "MainScreen", 10)
+        # w: the figure of the bands, to a file and size typed in the prompt
+        pytest.importorskip("matplotlib")
+        await pilot.press("w")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "PromptScreen", 10)
+        app.screen.query_one("Input").value = "bands.svg 5x3"
+        await pilot.press("enter")
+        out = tmp_path / "seeds" / "figures" / "bands.svg"
+        await wait_for(pilot, out.exists, 60)
+        text = out.read_text()
+        assert "d=4 (n=3)" in text and "mean ± std" in text
         assert console_errors == []
 
 
@@ -214,3 +224,15 @@ def test_charts_leave_out_the_runs_hidden_from_them():
     panel.grid = True
     assert panel.selection_changed(StoreView([], {}, "a", [], 0.0, ["a", "b", "c", "d"], [],
                                              frozenset({"b", "d"}))) == ["a", "c"]
+
+
+def test_figure_prompt_reads_a_file_and_a_size(tmp_path: Path):
+    from sparse_tui.tui.actions import figure_target
+
+    assert figure_target("curves.pdf 7x4", tmp_path) == (tmp_path / "curves.pdf", (7.0, 4.0))
+    assert figure_target(f"{tmp_path}/a b.svg", tmp_path / "figures") == (tmp_path / "a b.svg", None)
+    assert figure_target("   ", tmp_path) == (None, None)
+    for bad, words in (("x.jpg", "must end in"), ("x.png 100x4", "between 0.5 and 40"),
+                       (f"{tmp_path}/nope/x.png", "does not exist")):
+        with pytest.raises(ValueError, match=words):
+            figure_target(bad, tmp_path)
