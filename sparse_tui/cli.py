@@ -8,6 +8,7 @@ import json
 import math
 import os
 import re
+import shutil
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -240,8 +241,12 @@ def run(
     tag: List[str] = typer.Option([], "--tag", help="Add a tag to every run (repeatable; after the preset's tags)."),
     executor: str = ExecutorOpt,
     address: Optional[str] = RayAddressOpt,
+    verbose: bool = typer.Option(False, "--verbose", help="Print each training process's start-up phases (imports, "
+                                 "CUDA context, trial step, first capture) in the batch log."),
 ) -> None:
     """Run every run of a preset (sweep x seeds), recording them in the run store."""
+    if verbose:  # read by every process that trains (workers and a detached coordinator inherit it): startup.py
+        os.environ["SPARSE_TUI_VERBOSE"] = "1"
     opts = _executor_options(executor, address)
     overrides = list(set_)
     if tag:
@@ -277,11 +282,14 @@ def run(
             c = s.config
             t.add_row(str(i), _cell(s.label()), c.task.kind, c.model.kind, str(c.train.steps), c.train.device)
         out.print(t)
-        from sparse_tui.estimate import time_estimate
+        from sparse_tui.estimate import project_h100, time_estimate
 
         line = time_estimate(specs, schedule, n_workers, device)
         if line:
             out.print(line, markup=False)
+        projection = project_h100(specs)
+        if projection is not None:
+            out.print(projection.line(), markup=False)
         raise typer.Exit(0)
 
     # The executor is checked before the store is opened: nothing is written when it refuses.
@@ -766,6 +774,7 @@ def show(
     for k in sorted(final):
         if "/H" not in k:
             rows.append((f"final {k}", fmt_or(final[k])))
+    rows += _system_rows(store, rec.run_id)
     for k, v in rows:
         t.add_row(_cell(k), _cell(v))
     out.print(t)
@@ -783,6 +792,18 @@ def show(
         if curves:
             log_y = title.startswith("loss")
             out.print(Text.from_ansi(chart(curves, title=title, log_y=log_y, width=w, vline=rec.plateau_step)))
+
+
+def _system_rows(store, run_id: str) -> list[tuple[str, str]]:
+    """``show``'s rows of the run's ``sys/*`` metrics (sparse_tui/sysmetrics.py, recorded at its evaluations): the
+    last value and the peak of each."""
+    series = store.metrics(run_id, names=["sys/cpu_pct", "sys/rss_mb", "sys/gpu_util", "sys/gpu_mem_mb"])
+    rows = []
+    for k, (_, vals) in series.items():
+        vals = [v for v in vals if v == v]
+        if vals:
+            rows.append((k, f"{fmt_or(vals[-1])} (peak {fmt_or(max(vals))}, {len(vals)} evaluations)"))
+    return rows
 
 
 @app.command("export", short_help="Export runs as CSV, JSON lines, Parquet, TensorBoard event files or MLflow runs.")
@@ -981,7 +1002,8 @@ def fit(
 def reproduce(
     name: Optional[str] = typer.Argument(None, help="A figure (fig15: all its panels) or a panel (fig15_adam); "
                                          "see --list.", show_default=False),
-    list_: bool = typer.Option(False, "--list", help="Print the atlas: every figure, its presets and status."),
+    list_: bool = typer.Option(False, "--list", help="Print the atlas: every entry's verdict, CPU cost, stored runs "
+                               "and figure (--json: everything the atlas holds)."),
     size: str = typer.Option("auto", "--size", help="cpu (grids a 2-core CPU finishes in minutes), gpu, or auto "
                              "(gpu when CUDA is available)."),
     runs_dir: Optional[Path] = RunsDirOpt,
@@ -1006,14 +1028,14 @@ def reproduce(
         if name is not None:
             raise fail("reproduce --list: takes no figure name")
         store = _open_store(runs_dir) if _runs_dir(runs_dir).joinpath("runs.db").exists() else None
-        rows = rp.format_status(rp.status_rows(store, presets_dir), with_store=store is not None)
-        where = f"runs in {_esc(store.path)}" if store is not None else "no run store here"
-        t = Table(title=f"figure atlas ({len(rows)} entries; {where})")
-        for col in ("key", "figure", "kind", "shows", "presets", "stored", "record"):
-            t.add_column(col, overflow="fold")
-        for row in rows:
-            t.add_row(*(_cell(c) for c in row))
-        out.print(t)
+        rows = rp.status_rows(store, presets_dir, with_verdicts=True)
+        if as_json:
+            sys.stdout.write(json.dumps(rp.list_json(rows, store is not None), indent=1) + "\n")
+            return
+        where = f"runs in {store.path}" if store is not None else "no run store here"
+        width = max(60, min(shutil.get_terminal_size((80, 24)).columns, 120))
+        sys.stdout.write("\n".join([f"figure atlas: {len(rows)} entries; {where}",
+                                    *rp.list_lines(rows, store is not None, width)]) + "\n")
         return
     if name is None:
         raise fail("reproduce: name a figure (e.g. fig15) or pass --list")

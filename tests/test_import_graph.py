@@ -16,7 +16,8 @@ PKG = Path(__file__).resolve().parent.parent / "sparse_tui"
 # Lowest first. A name is a module or a package (with everything under it).
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("sparse_tui", "sparse_tui.numbers", "sparse_tui.devices", "sparse_tui.exitcodes",
-              "sparse_tui.schedule", "sparse_tui.theory", "sparse_tui.plotting")),
+              "sparse_tui.schedule", "sparse_tui.theory", "sparse_tui.plotting", "sparse_tui.sysmetrics",
+              "sparse_tui.startup")),
     ("config and store", ("sparse_tui.presets", "sparse_tui.store", "sparse_tui.atlas", "sparse_tui.resources")),
     ("science", ("sparse_tui.tasks", "sparse_tui.models", "sparse_tui.fitting", "sparse_tui.geometry")),
     ("training", ("sparse_tui.training",)),

@@ -227,3 +227,30 @@ def test_curves_report_names_each_run_by_its_sweep_point_and_seed(tmp_path):
     assert len(set(names)) == len(ids) == 12
     assert "d_model=80, warmup_steps=500 seed=2" in names
     assert all(name in rep.text for name in names)
+
+
+def test_every_report_ends_with_its_verdict_and_a_reread_never_sets_it(tmp_path):
+    """The verdict (docs/REPRODUCTION.md, "The verdict rule") is computed from the stored runs: `reproduce KEY` ends
+    with it, `--threshold X` prints its fit as a diagnosis and keeps the verdict at the preset's threshold, and
+    `--list --json` carries the stored runs' verdict and wall time instead of the record's."""
+    from sparse_tui.reports.verdict import WORDS
+
+    presets, runs = small_fig1c(tmp_path), tmp_path / "runs"
+    r = cli("reproduce", "fig1c", "--size", "cpu", "--runs-dir", str(runs), "--presets-dir", str(presets), "--json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)[0]
+    word = data["verdict"]
+    assert word in WORDS[:3] and data["verdict_detail"]["source"] == "runs"
+    r = cli("reproduce", "fig1c", "--size", "cpu", "--runs-dir", str(runs), "--presets-dir", str(presets))
+    assert r.stdout.rstrip().splitlines()[-1].startswith(f"  verdict: {word} — ")
+    # a re-read far from the preset's threshold moves every plateau, not the verdict
+    r = cli("reproduce", "fig1c", "--size", "cpu", "--runs-dir", str(runs), "--presets-dir", str(presets),
+            "--threshold", "0.45")
+    assert "fig1c (diagnosis: plateaus re-read at 0.45)" in r.stdout
+    last = r.stdout.rstrip().splitlines()[-1]
+    assert last.startswith(f"  verdict: {word} — ") and "the re-read at 0.45 above is a diagnosis" in last
+    r = cli("reproduce", "--list", "--json", "--runs-dir", str(runs), "--presets-dir", str(presets))
+    row = {d["key"]: d for d in json.loads(r.stdout)}["fig1c"]
+    assert row["verdict"] == word and row["verdict_source"] == "runs" and row["cost"]["cpu_source"] == "store"
+    assert row["stored"] == {"cpu": "4/4"} and 0 < row["cost"]["cpu_minutes"] < 5
+    assert {d["key"]: d for d in json.loads(r.stdout)}["fig3"]["verdict_source"] == "record"

@@ -145,7 +145,7 @@ def test_fig4_left_report_says_when_recall_emerges_per_pair_count():
 
 
 def test_fig5_report_sets_each_accuracy_crossing_beside_the_same_seeds_baseline():
-    """Fig. 5 (§3.3): the first test accuracy >= 5%, 30%, 60% per run, the speed-up at each over the B = 1, p = 0 run
+    """Fig. 5 (§3.2): the first test accuracy >= 5%, 30%, 60% per run, the speed-up at each over the B = 1, p = 0 run
     of its seed, and the final accuracy's deficit against it (the overfitting of large repetition)."""
     runs = {
         "p0": {"task": {"B": 1.0, "p": 0.0}, "seed": 0, "series": acc(0, 0.06, 0.4, 0.7, 0.9)},

@@ -74,7 +74,10 @@ class Entry:
     record: str = ""  # the heading of its record in docs/REPRODUCTION.md
     measured: str = ""  # one line: what the record says was measured (date, device), "" = not measured yet
     built: str = ""  # "" = built; otherwise why not (e.g. "not built yet: issue 22")
-    targets: Mapping[str, float] = field(default_factory=dict)  # exponent -> tolerance the record is held to
+    targets: Mapping[str, float] = field(default_factory=dict)  # exponent -> tolerance, where the record says why it
+    # is not reports.verdict.DEFAULT_TARGET (±0.15)
+    verdict: str = ""  # the record's verdict (reports.verdict.WORDS), shown by `reproduce --list` without stored runs
+    cpu_minutes: float | None = None  # the record's measured wall minutes of the CPU preset on the shared 2-core CPU
     report: str = ""  # "module:function" that reports it; "" = its kind's (REPORTS)
     plot: str = ""  # "module:function" that draws it; "" = its kind's (PLOTS)
 

@@ -308,8 +308,10 @@ class StackedTransformer(nn.Module):
         self._bias_cache[key] = bias
         return bias
 
-    def _attention(self, i: int, xq: Tensor, x: Tensor, B: int, n_q: int, kernel: str, strict: bool) -> Tensor:
-        """Layer i's attention: xq [M, B*n_q, D] (queries), x [M, B*L, D] -> [M, B*n_q, D]."""
+    def _attention(self, i: int, xq: Tensor, x: Tensor, B: int, n_q: int, kernel: str, strict: bool,
+                   probs: list | None = None) -> Tensor:
+        """Layer i's attention: xq [M, B*n_q, D] (queries), x [M, B*L, D] -> [M, B*n_q, D]. ``probs``: the
+        explicit softmax is used and its probabilities [M, B, H, n_q, L] are appended (evaluations)."""
         M, H, L, dqk, dv = self.M, self.H, self.L, self.dqk, self.dv
         pre = f"blocks.{i}.attn."
         q = _linear(xq, self.params[pre + "q.weight"], self.params.get(pre + "q.bias")) * self.q_scale
@@ -325,7 +327,12 @@ class StackedTransformer(nn.Module):
             s = self.q_scale if not torch.is_tensor(self.q_scale) else self.q_scale.view(M, 1, 1, 1)
             q, k = euclidean_qk(q, k, s)
         bias = self._attn_bias(n_q, kernel, x.device, x.dtype, strict)
-        if kernel == "core" and not self.mixed_len:
+        if probs is not None:
+            s = q @ k.transpose(-2, -1)
+            p = (s if bias is None else s + bias).softmax(-1)
+            probs.append(p.view(M, B, H, n_q, L))
+            y = p @ v
+        elif kernel == "core" and not self.mixed_len:
             y = attention_core(q.reshape(M * B * H, n_q, q.shape[-1]), k.reshape(M * B * H, L, k.shape[-1]),
                                v.reshape(M * B * H, L, dv), bias).view(M, B * H, n_q, dv)
         elif kernel == "sdpa":
@@ -344,8 +351,10 @@ class StackedTransformer(nn.Module):
         y = (y.transpose(2, 3) if H > 1 else y).reshape(M, B * n_q, H * dv)
         return _linear(y, self.params[pre + "o.weight"], self.params.get(pre + "o.bias"))
 
-    def forward(self, x: Tensor) -> Tensor:
-        """x [M, B, L] or [M, B, L, in] -> outputs [M, B, out] (padded outputs -inf / 0)."""
+    def forward(self, x: Tensor, need_attn: bool = False, full: bool = False):
+        """x [M, B, L] or [M, B, L, in] -> outputs [M, B, out] (padded outputs -inf / 0). ``need_attn``
+        (evaluations): also the attention probabilities of every layer, [M, B, H, n_q, L] each (explicit softmax);
+        ``full``: every query row of the last layer too (attention snapshots), not only the readout's."""
         M, B, L = x.shape[0], x.shape[1], x.shape[2]
         if L != self.L:
             raise ValueError(f"stacked input has {L} positions, the stack {self.L}")
@@ -360,19 +369,20 @@ class StackedTransformer(nn.Module):
             h = h + self.params["pos"].unsqueeze(1)
         elif self.cfg.pos_enc == "sinusoidal":
             h = h + self.pos_table.unsqueeze(1)
-        kernel = pick_kernel(self.kernel, h.device, self.L)
+        kernel = "math" if need_attn else pick_kernel(self.kernel, h.device, self.L)
+        probs: list | None = [] if need_attn else None
         n = L
         h = h.reshape(M, B * L, D)
         for i in range(self.cfg.n_layers):
             last = i == self.cfg.n_layers - 1
-            n_q = 1 if (last and self.readout_only) else L
+            n_q = 1 if (last and self.readout_only and not full) else L
             x_ln = self._ln(h, f"blocks.{i}.ln1") if self.cfg.layernorm else h
             if n_q == n:
                 hq, xq = h, x_ln
             else:
                 hq = h.view(M, B, n, D)[:, :, -n_q:].reshape(M, B * n_q, D)
                 xq = self._ln(hq, f"blocks.{i}.ln1") if self.cfg.layernorm else hq
-            a = self._attention(i, xq, x_ln, B, n_q, kernel, last and not self.cfg.readout_self_key)
+            a = self._attention(i, xq, x_ln, B, n_q, kernel, last and not self.cfg.readout_self_key, probs)
             h = hq + a if self.cfg.residual else a
             if self.cfg.mlp:
                 pre = f"blocks.{i}.mlp."
@@ -390,7 +400,7 @@ class StackedTransformer(nn.Module):
             out = _linear(z, self.params["unembed.weight"], self.params.get("unembed.bias"))
         if self.logit_bias is not None:
             out = out + self.logit_bias
-        return out
+        return (out, probs) if need_attn else out
 
 
 class StackedToy(nn.Module):
@@ -423,11 +433,14 @@ class StackedToy(nn.Module):
     def mask_grads(self) -> None:
         pass
 
-    def forward(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor, need_attn: bool = False, full: bool = False):
         W = self.W
         alpha = self.a.softmax(-1)  # [M, T]
         pooled = torch.einsum("mt,mntd->mnd", alpha, x.to(W.dtype))
-        return torch.bmm(pooled, W.transpose(1, 2))
+        out = torch.bmm(pooled, W.transpose(1, 2))
+        if not need_attn:
+            return out
+        return out, [alpha[:, None, None, None, :].expand(self.M, x.shape[1], 1, 1, alpha.shape[-1])]
 
 
 def build_stack(modules: list[nn.Module], kernel: str = "auto", classification: bool = True

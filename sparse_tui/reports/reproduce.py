@@ -1,7 +1,7 @@
 """``sparse-tui reproduce``: the atlas (``sparse_tui.atlas``) put to work; the console's atlas uses the same.
 
-* ``status_rows`` / ``format_status``: one row per atlas entry for ``reproduce --list``: what it shows, its presets,
-  how many of each preset's runs the store already holds as results, the last measurement of its record.
+* ``status_rows`` / ``list_lines`` / ``list_json``: one row per atlas entry for ``reproduce --list``: its verdict
+  (computed from the store's runs where it holds all of them, else the record's), cost, stored runs, figure.
 * ``match_runs``: the store's runs whose configuration equals a preset's run (every key but the preset's name,
   description and tags) and whose status is a result (finished, or diverged: training is seeded, it would diverge
   again), so that a figure reuses what any earlier ``run``, ``reproduce`` or console launch trained.
@@ -29,6 +29,7 @@ from pydantic import ValidationError
 
 from sparse_tui import geometry
 from sparse_tui.reports import figures
+from sparse_tui.reports import verdict as verdicts
 from sparse_tui.atlas import SIZES, AtlasError, Entry, entries, preset_path
 from sparse_tui.atlas.paper_recall import FIG16_TRAIN_LOSS
 from sparse_tui.phase import cell_note, phase_grid, sweep_axes
@@ -99,15 +100,21 @@ def load_specs(entry: Entry, size: str, presets_dir: Path | None = None) -> tupl
 class StatusRow:
     entry: Entry
     stored: dict[str, str]  # size -> "12/30" finished runs of that preset in the store, "" when unknown
+    verdict: "verdicts.Verdict | None" = None  # computed from the store's runs (``with_verdicts``), else the record's
+    cpu_minutes: float | None = None  # the stored CPU runs' summed wall time, else the record's
+    gpu_projection: str | None = None  # projected GPU time of the GPU preset (not wired yet: estimate.py's projection)
 
 
-def status_rows(store: Any | None, presets_dir: Path | None = None, only: Iterable[Entry] | None = None
-                ) -> list[StatusRow]:
-    """Every atlas entry (or ``only``) with, per size, how many of its preset's runs the store holds as results."""
+def status_rows(store: Any | None, presets_dir: Path | None = None, only: Iterable[Entry] | None = None,
+                with_verdicts: bool = False) -> list[StatusRow]:
+    """Every atlas entry (or ``only``) with, per size, how many of its preset's runs the store holds as results.
+    ``with_verdicts``: where the store holds every run of the entry's CPU preset, its verdict (``verdict.verdict``
+    of its report) and the runs' summed wall time; elsewhere the record's (``Entry.verdict``, ``Entry.cpu_minutes``)."""
     rows = []
     index = index_runs(store) if store is not None else {}
     for e in (list(only) if only is not None else entries()):
         stored: dict[str, str] = {}
+        row = StatusRow(e, stored)
         for size in SIZES:
             if e.preset(size) is None or store is None or e.built:
                 continue
@@ -123,21 +130,73 @@ def status_rows(store: Any | None, presets_dir: Path | None = None, only: Iterab
                 continue
             found, _ = match_runs(store, specs, index)
             stored[size] = f"{len(found)}/{len(specs)}"
-        rows.append(StatusRow(e, stored))
+            if with_verdicts and size == "cpu" and found and len(found) == len(specs):
+                ids = [found[i].run_id for i in sorted(found)]
+                try:
+                    row.verdict = report(store, e, ids).verdict
+                except Exception as ex:  # noqa: BLE001 - a report that fails is listed, not fatal
+                    row.verdict = verdicts.Verdict("not reproduced", f"the report failed: {ex}")
+                row.cpu_minutes = sum(found[i].duration or 0.0 for i in found) / 60
+        if row.verdict is None:
+            row.verdict = recorded_verdict(e)
+        if row.cpu_minutes is None:
+            row.cpu_minutes = e.cpu_minutes
+        rows.append(row)
     return rows
 
 
-def format_status(rows: Sequence[StatusRow], with_store: bool) -> list[tuple[str, ...]]:
-    """Table cells of ``reproduce --list``: key, figure, kind, what it shows, presets (cpu / gpu), stored runs, the
-    record's last measurement (or why it is not built)."""
+def recorded_verdict(e: Entry) -> "verdicts.Verdict":
+    """The verdict docs/REPRODUCTION.md records for ``e`` (no stored runs here to compute it from)."""
+    if e.built:
+        return verdicts.Verdict("not run", e.built, source="record")
+    return verdicts.Verdict(e.verdict or "not run", e.measured or "not measured", source="record")
+
+
+def _minutes(m: float | None) -> str:
+    return "—" if m is None else (f"{m:.1f}" if m < 10 else f"{m:.0f}")
+
+
+def list_lines(rows: Sequence[StatusRow], with_store: bool, width: int = 80) -> list[str]:
+    """``reproduce --list`` for a terminal: one line per entry (key, verdict, CPU minutes, GPU projection, stored
+    runs, figure), the figure wrapped at word boundaries within ``width``; a record's verdict is marked ``*``."""
+    import textwrap
+
+    head = f"{'key':<17} {'verdict':<15} {'CPU min':>7} {'GPU':>5} {'stored':>7}  "
+    fig_w = max(12, width - len(head))
+    out = [head + "figure", "-" * min(width, len(head) + fig_w)]
+    for r in rows:
+        v = r.verdict
+        word = (v.word + ("*" if v.source == "record" else "")) if v else "—"
+        stored = r.stored.get("cpu", "") if with_store else ""
+        gpu = r.gpu_projection or "—"
+        fig = textwrap.wrap(r.entry.figure, fig_w, break_long_words=False, break_on_hyphens=False) or [""]
+        out.append(f"{r.entry.key:<17} {word:<15} {_minutes(r.cpu_minutes):>7} {gpu:>5} {stored or '—':>7}  {fig[0]}")
+        out.extend(" " * len(head) + f for f in fig[1:])
+    out.extend(f"{r.entry.key}: {r.entry.built}" for r in rows if r.entry.built)
+    out.append("* the record's verdict (docs/REPRODUCTION.md): no complete set of stored CPU runs here. CPU min: the "
+               "stored runs' wall time, else the record's (shared 2-core CPU). GPU: projected time of the GPU preset "
+               "(— none yet). sparse-tui reproduce KEY prints the numbers behind each verdict.")
+    return [w for line in out for w in (textwrap.wrap(line, width, break_long_words=False, break_on_hyphens=False)
+                                        if len(line) > width else [line])]
+
+
+def list_json(rows: Sequence[StatusRow], with_store: bool) -> list[dict[str, Any]]:
+    """``reproduce --list --json``: everything the atlas knows of each entry, its verdict and its cost."""
     out = []
     for r in rows:
         e = r.entry
-        presets = " / ".join(f"{s}: {e.preset(s)}" for s in SIZES if e.preset(s)
-                             and not (s == "gpu" and e.preset("gpu") == e.preset("cpu"))) or "-"
-        stored = ", ".join(f"{s} {v}" for s, v in r.stored.items()) if with_store else "-"
-        status = e.built or e.measured or "built, not measured yet"
-        out.append((e.key, e.figure, e.kind, e.shows, presets, stored or "-", status))
+        out.append({"key": e.key, "figure": e.figure, "source": e.source, "section": e.section, "shows": e.shows,
+                    "kind": e.kind, "presets": dict(e.presets), "fit_vars": list(e.fit_vars), "law": e.law,
+                    "threshold": e.threshold.text() if e.threshold else None, "notes": e.notes, "record": e.record,
+                    "measured": e.measured, "built": e.built,
+                    "targets": ({v: verdicts.target(e, v) for v in e.fit_vars} if e.kind == "law" else {}),
+                    "stored": dict(r.stored) if with_store else None,
+                    "verdict": r.verdict.word if r.verdict else "not run",
+                    "verdict_source": r.verdict.source if r.verdict else None,
+                    "verdict_why": r.verdict.why if r.verdict else None,
+                    "cost": {"cpu_minutes": r.cpu_minutes,
+                             "cpu_source": "store" if (r.verdict and r.verdict.source == "runs") else "record",
+                             "gpu_projection": r.gpu_projection}})
     return out
 
 
@@ -196,6 +255,7 @@ class Report:
     data: dict[str, Any]
     fit: Any = None  # fitreport.FitReport for law entries
     run_ids: tuple[str, ...] = ()
+    verdict: Any = None  # verdict.Verdict, set by ``report``
 
 
 def make_report(entry: Entry, run_ids: Sequence[str], lines: list[str], data: dict[str, Any], fit: Any = None
@@ -247,10 +307,11 @@ def law_report(store: Any, entry: Entry, run_ids: Sequence[str], threshold: floa
     rows = []
     for c in rep.comparison:
         v = c["variable"]
-        tol = entry.targets.get(v)
-        ok = None if (tol is None or c["paper"] is None) else abs(c["paper_diff"]) <= tol
+        tol = verdicts.target(entry, v)
+        ok = None if c["paper"] is None else abs(c["paper_diff"]) <= tol
+        holds = None if c["paper"] is None else bool(c["ci"][0] <= c["paper"] <= c["ci"][1])
         rows.append({"variable": v, "paper": c["paper"], "measured": c["fitted"], "ci": c["ci"],
-                     "diff": c["paper_diff"], "target": tol, "within": ok})
+                     "ci_holds_paper": holds, "diff": c["paper_diff"], "target": tol, "within": ok})
     lines = [f"  {sel.describe()}; fitted {res.n}, censored {res.n_censored}"]
     if reread is not None:
         lines.append(f"  {reread.text()}")
@@ -258,14 +319,16 @@ def law_report(store: Any, entry: Entry, run_ids: Sequence[str], threshold: floa
         expo = " · ".join(f"{k}^{v:g}" for k, v in pf.exponents.items())
         lines.append(f"  paper ({pf.figure}): T_plateau = {pf.C:g} · {expo}, R² = {pf.r2:g}")
     lines.append(f"  measured: {res.formula()}, R² = {res.r2:.3f}")
-    lines.append(f"  {'':>10}  {'paper':>7}  {'measured':>8}  {'95% CI':>18}  {'diff':>7}  target")
+    lines.append(f"  {'':>10}  {'paper':>7}  {'measured':>8}  {'95% CI':>18}  {'CI holds paper':>14}  {'diff':>7}  "
+                 "target")
     if pf is not None:
         lines.append(f"  {'C':>10}  {pf.C:>7.3g}  {res.C:>8.3g}  {f'[{res.C_ci[0]:.3g}, {res.C_ci[1]:.3g}]':>18}")
     for r in rows:
         ci = f"[{r['ci'][0]:+.3f}, {r['ci'][1]:+.3f}]"
-        tgt = "" if r["target"] is None else f"±{r['target']:g} " + ("within" if r["within"] else "MISSED")
+        holds = {True: "yes", False: "no", None: "—"}[r["ci_holds_paper"]]
+        tgt = "" if r["within"] is None else f"±{r['target']:g} " + ("within" if r["within"] else "MISSED")
         lines.append(f"  {r['variable']:>10}  {_num(r['paper'], '+.2f'):>7}  {r['measured']:>+8.3f}  {ci:>18}  "
-                     f"{_num(r['diff']):>7}  {tgt}")
+                     f"{holds:>14}  {_num(r['diff']):>7}  {tgt}")
     for c in res.censored:
         lines.append(f"  censored: {c.get('run_id')} {c.get('label') or ''}: no plateau by step "
                      f"{_num(c.get('lower_bound'), 'g')} (the fit predicts {_num(c.get('predicted'), '.4g')})")
@@ -574,7 +637,7 @@ def _is_baseline(rec: Any) -> bool:
 
 
 def fig5_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
-    """Fig. 5 (§3.3): per run the first test accuracy (no repetition) >= 5% (App. D.1), 30% and ``RECALL_LEVEL``, the
+    """Fig. 5 (§3.2): per run the first test accuracy (no repetition) >= 5% (App. D.1), 30% and ``RECALL_LEVEL``, the
     speed-up at each over the baseline (B = 1, p = 0) of the same seed, and the final test accuracy against the
     baseline's (a large deficit: the overfitting). The paper: a small B (p) speeds emergence up about 4× (2×); too
     much overfits, with a late grokking-like recovery."""
@@ -723,11 +786,28 @@ def report(store: Any, entry: Entry, run_ids: Sequence[str], threshold: float | 
     reports only, ``refits``): re-read the plateaus at that absolute value."""
     fn = entry.report_fn()
     if threshold is None:
-        return fn(store, entry, run_ids)
+        return _with_verdict(store, fn(store, entry, run_ids))
     if fn is not law_report:
         raise AtlasError(f"{entry.key}: --threshold re-reads the plateaus of a fitted law; {entry.figure} is a "
                          f"{entry.kind} entry")
-    return law_report(store, entry, run_ids, threshold=threshold)
+    # A re-read at another threshold is a diagnosis: the verdict is the fit at the preset's own threshold.
+    own = verdicts.verdict(store, law_report(store, entry, run_ids))
+    rep = law_report(store, entry, run_ids, threshold=threshold)
+    rep.text = rep.text.replace(f"{entry.key} — ", f"{entry.key} (diagnosis: plateaus re-read at {threshold:g}) — ", 1)
+    return _with_verdict(store, rep, own, note=f" (at the preset's threshold; the re-read at {threshold:g} above "
+                                               "is a diagnosis)")
+
+
+def _with_verdict(store: Any, rep: Report, v: "verdicts.Verdict | None" = None, note: str = "") -> Report:
+    """``rep`` ending with its verdict line (``verdict.verdict``): the claim checked (curves entries), then the
+    word and the numbers that decide it; ``data['verdict']`` holds the same."""
+    v = v or verdicts.verdict(store, rep)
+    tail = [f"  claim: {v.claim}"] if v.claim else []
+    rep.text = "\n".join([rep.text, *tail, f"  {v.line()}{note}"])
+    rep.verdict = v
+    rep.data["verdict"] = v.word
+    rep.data["verdict_detail"] = v.to_dict()
+    return rep
 
 
 def p_table_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:

@@ -239,6 +239,7 @@ class StoreFile:
             con.execute("PRAGMA foreign_keys=ON")
             self._local.con = con
             self._local.pid = os.getpid()
+            self._local.depth = 0  # no transaction open on a fresh connection (a forked child's included)
         return con
 
     def close(self) -> None:
@@ -248,18 +249,31 @@ class StoreFile:
             self._local.con = None
 
     class _Tx:
-        def __init__(self, con: sqlite3.Connection):
-            self.con = con
+        """One write transaction; nested ones (``transaction()`` around writes that open their own) join the
+        outermost, which commits or rolls back all of them."""
+
+        def __init__(self, con: sqlite3.Connection, local):
+            self.con, self.local = con, local
 
         def __enter__(self) -> sqlite3.Connection:
-            self.con.execute("BEGIN IMMEDIATE")
+            depth = getattr(self.local, "depth", 0)
+            if depth == 0:
+                self.con.execute("BEGIN IMMEDIATE")
+            self.local.depth = depth + 1
             return self.con
 
         def __exit__(self, exc_type, exc, tb) -> None:
+            self.local.depth -= 1
+            if self.local.depth:
+                return
             if exc_type is None:
                 self.con.execute("COMMIT")
             else:
                 self.con.execute("ROLLBACK")
 
     def _tx(self) -> "StoreFile._Tx":
-        return StoreFile._Tx(self.con)
+        return StoreFile._Tx(self.con, self._local)
+
+    def transaction(self) -> "StoreFile._Tx":
+        """Group this thread's writes inside into one transaction (a stack's evaluation: training/runlog.py)."""
+        return self._tx()

@@ -32,10 +32,12 @@ import math
 import sys
 import time
 from contextlib import contextmanager, nullcontext
+from types import SimpleNamespace
 from typing import Callable
 
 import torch
 
+from sparse_tui import startup
 from sparse_tui.models import build_model
 from sparse_tui.models.stack import build_stack, stacked_loss
 from sparse_tui.presets import RunConfig, eval_steps
@@ -43,10 +45,14 @@ from sparse_tui.schedule import lr_factor, lr_table
 from sparse_tui.tasks import make_task
 from sparse_tui.training import cudagraph
 from sparse_tui.training.checkpoint import Checkpointer
-from sparse_tui.training.metrics import evaluate, toy_metrics
+from sparse_tui.sysmetrics import SYSTEM
+from sparse_tui.training.metrics import evaluate, evaluate_stack, toy_metrics
 from sparse_tui.training.optim import StackOptimizer
 from sparse_tui.training.plateau import PlateauDetector
-from sparse_tui.training.runlog import RunLogger, RunResult
+from sparse_tui.training.runlog import RunLogger, RunResult, together
+
+
+startup.record("imports", startup.since_start())  # process start to torch and the training code imported
 
 
 class StackFailed(RuntimeError):
@@ -70,7 +76,8 @@ def snapshot_steps(cfg: RunConfig) -> set[int]:
 
 @torch.no_grad()
 def attention_snapshot(model, batch, n: int) -> tuple[dict, dict]:
-    """Full attention maps (all query rows) of the first ``n`` test sequences, for the heatmap panel."""
+    """Full attention maps (all query rows) of the first ``n`` test sequences of one model, for the heatmap panel
+    (a stack's members: ``Prepared.snapshots``, from one forward of the stack)."""
     x = batch.x[:n]
     prev = getattr(model, "readout_only", None)
     if prev is not None:
@@ -80,22 +87,29 @@ def attention_snapshot(model, batch, n: int) -> tuple[dict, dict]:
     finally:
         if prev is not None:
             model.readout_only = prev
-    L = x.shape[1]
+    return snapshot_maps([a for a in attn if a is not None], x.shape[1]), snapshot_meta(batch, n)
+
+
+def snapshot_maps(attn: list[torch.Tensor], L: int) -> dict:
+    """``{'L1': [H, E, Lq, L], ...}`` from each layer's probabilities [E, H, Lq, L] (a model's own positions)."""
     maps = {}
     for li, a in enumerate(attn, start=1):
-        if a is None:
-            continue
         a = a.float()
         if L > 160:  # long sequences: keep the readout row only (a T x T map would not fit a terminal anyway)
             a = a[:, :, -1:, :]
         maps[f"L{li}"] = a.permute(1, 0, 2, 3).cpu().numpy()  # [H, E, Lq, L]
-    meta = {"seq_len": L, "relevant": batch.relevant[:n].int().cpu().tolist()}
+    return maps
+
+
+def snapshot_meta(batch, n: int) -> dict:
+    x = batch.x[:n]
+    meta = {"seq_len": x.shape[1], "relevant": batch.relevant[:n].int().cpu().tolist()}
     if x.dtype == torch.long:
         meta["tokens"] = x.cpu().tolist()
     if batch.copy_q is not None:
         meta["copy_q"] = batch.copy_q[:n].cpu().tolist()
         meta["copy_k"] = batch.copy_k[:n].cpu().tolist()
-    return maps, meta
+    return meta
 
 
 def denormals_flushed() -> bool:
@@ -205,20 +219,25 @@ class Tracker:
         self.module.train()
         return vals
 
-    def evaluate(self, step: int, loss_sum: float | None = None) -> None:
+    def evaluate(self, step: int, loss_sum: float | None = None, measured: dict | None = None,
+                 snapshot: tuple[dict, dict] | None = None, system: dict | None = None) -> None:
         """Evaluate, log the metrics (and the attention maps at snapshot steps) and record them. ``loss_sum``:
-        the stack's training-loss sum of this run since its last logged point (its mean is ``train/loss``)."""
+        the stack's training-loss sum of this run since its last logged point (its mean is ``train/loss``).
+        ``measured`` / ``snapshot``: this member's metrics and maps from the stack's batched pass
+        (``evaluate_due``), else computed here from its own module. ``system``: the process's ``sys/*`` metrics
+        (sparse_tui/sysmetrics.py), logged with the others but not part of the run's final metrics."""
         self.flush()
-        vals = self.measure()
+        vals = dict(measured) if measured is not None else self.measure()
         if self.n_since and loss_sum is not None:
             vals["train/loss"] = loss_sum / self.n_since
         self.n_since = 0
         vals["lr"] = self.cfg.train.lr * lr_factor(max(step, 1), self.cfg)
-        self.logger.metrics(step, vals)
+        self.logger.metrics(step, {**vals, **system} if system else vals)
         if step in self.snaps:
-            with full_fp32(self.test.x.device):
-                maps, meta = attention_snapshot(self.module, self.test, self.cfg.eval.snapshot_examples)
-            self.logger.attention(step, maps, meta)
+            if snapshot is None:
+                with full_fp32(self.test.x.device):
+                    snapshot = attention_snapshot(self.module, self.test, self.cfg.eval.snapshot_examples)
+            self.logger.attention(step, *snapshot)
         self.record(step, vals)
 
     def record(self, step: int, vals: dict[str, float]) -> None:
@@ -361,9 +380,8 @@ def trial_step(prep: "Prepared", stream=None, warmup: int = 1, check_syncs: bool
                     prep.step_fn()
         if stream is not None:
             torch.cuda.current_stream(prep.device).wait_stream(stream)
-        with torch.no_grad():
-            for mb in prep.members:
-                mb.measure()
+        prep.measure(prep.members)
+        prep.snapshots(prep.members)
         if prep.device.type == "cuda":
             torch.cuda.synchronize(prep.device)
     except Exception as e:  # noqa: BLE001 - any failure of the trial is a reason to fall back
@@ -433,6 +451,10 @@ class Prepared:
         self.opt = opt = StackOptimizer(params, cfgs, self.table, device, capturable=capturable)
         self.lr_dev = torch.tensor(self.table, device=device, dtype=params[0].dtype)  # [steps, M]
         self.batcher = batcher = Batcher(stack, self.members, dtype)
+        # Members evaluated in one batched pass of the stack on GPUs, where per-member evaluations were launch-bound
+        # (docs/PERFORMANCE.md, GPU); one at a time on CPUs, where the batched pass took 1.2-2.7x the CPU time (its
+        # tensors leave the caches, as stacked training steps do, and padding adds FLOPs; measured 2026-11-27).
+        self.batched_eval = device.type == "cuda"
         self.autocast = autocast
         self.loss_sum = loss_sum = torch.zeros(M, device=device, dtype=params[0].dtype)
         bs = self.bs
@@ -472,6 +494,51 @@ class Prepared:
         new.loss_sum.copy_(sums)
         return new
 
+    def test_inputs(self) -> torch.Tensor | None:
+        """Every member's fixed test inputs stacked as for training ([M, n, L, ...], left-padded; built once), or
+        None when the members' test sets differ in size (then each is evaluated alone)."""
+        if "_test_x" not in self.__dict__:
+            tests = [mb.test for mb in self.members]
+            same = len({len(t) for t in tests}) == 1
+            self._test_x = self.batcher.assemble(tests)[0] if same else None
+        return self._test_x
+
+    def measure(self, due: list[Tracker]) -> dict[int, dict[str, float]]:
+        """The metrics of members ``due`` (by slot) from one batched pass of the whole stack, chunked to the
+        memory model (metrics.evaluate_stack), in float32; equal to each member's ``Tracker.measure`` within
+        float rounding (tests/test_batched_eval.py). Each member alone where ``batched_eval`` is off (CPUs)."""
+        x = self.test_inputs() if self.batched_eval else None
+        if x is None:
+            return {mb.slot: mb.measure() for mb in due}
+        with full_fp32(self.device):
+            vals = evaluate_stack(self.stack, x, [mb.test for mb in self.members], [mb.slot for mb in due],
+                                  self.members[0].task.kind, self.classification)
+        if self.cfgs[0].model.kind == "toy":
+            for mb in due:
+                vals[mb.slot].update(toy_metrics(SimpleNamespace(W=self.stack.W[mb.slot], a=self.stack.a[mb.slot]),
+                                                 mb.task))
+        return vals
+
+    @torch.no_grad()
+    def snapshots(self, due: list[Tracker]) -> dict[int, tuple[dict, dict]]:
+        """Attention snapshots (every query row) of members ``due`` (by slot) from one forward of the stack over
+        the first ``eval.snapshot_examples`` test sequences ({} where ``batched_eval`` is off: each member's
+        ``Tracker.evaluate`` then takes its own)."""
+        x = self.test_inputs() if self.batched_eval else None
+        if x is None or not due:
+            return {}
+        n = min(x.shape[1], max(mb.cfg.eval.snapshot_examples for mb in due))
+        L = x.shape[2]
+        with full_fp32(self.device):
+            _, attn = self.stack(x[:, :n], need_attn=True, full=True)
+        out = {}
+        for mb in due:
+            k = min(n, mb.cfg.eval.snapshot_examples)
+            off = L - mb.test.x.shape[1]
+            own = [a[mb.slot, :k, :, off:, off:] for a in attn if a is not None]
+            out[mb.slot] = snapshot_maps(own, L - off), snapshot_meta(mb.test, k)
+        return out
+
     def reset_masks(self, idx: frozenset[int]) -> torch.Tensor:
         """A ``[M]`` 0/1 tensor on the device that zeroes the loss sums of members ``idx`` (cached per set: the
         loop resets sums with one multiply, never a Python scalar written into a device tensor)."""
@@ -493,7 +560,8 @@ def _engine(prep: Prepared, graph: bool, graph_mode: str, notes: list[str]) -> t
     ``StackFailed`` when the trial fails, or (``graph_mode == "on"``) when no graph can be had. Returns (step
     function, graphed). A checkpoint must be loaded before (loading replaces the optimiser's state tensors)."""
     stream = torch.cuda.Stream(prep.device) if graph else None
-    synced = trial_step(prep, stream, cudagraph.WARMUP_STEPS if graph else 1, check_syncs=graph)
+    with startup.timed("trial step"):
+        synced = trial_step(prep, stream, cudagraph.WARMUP_STEPS if graph else 1, check_syncs=graph)
     if not graph:
         return prep.step_fn, False
     why = None
@@ -502,7 +570,9 @@ def _engine(prep: Prepared, graph: bool, graph_mode: str, notes: list[str]) -> t
     else:
         try:
             slots = [sl for sl in generator_slots(prep.members) if getattr(*sl).device.type == "cuda"]
-            return cudagraph.GraphedStep(prep.step_fn, slots, prep.device, stream).step, True
+            with startup.timed("first capture"):
+                graphed = cudagraph.GraphedStep(prep.step_fn, slots, prep.device, stream)
+            return graphed.step, True
         except cudagraph.CaptureFailed as e:
             why = f"CUDA graph capture failed ({e.reason})"
     if graph_mode == "on":
@@ -513,9 +583,29 @@ def _engine(prep: Prepared, graph: bool, graph_mode: str, notes: list[str]) -> t
     return prep.step_fn, False
 
 
+def evaluate_due(prep: Prepared, due: list[Tracker], step: int, sums: list[float] | None = None) -> None:
+    """Evaluate members ``due`` at ``step`` together: their metrics and snapshots (``Prepared.measure`` /
+    ``snapshots``: one batched pass of the stack on GPUs, each member alone on CPUs), the process's system metrics
+    sampled once (sparse_tui/sysmetrics.py: CPU, RSS, NVML; no device sync), and every record written to the store
+    in one transaction."""
+    if not due:
+        return
+    vals = prep.measure(due)
+    snaps = prep.snapshots([tr for tr in due if step in tr.snaps])
+    system = SYSTEM.sample(prep.device.type, prep.device.index)
+    with together([tr.logger for tr in due]):
+        for tr in due:
+            tr.evaluate(step, None if sums is None else sums[tr.slot], vals[tr.slot], snaps.get(tr.slot), system)
+
+
 def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_mode, dtype, notes, autocast):
     graph = graph_wanted(device, graph_mode)
-    prep = Prepared(cfgs, device, loggers, kernel, dtype, autocast, capturable=graph)
+    if device.type == "cuda" and "cuda context" not in startup.PHASES:
+        with startup.timed("cuda context"):
+            torch.zeros(1, device=device)
+            torch.cuda.synchronize(device)
+    with startup.timed("build"):
+        prep = Prepared(cfgs, device, loggers, kernel, dtype, autocast, capturable=graph)
     runs, steps = prep.members, prep.steps
     ckpt = Checkpointer.for_stack(runs)  # training/checkpoint.py: continue from the latest checkpoint
     start, live = ckpt.restore(prep) if ckpt is not None else (0, list(runs))
@@ -525,9 +615,12 @@ def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_m
     context.update({"cuda_graph": graphed} if graph else {}, notes=notes)
     for tr in runs:
         tr.begin(context, on_done)
-    for tr in runs if start == 0 else []:
-        tr.evaluate(0)
-        tr.logger.heartbeat(0, force=True)
+    if start == 0:
+        with startup.timed("first evaluation"):
+            evaluate_due(prep, runs, 0)
+        for tr in runs:
+            tr.logger.heartbeat(0, force=True)
+    startup.report(device.type)
     sync_every = 1 if device.type == "cpu" else min(c.eval.every for c in cfgs)
     for step in range(start + 1, steps + 1):
         prep.opt.set_lr(step, prep.lr_dev)
@@ -540,15 +633,16 @@ def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_m
             if (synced or step in tr.ev_steps) and not math.isfinite(sums[tr.slot]):
                 tr.end("diverged", step, f"non-finite training loss at step {step}")
         reset: set[int] = set()  # whose loss sums were logged (zeroed below by one multiply on the device)
-        for tr in [tr for tr in live if tr.result is None]:
+        due = [tr for tr in live if tr.result is None and step in tr.ev_steps]
+        evaluate_due(prep, due, step, sums)
+        for tr in due:
+            reset.add(tr.slot)
             after = tr.cfg.plateau.stop_after
-            if step in tr.ev_steps:
-                tr.evaluate(step, sums[tr.slot])
-                reset.add(tr.slot)
-                if after >= 0 and tr.det.step is not None and step - tr.det.step >= after:
-                    tr.end("finished", step, f"stopped at step {step}, {step - tr.det.step} steps after its"
-                                             " plateau (plateau.stop_after)")
-            elif step % tr.cfg.eval.train_every == 0 and tr.n_since:  # train/loss between evaluations
+            if after >= 0 and tr.det.step is not None and step - tr.det.step >= after:
+                tr.end("finished", step, f"stopped at step {step}, {step - tr.det.step} steps after its"
+                                         " plateau (plateau.stop_after)")
+        for tr in [tr for tr in live if tr.result is None and step not in tr.ev_steps]:
+            if step % tr.cfg.eval.train_every == 0 and tr.n_since:  # train/loss between evaluations
                 sums = prep.loss_sum.tolist() if sums is None else sums
                 tr.log_train(step, sums[tr.slot])
                 reset.add(tr.slot)

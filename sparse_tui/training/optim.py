@@ -9,7 +9,7 @@ over all its parameters, as ``clip_grad_norm_`` computes it alone; never a norm 
 Two implementations of the same update:
 
 * ``fused``: when every model has the same learning-rate schedule and weight decay (a stack of one, or a sweep
-  over seeds or widths), torch's fused optimiser kernel runs over the stacked tensors: the update is elementwise, so
+  over seeds or widths), torch's fused optimiser kernel (``FusedStep``) runs over the stacked tensors: the update is elementwise, so
   it is each model's own update. One kernel instead of ~10 ops per parameter (about 1 ms per step of a small model
   on CPU, docs/PERFORMANCE.md).
 * ``per-model``: otherwise the formulas are written out with ``[M]`` tensors broadcast over each parameter.
@@ -23,6 +23,55 @@ from __future__ import annotations
 import math
 
 import torch
+
+
+class FusedStep:
+    """``torch.optim``'s ``fused=True`` Adam / AdamW / SGD step, calling the same aten kernels (``_fused_adam_``,
+    ``_fused_adamw_``, ``_fused_sgd_``) the way ``torch.optim`` calls them, with its state under its names
+    (``state[p]``: ``step`` (float32, on the parameter's device), ``exp_avg``, ``exp_avg_sq``; or
+    ``momentum_buffer``) and ``param_groups[0]["lr"]`` (a float, or a device tensor for a captured step): the same
+    update bit for bit (tests/test_fused_step.py). Not ``torch.optim`` itself because constructing one imports
+    ``torch._dynamo`` (``add_param_group`` is wrapped by ``torch._disable_dynamo``), which takes about as long
+    as importing torch (docs/PERFORMANCE.md, "Start-up") and which no run uses."""
+
+    def __init__(self, kind: str, params: list[torch.Tensor], lr, betas: tuple[float, float], weight_decay: float,
+                 momentum: float, eps: float = 1e-8):
+        self.kind, self.params, self.betas, self.wd, self.momentum, self.eps = kind, params, betas, weight_decay, \
+            momentum, eps
+        self.param_groups = [{"lr": lr}]
+        self.state: dict[torch.Tensor, dict[str, torch.Tensor]] = {}
+
+    @torch.no_grad()
+    def step(self) -> None:
+        ps = [p for p in self.params if p.grad is not None]
+        if not ps:
+            return
+        grads, lr = [p.grad for p in ps], self.param_groups[0]["lr"]
+        if self.kind == "sgd":
+            bufs: list = []
+            first = False
+            if self.momentum != 0:
+                bufs = [self.state.get(p, {}).get("momentum_buffer") for p in ps]
+                first = all(b is None for b in bufs)
+                if first:  # the kernel copies the gradient in (dampening 0)
+                    bufs = [torch.empty_like(g) for g in grads]
+            torch._fused_sgd_(ps, grads, bufs, weight_decay=self.wd, momentum=self.momentum, lr=lr, dampening=0.0,
+                              nesterov=False, maximize=False, is_first_step=first, grad_scale=None, found_inf=None)
+            for p, b in zip(ps, bufs):
+                self.state.setdefault(p, {})["momentum_buffer"] = b
+            return
+        for p in ps:
+            if p not in self.state:
+                self.state[p] = {"step": torch.zeros((), dtype=torch.float32, device=p.device),
+                                 "exp_avg": torch.zeros_like(p, memory_format=torch.preserve_format),
+                                 "exp_avg_sq": torch.zeros_like(p, memory_format=torch.preserve_format)}
+        st = [self.state[p] for p in ps]
+        steps = [s["step"] for s in st]
+        torch._foreach_add_(steps, 1)
+        kernel = torch._fused_adamw_ if self.kind == "adamw" else torch._fused_adam_
+        kernel(ps, grads, [s["exp_avg"] for s in st], [s["exp_avg_sq"] for s in st], [], steps, amsgrad=False,
+               lr=lr, beta1=self.betas[0], beta2=self.betas[1], weight_decay=self.wd, eps=self.eps, maximize=False,
+               grad_scale=None, found_inf=None)
 
 
 def _uniform(cfgs, table: list[list[float]]) -> bool:
@@ -53,13 +102,7 @@ class StackOptimizer:
         self.lr_now = torch.tensor(table[0] if table else [t0.lr] * self.M, **f)
         if self.fused:
             lr0 = self.lr_now[0].clone() if capturable else float(self.lr_now[0])
-            if self.kind == "sgd":
-                self.opt = torch.optim.SGD(params, lr=lr0, momentum=t0.momentum, weight_decay=t0.weight_decay,
-                                           fused=True)
-            else:
-                cls = torch.optim.AdamW if self.kind == "adamw" else torch.optim.Adam
-                self.opt = cls(params, lr=lr0, betas=(t0.beta1, t0.beta2), weight_decay=t0.weight_decay,
-                               fused=True, capturable=capturable)
+            self.opt = FusedStep(self.kind, params, lr0, (t0.beta1, t0.beta2), t0.weight_decay, t0.momentum)
             return
         self.t = torch.zeros((), device=device, dtype=torch.float64)
         f64 = dict(device=device, dtype=torch.float64)

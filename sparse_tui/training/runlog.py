@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -55,3 +56,13 @@ class RunLogger:
             return False
         self._last_beat = now
         return self.store.heartbeat(self.run_id, step)
+
+
+@contextmanager
+def together(loggers: list[RunLogger]):
+    """The records of ``loggers`` written inside in one store transaction (one evaluation of a stack), when they
+    share one run store; otherwise (no store, a worker's channel that batches records itself) as they come."""
+    stores = {id(lg.store): lg.store for lg in loggers if lg.store is not None}
+    store = next(iter(stores.values())) if len(stores) == 1 else None
+    with store.transaction() if hasattr(store, "transaction") else nullcontext():
+        yield

@@ -33,7 +33,7 @@ from sparse_tui.plotting import fmt_r2
 from sparse_tui.presets import config_get, expand
 from sparse_tui.store import RunStore, StoreError
 from sparse_tui.theory import PAPER_FITS
-from sparse_tui.tui.messages import AtlasData, AttentionData, Done, FitDone, Problem, TheoryData
+from sparse_tui.tui.messages import AtlasData, AttentionData, Done, FitDone, LaunchAsked, Problem, TheoryData
 from sparse_tui.tui.render import fit as fitview
 from sparse_tui.tui.render.attention import render_attention
 from sparse_tui.tui.render.geometry import render_geometry
@@ -126,6 +126,10 @@ def launch_question(loaded: Any, executor: ExecutorOptions = ExecutorOptions(), 
         text += f"\nEarlier runs of {loaded.name} here took {per_step * 1e3:.1f} ms a step: about " \
                 f"{fmt_duration(per_step * steps)} one at a time (less when runs train side by side)."
     return text
+
+
+def ask_launch(loaded: Any, executor: ExecutorOptions, store: RunStore | None) -> Message:
+    return LaunchAsked(loaded, launch_question(loaded, executor, store))
 
 
 def seconds_per_step(store: RunStore, preset: str) -> float | None:

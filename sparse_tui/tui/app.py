@@ -15,12 +15,13 @@ Training runs in detached processes (``runner.detach``), so quitting the app or 
 from __future__ import annotations
 
 import os
+import re
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
-from textual import work
+from textual import events, work
 from textual.app import App
 from textual.binding import Binding
 from textual.screen import Screen
@@ -30,6 +31,7 @@ from textual.worker import get_current_worker
 from sparse_tui.executors import ExecutorOptions, executor_for
 from sparse_tui.exitcodes import ExitCode
 from sparse_tui.store import DB_NAME, RunStore
+from sparse_tui.sysmetrics import Nvml
 from sparse_tui.tui.commands import CommandPalette, help_groups, system_commands
 from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.highlight import FocusHighlight
@@ -39,7 +41,7 @@ from sparse_tui.tui.reporting import Reporting
 from sparse_tui.tui.screens.confirm import ConfirmScreen
 from sparse_tui.tui.screens.help import HelpScreen
 from sparse_tui.tui.screens.main import MainScreen
-from sparse_tui.tui.sysinfo import Nvml, host_summary
+from sparse_tui.tui.sysinfo import host_summary
 
 
 class SparseTuiApp(Reporting, FocusHighlight, Guarded, App[int]):
@@ -71,8 +73,9 @@ class SparseTuiApp(Reporting, FocusHighlight, Guarded, App[int]):
         self.n_workers = workers
         self.store: RunStore | None = None
         self.poller: StorePoller | None = None
-        self._gpu_text = ""
+        self._host = self._gpu = ""  # this machine's CPU and RAM use, its GPUs' (the header)
         self.children_started: set[int] = set()  # training processes this console started (reaped when they end)
+        self.held_keys: list[events.Key] | None = []  # keys typed before the console is ready (None: it is)
 
     def get_default_screen(self) -> Screen:
         self.main = MainScreen()
@@ -85,10 +88,38 @@ class SparseTuiApp(Reporting, FocusHighlight, Guarded, App[int]):
         self.set_interval(2.0, self.reap_children)
 
         if (self.runs_dir / DB_NAME).exists():
-            self.open_store()
+            if self.open_store():
+                self.set_header()
+            self.set_timer(30, self.ready)  # a store that takes this long to read: keys pass anyway
         else:  # say where, and ask: opening the console in any folder must not leave a runs/runs.db behind
             self.sub_title = f"no run store in {self.runs_dir.resolve()}"
             self.call_after_refresh(self.ensure_store, "start")
+
+    async def on_event(self, event: events.Event) -> None:
+        """Keys typed while the console starts (before its panels are mounted and the first read of the store is
+        drawn; seconds under load) went to whatever had the focus then, or nowhere (``2 /blog`` lost the ``/``): they
+        are kept and replayed in order once it is ready (``ready``). ctrl+q / ctrl+c quit at once."""
+        if (isinstance(event, events.Key) and self.held_keys is not None and not event.is_forwarded
+                and event.key not in ("ctrl+q", "ctrl+c")):
+            self.held_keys.append(event)
+            self.set_header()
+            return
+        await super().on_event(event)
+
+    def ready(self, use_keys: bool = True) -> None:
+        """The console is ready for keys (the main screen drew its first run table, or a question came first): the
+        keys kept during start-up are pressed now, in order, or (``use_keys`` False: a question came first, which
+        they were not typed for) refused with a notification that names them."""
+        keys, self.held_keys = self.held_keys or [], None
+        if self.store is not None:
+            self.set_header()  # (no longer 'starting')
+        if keys and use_keys:
+            # a task of its own (as Pilot presses keys): each key is handled, and what it started (a focus move)
+            # done, before the next; from a callback of the app's loop they would arrive in one burst
+            self.run_worker(self._press_keys([k.key for k in keys]), name="start-up keys", exit_on_error=False)
+        elif keys:
+            self.notify(f"{len(keys)} key(s) typed during start-up not used: {' '.join(k.key for k in keys)}",
+                        severity="warning", markup=False)
 
     def ensure_store(self, why: str) -> bool:
         """True when the run store is open; else ask whether to create it (where, in full) and return False (a
@@ -105,6 +136,7 @@ class SparseTuiApp(Reporting, FocusHighlight, Guarded, App[int]):
                 self.open_store()
 
         if not any(isinstance(s, ConfirmScreen) for s in self.screen_stack):
+            self.ready(use_keys=False)
             self.push_screen(ConfirmScreen(f"No run store at {where}. Create it? {later}".strip(),
                                            yes="Create (y)"), done)
         return False
@@ -114,6 +146,7 @@ class SparseTuiApp(Reporting, FocusHighlight, Guarded, App[int]):
             self.store = RunStore(self.runs_dir)
         except Exception as e:  # noqa: BLE001
             self.report(f"cannot open the run store in {self.runs_dir}: {e}")
+            self.ready(use_keys=False)
             return False
         self.sub_title = f"store {self.runs_dir}"
         self.poller = StorePoller(self.store, self.main.post_message, self.poll_interval)
@@ -155,17 +188,28 @@ class SparseTuiApp(Reporting, FocusHighlight, Guarded, App[int]):
 
     # -- header, resources and executor ---------------------------------------------------------------------------
     def set_header(self) -> None:
-        records = self.main.records
-        n_running = sum(1 for r in records if r.status == "running")
-        n_queued = sum(1 for r in records if r.status == "queued")
-        parts = [f"{len(records)} runs", f"{n_running} running"]
-        if n_queued:
-            parts.append(f"{n_queued} queued")
-        if self._gpu_text:
-            parts.append(self._gpu_text)
-        if self.executor.kind != "local":
-            parts.append(f"{self.executor.kind} {self.executor.address or 'auto'}")
-        self.sub_title = " · ".join(parts)
+        """The counts of runs, this machine's CPU, RAM and GPU use, and the executor, in the header's width: at 80
+        columns zero counts, then the GPU names, then RAM, then CPU make way; the GPU's use stays whole. (While
+        the console starts, the header says that instead.)"""
+        ray = [f"{self.executor.kind} {self.executor.address or 'auto'}"] * (self.executor.kind != "local")
+        if self.held_keys is not None:
+            n = len(self.held_keys)
+            self.sub_title = " · ".join([f"starting: {n} key(s) kept, used once the runs are read" if n else
+                                         f"starting: reading {self.runs_dir} (keys typed now are kept)", *ray])
+            return
+        st = [r.status for r in self.main.records]
+        counts = [f"{len(st)} runs", f"{st.count('running')} running"] + [f"{st.count('queued')} queued"] * (
+            "queued" in st)
+        live = [c for c in counts if not c.startswith("0 ")] or counts[:1]
+        gpu_short = re.sub(r"(GPU\d+) \S+ (\d+%)", r"\1 \2", self._gpu)
+        cpu = self._host.split(" · ")[0]
+        room = self.size.width - 18 - len(self.title) - 3  # the header's icon and clock space, " — "
+        for parts in ([*counts, self._host, self._gpu], [*live, self._host, self._gpu], [*live, self._host, gpu_short],
+                      [*live, cpu, gpu_short], [*live, gpu_short]):
+            text = " · ".join(p for p in parts + ray if p)
+            if len(text) <= room:
+                break
+        self.sub_title = text
 
     @work(thread=True, exclusive=True, group="gpu", exit_on_error=False)
     def probe_gpu(self) -> None:
@@ -183,8 +227,12 @@ class SparseTuiApp(Reporting, FocusHighlight, Guarded, App[int]):
             nvml.close()
 
     def on_gpu_info(self, msg: GpuInfo) -> None:
-        self._gpu_text = " · ".join(t for t in (msg.host, msg.text or "no GPU") if t)
+        self._host, self._gpu = msg.host or "", msg.text or "no GPU"
         self.set_header()
+
+    def on_resize(self) -> None:
+        if self.held_keys is None and self.store is not None:
+            self.set_header()
 
     # -- executor --------------------------------------------------------------------------------------------------
     def action_executor(self, kind: str) -> None:

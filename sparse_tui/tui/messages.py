@@ -163,11 +163,23 @@ class MarkedChanged(RunsMessage):
     """The marked runs changed (space, a, a compare overlay)."""
 
 
+class HiddenChanged(RunsMessage):
+    """The runs hidden in the charts changed (h in Runs): Curves draws none of them (``MainScreen.view_ids``)."""
+
+
 @dataclass
 class LaunchRequested(Message):
     """ctrl+l in Presets: record the runs of this validated preset (``presets.LoadedPreset``) and start them."""
 
     loaded: Any
+
+
+@dataclass
+class LaunchAsked(Message):
+    """The question ctrl+l asks before it launches (worked out in a thread: it reads the store for an estimate)."""
+
+    loaded: Any
+    question: str
 
 
 class CancelRequested(RunsMessage):

@@ -35,6 +35,7 @@ from sparse_tui.tui.messages import (
     FitDone,
     FitRequested,
     GuessRequested,
+    LaunchAsked,
     LaunchRequested,
     NoteRequested,
     ResumeRequested,
@@ -87,15 +88,19 @@ class PanelRequests:
         must not start a sweep of hours (the form shows a preset from start-up on)."""
         if not self.app.ensure_store("launch"):
             return
+        # the question reads the store for an estimate (3-5 s at load 8): in a thread, and said meanwhile
+        self.notify(f"ctrl+l: working out what {msg.loaded.name} would start …", timeout=4, markup=False)
+        self._work(actions.ask_launch, msg.loaded, self.app.executor, self.app.store, group="launch")
 
+    def on_launch_asked(self, msg: LaunchAsked) -> None:
         app = self.app
 
         def done(yes: bool | None) -> None:
             if yes:
+                self.notify(f"launching {msg.loaded.name} …", timeout=4, markup=False)
                 self._work(actions.launch, app.store, msg.loaded, app.n_workers, app.executor, group="launch")
 
-        app.push_screen(ConfirmScreen(actions.launch_question(msg.loaded, app.executor, app.store),
-                                      yes="Launch (y)"), done)
+        app.push_screen(ConfirmScreen(msg.question, yes="Launch (y)"), done)
 
     def on_atlas_requested(self, msg: AtlasRequested) -> None:
         """The atlas screen: ``sparse-tui reproduce``'s status and report (``actions.atlas_*``), answered to it, or

@@ -9,7 +9,8 @@ from typing import Any
 from sparse_tui.fitting import short_name
 from sparse_tui.store import RunRecord
 from sparse_tui.tui.render.fit import FitRequest, parse_fit_options
-from sparse_tui.tui.render.runs import matches, swept_keys, table_row
+from sparse_tui.tui.render.filters import matches
+from sparse_tui.tui.render.runs import swept_keys, table_row
 
 
 def chosen_runs(records: list[RunRecord], marked: list[str], current: str | None, query: str) -> list[RunRecord]:

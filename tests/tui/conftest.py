@@ -236,6 +236,36 @@ def fill_store(runs_dir: Path) -> RunStore:
         store_mod.new_id = orig
 
 
+def fill_sweep(runs_dir: Path) -> RunStore:
+    """A deterministic 20-run sweep in the shape of paper_fig1c_theory (d = 16 ... 256 x T = 64 ... 4096, seed 0, ode
+    model): names ``paper_fig1c_theory d=128 T=64 seed=0``, plateau ~ 1.5 sqrt(d) T. Fixed ids and times."""
+    import sparse_tui.store.claims as store_mod
+
+    counter = itertools.count(1)
+    orig = store_mod.new_id
+    store_mod.new_id = lambda nbytes=4: f"{next(counter):0{2 * nbytes}x}"
+    try:
+        store = RunStore(runs_dir)
+        raw = {"name": "paper_fig1c_theory", "task": {"kind": "linreg", "d": 64, "T": 512, "B": 1},
+               "model": {"kind": "ode"}, "train": {"optimizer": "sgd", "lr": 1.0, "steps": 100000, "device": "cpu"},
+               "eval": {"every": 100}, "seeds": [0],
+               "sweep": {"task.d": [16, 32, 64, 128, 256], "task.T": [64, 256, 1024, 4096]}}
+        _, ids = store.create_runs(_specs(raw))
+        for i, rid in enumerate(ids):
+            r = store.get(rid)
+            plateau = 1.5 * math.sqrt(r.params["task.d"]) * r.params["task.T"]
+            steps = list(range(0, 100001, 5000))
+            loss = [0.5 / (1 + math.exp(min(50.0, (s - plateau) / (0.15 * plateau)))) + 1e-3 for s in steps]
+            store.log_metrics_many(rid, steps, {"test/loss": loss})
+            store.finish(rid, "finished", plateau_step=plateau, step=100000, summary={"final": {"test/loss": loss[-1]}})
+            store.con.execute("UPDATE runs SET device='cpu', created_at=?, started_at=?, ended_at=?, heartbeat_at=?"
+                              " WHERE run_id=?", (BASE_TIME + i, BASE_TIME + i, BASE_TIME + i + 9, BASE_TIME + i + 9, rid))
+        store.con.commit()
+        return store
+    finally:
+        store_mod.new_id = orig
+
+
 @pytest.fixture
 def synthetic(tmp_path: Path) -> Path:
     d = tmp_path / "synth"

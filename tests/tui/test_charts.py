@@ -213,7 +213,7 @@ def test_figures_of_many_runs_groups_and_the_scatter(tmp_path: Path):
 
 
 def test_charts_leave_out_the_runs_hidden_from_them():
-    """The Runs panel's ``hidden`` (Space there, issue 34: h34a's part) reaches the charts through the view: Curves
+    """The runs hidden in the charts (h in Runs, HiddenChanged) reaches the charts through the view: Curves
     reads no series of a hidden run, marked or in the grid."""
     from sparse_tui.tui.widgets.curves import CurvesPanel
     from sparse_tui.tui.widgets.panel import StoreView

@@ -36,6 +36,18 @@ def test_compare_lists_only_the_differing_keys(synthetic: Path):
     assert "the two have the same config" in _text(body)
 
 
+def test_compare_has_one_number_format_per_row(tmp_path: Path):
+    """B − A was written `+2.056e+04` beside `24.58k` and `98.3k` (issue 34): now in the row's own format."""
+    from .conftest import fill_sweep
+
+    store = fill_sweep(tmp_path / "sweep")
+    by = {(r.params["task.d"], r.params["task.T"]): r for r in store.runs(reap=False)}
+    a, b = by[16, 4096], by[256, 4096]  # plateau 1.5 sqrt(d) T: 24576 and 98304
+    _, body = compare_body([(a.run_id, [a]), (b.run_id, [b])], {})
+    row = next(ln for ln in _text(body).splitlines() if ln.strip().startswith("plateau step"))
+    assert [c.strip() for c in row.split("│")[1:]] == ["24.58k", "98.3k", "+73.73k"], row
+
+
 @run_async
 async def test_x_compares_two_marked_runs_then_overlays_their_curves(synthetic: Path, presets_dir: Path, console_errors):
     async with opened(synthetic, presets_dir) as (app, pilot, seen):

@@ -484,7 +484,8 @@ async def test_archive_hides_runs_until_the_filter_asks(synthetic: Path, presets
 
 
 def test_nvml_reads_gpu_use_and_degrades_without_it(monkeypatch):
-    from sparse_tui.tui.sysinfo import Nvml, host_summary
+    from sparse_tui.sysmetrics import Nvml
+    from sparse_tui.tui.sysinfo import host_summary
 
     class Err(Exception):
         pass

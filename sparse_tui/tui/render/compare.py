@@ -7,6 +7,7 @@ from rich.console import Group as RichGroup
 from rich.table import Table
 from rich.text import Text
 
+from sparse_tui.numbers import fmt_short
 from sparse_tui.phase import final_metric
 from sparse_tui.presets import flatten
 from sparse_tui.store import RunRecord
@@ -56,7 +57,8 @@ def compare_body(sides: list[tuple[str, list[RunRecord]]], last: dict) -> tuple[
         if sa.n == 0 and sb.n == 0:
             continue
         cell = lambda s, many: "-" if s.n == 0 else (f"{s.text(4)} (n={s.n})" if many else s.text(4))  # noqa: E731
-        diff = f"{sb.mean - sa.mean:+.4g}" if sa.n and sb.n else "-"
+        d = sb.mean - sa.mean  # in the format of the row's values (21.48k, 42.04k, +20.56k; not +2.056e+04)
+        diff = f"{'+' if d >= 0 else '-'}{fmt_short(abs(d), 4)}" if sa.n and sb.n else "-"
         m.add_row(title, cell(sa, len(a) > 1), cell(sb, len(b) > 1), diff)
     ca, cb = common_config(a), common_config(b)
     c = Table(expand=True, show_edge=False, title="config differences", title_justify="left")

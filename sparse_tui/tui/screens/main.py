@@ -24,6 +24,7 @@ from sparse_tui.tui.guard import Guarded, guarded
 from sparse_tui.tui.messages import (
     CurvesData,
     GroupingChanged,
+    HiddenChanged,
     MarkedChanged,
     PanelRequested,
     RunHighlighted,
@@ -47,6 +48,7 @@ class MainScreen(PanelRequests, Guarded, Screen):
             self._bindings.bind(b.key, b.action, b.description, show=False)
         self.records: list[RunRecord] = []
         self.last: dict[str, dict] = {}
+        self.hidden: set[str] = set()  # runs hidden in the charts (h in Runs owns them); view_ids leaves them out
         self.figures_pending: set[Path] = set()  # figure files asked for (each request gets a name of its own)
         self.export_dir: Path | None = None  # the export dialog's folder (the last one used)
 
@@ -72,7 +74,7 @@ class MainScreen(PanelRequests, Guarded, Screen):
         t = self.query(RunsPanel).first() if self.query(RunsPanel) else None
         return StoreView(self.records, self.last, self.current, t.visible_marks() if t else [], self.app.clock(),
                          t.visible_ids if t else [], list(t.group_keys) if t else [],
-                         frozenset(getattr(t, "hidden", ())))
+                         frozenset(self.hidden))
 
     def _panels(self, which: str = "shown"):
         """The mounted panels: ``all``, the ``live`` ones, or (``shown``) the live ones and the one shown."""
@@ -89,6 +91,15 @@ class MainScreen(PanelRequests, Guarded, Screen):
             panel.store_changed(view)
         self._update_watch()  # the grid follows the table's runs
         self.app.set_header()
+        if self.app.held_keys is not None:
+            self.call_after_refresh(self._ready)
+
+    def _ready(self) -> None:
+        """The first run table is drawn: once the panels are mounted (Lazy ones after a frame), the app takes keys."""
+        if self.panels_mounted():
+            self.app.ready()
+        else:
+            self.call_after_refresh(self._ready)
 
     @guarded
     def tick(self) -> None:
@@ -110,7 +121,8 @@ class MainScreen(PanelRequests, Guarded, Screen):
     def view_ids(self) -> list[str]:
         """The runs whose metric series the panels draw (each panel's ``selection_changed`` says which)."""
         view = self.view()
-        return list(dict.fromkeys(r for panel in self._panels("all") for r in panel.selection_changed(view)))
+        wanted = dict.fromkeys(r for panel in self._panels("all") for r in panel.selection_changed(view))
+        return [r for r in wanted if r not in self.hidden]  # never those hidden in the charts (h in Runs)
 
     @on(MarkedChanged)
     @on(SeriesWanted)
@@ -121,6 +133,11 @@ class MainScreen(PanelRequests, Guarded, Screen):
             self.app.poller.watch(self.view_ids())
 
     watch_current = _update_watch
+
+    @on(HiddenChanged)
+    def _hidden_changed(self, msg: HiddenChanged) -> None:
+        self.hidden = set(msg.run_ids)
+        self._update_watch()
 
     def export_folder(self) -> str:
         """Where the export dialog proposes to write: the folder used last, else RUNS_DIR/exports (never the

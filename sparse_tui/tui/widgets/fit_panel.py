@@ -39,9 +39,11 @@ class FitPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True):
         Binding("escape", "leave_input", "Leave field", show=False),
     ]
 
+    SUBTITLE = "enter/ctrl+f fit · g guess vars · o options"
     DEFAULT_CSS = """
     FitPanel Horizontal.fit-inputs { height: 1; }
     FitPanel Horizontal.fit-inputs Label { width: 6; color: $text-muted; }
+    FitPanel Input > .input--placeholder { color: $text-disabled; text-style: italic; }
     FitPanel #fit-runs { width: 1fr; }
     FitPanel #fit-vars { width: 1fr; }
     FitPanel #fit-opts { width: 1fr; }
@@ -58,13 +60,13 @@ class FitPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True):
     def compose(self) -> ComposeResult:
         with Horizontal(classes="fit-inputs"):
             yield Label("runs")
-            yield OrderedInput(placeholder="marked, else current preset; or filter words", id="fit-runs", compact=True)
+            yield OrderedInput(placeholder="marked, else preset; or a filter", id="fit-runs", compact=True)
             yield Label(" vars")
             yield OrderedInput(placeholder="e.g. d T B, d T/B (g guesses)", id="fit-vars", compact=True)
         with Horizontal(classes="fit-inputs"):
             yield Label("opts")
             yield OrderedInput(
-                placeholder="--tie d:0.5,T:1 --bootstrap 200 --target plateau_time --where task.B=2",
+                placeholder="none (e.g. --tie d:0.5,T:1 --bootstrap 200 --where task.B=2)",
                 id="fit-opts",
                 compact=True,
                 tooltip="sparse-tui fit options: --tie, --bootstrap, --seed, --target, --paper, --threshold, --where, "
@@ -75,8 +77,17 @@ class FitPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True):
 
     def on_mount(self) -> None:
         self.border_title = "Fit: plateau length ~ C·Πxᵢ^βᵢ"
-        self.border_subtitle = "enter/ctrl+f fit · g guess vars · o options"
+        self.border_subtitle = self.SUBTITLE
         self._draw()
+
+    def on_descendant_focus(self, event) -> None:
+        """In a field, keys type (``o`` types an o): the subtitle says how to leave it."""
+        if isinstance(event.widget, Input):
+            self.border_subtitle = "typing in a field · Esc leaves it · enter fits"
+
+    def on_descendant_blur(self, event) -> None:
+        if not (isinstance(self.app.focused, Input) and self in self.app.focused.ancestors):
+            self.border_subtitle = self.SUBTITLE
 
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:
