@@ -13,8 +13,8 @@ PRESET ?= presets/blog_n80.toml
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet "$(TORCH)"
-	$(BIN)/python -m pip install --quiet -e ".[dev,parquet]"
+	$(BIN)/python -m pip install "$(TORCH)"
+	$(BIN)/python -m pip install -e ".[dev,parquet]"
 	touch $(STAMP)
 
 setup: $(STAMP)

@@ -77,7 +77,7 @@ app = typer.Typer(
     name="sparse-tui",
     help=(
         "A terminal experiment console for studying how sparse attention emerges during training.\n\n"
-        "Without a command, opens the console (TUI) on ./presets and the run store."
+        "Without a command, opens the console (TUI) on your ./presets, the bundled presets and the run store."
     ),
     invoke_without_command=True,
     no_args_is_help=False,
@@ -151,6 +151,20 @@ def _open_store(runs_dir: Optional[Path], *, create: bool = False):
         return RunStore(_runs_dir(runs_dir), create=create)
 
 
+@contextmanager
+def _writing(store, what: str):
+    """Edits of a store (tags, notes): a read-only store (media or permissions) is one line naming its file, both
+    when it is known to be read-only before the write and when SQLite refuses the write."""
+    import sqlite3
+
+    if store.read_only or not os.access(store.path, os.W_OK) or not os.access(store.runs_dir, os.W_OK):
+        raise fail(f"{store.path}: the run store is read-only (file system or permissions); cannot {what}")
+    try:
+        yield
+    except sqlite3.OperationalError as e:
+        raise fail(f"{store.path}: cannot {what}: {str(e).splitlines()[0]}") from None
+
+
 def _add_tags(loaded, tags: list[str], preset: Path):
     """The preset's ``tags`` followed by the ``--tag`` ones (a tag already in the preset is not repeated)."""
     from sparse_tui.presets import PresetError, validate_preset_data
@@ -190,7 +204,8 @@ def _preset_refused():
 def main_callback(
     ctx: typer.Context,
     runs_dir: Optional[Path] = RunsDirOpt,
-    presets_dir: Path = typer.Option(Path("presets"), "--presets-dir", help="Directory of preset files."),
+    presets_dir: Path = typer.Option(Path("presets"), "--presets-dir", help="Your own preset files (the console "
+                                     "lists them first, then the bundled presets)."),
     version: bool = typer.Option(False, "--version", help="Print the version and exit."),
     executor: str = typer.Option("local", "--executor", help="Where the console's launches train: local or ray."),
     address: Optional[str] = RayAddressOpt,
@@ -225,7 +240,8 @@ def run(
     headless: bool = typer.Option(False, "--headless", help="Train here, without the console; progress on stderr."),
     set_: List[str] = typer.Option([], "--set", help="Override a key: --set train.lr=1e-3 (repeatable)."),
     runs_dir: Optional[Path] = RunsDirOpt,
-    presets_dir: Path = typer.Option(Path("presets"), "--presets-dir", help="Directory of preset files (console)."),
+    presets_dir: Path = typer.Option(Path("presets"), "--presets-dir", help="Your own preset files: a bare PRESET "
+                                     "name is looked up there before the bundled presets; the console lists them."),
     device: Optional[str] = typer.Option(None, "--device", help="Override train.device: auto, cpu, cuda, cuda:N."),
     workers: str = typer.Option(
         "auto", "--workers", help="Worker processes: a number, or auto (the sweep scheduler decides)."
@@ -260,6 +276,7 @@ def run(
             raise fail(f"--tag: {next(t for t in tag if tag.count(t) > 1)!r} given twice")
     if device is not None:
         overrides.append(f"train.device={json.dumps(device)}")
+    preset = _preset_file(preset, presets_dir)
     loaded = _load(preset, overrides)
     if tag:
         loaded = _add_tags(loaded, list(tag), preset)
@@ -303,6 +320,18 @@ def run(
         out.print(f"log: {runner.log_path(store, batch_id)} (its first line is the schedule the coordinator chose)")
         raise typer.Exit(0)
     _train_batch(store, ex, specs, schedule=schedule, workers=n_workers, device=device)
+
+
+def _preset_file(preset: Path, local_dir: Optional[Path] = None) -> Path:
+    """The file a preset argument names (``catalog.resolve``: a path, else your ./presets/NAME.toml, else the
+    bundled NAME.toml); a name resolved to a file says which, in one line on stderr."""
+    from sparse_tui.catalog import CatalogError, resolve
+
+    with _refused(CatalogError):
+        found = resolve(preset, local_dir)
+    if found.origin != "file":
+        _say(found.line())
+    return found.path
 
 
 def _say(line: str) -> None:
@@ -360,10 +389,26 @@ def _train_batch(store, executor, specs=(), *, then_exit: bool = True, table: bo
 
 
 def _what_next(lines: list[str]) -> None:
-    """Two lines after a headless run: where to go from here."""
+    """Two lines after a headless run: where to go from here, each a command that works as typed."""
     err.print("what next:", markup=False)
+    me = _self_command()
     for line in lines:
-        err.print(f"  {_esc(line)}", markup=False)
+        err.print(f"  {_esc(me + line[len('sparse-tui'):] if line.startswith('sparse-tui') else line)}", markup=False)
+
+
+def _self_command() -> str:
+    """How to type this sparse-tui: ``sparse-tui`` when the PATH finds this one, else its script in the
+    environment that runs (``.venv/bin/sparse-tui``: relative when under this folder), else ``python -m``."""
+    import shutil
+
+    script = Path(sys.executable).parent / "sparse-tui"
+    found = shutil.which("sparse-tui")
+    if found and (not script.is_file() or os.path.samefile(found, script)):
+        return "sparse-tui"
+    if not script.is_file():
+        return f"{sys.executable} -m sparse_tui"
+    rel = os.path.relpath(script)
+    return rel if not rel.startswith("..") else str(script)
 
 
 def _exit_now(code: int) -> None:
@@ -580,7 +625,7 @@ def tag(
     runs_dir: Optional[Path] = RunsDirOpt,
 ) -> None:
     """Add (--add) or remove (--remove) tags of runs; they show in 'runs', the console and exports, and
-    'runs --tag' / the console's filter find them. Tags: 1-40 letters, digits or _.:+=/@- each."""
+    'runs --tag' / the console's filter find them. Tags: 1-40 ASCII letters, digits or _.:+=/@- each."""
     from sparse_tui.annotate import AnnotateError, edit_tags
 
     if not add and not remove:
@@ -591,8 +636,10 @@ def tag(
         new = {r.run_id: edit_tags(r.tags, add, remove) for r in recs}
     except AnnotateError as e:
         raise fail(f"--add: {e}") from None
+    with _writing(store, "change tags"):
+        for r in recs:
+            store.set_tags(r.run_id, new[r.run_id])
     for r in recs:
-        store.set_tags(r.run_id, new[r.run_id])
         out.print(f"{r.run_id}: {' '.join(new[r.run_id]) or '(no tags)'}", markup=False)
 
 
@@ -614,9 +661,12 @@ def note(
         return
     if text is not None and clear:
         raise fail("note: give a note or --clear, not both")
+    if text is not None and not text.strip():
+        raise fail("note: the note is empty; to remove the note, use --clear")
     with _refused(AnnotateError):
         value = None if clear else check_note(text)
-    store.set_note(rec.run_id, value)
+    with _writing(store, "change the note"):
+        store.set_note(rec.run_id, value)
     err.print(f"{rec.run_id}: note {'saved' if value else 'removed'}", markup=False)
 
 
@@ -659,9 +709,16 @@ def delete(
 
 
 def _checkpoint_line(store, rec) -> str:
-    from sparse_tui.training.checkpoint import has_checkpoint
+    """What ``show`` says of a run's checkpoint: the step ``resume`` would load (the same check), or why none."""
+    from sparse_tui import runner
+    from sparse_tui.training.checkpoint import CheckpointError, check, fingerprint
 
-    step = has_checkpoint(store.runs_dir, rec.run_id)
+    cfgs, _ = runner.stored_configs([rec])
+    try:
+        step = check(store.runs_dir, rec.run_id,
+                     fingerprint(rec.run_id, cfgs[rec.run_id]) if rec.run_id in cfgs else None)
+    except CheckpointError as e:
+        return f"none usable ({e})"
     if step is None:
         return "-"
     hint = f"; sparse-tui resume {rec.run_id}" if rec.status in ("failed", "interrupted") else ""
@@ -817,46 +874,54 @@ def export_cmd(
     status: Optional[str] = typer.Option(None, "--status", help="Only runs with this status."),
     to: Optional[str] = typer.Option(
         None, "--to", help="tensorboard DIR: event files (scalars, hparams, attention images); mlflow [URI]: an MLflow "
-        "tracking store (default sqlite:///RUNS_DIR/mlflow.db). The first argument is DIR / URI, then the runs.",
-        show_default=False),
+        "tracking store (default sqlite:///RUNS_DIR/mlflow.db; a path: X.db, or a folder for its mlflow.db). The first "
+        "argument is DIR / URI / path, then the runs.", show_default=False),
+    update: bool = typer.Option(False, "--update", help="--to mlflow: bring runs exported before up to date (tags, "
+                                "note, new metric points, status) instead of skipping them."),
+    mkdir: bool = typer.Option(False, "--mkdir", help="--to: create the target's missing parent folders."),
+    timeout: float = typer.Option(30.0, "--timeout", help="--to mlflow: seconds each MLflow call may take."),
 ) -> None:
     """Export the run table (or the per-step metrics) as CSV, JSON lines or Parquet, or (--to) write the runs as
     TensorBoard event files or MLflow runs."""
-    from sparse_tui.export import FORMATS, ExportError, export, output_problem, write_atomic
+    from sparse_tui.export import FORMATS, export, write_output
+    from sparse_tui.files import WriteError, problem
     from sparse_tui.store import STATUSES
 
     _one_of("--status", status, STATUSES)
     if to is not None:
-        _export_to(to, list(run_ids or []), runs_dir, preset, status, output)
+        if not (math.isfinite(timeout) and timeout > 0):
+            raise fail(f"--timeout: must be a positive number of seconds, got {timeout:g}")
+        _export_to(to, list(run_ids or []), runs_dir, preset, status, output,
+                   dict(update=update, mkdir=mkdir, timeout=timeout))
         return
     _one_of("--format", fmt, FORMATS)
-    problem = output_problem(output) if output is not None else None
-    if problem:
-        raise fail(problem)
+    why = problem(output, through=True) if output is not None else None
+    if why:
+        raise fail(f"--output {output}: {why}")
     store = _open_store(runs_dir)
     recs = _selected(store, list(run_ids or []), status, preset)
     if fmt == "parquet" and output is None and sys.stdout.isatty():
         raise fail("--format parquet: binary output; pass --output FILE or redirect stdout")
     try:
         if output is not None:
-            n = write_atomic(output, lambda fh: export(store, recs, fmt, fh, metrics=metrics), binary=fmt == "parquet")
+            n = write_output(output, store, recs, fmt, metrics=metrics)
             err.print(f"wrote {n} row(s) to {_esc(output)}", markup=False)
         else:
             export(store, recs, fmt, sys.stdout.buffer if fmt == "parquet" else sys.stdout, metrics=metrics)
-    except ExportError as e:
+    except WriteError as e:
         raise fail(str(e), ExitCode.RUN_FAILED if e.disk_full else ExitCode.USAGE) from None
     except RuntimeError as e:  # parquet without pyarrow
         raise fail(str(e)) from None
 
 
 def _export_to(to: str, args: list[str], runs_dir: Optional[Path], preset: Optional[str], status: Optional[str],
-               output: Optional[Path]) -> None:
-    """``export --to tensorboard DIR [RUN…]`` / ``--to mlflow [URI] [RUN…]`` (bridges.py)."""
+               output: Optional[Path], how: dict) -> None:
+    """``export --to tensorboard DIR [RUN…]`` / ``--to mlflow [URI | PATH] [RUN…]`` (bridges.py)."""
     from sparse_tui.bridges import BRIDGES, BridgeError, export_to
 
     _one_of("--to", to, BRIDGES)
     dest = str(output) if output is not None else None
-    if dest is None and args and (to == "tensorboard" or "://" in args[0] or args[0].endswith(".db")):
+    if dest is None and args and (to == "tensorboard" or _is_destination(args[0])):
         dest, args = args[0], args[1:]
     if to == "tensorboard" and dest is None:
         raise fail("--to tensorboard: give the folder to write: sparse-tui export --to tensorboard DIR [RUN…]")
@@ -864,9 +929,21 @@ def _export_to(to: str, args: list[str], runs_dir: Optional[Path], preset: Optio
     recs = _selected(store, args, status, preset)
     if not recs:
         raise fail("export: no runs to export")
-    with _refused(BridgeError):
-        line = export_to(to, store, recs, dest, say=lambda t: err.print(_esc(t), markup=False))
+    try:
+        line = export_to(to, store, recs, dest, say=lambda t: err.print(_esc(t), markup=False), **how)
+    except BridgeError as e:
+        exit_ = fail(str(e))
+        if e.stuck:  # a call still hangs in its thread: leave without waiting for it
+            _exit_now(exit_.exit_code)
+        raise exit_ from None
     err.print(_esc(line), markup=False)
+
+
+def _is_destination(arg: str) -> bool:
+    """Whether the first argument after ``--to mlflow`` is where to write (a URI or a path), not a run id: it has a
+    scheme, a path separator or a .db suffix, or names something that exists."""
+    return bool(re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", arg)) or "/" in arg or arg.endswith(".db") \
+        or arg.startswith(("~", ".")) or os.path.exists(arg)
 
 
 # ==============================================================================================================
@@ -1007,8 +1084,8 @@ def reproduce(
     size: str = typer.Option("auto", "--size", help="cpu (grids a 2-core CPU finishes in minutes), gpu, or auto "
                              "(gpu when CUDA is available)."),
     runs_dir: Optional[Path] = RunsDirOpt,
-    presets_dir: Optional[Path] = typer.Option(None, "--presets-dir", help="Folder of preset files (default: the "
-                                               "checkout's presets/).", show_default=False),
+    presets_dir: Optional[Path] = typer.Option(None, "--presets-dir", help="Your own preset files, looked up before "
+                                               "the bundled presets (default: ./presets).", show_default=False),
     plot: Optional[Path] = PlotOpt,
     workers: str = typer.Option("auto", "--workers", help="Worker processes: a number, or auto."),
     device: Optional[str] = typer.Option(None, "--device", help="Override train.device: auto, cpu, cuda, cuda:N."),
@@ -1020,9 +1097,11 @@ def reproduce(
     measured ones, and with --plot FILE draw the figure. --threshold X fits plateaus re-read from the stored curves
     at X (panels with a fitted law). --list prints the atlas of every figure."""
     from sparse_tui import atlas
+    from sparse_tui.catalog import resolve
     from sparse_tui.reports import reproduce as rp
     from sparse_tui.reports.fitreport import parse_threshold
     from sparse_tui.fitting import FitError
+    from sparse_tui.store import StoreError
 
     if list_:
         if name is not None:
@@ -1057,19 +1136,27 @@ def reproduce(
     with _refused(atlas.AtlasError), _preset_refused():  # every named preset loads before the store is opened
         for entry in chosen:
             rp.plan(None, entry, size, presets_dir)
-    store = _open_store(runs_dir, create=True)
+    store = _reproduce_store(runs_dir, chosen, size, presets_dir)
     plans = []
     code = ExitCode.OK
     for entry in chosen:  # planned in turn: an entry reuses what an earlier one just trained (Fig. 5 and Fig. 16)
         p = rp.plan(store, entry, size, presets_dir)
         plans.append(p)
         _say(p.describe())
+        _say(resolve(p.preset, presets_dir).line())
         todo = p.to_train()
-        if not todo:
+        again = [p.specs[i] for i in sorted(p.resumable)]
+        if not todo and not again:
             continue
-        ex = _preflight(None, todo, device, p.preset)
-        code = max(code, _train_batch(store, ex, todo, workers=n_workers, device=device, then_exit=False,
-                                      table=not as_json))  # this process coordinates, as `run --headless`
+        ex = _preflight(None, todo + again, device, p.preset)
+        with _refused(StoreError):  # an interrupted or failed run continues in its own row (its checkpoint checked)
+            batches = rp.resume_batches(store, p)
+        for batch_id, ids, specs in batches:
+            code = max(code, _train_batch(store, ex, specs, batch_id=batch_id, resume=ids, workers=n_workers,
+                                          device=device, then_exit=False, table=not as_json))
+        if todo:
+            code = max(code, _train_batch(store, ex, todo, workers=n_workers, device=device, then_exit=False,
+                                          table=not as_json))  # this process coordinates, as `run --headless`
     reports = []
     paths = rp.plot_paths(fig_path, chosen) if fig_path is not None else [None] * len(plans)
     for p, path in zip(plans, paths):
@@ -1100,6 +1187,76 @@ def reproduce(
 
         sys.stdout.write(json.dumps(json_safe([r.data for r in reports]), indent=1) + "\n")
     raise typer.Exit(int(code))
+
+
+presets_app = typer.Typer(cls=_Commands, add_completion=False, rich_markup_mode=None, invoke_without_command=True,
+                          help="List the presets (bundled and your own), grouped; 'presets copy' writes an editable "
+                          "copy.")
+app.add_typer(presets_app, name="presets", short_help="List the presets, grouped, with the figure each reproduces; "
+              "copy one to edit.")
+PresetsDirOpt = typer.Option(Path("presets"), "--presets-dir", help="Your own preset files (listed first).")
+
+
+@presets_app.callback()
+def presets(ctx: typer.Context, presets_dir: Path = PresetsDirOpt) -> None:
+    """Every preset sparse-tui ships and your own (./presets), grouped: yours, checks, theory, paper (CPU), paper
+    (GPU), blogs; each with the figure it reproduces and the CPU time its header records ("-": none measured).
+    `sparse-tui run NAME` runs one; `sparse-tui presets copy NAME [DIR]` copies one to edit."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from sparse_tui.catalog import bundled_dir, catalogue
+
+    t = Table(title=f"presets (bundled: {_esc(bundled_dir())}; yours: {_esc(presets_dir)}/)", title_justify="left")
+    for col in ("group", "preset", "reproduces", "CPU time"):  # names and times never split: the figure wraps
+        t.add_column(col, no_wrap=col != "reproduces")
+    group = None
+    for item in catalogue(presets_dir):
+        if item.group != group and group is not None:
+            t.add_section()
+        t.add_row(_cell(item.group if item.group != group else ""), _cell(item.name), _cell(item.figure or "-"),
+                  _cell(item.cpu_time))
+        group = item.group
+    out.print(t)
+    out.print("sparse-tui run NAME --headless runs one; sparse-tui presets copy NAME [DIR] writes a copy to edit "
+              "(default ./presets, looked up before the bundled one)", markup=False)
+
+
+@presets_app.command("copy")
+def presets_copy(
+    name: str = typer.Argument(..., help="A preset name (sparse-tui presets lists them).", show_default=False),
+    dest: Optional[Path] = typer.Argument(None, help="Folder to write NAME.toml into (default: ./presets).",
+                                          show_default=False),
+    presets_dir: Path = PresetsDirOpt,
+) -> None:
+    """Write an editable copy of a preset as DIR/NAME.toml; an existing file is never overwritten."""
+    from sparse_tui.catalog import CatalogError, copy
+
+    with _refused(CatalogError):
+        target = copy(name, dest, presets_dir)
+    out.print(f"wrote {_esc(target)}: edit it, then: sparse-tui run {_esc(target)} --headless", markup=False)
+
+
+def _reproduce_store(runs_dir: Optional[Path], chosen, size: str, presets_dir: Optional[Path]):
+    """The store ``reproduce`` trains into; a read-only one is used when it holds every run the entries need
+    (``reproduce.read_only_problem``: then it only reports)."""
+    from sparse_tui import atlas
+    from sparse_tui.reports import reproduce as rp
+    from sparse_tui.store import RunStore, StoreError
+
+    where = _runs_dir(runs_dir)
+    try:
+        return RunStore(where, create=True)
+    except StoreError as e:
+        if not (where / "runs.db").is_file():
+            raise fail(str(e)) from None
+        store = _open_store(runs_dir)
+        if not store.read_only:
+            raise fail(str(e)) from None
+    with _refused(atlas.AtlasError):
+        why = rp.read_only_problem(store, chosen, size, presets_dir)
+    if why:
+        raise fail(why)
+    return store
 
 
 @app.command(short_help="Check the device and every training schedule on a tiny sweep.")

@@ -10,18 +10,15 @@ a run has no such key).
 from __future__ import annotations
 
 import csv
-import ctypes
-import ctypes.util
 import io
 import json
 import math
-import os
-import stat
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any, Callable, Iterable
+from typing import IO, Any, Iterable
 
-from sparse_tui.store import RunRecord, RunStore, is_disk_full
+from sparse_tui.files import write_file
+from sparse_tui.store import RunRecord, RunStore
 
 FORMATS = ("csv", "jsonl", "parquet")
 LEAD = [
@@ -139,117 +136,12 @@ def write_table(cols: list[str], rows: list[dict[str, Any]], fmt: str, out: IO) 
         raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
 
 
-class ExportError(Exception):
-    """An export that could not be written (one line, naming the file). ``disk_full``: the disk was full."""
-
-    def __init__(self, message: str, disk_full: bool = False):
-        super().__init__(message)
-        self.disk_full = disk_full
-
-
-def output_problem(path: Path) -> str | None:
-    """Why ``--output PATH`` cannot be written (one line, naming it), None when it can: checked before any work.
-    A symlink is judged by its target; a character device or a FIFO (``/dev/stdout``, a named pipe) is written
-    through; a block device, a socket or a directory is refused."""
-    path = Path(path)
-    try:
-        st = os.stat(path)  # follows a symlink
-    except FileNotFoundError:
-        st = None
-    except OSError as e:
-        return f"--output {path}: {e.strerror or e}"
-    if st is not None and stat.S_ISDIR(st.st_mode):
-        return f"--output {path}: is a directory"
-    if st is not None and (stat.S_ISBLK(st.st_mode) or stat.S_ISSOCK(st.st_mode)):
-        return f"--output {path}: a {'block device' if stat.S_ISBLK(st.st_mode) else 'socket'}, not a file to write"
-    if st is not None and not stat.S_ISREG(st.st_mode):
-        return None  # a character device or a FIFO: written through
-    real = Path(os.path.realpath(path))
-    if not real.parent.is_dir():
-        return f"--output {path}: directory {real.parent} does not exist"
-    if not os.access(real.parent, os.W_OK):
-        return f"--output {path}: directory {real.parent} is not writable"
-    return None
-
-
-def write_atomic(path: Path, write: Callable[[IO], int], *, binary: bool = False) -> int:
-    """Write ``path`` all or nothing: ``write(fh)`` fills a file that has no name until it is complete (Linux
-    ``O_TMPFILE``: even ``kill -9`` leaves nothing behind), which then atomically replaces ``path``. Elsewhere a
-    ``.part`` file is used and removed on every error. Returns what ``write`` returns.
-
-    What is replaced keeps what it was: an existing file keeps its permissions (and, where allowed, its owner); a
-    symlink stays and its target is replaced; a character device or a FIFO (``/dev/stdout``, ``/dev/null``, a
-    named pipe) is written through, never replaced by a regular file. A new file gets the umask's permissions."""
-    path = Path(path)
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        st = None
-    except OSError as e:
-        raise _export_error(path, e) from None
-    if st is not None and not stat.S_ISREG(st.st_mode):
-        return _write_through(path, write, binary)
-    target = Path(os.path.realpath(path))  # a symlink: its target is replaced, the link stays
-    directory = target.parent
-    tmp_name = target.with_name(f".{target.name}.{os.getpid()}.part")
-    fd = None
-    try:
-        fd = os.open(directory, os.O_TMPFILE | os.O_WRONLY, 0o666) if hasattr(os, "O_TMPFILE") else None
-    except OSError:
-        fd = None
-    named = fd is None
-    try:
-        if named:
-            fd = os.open(tmp_name, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
-        if st is not None:  # the replaced file's permissions and owner, not the umask's
-            os.fchmod(fd, stat.S_IMODE(st.st_mode))
-            try:
-                os.fchown(fd, st.st_uid, st.st_gid)
-            except PermissionError:
-                pass
-        mode = "wb" if binary else "w"
-        with open(fd, mode, newline=None if binary else "", closefd=True) as fh:
-            fd = None
-            n = write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-            if not named:  # give the finished file a (temporary) name, then move it over the target
-                _link_fd(fh.fileno(), tmp_name)
-        os.replace(tmp_name, target)
-        return n
-    except OSError as e:
-        raise _export_error(path, e) from None
-    finally:
-        if fd is not None:
-            os.close(fd)
-        try:
-            os.unlink(tmp_name)
-        except FileNotFoundError:
-            pass
-
-
-def _write_through(path: Path, write: Callable[[IO], int], binary: bool) -> int:
-    """Write into a character device or a FIFO as a shell's ``>`` would (nothing is replaced)."""
-    try:
-        with open(path, "wb" if binary else "w", newline=None if binary else "") as fh:
-            n = write(fh)
-            fh.flush()
-        return n
-    except OSError as e:
-        raise _export_error(path, e) from None
-
-
-def _export_error(path: Path, e: OSError) -> ExportError:
-    return ExportError(f"--output {path}: cannot write: {e.strerror or e}", disk_full=is_disk_full(e))
-
-
-def _link_fd(fd: int, name: Path) -> None:
-    """Give the unnamed (``O_TMPFILE``) file ``fd`` the name ``name``: ``linkat`` following /proc/self/fd/N."""
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-    AT_FDCWD, AT_SYMLINK_FOLLOW = -100, 0x400
-    if libc.linkat(AT_FDCWD, f"/proc/self/fd/{fd}".encode(), AT_FDCWD, os.fsencode(name), AT_SYMLINK_FOLLOW) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, os.strerror(err), str(name))
+def write_output(path: Path, store: RunStore, runs: list[RunRecord], fmt: str, *, metrics: bool = False) -> int:
+    """``export --output PATH`` (and the console's export dialog): the table written by the one file writer
+    (files.py: all or nothing, a file keeps its mode, a symlink stays, ``/dev/stdout`` or a pipe is written
+    through). Returns the rows written; raises ``files.WriteError`` (one line naming PATH)."""
+    return write_file(path, lambda fh: export(store, runs, fmt, fh, metrics=metrics), binary=fmt == "parquet",
+                      through=True, flag="--output")
 
 
 def export(store: RunStore, runs: list[RunRecord], fmt: str, out: IO, *, metrics: bool = False) -> int:

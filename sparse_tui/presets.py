@@ -467,12 +467,15 @@ _TAG = re.compile(r"[A-Za-z0-9_.:+=/@-]{1,40}")
 
 
 def tag_problem(tag: Any) -> str | None:
-    """Why ``tag`` is not a valid run tag (None when it is): 1-40 characters of letters, digits and ``_.:+=/@-``,
+    """Why ``tag`` is not a valid run tag (None when it is): 1-40 characters of ASCII letters, digits and ``_.:+=/@-``,
     so a tag is one word in the console's filter and in ``runs --tag``."""
     if not isinstance(tag, str):
         return f"tags must be strings, got {_show(tag)}"
     if not _TAG.fullmatch(tag):
-        return (f"tag {_esc(tag)!r}: use 1-40 letters, digits or _.:+=/@- (no spaces)")
+        bad = next((c for c in tag if not _TAG.fullmatch(c)), None)
+        what = f"; {_esc(bad)!r} is not one of them" if bad is not None and len(tag) <= 40 else ""
+        return (f"tag {_esc(tag)!r}: use 1-40 characters, each an ASCII letter, a digit or one of _.:+=/@- (no "
+                f"spaces){what}")
     return None
 
 

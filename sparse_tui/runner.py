@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any, Callable, ContextManager, Protocol, Seque
 
 from sparse_tui.devices import resolve
 from sparse_tui.store import RunRecord, RunSink, RunStore, StoreError, is_disk_full
-from sparse_tui.training.checkpoint import CheckpointError, check, remove_stale_temporaries
+from sparse_tui.training.checkpoint import CheckpointError, check, fingerprint, remove_stale_temporaries
 from sparse_tui.training.runlog import RunLogger
 
 if TYPE_CHECKING:
@@ -648,7 +648,7 @@ def check_resumable(store: RunStore, run_ids: list[str]) -> list[RunSpec]:
         raise StoreError(next(iter(bad.values())))
     for r in recs:
         try:
-            check(store.runs_dir, r.run_id)
+            check(store.runs_dir, r.run_id, fingerprint(r.run_id, cfgs[r.run_id]))
         except CheckpointError as e:
             raise StoreError(str(e)) from None
     return [RunSpec(r.preset, r.preset_path or "", cfgs[r.run_id], r.swept) for r in recs]

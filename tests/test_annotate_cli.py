@@ -6,6 +6,8 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -123,8 +125,9 @@ def test_headless_run_ends_with_what_next_and_dry_run_estimates(tmp_path: Path):
     r = _cli("run", str(preset), "--headless", "--runs-dir", str(runs))
     assert r.returncode == 0, r.stderr
     rid = RunStore(runs).runs()[0].run_id
-    assert f"what next:\n  sparse-tui --runs-dir {runs}" in r.stderr
-    assert f"sparse-tui show {rid} --runs-dir {runs}" in r.stderr
+    m = re.search(rf"what next:\n  (\S*sparse-tui) --runs-dir {re.escape(str(runs))}\s", r.stderr)
+    assert m and (shutil.which(m.group(1)) or Path(m.group(1)).is_file()), r.stderr  # runs as typed (issue 29)
+    assert f"\n  {m.group(1)} show {rid} --runs-dir {runs}" in r.stderr
     d = _cli("run", str(preset), "--dry-run")
     assert d.returncode == 0 and "estimate: about " in d.stdout and "on one thread just now" in d.stdout
 

@@ -19,6 +19,8 @@ pytest.importorskip("mlflow", reason="the mlflow extra (in dev)")
 
 
 def _cli(*args: str, cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess:
+    if "mlflow" in args and "--timeout" not in args:  # an upper bound on a busy machine, not a timing
+        args = (*args, "--timeout", "240")
     return subprocess.run([sys.executable, "-m", "sparse_tui", *args], capture_output=True, text=True, timeout=300,
                           cwd=cwd, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", **env})
 

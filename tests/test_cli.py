@@ -6,11 +6,13 @@ import csv
 import io
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
 import time
-
+from pathlib import Path
 
 from sparse_tui.store import RunStore
 
@@ -125,7 +127,8 @@ def test_ctrl_c_marks_interrupted_and_keeps_logs(tiny_preset, runs_dir):
     assert len(started) == 1 and RunStore(runs_dir).metrics(started[0].run_id)["test/loss"][0][0] == 0
     assert "never started" in {r.reason for r in runs}
     batch = runs[0].batch_id  # two lines say what next (issue 21)
-    assert f"what next:\n  sparse-tui resume {batch} --runs-dir {runs_dir}" in stderr
+    m = re.search(rf"what next:\n  (\S*sparse-tui) resume {batch} --runs-dir {re.escape(str(runs_dir))}\s", stderr)
+    assert m and (shutil.which(m.group(1)) or Path(m.group(1)).is_file()), stderr  # it runs as typed (issue 29)
 
 
 def test_sigkill_worker_fails_only_its_run(tiny_preset, runs_dir):

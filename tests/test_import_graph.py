@@ -17,8 +17,9 @@ PKG = Path(__file__).resolve().parent.parent / "sparse_tui"
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("sparse_tui", "sparse_tui.numbers", "sparse_tui.devices", "sparse_tui.exitcodes",
               "sparse_tui.schedule", "sparse_tui.theory", "sparse_tui.plotting", "sparse_tui.sysmetrics",
-              "sparse_tui.startup")),
-    ("config and store", ("sparse_tui.presets", "sparse_tui.store", "sparse_tui.atlas", "sparse_tui.resources")),
+              "sparse_tui.startup", "sparse_tui.files")),
+    ("config and store", ("sparse_tui.presets", "sparse_tui.store", "sparse_tui.atlas", "sparse_tui.catalog",
+                          "sparse_tui.resources")),
     ("science", ("sparse_tui.tasks", "sparse_tui.models", "sparse_tui.fitting", "sparse_tui.geometry")),
     ("training", ("sparse_tui.training",)),
     ("lifecycle and reports", ("sparse_tui.runner", "sparse_tui.executors", "sparse_tui.export", "sparse_tui.reports",

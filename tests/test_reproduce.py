@@ -254,3 +254,28 @@ def test_every_report_ends_with_its_verdict_and_a_reread_never_sets_it(tmp_path)
     assert row["verdict"] == word and row["verdict_source"] == "runs" and row["cost"]["cpu_source"] == "store"
     assert row["stored"] == {"cpu": "4/4"} and 0 < row["cost"]["cpu_minutes"] < 5
     assert {d["key"]: d for d in json.loads(r.stdout)}["fig3"]["verdict_source"] == "record"
+
+
+def test_list_shows_the_gpu_projection_of_each_gpu_preset():
+    """``reproduce --list`` carries estimate.project_h100's projection of an entry's GPU preset, labelled as one;
+    an entry without a GPU preset of its own (theory) has none."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from sparse_tui.cli import app
+    from sparse_tui.estimate import project_h100
+    from sparse_tui.atlas import ENTRIES
+    from sparse_tui.catalog import bundled_dir
+
+    r = CliRunner().invoke(app, ["reproduce", "--list", "--json"])
+    assert r.exit_code == 0, r.output
+    by_key = {e["key"]: e for e in json.loads(r.output)}
+    want = project_h100(bundled_dir() / f"{ENTRIES['fig15_adam'].preset('gpu')}.toml")
+    cost = by_key["fig15_adam"]["cost"]
+    assert cost["gpu_minutes_projected"] == round(want.seconds / 60, 1) > 0
+    assert "on one H100" in cost["gpu_projection"] and "not measured" in cost["gpu_projection"]
+    assert by_key["fig1a"]["cost"]["gpu_minutes_projected"] is None
+    text = CliRunner().invoke(app, ["reproduce", "--list"]).output
+    row = next(line for line in text.splitlines() if line.startswith("fig15_adam "))
+    assert f"~{want.seconds / 60:.0f}m" in row

@@ -66,7 +66,7 @@ class Entry:
     section: str  # where the source describes it: "App. B.3, App. D.3"
     shows: str  # one line: what the figure shows
     kind: str  # law: a power law is fitted; table: plateaus tabulated; curves: learning curves; theory: reduced flow
-    presets: Mapping[str, str] = field(default_factory=dict)  # size -> preset name (presets/NAME.toml)
+    presets: Mapping[str, str] = field(default_factory=dict)  # size -> preset name (catalog.resolve)
     fit_vars: tuple[str, ...] = ()  # what `sparse-tui fit --vars` gets (law and table entries)
     law: str | None = None  # key of theory.PAPER_FITS: the paper's fitted law
     threshold: Threshold | None = None  # the paper's plateau threshold (App. D.1)
@@ -166,18 +166,3 @@ def law_of_presets(presets: list[str]) -> tuple[str | None, str]:
     if law is None:
         return None, f"the atlas entry of {', '.join(presets)} has no fitted law in the paper"
     return law, ""
-
-
-def default_presets_dir() -> Path:
-    """The ``presets/`` folder of the checkout this package runs from (or ``./presets``)."""
-    here = Path(__file__).resolve().parents[2] / "presets"
-    return here if here.is_dir() else Path("presets")
-
-
-def preset_path(name: str, presets_dir: Path | None = None) -> Path:
-    """``presets_dir/NAME.toml`` (default: ``default_presets_dir``); ``AtlasError`` when the file is missing."""
-    folder = Path(presets_dir) if presets_dir is not None else default_presets_dir()
-    path = folder / f"{name}.toml"
-    if not path.is_file():
-        raise AtlasError(f"preset {name}: {path} not found (--presets-dir names the folder of preset files)")
-    return path

@@ -20,7 +20,6 @@ from __future__ import annotations
 import functools
 import json
 import math
-import os
 import re
 import textwrap
 from pathlib import Path
@@ -29,6 +28,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from sparse_tui import geometry
+from sparse_tui.files import WriteError, problem, write_file
 from sparse_tui.atlas.paper_recall import FIG16_TRAIN_LOSS
 from sparse_tui.numbers import fmt_plain
 from sparse_tui.phase import cell_note, phase_grid, sweep_axes
@@ -56,12 +56,14 @@ def require_matplotlib() -> None:
 
 
 def check_path(path: str | Path, flag: str = "--plot") -> Path:
-    """The output path, if its suffix is a known format and its folder exists; else ``FigureError``."""
+    """The output path, if its suffix is a known format and the one writer can write it (files.problem: its folder
+    exists and is writable, it is no device, FIFO or directory); else ``FigureError``. Checked before any work."""
     p = Path(path)
     if p.suffix.lower() not in FORMATS:
         raise FigureError(f"{flag} {p}: the file name must end in {', '.join(FORMATS)}")
-    if not p.parent.exists():
-        raise FigureError(f"{flag} {p}: folder {p.parent} does not exist")
+    why = problem(p)
+    if why is not None:
+        raise FigureError(f"{flag} {p}: {why}")
     return p
 
 
@@ -99,13 +101,11 @@ def figure_writer(flag: str = "--plot") -> Callable[[Callable[..., Any]], Callab
 
             with mpl.rc_context(_STYLE):
                 fig = draw(*args, **kw)
-                tmp = path.with_name(f".{path.name}.part{os.getpid()}")
-                try:
-                    fig.savefig(tmp, format=path.suffix.lower().lstrip("."))
-                    os.replace(tmp, path)
-                except OSError as e:
-                    tmp.unlink(missing_ok=True)
-                    raise FigureError(f"cannot write {path}: {e.strerror or e}") from None
+                fmt = path.suffix.lower().lstrip(".")
+                try:  # files.py: the one writer (a device, a FIFO or a symlink is never replaced)
+                    write_file(path, lambda fh: fig.savefig(fh, format=fmt), binary=True, flag=flag)
+                except WriteError as e:
+                    raise FigureError(str(e)) from None
             return path
 
         return write

@@ -533,8 +533,14 @@ def reread_plateaus(store: Any, selection: Selection, threshold: float,
             key = f"no stored {metric} curve"
             skipped[key] = skipped.get(key, 0) + 1
             continue
+        if metric.rsplit("/", 1)[-1].startswith("acc") and not 0 < threshold <= 1:
+            raise FitError(f"--threshold: {metric} is an accuracy, it lies in [0, 1]; got {threshold:g}")
         r = dict(r)
         new = plateau_step(steps, vals, mode=direction, value=threshold)
+        if new is not None and new <= 0:
+            raise FitError(f"--threshold {threshold:g}: run {r['run_id']} is past it at its first evaluation "
+                           f"({metric} {'>=' if direction == 'above' else '<='} {threshold:g} at step 0), a plateau "
+                           "of 0 steps; choose a value the curves cross later")
         changed += new != r.get("plateau_step")
         r["plateau_step"] = new
         r["last_step"] = steps[-1]  # a censored run's plateau is only known to lie beyond its last evaluation

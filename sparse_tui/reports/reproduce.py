@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -30,10 +30,13 @@ from pydantic import ValidationError
 from sparse_tui import geometry
 from sparse_tui.reports import figures
 from sparse_tui.reports import verdict as verdicts
-from sparse_tui.atlas import SIZES, AtlasError, Entry, entries, preset_path
+from sparse_tui.atlas import SIZES, AtlasError, Entry, entries
+from sparse_tui.catalog import CatalogError, resolve
 from sparse_tui.atlas.paper_recall import FIG16_TRAIN_LOSS
+from sparse_tui.estimate import Projection, project_h100
 from sparse_tui.phase import cell_note, phase_grid, sweep_axes
 from sparse_tui.presets import config_from_json, config_get, expand, load_preset
+from sparse_tui.training.checkpoint import has_checkpoint
 
 # A run recorded with one of these statuses is a result: reused, never trained again (a diverged run diverges
 # again: training is seeded).
@@ -92,7 +95,11 @@ def load_specs(entry: Entry, size: str, presets_dir: Path | None = None) -> tupl
     if name is None:
         sizes = ", ".join(s for s in SIZES if entry.preset(s)) or "none"
         raise AtlasError(f"{entry.key}: no {size}-sized preset (sizes: {sizes})")
-    loaded = load_preset(preset_path(name, presets_dir))
+    try:
+        path = resolve(name, presets_dir).path  # ./presets/NAME.toml of the user's own, else the bundled one
+    except CatalogError as e:
+        raise AtlasError(f"{entry.key}: {e}") from None
+    loaded = load_preset(path)
     return loaded, expand(loaded)
 
 
@@ -102,7 +109,7 @@ class StatusRow:
     stored: dict[str, str]  # size -> "12/30" finished runs of that preset in the store, "" when unknown
     verdict: "verdicts.Verdict | None" = None  # computed from the store's runs (``with_verdicts``), else the record's
     cpu_minutes: float | None = None  # the stored CPU runs' summed wall time, else the record's
-    gpu_projection: str | None = None  # projected GPU time of the GPU preset (not wired yet: estimate.py's projection)
+    gpu_projection: "Projection | None" = None  # the GPU preset's projected time on one H100 (estimate.project_h100)
 
 
 def status_rows(store: Any | None, presets_dir: Path | None = None, only: Iterable[Entry] | None = None,
@@ -115,6 +122,11 @@ def status_rows(store: Any | None, presets_dir: Path | None = None, only: Iterab
     for e in (list(only) if only is not None else entries()):
         stored: dict[str, str] = {}
         row = StatusRow(e, stored)
+        if e.preset("gpu") not in (None, e.preset("cpu")) and not e.built:
+            try:
+                row.gpu_projection = project_h100(load_specs(e, "gpu", presets_dir)[1])
+            except Exception:  # noqa: BLE001 - a preset that cannot be projected shows "—" (its size shows why)
+                pass
         for size in SIZES:
             if e.preset(size) is None or store is None or e.built:
                 continue
@@ -156,6 +168,13 @@ def _minutes(m: float | None) -> str:
     return "—" if m is None else (f"{m:.1f}" if m < 10 else f"{m:.0f}")
 
 
+def _gpu_cell(p: "Projection | None") -> str:
+    if p is None:
+        return "—"
+    m = p.seconds / 60
+    return f"~{m:.0f}m" if m < 99.5 else f"~{m / 60:.1f}h"
+
+
 def list_lines(rows: Sequence[StatusRow], with_store: bool, width: int = 80) -> list[str]:
     """``reproduce --list`` for a terminal: one line per entry (key, verdict, CPU minutes, GPU projection, stored
     runs, figure), the figure wrapped at word boundaries within ``width``; a record's verdict is marked ``*``."""
@@ -168,14 +187,15 @@ def list_lines(rows: Sequence[StatusRow], with_store: bool, width: int = 80) -> 
         v = r.verdict
         word = (v.word + ("*" if v.source == "record" else "")) if v else "—"
         stored = r.stored.get("cpu", "") if with_store else ""
-        gpu = r.gpu_projection or "—"
+        gpu = _gpu_cell(r.gpu_projection)
         fig = textwrap.wrap(r.entry.figure, fig_w, break_long_words=False, break_on_hyphens=False) or [""]
         out.append(f"{r.entry.key:<17} {word:<15} {_minutes(r.cpu_minutes):>7} {gpu:>5} {stored or '—':>7}  {fig[0]}")
         out.extend(" " * len(head) + f for f in fig[1:])
     out.extend(f"{r.entry.key}: {r.entry.built}" for r in rows if r.entry.built)
     out.append("* the record's verdict (docs/REPRODUCTION.md): no complete set of stored CPU runs here. CPU min: the "
                "stored runs' wall time, else the record's (shared 2-core CPU). GPU: projected time of the GPU preset "
-               "(— none yet). sparse-tui reproduce KEY prints the numbers behind each verdict.")
+               "on one H100 from the card's measurements of 2026-11-26 (estimate.project_h100; a projection, not a measurement; "
+               "— where the entry has no GPU preset or nothing steps). sparse-tui reproduce KEY prints the numbers behind each verdict.")
     return [w for line in out for w in (textwrap.wrap(line, width, break_long_words=False, break_on_hyphens=False)
                                         if len(line) > width else [line])]
 
@@ -196,7 +216,9 @@ def list_json(rows: Sequence[StatusRow], with_store: bool) -> list[dict[str, Any
                     "verdict_why": r.verdict.why if r.verdict else None,
                     "cost": {"cpu_minutes": r.cpu_minutes,
                              "cpu_source": "store" if (r.verdict and r.verdict.source == "runs") else "record",
-                             "gpu_projection": r.gpu_projection}})
+                             "gpu_minutes_projected": (round(r.gpu_projection.seconds / 60, 1)
+                                                       if r.gpu_projection else None),
+                             "gpu_projection": r.gpu_projection.line() if r.gpu_projection else None}})
     return out
 
 
@@ -208,7 +230,10 @@ def list_json(rows: Sequence[StatusRow], with_store: bool) -> list[dict[str, Any
 @dataclass
 class Plan:
     """An entry at one size: the preset's runs (``specs``), the store runs that already hold their results
-    (``reused``: spec index -> RunRecord) and the specs still to train (``missing``)."""
+    (``reused``: spec index -> RunRecord), the specs still without a result (``missing``) and, of those, the ones
+    whose run an earlier ``reproduce`` (or ``run``) left interrupted or failed (``resumable``: spec index ->
+    RunRecord): they are continued in their own row (from their checkpoint when they have one), never trained
+    again as new runs, so the store holds one row per point and seed."""
 
     entry: Entry
     size: str
@@ -216,13 +241,57 @@ class Plan:
     specs: list[Any]
     reused: dict[int, Any]
     missing: list[int]
+    resumable: dict[int, Any] = field(default_factory=dict)
+    checkpointed: int = 0  # how many of ``resumable`` have a checkpoint to continue from
 
     def to_train(self) -> list[Any]:
-        return [self.specs[i] for i in self.missing]
+        """The specs to create as new runs (those with no row in the store at all)."""
+        return [self.specs[i] for i in self.missing if i not in self.resumable]
 
     def describe(self) -> str:
+        cont = ""
+        if self.resumable:
+            ckpt = f" ({self.checkpointed} from a checkpoint)" if self.checkpointed else ""
+            cont = f", {len(self.resumable)} resumed in their own rows{ckpt}"
         return (f"{self.entry.key} ({self.entry.figure}): preset {self.preset} ({self.size}), {len(self.specs)} "
-                f"run(s): {len(self.reused)} already in the store, {len(self.missing)} to train")
+                f"run(s): {len(self.reused)} already in the store{cont}, {len(self.to_train())} to train")
+
+
+RESUMED = ("interrupted", "failed")  # statuses of a run that reproduce continues in place (runner.RESUMABLE's ended)
+
+
+def resumable_runs(store: Any, specs: Sequence[Any], missing: Sequence[int]) -> dict[int, Any]:
+    """For each of ``missing`` (spec indices), the store run of the same configuration that was interrupted or
+    failed, if any: the one with the latest checkpoint, else the newest (older duplicates stay as they are)."""
+    by_key: dict[str, list[Any]] = {}
+    for r in store.runs(status=list(RESUMED)):
+        by_key.setdefault(config_key(_canonical(r.config)), []).append(r)
+    out: dict[int, Any] = {}
+    taken: set[str] = set()
+    for i in missing:
+        recs = [r for r in by_key.get(config_key(specs[i].config.model_dump(mode="json")), []) if r.run_id not in taken]
+        if recs:
+            best = max(recs, key=lambda r: (has_checkpoint(store.runs_dir, r.run_id) or -1, r.created_at))
+            out[i] = best
+            taken.add(best.run_id)
+    return out
+
+
+def resume_batches(store: Any, p: Plan) -> list[tuple[str, list[str], list[Any]]]:
+    """``p.resumable`` by batch, as ``resume`` takes them: [(batch id, run ids, their specs)], checked first
+    (``runner.check_resumable``: a writable store, configs that validate, checkpoints that are the runs' own;
+    StoreError names a refused one). ``runner.run_headless(..., batch_id=, resume=)`` then re-queues and trains them
+    in their own rows."""
+    from sparse_tui import runner
+
+    recs = [p.resumable[i] for i in sorted(p.resumable)]
+    if not recs:
+        return []
+    specs = dict(zip((r.run_id for r in recs), runner.check_resumable(store, [r.run_id for r in recs])))
+    batches: dict[str, list[str]] = {}
+    for r in recs:
+        batches.setdefault(r.batch_id, []).append(r.run_id)
+    return [(b, ids, [specs[i] for i in ids]) for b, ids in batches.items()]
 
 
 def plan(store: Any, entry: Entry, size: str, presets_dir: Path | None = None) -> Plan:
@@ -231,7 +300,22 @@ def plan(store: Any, entry: Entry, size: str, presets_dir: Path | None = None) -
         raise AtlasError(f"{entry.key}: {entry.built}")
     loaded, specs = load_specs(entry, size, presets_dir)
     reused, missing = match_runs(store, specs) if store is not None else ({}, list(range(len(specs))))
-    return Plan(entry, size, loaded.name, specs, reused, missing)
+    resumable = resumable_runs(store, specs, missing) if store is not None else {}
+    ckpt = sum(1 for r in resumable.values() if has_checkpoint(store.runs_dir, r.run_id) is not None)
+    return Plan(entry, size, loaded.name, specs, reused, missing, resumable, ckpt)
+
+
+def read_only_problem(store: Any, chosen: Sequence[Entry], size: str, presets_dir: Path | None = None
+                      ) -> str | None:
+    """On a run store that can only be read (read-only media, a copy without write permission): None when every
+    run the entries need is stored (``reproduce`` then only reports, as ``fit`` does), else the one line that says
+    what would have to be trained."""
+    need = {e.key: len(plan(store, e, size, presets_dir).missing) for e in chosen}
+    missing = [f"{k} needs {n} run(s) trained" for k, n in need.items() if n]
+    if not missing:
+        return None
+    return (f"{store.path}: the run store is read-only (file system or permissions); {'; '.join(missing)} "
+            "(pass another --runs-dir)")
 
 
 def plan_run_ids(store: Any, p: Plan) -> list[str]:

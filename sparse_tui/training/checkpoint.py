@@ -11,8 +11,8 @@ Every ``train.checkpoint_every`` steps, and at least every ``CHECKPOINT_SECONDS`
 * each run's bookkeeping: the plateau detector, the last and best metrics, the training-loss sum since the last
   evaluation and its count, and the wall time trained so far.
 
-The file is written under a temporary name (``.<host>.<pid>.tmp``) and renamed (atomic on POSIX), then the older
-checkpoints of the stack are removed: a kill at any moment leaves the previous checkpoint, the new one, or both
+The file is written by the one file writer (files.py: an unnamed ``O_TMPFILE``, else ``.<name>.<host>.<pid>.tmp``,
+then renamed: atomic on POSIX), then the older checkpoints of the stack are removed: a kill at any moment leaves the previous checkpoint, the new one, or both
 (the newest step wins), never half of one. The step is part of the name, so what ``sparse-tui show`` reports is
 the step of the file a resume loads. Temporaries of a process that was killed are removed when a batch is next
 coordinated (``remove_stale_temporaries``). A run resumed from a checkpoint repeats the steps after it with the same
@@ -23,7 +23,12 @@ resumed in another company starts from step 0. A checkpoint is removed when ever
 
 A checkpoint is data, never code: it is read with ``torch.load(..., weights_only=True)`` (tensors, numbers,
 strings, lists, tuples and dicts only), so a file planted in a shared runs folder cannot run anything as whoever
-resumes (``check`` is what ``sparse-tui resume`` asks before it trains).
+resumes. And only a run's own checkpoint is loaded (issue 30): ``check`` (what ``resume`` asks before it trains and
+what ``show`` reports) refuses in one line a FIFO or device (opened without waiting), an unreadable folder, an
+absurd step in a name, a step in the name that the content disagrees with, and another run's file: the first run id
+inside, and the ``fingerprint`` of each run (its id, task, model and seed) saved with it. The training loop's restore
+applies the same ``verify`` and compares the saved shapes with the model's before loading; what it refuses is one
+line on stderr and the run starts from step 0.
 
 Where a checkpoint is kept is the run store's business, not the loop's: ``checkpoint_files(store, run_ids)`` asks
 the records' sink (training/runlog.py) for its ``checkpoint_files`` and falls back to ``CheckpointFiles``, the
@@ -34,16 +39,20 @@ the checkpoint bytes the coordinator read there (docs/CLUSTER.md).
 
 from __future__ import annotations
 
+import hashlib
 import io
+import json
 import os
 import pickle
 import re
 import socket
+import stat
 import sys
 import time
 import warnings
 from pathlib import Path
 
+from sparse_tui.files import kind_of, write_file
 from sparse_tui.store import pid_alive
 
 CHECKPOINT_SECONDS = 300.0  # also save at least this often (5 minutes of training), whatever checkpoint_every says
@@ -58,48 +67,95 @@ def checkpoint_dir(runs_dir: Path) -> Path:
     return Path(runs_dir) / "checkpoints"
 
 
-def _versions(runs_dir: Path, first_run: str) -> list[tuple[int, Path]]:
+MAX_STEP = 10**12  # a step in a checkpoint's name above this is not a step (RUN.99999999999999999999.pt)
+
+
+def fingerprint(run_id: str, cfg) -> str:
+    """What a checkpoint says it belongs to: the run id and what fixes its shapes and data (the task, the model,
+    the seed), hashed. A file copied under another run's name, or relabelled inside, does not carry it."""
+    data = cfg.model_dump(mode="json") if hasattr(cfg, "model_dump") else dict(cfg)
+    key = {k: data.get(k) for k in ("task", "model", "seed")}
+    return hashlib.sha256(f"{run_id}\n{json.dumps(key, sort_keys=True)}".encode()).hexdigest()[:16]
+
+
+def _versions(runs_dir: Path, first_run: str, strict: bool = False) -> list[tuple[int, Path]]:
     """(step, path) of every checkpoint file of the stack whose first run is ``first_run``, oldest step first.
     A ``<run>.pt`` of the earlier layout (its step in a ``<run>.step`` file beside it) is found too (step -1 when
-    that header is gone), so checkpoints written before an upgrade are resumed."""
+    that header is gone), so checkpoints written before an upgrade are resumed. ``strict``: an unreadable folder
+    or an absurd step in a name is a ``CheckpointError`` (else: no checkpoint, that name skipped)."""
     folder = checkpoint_dir(runs_dir)
     pattern = re.compile(re.escape(first_run) + r"\.(\d+)\.pt")
     out = []
     try:
         names = os.listdir(folder)
-    except OSError:
+    except FileNotFoundError:
+        return []
+    except OSError as e:
+        if strict:
+            raise CheckpointError(f"{folder}: cannot read the checkpoints folder ({e.strerror or e}); fix its"
+                                  " permissions, or move it away to train from step 0") from None
         return []
     for name in names:
         m = pattern.fullmatch(name)
         if m:
-            out.append((int(m.group(1)), folder / name))
+            step = int(m.group(1))
+            if step > MAX_STEP:
+                if strict:
+                    raise CheckpointError(f"{folder / name}: step {m.group(1)[:24]} in the name is not a step;"
+                                          " remove it to train the run from step 0")
+                continue
+            out.append((step, folder / name))
         elif name == f"{first_run}.pt":  # the layout before the step was in the name
             try:
                 step = int((folder / f"{first_run}.step").read_text().split()[0])
             except (OSError, ValueError, IndexError):
                 step = -1
-            out.append((step, folder / name))
+            out.append((step if 0 <= step <= MAX_STEP else -1, folder / name))
     return sorted(out, key=lambda v: v[0])
 
 
 def has_checkpoint(runs_dir: Path, run_id: str) -> int | None:
-    """The step of ``run_id``'s checkpoint when it was trained alone or first in its stack, else None (cheap: the
-    step is in the file name)."""
+    """The step in the name of ``run_id``'s checkpoint when it was trained alone or first in its stack, else None
+    (cheap: nothing is read; what ``show`` reports goes through ``check``)."""
     found = _versions(runs_dir, run_id)
     return max(found[-1][0], 0) if found else None
 
 
+def _open(path: Path):
+    """``path`` opened for reading if it is a regular file: a FIFO (opened without waiting for a writer), a device
+    or a socket is a ``CheckpointError``."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as e:
+        raise CheckpointError(f"{path}: cannot read the checkpoint ({e.strerror or e})") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = kind_of(mode) or "not a regular file"
+        raise CheckpointError(f"{path}: {kind}, not a checkpoint file; refused (remove it to train the run from"
+                              " step 0)")
+    return os.fdopen(fd, "rb")
+
+
 def _load(source, device):
-    """``torch.load`` of data only (never code): tensors, numbers, strings and containers."""
+    """``torch.load`` of data only (never code): tensors, numbers, strings and containers. ``source``: a path
+    (opened by ``_open``) or a file object."""
     import torch
 
-    with warnings.catch_warnings():  # e.g. "Detected pickle protocol 4": the refusal below says what matters
-        warnings.simplefilter("ignore")
-        return torch.load(source, map_location=device, weights_only=True)
+    fh = _open(source) if isinstance(source, (str, Path)) else source
+    try:
+        with warnings.catch_warnings():  # e.g. "Detected pickle protocol 4": the refusal below says what matters
+            warnings.simplefilter("ignore")
+            return torch.load(fh, map_location=device, weights_only=True)
+    finally:
+        if fh is not source:
+            fh.close()
 
 
 def _why(e: Exception) -> str:
     """A short reason a file did not load as a checkpoint (never torch's advice to load it with code)."""
+    if isinstance(e, CheckpointError):
+        return str(e)
     if isinstance(e, pickle.UnpicklingError):
         m = re.search(r"WeightsUnpickler error:\s*(.+?)(?:\n\n|$)", str(e), re.S)
         detail = " ".join(m.group(1).split()) if m else ""
@@ -108,25 +164,49 @@ def _why(e: Exception) -> str:
     return f"{type(e).__name__}: {first.split('. ')[0][:160]}"
 
 
-def check(runs_dir: Path, run_id: str) -> None:
-    """Raise ``CheckpointError`` (one line, naming the file) when ``run_id`` has a checkpoint that cannot be read
-    as data (a planted pickle that would run code, a damaged or foreign file); nothing in it runs."""
-    found = _versions(runs_dir, run_id)
+_REMOVE = "remove it to train the run from step 0"
+
+
+def verify(state, where, run_id: str, name_step: int | None = None, expected: str | None = None) -> int:
+    """The step of a loaded checkpoint ``state`` if it is ``run_id``'s own (``where`` names it in the message):
+    a sparse-tui checkpoint, written for a stack whose first run is ``run_id``, carrying ``expected`` (its
+    ``fingerprint``) when both know one, and of the step its name says. Else ``CheckpointError`` (one line)."""
+    if not isinstance(state, dict) or state.get("format") not in (1, FORMAT):
+        raise CheckpointError(f"{where}: not a sparse-tui checkpoint (format {FORMAT}); {_REMOVE}")
+    ids = state.get("run_ids")
+    if not isinstance(ids, list) or not ids or ids[0] != run_id:
+        owner = ids[0] if isinstance(ids, list) and ids else "unknown"
+        raise CheckpointError(f"{where}: the checkpoint of run {str(owner)[:40]}, not of run {run_id}; {_REMOVE}")
+    prints = state.get("fingerprints")
+    if expected is not None and isinstance(prints, list) and prints and prints[0] != expected:
+        raise CheckpointError(f"{where}: written for another run (its fingerprint is not run {run_id}'s"
+                              f" configuration); {_REMOVE}")
+    step = state.get("step")
+    if not isinstance(step, int) or not 0 <= step <= MAX_STEP:
+        raise CheckpointError(f"{where}: no valid step inside; {_REMOVE}")
+    if name_step is not None and name_step >= 0 and step != name_step:
+        raise CheckpointError(f"{where}: the name says step {name_step}, the content step {step}; {_REMOVE}")
+    return step
+
+
+def check(runs_dir: Path, run_id: str, expected: str | None = None) -> int | None:
+    """The step ``resume`` would continue ``run_id`` from (None: no checkpoint). Raises ``CheckpointError`` (one
+    line, naming the file) for anything it would not load: an unreadable folder, a name whose step is absurd, a
+    FIFO or device (never opened for a wait), a file that is not data (a planted pickle: nothing in it runs), or
+    one that ``verify`` says is not this run's. ``resume`` asks it before anything is written, ``show`` to say
+    what it reports, the training loop's restore through ``verify``."""
+    found = _versions(runs_dir, run_id, strict=True)
     if not found:
-        return
-    path = found[-1][1]
+        return None
+    name_step, path = found[-1]
     try:
         state = _load(path, "cpu")
+    except CheckpointError:
+        raise
     except Exception as e:  # noqa: BLE001 - whatever the unpickler says, it is one line
         raise CheckpointError(f"{path}: not a sparse-tui checkpoint, refused to load it ({_why(e)}); remove it"
                               " to train the run from step 0") from None
-    if not isinstance(state, dict) or state.get("format") not in (1, FORMAT):
-        raise CheckpointError(f"{path}: not a sparse-tui checkpoint (format {FORMAT}); remove it to train the run"
-                              " from step 0")
-
-
-def _temporary(path: Path) -> Path:
-    return path.with_name(f"{path.name}.{socket.gethostname()}.{os.getpid()}.tmp")
+    return verify(state, path, run_id, name_step, expected)
 
 
 def remove_stale_temporaries(runs_dir: Path) -> list[Path]:
@@ -157,6 +237,7 @@ class CheckpointFiles:
 
     def __init__(self, runs_dir: Path, run_ids: list[str]):
         self.runs_dir, self.run_ids = Path(runs_dir), list(run_ids)
+        self.step: int | None = None  # the step in the name of the file ``load`` read
 
     @property
     def path(self) -> Path | None:
@@ -166,27 +247,20 @@ class CheckpointFiles:
 
     def write(self, state, step: int) -> None:
         """Save ``state`` (a dict, or the bytes of a ``torch.save`` of one: what a Ray worker sends) as the
-        checkpoint of ``step``. Raises OSError (a full disk: ENOSPC) with the temporary file removed and the
-        previous checkpoint intact."""
+        checkpoint of ``step``. Raises ``files.WriteError`` (an OSError; a full disk: ENOSPC) with nothing
+        left behind and the previous checkpoint intact."""
         import torch
 
         older = _versions(self.runs_dir, self.run_ids[0])
         path = checkpoint_dir(self.runs_dir) / f"{self.run_ids[0]}.{int(step)}.pt"
-        tmp = _temporary(path)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with open(tmp, "wb") as fh:
-                if isinstance(state, (bytes, bytearray)):
-                    fh.write(state)
-                else:
-                    torch.save(state, fh)
-            os.replace(tmp, path)  # atomic: the previous checkpoint or this one, never half
-        except BaseException as e:
-            _unlink(tmp)
-            cause = _os_error(e)  # torch's zip writer reports the file's ENOSPC as a RuntimeError of its own
-            if cause is not None and cause is not e:
-                raise cause from None
-            raise
+
+        def fill(fh) -> None:
+            if isinstance(state, (bytes, bytearray)):
+                fh.write(state)
+            else:
+                torch.save(state, fh)
+
+        write_file(path, fill, binary=True, mkdir=True)  # files.py: atomic, the previous checkpoint or this one
         for _, old in older:
             if old != path:
                 _unlink(old)
@@ -201,10 +275,14 @@ class CheckpointFiles:
             return None
 
     def load(self, device):
-        """The saved state, None when there is none; raises whatever ``torch.load`` raises on a damaged file or
-        one that is not data only."""
-        path = self.path
-        return None if path is None else _load(path, device)
+        """The saved state, None when there is none (``step``: the step its name says); raises
+        ``CheckpointError`` (an unreadable folder, an absurd name, a FIFO or device) or whatever ``torch.load``
+        raises on a damaged file or one that is not data only."""
+        found = _versions(self.runs_dir, self.run_ids[0], strict=True)
+        if not found:
+            return None
+        self.step = found[-1][0]
+        return _load(found[-1][1], device)
 
     def remove(self) -> None:
         for _, p in _versions(self.runs_dir, self.run_ids[0]):
@@ -218,17 +296,6 @@ class CheckpointFiles:
 def load_bytes(data: bytes, device):
     """A checkpoint's state from its bytes (a Ray worker; data only, as ``CheckpointFiles.load``)."""
     return _load(io.BytesIO(data), device)
-
-
-def _os_error(e: BaseException) -> OSError | None:
-    """The OSError behind ``e`` (``e`` itself, or what it was raised from or while handling), if any."""
-    seen = set()
-    while e is not None and id(e) not in seen:
-        if isinstance(e, OSError):
-            return e
-        seen.add(id(e))
-        e = e.__cause__ or e.__context__
-    return None
 
 
 def _unlink(path: Path) -> None:
@@ -249,8 +316,9 @@ class Checkpointer:
     """Saves and restores the state of one stack (``loop.Prepared``) for the runs ``run_ids`` in ``files``
     (``CheckpointFiles`` or a Ray worker's channel to the head)."""
 
-    def __init__(self, files, run_ids: list[str], every: int):
+    def __init__(self, files, run_ids: list[str], every: int, fingerprints: list[str] | None = None):
         self.files, self.run_ids, self.every = files, list(run_ids), every
+        self.fingerprints = list(fingerprints or [])  # ``fingerprint`` of each run, saved in and checked on load
         self.last_save = self.started = time.monotonic()
         self.wall_before = 0.0  # seconds trained before this process resumed the runs
         self.warned = False
@@ -263,7 +331,8 @@ class Checkpointer:
         if len(stores) != 1 or None in stores or every <= 0:
             return None
         run_ids = [mb.logger.run_id for mb in members]
-        return cls(checkpoint_files(next(iter(stores)), run_ids), run_ids, every)
+        prints = [fingerprint(rid, mb.cfg) for rid, mb in zip(run_ids, members)]
+        return cls(checkpoint_files(next(iter(stores)), run_ids), run_ids, every, prints)
 
     # -- saving ------------------------------------------------------------------------------------------------
     def maybe_save(self, step: int, prep, live, now: bool = False) -> None:
@@ -290,6 +359,7 @@ class Checkpointer:
         state = {
             "format": FORMAT,
             "run_ids": self.run_ids,
+            "fingerprints": self.fingerprints,
             "step": step,
             "model": {k: v.clone() for k, v in prep.stack.state_dict().items()},  # models/stack.py: an nn.Module
             "opt": prep.opt.state_dict(),
@@ -317,12 +387,21 @@ class Checkpointer:
 
         try:
             state = self.files.load(prep.device)
+            if state is None:
+                return 0, list(prep.members)
+            if isinstance(state, dict) and state.get("run_ids") not in (None, self.run_ids) \
+                    and (state.get("run_ids") or [None])[0] == self.run_ids[0]:
+                return 0, list(prep.members)  # this run's checkpoint, of a stack of other company: from step 0
+            verify(state, self.files, self.run_ids[0], getattr(self.files, "step", None),
+                   self.fingerprints[0] if self.fingerprints else None)
+            if state["format"] != 1:
+                _check_shapes(state["model"], prep.stack.state_dict(), self.files)
+        except CheckpointError as e:  # not this run's, or not a file: start over, say so (one line, naming it)
+            why = str(e).removesuffix(f"; {_REMOVE}")
+            print(f"sparse-tui: {why}; ignored, the run starts from step 0", file=sys.stderr, flush=True)
+            return 0, list(prep.members)
         except Exception as e:  # noqa: BLE001 - a damaged checkpoint, or not data: start over, say so
             print(f"sparse-tui: ignoring damaged checkpoint {self.files}: {_why(e)}", file=sys.stderr, flush=True)
-            return 0, list(prep.members)
-        if not isinstance(state, dict) or state.get("format") not in (1, FORMAT):
-            return 0, list(prep.members)
-        if state.get("run_ids") != self.run_ids:
             return 0, list(prep.members)
         if state["format"] == 1:
             state = _from_format_1(state, prep)
@@ -342,6 +421,19 @@ class Checkpointer:
         """Remove the checkpoint once every run of the stack ended for good (nothing left to resume)."""
         if all(mb.result is not None and mb.result.status in ("finished", "diverged", "cancelled") for mb in members):
             self.files.remove()
+
+
+def _check_shapes(saved: dict, own: dict, where) -> None:
+    """``CheckpointError`` (one line) unless the saved parameters have the names and shapes of this stack's."""
+    if not isinstance(saved, dict):
+        raise CheckpointError(f"{where}: no model parameters inside; {_REMOVE}")
+    for k in sorted(set(saved) | set(own)):
+        a, b = getattr(saved.get(k), "shape", None), getattr(own.get(k), "shape", None)
+        if a is None or b is None or tuple(a) != tuple(b):
+            got = "missing" if a is None else tuple(a)
+            want = "none" if b is None else tuple(b)
+            raise CheckpointError(f"{where}: its shapes do not match this run's model ({k}: {got} in the file,"
+                                  f" {want} in the model); {_REMOVE}")
 
 
 def _from_format_1(state: dict, prep) -> dict:

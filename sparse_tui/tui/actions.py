@@ -23,8 +23,8 @@ from sparse_tui.reports import figures
 from sparse_tui.reports import reproduce as rp
 from sparse_tui.annotate import AnnotateError, check_note, parse_tags
 from sparse_tui.executors import ExecutorError, ExecutorOptions, executor_for
-from sparse_tui.export import ExportError, write_atomic
-from sparse_tui.export import export as write
+from sparse_tui.export import write_output
+from sparse_tui.files import WriteError
 from sparse_tui.fitting import FitError
 from sparse_tui.models.ode import recorded_curve
 from sparse_tui.numbers import fmt_duration
@@ -105,13 +105,17 @@ def atlas_launch(store: RunStore, e: Any, executor: ExecutorOptions = ExecutorOp
     try:
         plan = rp.plan(store, e, ATLAS_SIZE)
         todo = plan.to_train()
-        if not todo:
+        again = [r.run_id for r in plan.resumable.values()]  # interrupted or failed: continued in their own rows
+        if not todo and not again:
             return Done(f"{e.key}: every run is already in the store")
         check_executor(executor)
-        batch_id, ids, pid = runner.start_detached(store, todo, executor=executor)
+        pids = [pid for _, _, pid in runner.resume_runs_detached(store, again, executor=executor)] if again else []
+        batch_id, ids, pid = runner.start_detached(store, todo, executor=executor) if todo else ("", [], None)
     except Exception as exc:  # noqa: BLE001 - a refused launch is a notification, not a crash
         return Done(f"{e.key}: cannot launch: {str(exc).splitlines()[0]}", severity="error")
-    return Done(f"{e.key}: launched {len(ids)} run(s) of {plan.preset} (batch {batch_id}, pid {pid})", pids=[pid])
+    resumed = f"{len(again)} run(s) resumed; " if again else ""
+    launched = f"launched {len(ids)} run(s) of {plan.preset} (batch {batch_id}, pid {pid})" if todo else ""
+    return Done(f"{e.key}: {resumed}{launched}".rstrip("; "), pids=pids + ([pid] if todo else []))
 
 
 def launch_question(loaded: Any, executor: ExecutorOptions = ExecutorOptions(), store: RunStore | None = None) -> str:
@@ -190,14 +194,13 @@ def delete(store: RunStore, ids: list[str]) -> Message:
 def export(store: RunStore, ids: list[str], req: Any) -> Message:
     """Write the runs (oldest first) as the dialog asked (``screens.export.ExportRequest``: format, table or
     per-step metrics, file) to ``req.path`` all or nothing, as ``sparse-tui export --output`` does
-    (``export.write_atomic``): nothing half-written is left behind."""
+    (``export.write_output``): nothing half-written is left behind."""
     recs = sorted((store.get(r) for r in ids), key=lambda r: (r.created_at, r.run_id))
     out = Path(req.path).expanduser()
     out.parent.mkdir(parents=True, exist_ok=True)
     try:
-        n = write_atomic(out, lambda fh: write(store, recs, req.fmt, fh, metrics=req.metrics),
-                         binary=req.fmt == "parquet")
-    except (ExportError, RuntimeError) as e:  # cannot write there; no pyarrow for Parquet
+        n = write_output(out, store, recs, req.fmt, metrics=req.metrics)
+    except (WriteError, RuntimeError) as e:  # cannot write there; no pyarrow for Parquet
         return Problem(str(e))
     return Done(f"exported {n} row(s) to {out}")
 

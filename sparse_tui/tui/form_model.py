@@ -21,6 +21,8 @@ from typing import Any
 import tomlkit
 
 from sparse_tui import presets as P
+from sparse_tui.catalog import GROUPS, catalogue
+from sparse_tui.files import write_file
 
 SECTIONS = ("task", "model", "train", "eval", "plateau")
 PLAIN_CLASSES = {"train": P.TrainConfig, "eval": P.EvalConfig, "plateau": P.PlateauConfig}
@@ -281,9 +283,7 @@ class PresetDraft:
         """Write the edited file (atomically) to ``path`` or the original path; the draft then tracks that file."""
         target = Path(path) if path is not None else self.path
         text = self.render()
-        tmp = target.with_name(target.name + ".part")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(target)
+        write_file(target, lambda fh: fh.write(text.encode("utf-8")), binary=True)  # files.py: the one writer
         self.__init__(target)
         return target
 
@@ -305,11 +305,14 @@ def _match_key(path: str, keys: list[str]) -> str | None:
     return max((k for k in keys if path.startswith(k + ".")), key=len, default=None)  # the longest key above it
 
 
-def list_presets(presets_dir: Path, extra: Path | None = None) -> list[Path]:
-    """Preset files in a directory (sorted), plus ``extra`` when it lives elsewhere."""
-    files = sorted(Path(presets_dir).glob("*.toml")) if Path(presets_dir).is_dir() else []
+def list_presets(presets_dir: Path, extra: Path | None = None) -> list[tuple[str, list[Path]]]:
+    """The console's preset list as (group, files), in ``catalog.GROUPS`` order: the user's own (``presets_dir``,
+    and ``extra`` when it is none of the listed files) first, then the bundled presets by group."""
+    groups: dict[str, list[Path]] = {}
+    for item in catalogue(presets_dir):
+        groups.setdefault(item.group, []).append(item.path)
     if extra is not None:
         extra = Path(extra)
-        if not any(f.resolve() == extra.resolve() for f in files):
-            files.insert(0, extra)
-    return files
+        if not any(f.resolve() == extra.resolve() for files in groups.values() for f in files):
+            groups.setdefault("yours", []).insert(0, extra)
+    return [(g, groups[g]) for g in GROUPS if g in groups]

@@ -12,13 +12,26 @@ from .conftest import fill_store, fill_sweep, make, tiny_text
 SIZES = [(80, 24), (120, 40)]
 
 
+# The bundled presets the snapshots show: one of each group (catalog.GROUPS), not presets/ itself, so that a preset
+# added to or renamed in presets/ changes no snapshot.
+BUNDLED = ("smoke", "paper_fig1c_theory", "paper_fig11_cpu", "paper_fig11", "blog_n80")
+
+
 @pytest.fixture(scope="module")
 def snap_dirs(tmp_path_factory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("snap")
     fill_store(root / "runs").close()
     (root / "presets").mkdir()
     (root / "presets" / "tiny.toml").write_text(tiny_text(), encoding="utf-8")
+    (root / "bundled").mkdir()
+    for name in BUNDLED:
+        (root / "bundled" / f"{name}.toml").write_text(tiny_text().replace('name = "tiny"', f'name = "{name}"'))
     return root / "runs", root / "presets"
+
+
+@pytest.fixture(autouse=True)
+def _bundled(snap_dirs, monkeypatch):
+    monkeypatch.setattr("sparse_tui.catalog.bundled_dir", lambda: (snap_dirs[1].parent / "bundled").resolve())
 
 
 async def _ready(pilot) -> None:

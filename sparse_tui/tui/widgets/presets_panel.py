@@ -1,4 +1,5 @@
-"""The Presets panel: the preset files, the form of the selected one, its validation, save / save as / diff / launch."""
+"""The Presets panel: the preset files (the user's own first, then the bundled ones in the groups of
+``sparse-tui presets``), the form of the selected one, its validation, save / save as / diff / launch."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, Label, ListItem, ListView, Static
 
+from sparse_tui.catalog import is_bundled
 from sparse_tui.presets import expand
 from sparse_tui.tui.form_model import PresetDraft, list_presets
 from sparse_tui.tui.guard import Guarded
@@ -34,6 +36,7 @@ class PresetsPanel(ConsolePanel, Guarded, Horizontal):
 
     DEFAULT_CSS = """
     PresetsPanel #preset-list { width: 22; }
+    PresetsPanel #preset-list > ListItem.group { color: $text-muted; text-style: bold; }
     PresetsPanel #form-box { width: 1fr; }
     PresetsPanel #field-help { height: 2; color: $text-muted; padding: 0 1; }
     PresetsPanel #form-status { height: auto; max-height: 4; padding: 0 1; }
@@ -44,7 +47,8 @@ class PresetsPanel(ConsolePanel, Guarded, Horizontal):
         self.presets_dir = Path(presets_dir)
         self.initial = Path(preset) if preset else None
         self.overrides = list(overrides or [])
-        self.files: list[Path] = []
+        self.files: list[Path] = []  # the preset files, in list order
+        self.rows: list[Path | None] = []  # the list's items: a file, or None for a group's heading
         self.draft: PresetDraft | None = None
         self._validate_timer = None
         self.errors: dict[str, str] = {}
@@ -67,26 +71,33 @@ class PresetsPanel(ConsolePanel, Guarded, Horizontal):
 
     # -- files ---------------------------------------------------------------------------------------------------
     async def refresh_files(self, select: Path | None = None) -> None:
-        self.files = list_presets(self.presets_dir, select)
+        groups = list_presets(self.presets_dir, select)
+        self.rows = [r for group, files in groups for r in [None, *files]]
+        self.files = [r for r in self.rows if r is not None]
+        items = []
+        for group, files in groups:  # a heading (skipped by the cursor), then the names without .toml: they fit
+            title = "your own" if group == "yours" else group  # ./presets (--presets-dir)
+            items.append(ListItem(Label(f"─ {title}", markup=False), disabled=True, classes="group"))
+            items += [ListItem(Label(p.stem, markup=False)) for p in files]
         lv = self.query_one("#preset-list", ListView)
         await lv.clear()
-        await lv.extend([ListItem(Label(p.stem, markup=False)) for p in self.files])  # no .toml: names fit
+        await lv.extend(items)
         if not self.files:
             self.query_one("#form-status", Static).update(
                 f"No preset files in {self.presets_dir}/. Copy one there or pass --presets-dir."
             )
             return
         want = Path(select).resolve() if select is not None else None
-        idx = next((i for i, p in enumerate(self.files) if p.resolve() == want), 0)
-        lv.index = idx
-        await self.open(self.files[idx], self.overrides if select is not None and select == self.initial else None)
+        path = next((p for p in self.files if p.resolve() == want), self.files[0])
+        lv.index = self.rows.index(path)
+        await self.open(path, self.overrides if select is not None and select == self.initial else None)
 
     @on(ListView.Selected, "#preset-list")
     async def _picked(self, event: ListView.Selected) -> None:
         idx = event.list_view.index
-        if idx is None or idx >= len(self.files):
+        if idx is None or idx >= len(self.rows) or self.rows[idx] is None:
             return
-        path = self.files[idx]
+        path = self.rows[idx]
         if self.draft is not None and self.draft.path == path:
             self.focus_form()
             return
@@ -97,8 +108,8 @@ class PresetsPanel(ConsolePanel, Guarded, Horizontal):
 
     async def open_path(self, path: Path) -> None:
         """Open ``path`` (the command palette's "Preset: NAME"): select it in the list and show its form."""
-        if path in self.files:
-            self.query_one("#preset-list", ListView).index = self.files.index(path)
+        if path in self.rows:
+            self.query_one("#preset-list", ListView).index = self.rows.index(path)
         if self.draft is None or self.draft.path != path:
             await self.open(path)
         self.focus_form()
@@ -213,14 +224,33 @@ class PresetsPanel(ConsolePanel, Guarded, Horizontal):
         if not self.draft.dirty:
             self.app.notify("nothing to save")
             return
+        target = self._own_copy()
+        if target is not None and target.exists():
+            self.app.notify(f"{target} exists (your own copy, listed first): edit that one, or save as (ctrl+n)",
+                            severity="error")
+            return
         try:
-            path = self.draft.save()
+            if target is not None:
+                target.parent.mkdir(parents=True, exist_ok=True)
+            path = self.draft.save(target)
         except OSError as e:
             self.app.notify(f"not saved: {e}", severity="error")
+            return
+        if target is not None:
+            self.app.notify(f"saved your copy {path} (the bundled preset is not changed)")
+            await self.refresh_files(select=path)
             return
         self.app.notify(f"saved {path}")
         await self.query_one(PresetForm).load(self.draft)
         self.validate_now()
+
+    def _own_copy(self) -> Path | None:
+        """Where ctrl+s writes a bundled preset of an installed sparse-tui: the user's own folder (the package's
+        files are never edited); None: in place (the user's own file, or a checkout's presets/)."""
+        path = self.draft.path
+        if is_bundled(path) and not is_bundled(self.presets_dir / path.name):
+            return self.presets_dir / path.name
+        return None
 
     def action_save_as(self) -> None:
         if self._checked() is None:
