@@ -430,12 +430,19 @@ _RUN_CELLS = {
     "status": lambda r, f: r.status,
     "step": lambda r, f: f"{r.step}/{r.total_steps}",
     "plateau": lambda r, f: fmt_or(r.plateau_step, "g"),
+    "forecast": lambda r, f: _forecast_cell(f.get("_forecast")),
     "test/loss": lambda r, f: fmt_or(f.get("test/loss")),
     "test/acc": lambda r, f: fmt_or(f.get("test/acc"), ".3f"),
     "device": lambda r, f: _cell(r.device or "-"),
     "time": lambda r, f: fmt_or(r.duration, ".1f") + "s" if r.duration else "-",
     "tags / note": lambda r, f: _cell(" ".join(r.tags) + (f" · {r.note}" if r.note else "")),
 }
+
+
+def _forecast_cell(f) -> str:
+    from sparse_tui.forecast import cell
+
+    return cell(f)
 
 
 def _run_table(title: str, runs, cols: tuple[str, ...], final=lambda r: r.final) -> None:
@@ -583,15 +590,25 @@ def runs(
     recs = [r for r in recs if r.archived == (archived is True)]
     if limit:
         recs = recs[:limit]
+    fc = _forecasts(store, recs)
     if as_json:
         from sparse_tui.export import run_row
 
-        sys.stdout.write(json.dumps([run_row(r, store) for r in recs], indent=1) + "\n")
+        sys.stdout.write(json.dumps([{**run_row(r, store), "forecast": fc[r.run_id]} for r in recs], indent=1) + "\n")
         return
-    cols = ("run_id", "preset", "run", "status", "step", "plateau", "test/loss", "test/acc", "device")
+    cols = ("run_id", "preset", "run", "status", "step", "plateau", "forecast", "test/loss", "test/acc", "device")
     annotated = any(r.tags or r.note for r in recs)
     _run_table(_esc(f"{len(recs)} run(s) in {store.path}"), recs, cols + (("tags / note",) if annotated else ()),
-               final=lambda r: r.final or store.last_metrics(r.run_id))  # a failed run's stored values, not "-"
+               final=lambda r: {**(r.final or store.last_metrics(r.run_id)),  # a failed run's stored values, not "-"
+                                "_forecast": fc[r.run_id]})
+
+
+def _forecasts(store, recs) -> dict:
+    """Each run's emergence forecast (forecast.py) from the store's runs of its preset."""
+    from sparse_tui.forecast import forecast
+
+    everyone = store.runs()  # the peers of a listed run may be filtered out of the listing
+    return {r.run_id: forecast(r, everyone) for r in recs}
 
 
 # ==============================================================================================================

@@ -25,7 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Callable, Literal, Mapping, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from .repetition import Schedule, all_values, coerce, scheduled
 
 from sparse_tui.numbers import fmt_plain
 
@@ -67,7 +69,7 @@ class _Section(BaseModel):
         for name, v in data.items():
             field_info = cls.model_fields.get(name)
             kinds = _number_kinds(field_info.annotation) if field_info is not None else set()
-            if not kinds or v is None:
+            if not kinds or v is None or (isinstance(v, (str, dict)) and _schedulable(field_info.annotation)):
                 continue
             if kinds == {int}:
                 if isinstance(v, str):
@@ -102,6 +104,31 @@ def _show(v: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+def _schedulable(annotation: Any) -> bool:
+    return Schedule in get_args(annotation)
+
+
+# A repetition key (task.p, task.B): a number, or a schedule (repetition.py: a table or a string).
+Repeat = Annotated[Union[float, Schedule], BeforeValidator(coerce)]
+RepeatInt = Annotated[Union[int, Schedule], BeforeValidator(coerce)]
+_SCHED_HELP = (" A schedule instead of a number: {steps = [[0, 0.9], [2000, 0]]}, or {start = 0.9, then = 0, when ="
+               " \"test/acc >= 0.05\"} (also 'stuck K [METRIC]', 'plateau'), or the same as one string"
+               " (\"0.9 -> 0 when test/acc >= 0.05\"); docs/THEORY.md, \"Repetition schedules\".")
+
+
+def _check_repeat(task: Any, key: str, lo: float, hi: float, hi_name: str = "", integer: bool = False) -> None:
+    """Every value task.<key> can take (its schedule's too) lies in [lo, hi] (and is an integer)."""
+    v = getattr(task, key)
+    where = f" (schedule {v})" if isinstance(v, Schedule) else ""
+    for x in all_values(v):
+        if integer and float(x) != int(x):
+            raise ValueError(f"{key}: must be an integer, got {fmt_plain(x)}{where}")
+        if x < lo:
+            raise ValueError(f"{key}: must be >= {fmt_plain(lo)}{where}")
+        if x > hi:
+            raise ValueError(f"{key}: must be <= {hi_name or fmt_plain(hi)}{where}")
+
+
 class TaskSection(_Section):
     """The base of a task kind's config, the preset's ``[task]`` table (``TaskKind.config``)."""
 
@@ -115,14 +142,13 @@ class LinregTask(TaskSection):
     kind: Literal["linreg"] = "linreg"
     d: int = Field(32, ge=1, description="Token and target dimension d (paper §2.1).")
     T: int = Field(64, ge=2, description="Sequence length T (number of tokens per sequence).")
-    B: int = Field(
-        1, ge=1, description="In-context repetition: the relevant token appears at B positions (paper §2.3)."
+    B: RepeatInt = Field(
+        1, description="In-context repetition: the relevant token appears at B positions (paper §2.3)." + _SCHED_HELP
     )
-    p: float = Field(
+    p: Repeat = Field(
         0.0,
-        ge=0.0,
-        le=1.0,
-        description="Cross-sample repetition: probability that the relevant token is the fixed token x~ (§2.3).",
+        description="Cross-sample repetition: probability that the relevant token is the fixed token x~ (§2.3)."
+        + _SCHED_HELP,
     )
     position: Literal["last", "fixed", "random"] = Field(
         "last",
@@ -152,9 +178,9 @@ class LinregTask(TaskSection):
 
     @model_validator(mode="after")
     def _check(self) -> "LinregTask":
-        if self.B > self.T:
-            raise ValueError("B: must be <= T")
-        if self.position == "fixed" and self.B > self.T - 1:
+        _check_repeat(self, "p", 0.0, 1.0)
+        _check_repeat(self, "B", 1, self.T, "T", integer=True)
+        if self.position == "fixed" and max(all_values(self.B)) > self.T - 1:
             raise ValueError("B: must be <= T - 1 with position 'fixed' (the last, readout position is never drawn)")
         return self
 
@@ -169,17 +195,16 @@ class RecallTask(TaskSection):
     kind: Literal["recall"] = "recall"
     n_tokens: int = Field(64, ge=2, description="Vocabulary size N_tokens (keys and values share it).")
     n_pairs: int = Field(32, ge=1, description="Number of key-value pairs in the context (T = 2 n_pairs + 1).")
-    B: float = Field(
+    B: Repeat = Field(
         1.0,
-        ge=1.0,
         description=(
             "In-context repetition: expected number of slots holding the query pair (App. C.1). The query always "
             "occupies one uniformly drawn slot and each other slot with probability (B-1)/(n_pairs-1), so every "
             "sequence is answerable and the mean count is exactly B."
-        ),
+        ) + _SCHED_HELP,
     )
-    p: float = Field(
-        0.0, ge=0.0, le=1.0, description="Cross-sample repetition: probability the query is one of 2 fixed tokens."
+    p: Repeat = Field(
+        0.0, description="Cross-sample repetition: probability the query is one of 2 fixed tokens." + _SCHED_HELP
     )
     train_size: int = Field(
         0, ge=0, description="Fixed training set size in sequences (the blog uses 10^4); 0 = fresh online samples."
@@ -198,8 +223,11 @@ class RecallTask(TaskSection):
     def _check(self) -> "RecallTask":
         if self.n_pairs > self.n_tokens:
             raise ValueError("n_pairs: must be <= n_tokens (keys in one context are distinct)")
-        if self.B > self.n_pairs:
-            raise ValueError("B: must be <= n_pairs")
+        _check_repeat(self, "p", 0.0, 1.0)
+        _check_repeat(self, "B", 1.0, self.n_pairs, "n_pairs")
+        if scheduled(self) and self.train_size > 0:
+            raise ValueError(f"{next(iter(scheduled(self)))}: a schedule needs train_size = 0 (a fixed training set"
+                             " is drawn once, with the values at step 0)")
         return self
 
 
@@ -541,7 +569,19 @@ class _Experiment(_Section):
                     " raise eval.snapshot_every"
                 )
         self._check_plateau()
+        self._check_schedules()
         return self
+
+    def _check_schedules(self) -> None:
+        """A repetition schedule's conditions read metrics this run logs; the ODE flow cannot be 'stuck'."""
+        for key, sched in scheduled(self.task).items():
+            for metric in sched.metrics():
+                if metric_range(self, metric) is None:
+                    raise ValueError(f"task.{key}: {metric!r} is not logged by this run (schedule {sched})")
+            if self.model.kind == "ode" and len(scheduled(self.task)) > 1:
+                raise ValueError("task.p: the reduced flow follows one schedule at a time (p or B)")
+            if self.model.kind == "ode" and any(w.startswith("stuck") for w in sched.when):
+                raise ValueError(f"task.{key}: the reduced flow improves at every step; 'stuck' never fires there")
 
     def _check_plateau(self) -> None:
         """``plateau.metric`` must be a metric this task and model log; ``plateau.value`` must lie in its range."""
@@ -611,10 +651,12 @@ def logged_metrics(cfg: "_Experiment", max_layers: int | None = None, max_heads:
             out[f"attn/L{li}/{probe}"] = _UNIT
             for h in range(heads):
                 out[f"attn/L{li}/H{h}/{probe}"] = _UNIT
+    for key in scheduled(task):
+        out[f"sched/{key}"] = (0.0, math.inf)
     if model.kind in ("toy", "ode"):
         out["toy/w"] = (-math.inf, math.inf)
         out["toy/alpha"] = _UNIT
-        if model.kind == "ode" and task.p > 0:
+        if model.kind == "ode" and max(all_values(task.p)) > 0:
             out["toy/w_tilde"] = (-math.inf, math.inf)
     return out
 

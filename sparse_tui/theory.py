@@ -128,6 +128,8 @@ __all__ = [
     "expand_grid",
     "CLOSED_FORM_NOTE",
     "OBSERVABLES",
+    "Phase",
+    "switched_trajectory",
 ]
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -781,6 +783,111 @@ def trajectory(
         plateau=None if np.isnan(c) else c, steps=nst,
         params={"d": float(d), "T": float(T), "B": float(B), "p": float(p), "test_B": float(tb)},
     )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Time-varying repetition: the switch (arXiv 2505.17863 §4; docs/THEORY.md, "The switch")
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One stretch of a piecewise-constant repetition schedule: (B, p) until ``until``: a flow time, an event
+    ``(observable, level, direction)`` (a key of ``OBSERVABLES``; -1: falls to <= level, +1: rises to >= level), or
+    None (to the end)."""
+
+    B: float
+    p: float
+    until: float | tuple[str, float, int] | None = None
+
+
+def switched_trajectory(
+    times: Any,
+    d: float,
+    T: float,
+    phases: Sequence[Phase],
+    *,
+    test_B: float = 1.0,
+    rtol: float = 1e-8,
+    atol: float = 1e-10,
+    event: str = "test_loss",
+    level: float = 0.1,
+    direction: int = -1,
+) -> tuple[Trajectory, list[float]]:
+    """The reduced flow (Eqs. 12-14 / 17-21) whose (B, p) change when each phase ends, from (0, 0, 0); the state
+    (w~, w, da) carries over a switch (the same model keeps training on other data). Returns the trajectory at
+    ``times`` (observables with the phase in force at each time; ``plateau``: the first crossing of ``event``)
+    and the flow time of each switch that happened. LSODA (scipy) per phase, events located by its root finder."""
+    from scipy.integrate import solve_ivp
+
+    times = np.asarray(times, dtype=float).ravel()
+    if times.size and np.any(times < 0):
+        raise ValueError("times must be >= 0")
+    t_end = float(times.max()) if times.size else 0.0
+    y, t0, cross, switches, nfev = np.zeros(3), 0.0, np.nan, [], 0
+    Y = np.full((times.size, 3), np.nan)
+    phase_of = np.zeros(times.size, dtype=int)
+    g_watch = OBSERVABLES[event]
+    for i, ph in enumerate(phases):
+        P = _Params(d, T, ph.B, ph.p, test_B)
+        stop = t_end
+        evs = []
+
+        def watch(t, yy, P=P):
+            return float(g_watch(yy[None], P)[0] - level)
+
+        watch.direction = float(direction)
+        if np.isnan(cross):
+            if direction * watch(t0, y) >= 0:
+                cross = t0
+            else:
+                evs.append(watch)
+        if isinstance(ph.until, tuple) and i < len(phases) - 1:
+            obs, lv, dr = ph.until
+            g = OBSERVABLES[obs]
+
+            def sw(t, yy, g=g, lv=lv, P=P):
+                return float(g(yy[None], P)[0] - lv)
+
+            sw.direction, sw.terminal = float(dr), True
+            if dr * sw(t0, y) >= 0:  # already met: switch at once
+                stop = t0
+            else:
+                evs.append(sw)
+        elif ph.until is not None and i < len(phases) - 1:
+            stop = min(t_end, max(t0, float(ph.until)))
+        mask = (times >= t0) & (times <= stop) if i == 0 else (times > t0) & (times <= stop)
+        if stop > t0:
+            sol = solve_ivp(lambda t, yy, P=P: _rhs(yy[None], P)[0], (t0, stop), y, method="LSODA", rtol=rtol,
+                            atol=atol, dense_output=True, events=evs or None)
+            if not sol.success:
+                raise IntegrationError(f"LSODA failed: {sol.message}")
+            nfev += int(sol.nfev)
+            if np.isnan(cross) and evs and evs[0] is watch and sol.t_events[0].size:
+                cross = float(sol.t_events[0][0])
+            t1 = float(sol.t[-1])
+            mask &= times <= t1
+            Y[mask] = sol.sol(times[mask]).T if mask.any() else Y[mask]
+            y, stop = sol.y[:, -1].copy(), t1
+        else:
+            Y[mask & (times == t0)] = y
+        phase_of[mask] = i
+        if i < len(phases) - 1 and stop < t_end:
+            switches.append(stop)
+        t0 = stop
+        if t0 >= t_end:
+            break
+    Bs = np.array([phases[k].B for k in phase_of], dtype=float)
+    ps = np.array([phases[k].p for k in phase_of], dtype=float)
+    Pn = _Params(np.full(times.size, d), np.full(times.size, T), Bs, ps, np.full(times.size, test_B))
+    L = _losses(Y, Pn)
+    traj = Trajectory(
+        t=times, w_tilde=Y[:, 0], w_rest=Y[:, 1], w=OBSERVABLES["w"](Y, Pn), delta_a=Y[:, 2], alpha=L["alpha"],
+        relevant=L["s"], entropy=_entropy(L["s"], L["r"], Pn), train_loss=L["train"], test_loss=L["test"],
+        plateau=None if np.isnan(cross) else float(cross), steps=nfev,
+        params={"d": float(d), "T": float(T), "test_B": float(test_B)},
+    )
+    return traj, switches
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -16,16 +16,17 @@ PKG = Path(__file__).resolve().parent.parent / "sparse_tui"
 # Lowest first. A name is a module or a package (with everything under it).
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("sparse_tui", "sparse_tui.numbers", "sparse_tui.devices", "sparse_tui.exitcodes",
-              "sparse_tui.schedule", "sparse_tui.theory", "sparse_tui.plotting", "sparse_tui.sysmetrics",
+              "sparse_tui.schedule", "sparse_tui.repetition", "sparse_tui.theory", "sparse_tui.plotting",
+              "sparse_tui.sysmetrics",
               "sparse_tui.startup", "sparse_tui.files")),
     ("config and store", ("sparse_tui.presets", "sparse_tui.store", "sparse_tui.atlas", "sparse_tui.catalog",
                           "sparse_tui.resources")),
     ("science", ("sparse_tui.tasks", "sparse_tui.models", "sparse_tui.fitting", "sparse_tui.geometry")),
     ("training", ("sparse_tui.training",)),
-    ("lifecycle and reports", ("sparse_tui.runner", "sparse_tui.executors", "sparse_tui.export", "sparse_tui.reports",
+    ("lifecycle and reports", ("sparse_tui.runner", "sparse_tui.executors", "sparse_tui.export", "sparse_tui.reports", "sparse_tui.forecast",
                                "sparse_tui.reports.fitreport", "sparse_tui.progress", "sparse_tui.annotate",
                                "sparse_tui.bridges", "sparse_tui.estimate", "sparse_tui.phase")),
-    ("commands", ("sparse_tui.reports.figures", "sparse_tui.reports.reproduce", "sparse_tui.doctor")),
+    ("commands", ("sparse_tui.reports.figures", "sparse_tui.reports.reproduce", "sparse_tui.reports.diversity", "sparse_tui.doctor")),
     ("console", ("sparse_tui.tui",)),
     ("cli", ("sparse_tui.cli", "sparse_tui.__main__")),
 ]

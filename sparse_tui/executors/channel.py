@@ -109,6 +109,9 @@ class ChannelSink(RunSink):
             self.steps[run_id] = max(self.steps.get(run_id, 0), int(max(steps)))
         self._add(("log_metrics_many", run_id, list(steps), {k: list(v) for k, v in series.items()}))
 
+    def log_plateau(self, run_id: str, step: float) -> None:
+        self._add(("log_plateau", run_id, float(step)))
+
     def log_attention(self, run_id: str, step: int, maps: dict, meta: dict) -> None:
         self._add(("log_attention", run_id, int(step), maps, meta))
 
@@ -179,7 +182,7 @@ def apply(store, record: tuple, on_error=None) -> str | None:
     """Write one worker record into ``store`` with the call the local path makes (the coordinator's side).
     Returns the run id whose cancel the store reports at a heartbeat, else None."""
     kind = record[0]
-    if kind in ("log_metrics", "log_metrics_many", "log_attention", "log_array"):  # the same call, the same arguments
+    if kind in ("log_metrics", "log_metrics_many", "log_plateau", "log_attention", "log_array"):  # the same call
         getattr(store, kind)(*record[1:])
     elif kind == "heartbeat":
         _, run_id, step = record

@@ -43,6 +43,7 @@ import numpy as np
 
 from .. import theory
 from ..presets import config_from_json, eval_steps
+from ..repetition import initial, parse_condition, scheduled
 from ..schedule import lr_factor
 
 __all__ = ["OdeRun", "simulate_run", "ode_curve", "recorded_curve", "step_times", "PLATEAU_OBSERVABLES"]
@@ -78,8 +79,8 @@ def _linreg(cfg: Any) -> tuple[float, float, float, float, float]:
     task = cfg.task
     if getattr(task, "kind", None) != "linreg":
         raise ValueError("the ode model needs task.kind = 'linreg'")
-    B = float(task.B)
-    return float(task.d), float(task.T), B, float(task.p), B if task.test_repetition else 1.0
+    B = float(initial(task.B))  # a schedule's start value (``_phases`` follows the schedule)
+    return float(task.d), float(task.T), B, float(initial(task.p)), B if task.test_repetition else 1.0
 
 
 def _trajectory(cfg: Any, times: np.ndarray, **event) -> Any:
@@ -137,9 +138,47 @@ def _plateau_level(cfg: Any, obs: str) -> tuple[float, int]:
     return value, +1
 
 
+def _phases(cfg: Any) -> tuple[str, list[theory.Phase]]:
+    """The scheduled key of ``cfg``'s task ('p' or 'B') and its schedule as ``theory.Phase``s: steps at their flow
+    time (``step_times``), a metric condition at the exact crossing of the flow observable (not at the next
+    evaluation, as a trained run switches), ``plateau`` at the exact plateau crossing of ``[plateau]``."""
+    (key, sched), = scheduled(cfg.task).items()
+    d, T, B, p, _ = _linreg(cfg)
+    vals = [v for _, v in sched.steps] if sched.steps else [sched.start, *sched.then]
+    ends: list[Any] = [float(step_times(cfg, [s])[0]) for s, _ in sched.steps[1:]]
+    for w in sched.when:
+        c = parse_condition(w)
+        if c[0] == "plateau":
+            obs = PLATEAU_OBSERVABLES.get(cfg.plateau.metric)
+            if obs is None:
+                raise ValueError(f"task.{key}: 'plateau' needs a plateau.metric the flow computes")
+            ends.append((obs, *_plateau_level(cfg, obs)))
+        else:
+            if c[1] not in PLATEAU_OBSERVABLES:
+                raise ValueError(f"task.{key}: the flow does not compute {c[1]!r}")
+            ends.append((PLATEAU_OBSERVABLES[c[1]], c[3], +1 if c[2][0] == ">" else -1))
+    ends.append(None)
+    return key, [theory.Phase(B=v if key == "B" else B, p=v if key == "p" else p, until=e) for v, e in zip(vals, ends)]
+
+
+def _simulate_switched(cfg: Any, steps: np.ndarray, times: np.ndarray, obs: str, level: float, direction: int,
+                       notes: list[str]) -> tuple[dict, float | None, int]:
+    key, phases = _phases(cfg)
+    tr, switches = theory.switched_trajectory(
+        times, *_linreg(cfg)[:2], phases, test_B=_linreg(cfg)[4], rtol=float(getattr(cfg.model, "rtol", 1e-8)),
+        atol=float(getattr(cfg.model, "atol", 1e-10)), event=obs, level=level, direction=direction)
+    metrics = _metrics(tr)
+    metrics["toy/w_tilde"] = tr.w_tilde
+    k = np.searchsorted(np.asarray(switches), times, side="right")  # switches done by each evaluation
+    metrics[f"sched/{key}"] = np.array([getattr(phases[i], key) for i in k], dtype=float)
+    notes.append(f"task.{key} switched at flow time(s) {', '.join(f'{t:.6g}' for t in switches) or 'never'}")
+    return metrics, tr.plateau, tr.steps
+
+
 def simulate_run(cfg: Any) -> OdeRun:
     """Integrate the reduced dynamics for ``cfg`` (a ``presets.RunConfig`` with a linreg task) and return its
-    metrics at the evaluation steps and the exact plateau step (tolerances: ``_trajectory``)."""
+    metrics at the evaluation steps and the exact plateau step (tolerances: ``_trajectory``). A repetition schedule
+    (repetition.py) is followed by ``theory.switched_trajectory``."""
     p = _linreg(cfg)[3]
     steps = np.array(eval_steps(cfg), dtype=np.int64)
     times = step_times(cfg, steps)
@@ -156,16 +195,19 @@ def simulate_run(cfg: Any) -> OdeRun:
         obs, level, direction = "test_loss", -np.inf, -1  # never fires
         notes.append(f"plateau metric {metric!r} is not computed by the flow; no exact plateau")
 
-    tr = _trajectory(cfg, times, event=obs, level=level, direction=direction)
-    metrics = _metrics(tr)
-    if p > 0:
-        metrics["toy/w_tilde"] = tr.w_tilde
-    pt = tr.plateau if exact else None
+    if scheduled(cfg.task):
+        metrics, pt, n_steps = _simulate_switched(cfg, steps, times, obs, level, direction, notes)
+        pt = pt if exact else None
+    else:
+        tr = _trajectory(cfg, times, event=obs, level=level, direction=direction)
+        metrics, pt, n_steps = _metrics(tr), (tr.plateau if exact else None), tr.steps
+        if p > 0:
+            metrics["toy/w_tilde"] = tr.w_tilde
     ps = None if pt is None else _time_to_step(cfg, pt)
     if ps is not None and ps > cfg.train.steps:  # numerical safety: crossing must lie within the run
         ps, pt = None, None
     return OdeRun(steps=steps, metrics=metrics, plateau_step=ps, plateau_time=pt, plateau_exact=exact,
-                  integrator_steps=tr.steps, notes=notes)
+                  integrator_steps=n_steps, notes=notes)
 
 
 def ode_curve(cfg: Any, steps: Sequence[float], metric: str = "test/loss") -> np.ndarray:

@@ -23,6 +23,7 @@ class RunSink(Protocol):
 
     def log_metrics(self, run_id: str, step: int, metrics: dict[str, float]) -> None: ...
     def log_metrics_many(self, run_id: str, steps: list[int], series: dict[str, list[float]]) -> None: ...
+    def log_plateau(self, run_id: str, step: float) -> None: ...  # the plateau of a run still training
     def log_attention(self, run_id: str, step: int, maps: dict[str, Any], meta: dict) -> None: ...
     def log_array(self, run_id: str, name: str, value: Any) -> None: ...
     def heartbeat(self, run_id: str, step: int) -> bool: ...  # True: the run's cancel was requested
@@ -60,6 +61,13 @@ class Writes:
                 con.execute("UPDATE coordinators SET heartbeat_at=? WHERE batch_id=? AND host=? AND pid=?",
                             (now, row[1], self._host, os.getpid()))
         return bool(row and row[0])
+
+    def log_plateau(self, run_id: str, step: float) -> None:
+        """The plateau step of a run still training, the moment its detector fires (``runs`` and the console show it
+        live; ``finish`` writes the final one). A run with a terminal status is never touched."""
+        with self._tx() as con:
+            con.execute("UPDATE runs SET plateau_step=? WHERE run_id=? AND status IN ('queued', 'running')",
+                        (float(step), run_id))
 
     def log_attention(self, run_id: str, step: int, maps: dict[str, Any], meta: dict) -> None:
         """Store attention maps (``{'L1': array[H, E, Lq, L], ...}``, saved as float16) with labels in ``meta``."""

@@ -64,6 +64,7 @@ import math
 import torch
 
 from ..presets import LinregTask as LinregConfig
+from ..repetition import all_values, initial
 from ._common import make_generator
 from .base import Batch, Task
 
@@ -77,17 +78,17 @@ class LinearRegression(Task):
         super().__init__(cfg, seed, device)
         self.d = cfg.d
         self.T = cfg.T
-        self.B = cfg.B
-        self.p = float(cfg.p)
-
+        self.B = int(initial(cfg.B))  # a schedule's (repetition.py) value is set by the loop before each step
+        self.p = float(initial(cfg.p))
+        b_max = int(max(all_values(cfg.B)))  # fixed positions for the largest B the schedule reaches
         fixed = make_generator(self.seed, "fixed", "cpu", key=(self.d, self.T))
         w = torch.randn(self.d, self.d, generator=fixed) / math.sqrt(self.d)
         self.w_star = w.to(self.device)
         perm = torch.randperm(self.T - 1, generator=fixed)  # never the readout (last) position
         if cfg.position == "last":
-            self.positions: torch.Tensor | None = torch.arange(self.T - 1, self.T - 1 - self.B, -1).to(self.device)
+            self.positions: torch.Tensor | None = torch.arange(self.T - 1, self.T - 1 - b_max, -1).to(self.device)
         elif cfg.position == "fixed":
-            self.positions = perm[: self.B].to(self.device)
+            self.positions = perm[:b_max].to(self.device)
         else:
             self.positions = None
         if cfg.x_tilde == "random":  # its own stream: W*, positions and tokens are those of x_tilde = "e1"

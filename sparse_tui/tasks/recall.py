@@ -46,6 +46,7 @@ from __future__ import annotations
 import torch
 
 from ..presets import RecallTask as RecallConfig
+from ..repetition import initial
 from ._common import make_generator
 from .base import Batch, Task
 
@@ -59,8 +60,8 @@ class AssociativeRecall(Task):
         super().__init__(cfg, seed, device)
         self.n_tokens = cfg.n_tokens
         self.n_pairs = cfg.n_pairs
-        self.B = float(cfg.B)
-        self.p = float(cfg.p)
+        self.B = float(initial(cfg.B))  # a schedule's (repetition.py) value is set by the loop before each step
+        self.p = float(initial(cfg.p))
         self.values = cfg.values
 
         fixed = make_generator(self.seed, "fixed", "cpu")

@@ -41,6 +41,7 @@ from sparse_tui import startup
 from sparse_tui.models import build_model
 from sparse_tui.models.stack import build_stack, stacked_loss
 from sparse_tui.presets import RunConfig, eval_steps
+from sparse_tui.repetition import Switcher, scheduled
 from sparse_tui.schedule import lr_factor, lr_table
 from sparse_tui.tasks import make_task
 from sparse_tui.training import cudagraph
@@ -198,6 +199,9 @@ class Tracker:
         self.ev_steps = set(eval_steps(cfg))
         self.snaps = snapshot_steps(cfg)
         self.det = PlateauDetector(mode=cfg.plateau.mode, value=cfg.plateau.value)
+        # repetition schedules (repetition.py) of a trained run: task.p / task.B switched by the run's own metrics
+        self.switchers = {k: Switcher(s, cfg.plateau.metric, cfg.plateau.mode == "above")
+                          for k, s in scheduled(cfg.task).items()} if task is not None else {}
         self.best: dict[str, float] = {}
         self.last: dict[str, float] = {}
         self.n_since = 0  # training steps summed in the stack's loss sum since this run's last logged point
@@ -232,22 +236,34 @@ class Tracker:
             vals["train/loss"] = loss_sum / self.n_since
         self.n_since = 0
         vals["lr"] = self.cfg.train.lr * lr_factor(max(step, 1), self.cfg)
+        self.record(step, vals)  # before logging: a schedule's switch adds its value in force (sched/p, sched/B)
         self.logger.metrics(step, {**vals, **system} if system else vals)
         if step in self.snaps:
             if snapshot is None:
                 with full_fp32(self.test.x.device):
                     snapshot = attention_snapshot(self.module, self.test, self.cfg.eval.snapshot_examples)
             self.logger.attention(step, *snapshot)
-        self.record(step, vals)
 
     def record(self, step: int, vals: dict[str, float]) -> None:
         self.last = vals
+        before = self.det.step
         self.det.update(step, vals.get(self.cfg.plateau.metric, math.nan))
+        if before is None and self.det.step is not None and self.task is not None:
+            self.logger.plateau(self.det.step)  # live: runs and the console show it before the run ends
+        for key, sw in self.switchers.items():  # a switch fires here, at an evaluation; it acts from step + 1
+            sw.observe(step, vals, plateau=self.det.step is not None)
+            vals[f"sched/{key}"] = float(sw.value(step + 1))
         for k, v in vals.items():
             if k.endswith("loss") and math.isfinite(v):
                 self.best[k] = min(self.best.get(k, math.inf), v)
             elif k.endswith("acc") and math.isfinite(v):
                 self.best[k] = max(self.best.get(k, -math.inf), v)
+
+    def schedule_to(self, step: int) -> None:
+        """Set the task's scheduled repetition keys to their values for training step ``step``."""
+        for key, sw in self.switchers.items():
+            v = sw.value(step)
+            setattr(self.task, key, int(v) if isinstance(getattr(self.task, key), int) else float(v))
 
     def log_train(self, step: int, loss_sum: float) -> None:
         """A train/loss point between evaluations: the mean since the last one (stored at the next ``flush``)."""
@@ -285,13 +301,15 @@ class Tracker:
         """What a checkpoint keeps of this run: its random streams, detector, metrics and loss count."""
         return {"gens": {k: g.get_state() for k, g in vars(self.task).items() if isinstance(g, torch.Generator)},
                 "det": (self.det.initial, self.det.step), "best": dict(self.best), "last": dict(self.last),
-                "n_since": self.n_since}
+                "n_since": self.n_since, "sched": {k: sw.state_dict() for k, sw in self.switchers.items()}}
 
     def load_state_dict(self, state: dict) -> None:
         for k, st in state["gens"].items():
             getattr(self.task, k).set_state(st)
         self.det.initial, self.det.step = state["det"]
         self.best, self.last, self.n_since = dict(state["best"]), dict(state["last"]), state["n_since"]
+        for key, st in state.get("sched", {}).items():
+            self.switchers[key].load_state_dict(st)
 
 
 def build_members(cfgs: list[RunConfig], device: torch.device, loggers, dtype=None) -> list[Tracker]:
@@ -600,6 +618,9 @@ def evaluate_due(prep: Prepared, due: list[Tracker], step: int, sums: list[float
 
 def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_mode, dtype, notes, autocast):
     graph = graph_wanted(device, graph_mode)
+    if graph and any(scheduled(c.task) for c in cfgs):  # a switch changes the step's constants: never captured
+        graph = False
+        notes.append("CUDA graph off: a repetition schedule (task.p / task.B) changes the training step")
     if device.type == "cuda" and "cuda context" not in startup.PHASES:
         with startup.timed("cuda context"):
             torch.zeros(1, device=device)
@@ -607,6 +628,7 @@ def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_m
     with startup.timed("build"):
         prep = Prepared(cfgs, device, loggers, kernel, dtype, autocast, capturable=graph)
     runs, steps = prep.members, prep.steps
+    switching = [tr for tr in runs if tr.switchers]  # runs with a repetition schedule (repetition.py)
     ckpt = Checkpointer.for_stack(runs)  # training/checkpoint.py: continue from the latest checkpoint
     start, live = ckpt.restore(prep) if ckpt is not None else (0, list(runs))
     step_fn, graphed = _engine(prep, graph, graph_mode, notes)  # the trial (puts the state back), the capture
@@ -624,6 +646,8 @@ def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_m
     sync_every = 1 if device.type == "cpu" else min(c.eval.every for c in cfgs)
     for step in range(start + 1, steps + 1):
         prep.opt.set_lr(step, prep.lr_dev)
+        for tr in switching:
+            tr.schedule_to(step)
         step_fn()
         # the loss sums are read back at evaluations (and every step on CPUs: a NaN stops a run where it appears)
         synced = step % sync_every == 0

@@ -40,6 +40,11 @@ class RunLogger:
         if self.on_eval is not None and steps:
             self.on_eval(steps[-1], {k: v[-1] for k, v in series.items()})
 
+    def plateau(self, step: float) -> None:
+        """The run left its plateau at ``step`` (written at once: the plateau of a run still training shows live)."""
+        if self.store is not None:
+            self.store.log_plateau(self.run_id, step)
+
     def attention(self, step: int, maps: dict, meta: dict) -> None:
         if self.store is not None:
             self.store.log_attention(self.run_id, step, maps, meta)

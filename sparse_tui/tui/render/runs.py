@@ -183,8 +183,9 @@ class Row:
     step: int = 0
 
 
-def table_row(rec: RunRecord, last: dict | None, now: float) -> Row:
-    """A run as the run table shows it: display cells, sort keys, the text the filter searches."""
+def table_row(rec: RunRecord, last: dict | None, now: float, forecast: dict | None = None) -> Row:
+    """A run as the run table shows it: display cells, sort keys, the text the filter searches. The plateau cell
+    shows the emergence forecast (forecast.py) until the run leaves its plateau: '~1.2k'."""
     loss = final_metric(rec, last, ("test/loss", "train/loss"))
     acc = final_metric(rec, last, ("test/acc",))
     age = now - rec.created_at if rec.created_at else None
@@ -197,7 +198,7 @@ def table_row(rec: RunRecord, last: dict | None, now: float) -> Row:
         rec.preset,
         params_text(rec),
         f"{fmt_short(rec.step)}/{fmt_short(total)}",
-        fmt_short(rec.plateau_step, 4),
+        plateau_text(rec.plateau_step, forecast),
         fmt_short(loss),
         fmt_num(acc, ".3f"),
         rec.device or "-",
@@ -221,6 +222,14 @@ def table_row(rec: RunRecord, last: dict | None, now: float) -> Row:
     text = " ".join([rec.run_id, status, rec.preset, params_text(rec), rec.label or "", rec.device or "",
                      *run_tags(rec), rec.note or ""]).lower()
     return Row(rec.run_id, cells, keys, text, dict(rec.params), tuple(run_tags(rec)), rec.step)
+
+
+def plateau_text(step: float | None, forecast: dict | None) -> str:
+    """The plateau cell: the plateau step (live: written when the run leaves it), else the emergence forecast
+    ('~1.2k', forecast.py); the forecast in full is on the detail line."""
+    from sparse_tui.forecast import short
+
+    return fmt_short(step, 4) if step is not None or forecast is None else short(forecast)
 
 
 # Columns whose natural first order is high to low (s picks it; r reverses): accuracy, progress, age (newest first).

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from sparse_tui.forecast import detail as forecast_detail
+from sparse_tui.forecast import forecasts
 from sparse_tui.numbers import fmt_age
 from sparse_tui.store import RunRecord
 from sparse_tui.tui.render.filters import FIELDS, RESULTS, matches, parse
@@ -53,11 +55,13 @@ class RunTable:
         self._hp_auto: list[str] = []  # of those, the ones varied within a preset (shown by default)
         self.filter_errors: list[str] = []  # the filter's conditions that could not be read
         self._names: dict[tuple, str] = {}  # (width, kind, run id): the shown runs' names fitted together
+        self._fc: dict[str, dict | None] = {}  # run id -> its emergence forecast (forecast.py)
 
     def set_store(self, records: list[RunRecord], last: dict[str, dict], now: float) -> None:
         self._records = {r.run_id: r for r in records}
         self._last = last
-        self.rows = [table_row(r, last.get(r.run_id), now) for r in records]
+        self._fc = forecasts(records)  # forecast.py: the emergence forecast (plateau cell, detail line)
+        self.rows = [table_row(r, last.get(r.run_id), now, self._fc[r.run_id]) for r in records]
 
     def _filtered(self) -> list[Row]:
         """The runs the filter lets through (``render/filters``: words and conditions; its errors are kept)."""
@@ -233,6 +237,8 @@ class RunTable:
             t.append(" · tags " + ", ".join(tags), style="cyan")
         if rec.note:
             t.append(f" · note: {rec.note}", style="green")
+        if fc := self._fc.get(key):
+            t.append(f" · {forecast_detail(fc)}", style="cyan")
         t.append(f" · preset {c['preset']} · {c['device']} · {c['age']} ago")
         if speed(rec):
             t.append(f" · {speed(rec):.1f} steps/s · ETA {fmt_age(eta(rec))}"
