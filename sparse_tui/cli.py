@@ -767,6 +767,16 @@ def _figure_path(plot: Optional[Path]) -> Optional[Path]:
         return check_path(plot)
 
 
+def _figure_size(size: Optional[str]) -> Optional[tuple[float, float]]:
+    """``--size WxH`` in inches, checked before any work is done."""
+    if size is None:
+        return None
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)x(\d+(?:\.\d+)?)", size.strip())
+    if not m or not all(0.5 <= float(v) <= 40 for v in m.groups()):
+        raise fail(f"--size: WxH in inches between 0.5 and 40 (7x4), got {size!r}")
+    return float(m.group(1)), float(m.group(2))
+
+
 PlotOpt = typer.Option(
     None, "--plot", help='Also write a figure: FILE.png, .svg or .pdf (needs pip install "sparse-tui[plot]").',
     show_default=False,
@@ -780,16 +790,23 @@ def show(
     plots: bool = typer.Option(True, "--plots/--no-plots", help="Draw terminal plots of the curves."),
     width: int = typer.Option(0, "--width", help="Plot width in columns (default: terminal width)."),
     plot: Optional[Path] = PlotOpt,
+    size: Optional[str] = typer.Option(None, "--size", help="With --plot: the figure's size in inches, WxH (7x4).",
+                                       show_default=False),
+    mean_by: Optional[str] = typer.Option(None, "--mean-by", show_default=False,
+                                          help="With --plot and several runs: one mean ± std curve per group of "
+                                               "these keys' values (task.d,task.T: the seeds of a sweep point)."),
 ) -> None:
     """Summary and terminal plots of one run's curves; --plot FILE also writes the loss and accuracy curves with
-    the plateau marked (several runs: overlaid in one figure) and, for runs of token tasks, FILE_embedding (same
-    suffix): their final token embeddings in a plane (PCA above 2 dimensions), labelled by token value."""
+    the plateau marked (several runs: overlaid in one figure, or one mean ± std per group with --mean-by) and, for
+    runs of token tasks, FILE_embedding (same suffix): their final token embeddings in a plane (PCA above 2
+    dimensions), labelled by token value."""
     from sparse_tui.plotting import chart
     from sparse_tui.store import StoreError
 
     if width < 0:
         raise fail(f"--width: must be >= 0 (0 = terminal width), got {width}")
     fig_path = _figure_path(plot)
+    inches = _figure_size(size)
     if len(run_ids) > 1 and fig_path is None:
         raise fail("show: give one run, or several with --plot FILE")
     store = _open_store(runs_dir)
@@ -803,7 +820,8 @@ def show(
         embedded = [r.run_id for r in recs if store.array(r.run_id, ARRAY) is not None]
         geo_path = fig_path.with_name(f"{fig_path.stem}_embedding{fig_path.suffix}")
         with _refused(FigureError):
-            curves_figure(store, [r.run_id for r in recs], fig_path)
+            curves_figure(store, [r.run_id for r in recs], fig_path, size=inches,
+                          groups=[k.strip() for k in mean_by.split(",") if k.strip()] if mean_by else None)
             err.print(f"wrote {fig_path}")
             if embedded:  # token-input runs: their final embedding beside (blog 3's geometry view)
                 geometry_figure(store, embedded, geo_path)

@@ -122,3 +122,34 @@ def ramp(x: float) -> tuple[int, int, int]:
     f = pos - i
     a, b = _RAMP[i], _RAMP[i + 1]
     return tuple(int(round(a[j] + (b[j] - a[j]) * f)) for j in range(3))  # type: ignore[return-value]
+
+
+def mean_band(curves: Sequence[tuple[Sequence[float], Sequence[float]]]
+              ) -> tuple[list[float], list[float], list[float], list[int]]:
+    """Mean and sample standard deviation over runs (the seeds of a sweep point) at every step any of them logged:
+    ``(xs, mean, std, n)``. Each run is interpolated linearly between its own points and never extrapolated past
+    them (a run still training counts where it has data: ``n`` says how many runs each point has); non-finite values
+    are skipped; ``std`` is 0 where one run has data."""
+    import bisect
+
+    runs = []
+    for xs, ys in curves:
+        pts = sorted((float(x), float(y)) for x, y in zip(xs, ys)
+                     if x is not None and y is not None and math.isfinite(x) and math.isfinite(y))
+        if pts:
+            runs.append(([p[0] for p in pts], [p[1] for p in pts]))
+    out: tuple[list[float], list[float], list[float], list[int]] = ([], [], [], [])
+    for x in sorted({x for xs, _ in runs for x in xs}):
+        vals = []
+        for xs, ys in runs:
+            i = bisect.bisect_left(xs, x)
+            if i < len(xs) and xs[i] == x:
+                vals.append(ys[i])
+            elif 0 < i < len(xs):
+                f = (x - xs[i - 1]) / (xs[i] - xs[i - 1])
+                vals.append(ys[i - 1] + f * (ys[i] - ys[i - 1]))
+        m = sum(vals) / len(vals)
+        sd = math.sqrt(sum((v - m) ** 2 for v in vals) / (len(vals) - 1)) if len(vals) > 1 else 0.0
+        for lst, v in zip(out, (x, m, sd, len(vals))):
+            lst.append(v)
+    return out

@@ -363,15 +363,17 @@ def run_key(rec: Any) -> str:
 
 
 @figure_writer()
-def curves_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None, facet: bool | None = None) -> Any:
-    """Write loss and accuracy curves of the runs ``run_ids`` (ids or unique prefixes in ``store``) to ``path``:
-    a loss panel (train and test, log y), an accuracy panel when the runs log ``test/acc``, and a panel of the
-    attention on the relevant tokens when logged. Each run's plateau step is a vertical dotted line; the plateau
-    threshold a horizontal grey line on the watched metric.
+def curves_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None, facet: bool | None = None,
+                  groups: Sequence[str] | None = None, size: tuple[float, float] | None = None) -> Any:
+    """Write loss and accuracy curves of the runs ``run_ids`` (ids or unique prefixes in ``store``) to ``path``.
 
-    ``facet`` (default: when the runs are 2-16 sweep points, each with one or more seeds) draws small multiples
-    instead: one panel per sweep point with the watched metric of its seeds, the threshold and the plateau steps, so
-    that a sweep (the blog's n_embd figure) reads at a glance. Raises ``FigureError``."""
+    One run: a loss panel (train and test, log y), an accuracy panel when the run logs ``test/acc``, and a panel of
+    the attention on the relevant tokens when logged; the plateau step a vertical dotted line, the plateau threshold
+    a horizontal grey line on the watched metric. Several runs: ``_overlay_figure`` (``groups``: mean ± std over
+    the runs of each group of these keys' values, the seeds of a sweep point). ``facet`` (default: when the runs are
+    2-16 sweep points and no ``groups``) draws small multiples instead: one panel per sweep point with the watched
+    metric of its seeds, the threshold and the plateau steps. ``size``: (width, height) in inches. Raises
+    ``FigureError``."""
     import matplotlib as mpl
     import matplotlib.ticker as mticker
 
@@ -385,62 +387,44 @@ def curves_figure(store: Any, run_ids: Sequence[str], *, title: str | None = Non
 
     points = list(dict.fromkeys(run_key(rec) for rec in sorted(recs, key=order)))
     if facet is None:
-        facet = len(recs) > 1 and 2 <= len(points) <= 16
-    if facet:
-        return _facet_figure(data, points, title)
-    many = len(recs) > 1
+        facet = len(recs) > 1 and 2 <= len(points) <= 16 and not groups
+    if facet or len(recs) > 1:
+        fig = _facet_figure(data, points, title) if facet else _overlay_figure(
+            sorted(data, key=lambda d: order(d[0])), title, groups, size)
+        if size:
+            fig.set_size_inches(*size)
+        return fig
+    rec, series = data[0]
+    have = set(series)
     panels: list[tuple[str, list[str], bool]] = []
-    have = set().union(*(s.keys() for _, s in data))
     loss = [k for k in ("train/loss", "test/loss") if k in have]
-    if many and "test/loss" in have:  # several runs: one metric per panel, colour = run, line style = seed
-        loss = ["test/loss"]
     if loss:
         panels.append(("test loss" if loss == ["test/loss"] else "loss", loss, True))
     if "test/acc" in have:
         panels.append(("test accuracy", ["test/acc"], False))
-    if not many:
-        attn = sorted(k for k in have if k.startswith("attn/L") and "/H" not in k)
-        if attn:
-            panels.append(("attention on the relevant tokens", attn, False))
-        other = sorted(k for k in have if k.startswith("toy/"))
-        if other:
-            panels.append(("toy model", other, False))
+    attn = sorted(k for k in have if k.startswith("attn/L") and "/H" not in k)
+    if attn:
+        panels.append(("attention on the relevant tokens", attn, False))
+    other = sorted(k for k in have if k.startswith("toy/"))
+    if other:
+        panels.append(("toy model", other, False))
     if not panels:
-        panels.append(("metrics", sorted(have)[: 1 if many else 4], False))
-
-    labels = [run_key(rec) for rec, _ in data]
-    keys = list(dict.fromkeys(labels))
-    seeds = sorted({rec.seed for rec, _ in data if rec.seed is not None})
-    styles = ["-", (0, (4, 1.5)), (0, (1, 1)), (0, (6, 2, 1, 2))]
-    cmap = mpl.colormaps["viridis" if len(keys) > 10 else "tab10"]
-    colour = {k: (cmap(0.05 + 0.85 * i / max(1, len(keys) - 1)) if len(keys) > 10 else cmap(i % 10))
-              for i, k in enumerate(keys)}
+        panels.append(("metrics", sorted(have)[:4], False))
     fig, axes = _fig(len(panels), 3.4, 2.9)
     for ax, (name, metrics, log_y) in zip(axes, panels):
-        for (rec, series), lab in zip(data, labels):
-            for j, m in enumerate(metrics):
-                if m not in series:
-                    continue
-                st, vals = series[m]
-                pts = [(s, v) for s, v in zip(st, vals) if v is not None and math.isfinite(v)
-                       and (v > 0 or not log_y)]
-                if not pts:
-                    continue
-                if many:
-                    c = colour[lab]
-                    ls = styles[seeds.index(rec.seed) % len(styles)] if rec.seed in seeds else "-"
-                    if len(metrics) > 1:
-                        ls = styles[j % len(styles)]
-                else:
-                    c = mpl.colormaps["tab10"](j)
-                    ls = "-"
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], color=c, ls=ls, lw=1.1,
-                        label=(m if not many else None))
-            thr = _threshold(rec, series)
-            if thr and thr[0] in metrics and (thr[1] > 0 or not log_y):
-                ax.axhline(thr[1], color="0.55", lw=0.7, ls="-", zorder=1)
-            if rec.plateau_step is not None:
-                ax.axvline(rec.plateau_step, color=colour[lab] if many else "0.3", lw=0.8, ls=":", zorder=1)
+        for j, m in enumerate(metrics):
+            if m not in series:
+                continue
+            st, vals = series[m]
+            pts = [(x, v) for x, v in zip(st, vals) if v is not None and math.isfinite(v) and (v > 0 or not log_y)]
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], color=mpl.colormaps["tab10"](j), lw=1.1,
+                        label=m)
+        thr = _threshold(rec, series)
+        if thr and thr[0] in metrics and (thr[1] > 0 or not log_y):
+            ax.axhline(thr[1], color="0.55", lw=0.7, ls="-", zorder=1)
+        if rec.plateau_step is not None:
+            ax.axvline(rec.plateau_step, color="0.3", lw=0.8, ls=":", zorder=1)
         if log_y:
             ax.set_yscale("log")
             fmt = mticker.FuncFormatter(lambda v, _: f"{v:g}")
@@ -449,26 +433,140 @@ def curves_figure(store: Any, run_ids: Sequence[str], *, title: str | None = Non
                                                                else ""))
         ax.set_xlabel("step")
         ax.set_title(name)
-        if not many:
-            ax.legend(frameon=False, loc="best")
-    if many:
-        from matplotlib.lines import Line2D
-
-        handles = [Line2D([], [], color=colour[k], lw=1.4, label=k) for k in keys]
-        if len(seeds) > 1:
-            handles += [Line2D([], [], color="0.3", ls=styles[i % len(styles)], lw=1.1, label=f"seed {s}")
-                        for i, s in enumerate(seeds)]
-        fig.legend(handles=handles, loc="outside right center", frameon=False)
-    rec0 = recs[0]
-    how = _plateau_rule(rec0)
+        ax.legend(frameon=False, loc="best")
+    how = _plateau_rule(rec)
     if title is None:
-        if many:
-            presets = sorted({r.preset for r in recs})
-            title = f"{', '.join(presets)}: {len(recs)} runs"
-        else:
-            ps = "none" if rec0.plateau_step is None else f"{rec0.plateau_step:g}"
-            title = f"{rec0.preset} · {rec0.label} · plateau step {ps}"
+        ps = "none" if rec.plateau_step is None else f"{rec.plateau_step:g}"
+        title = f"{rec.preset} · {rec.label} · plateau step {ps}"
     fig.suptitle(f"{title}   ({how}; dotted: plateau step)" if how else title, fontsize=8.5)
+    if size:
+        fig.set_size_inches(*size)
+    return fig
+
+
+def _value_order(v: Any) -> tuple:
+    """Numbers by value, then texts (a swept key's values in a legend)."""
+    return (0, float(v), "") if isinstance(v, (int, float)) and not isinstance(v, bool) else (1, 0.0, str(v))
+
+
+def _overlay_figure(data: Sequence[tuple[Any, Mapping]], title: str | None, groups: Sequence[str] | None,
+                    size: tuple[float, float] | None) -> Any:
+    """Several runs in one figure a paper can use (issue 34): the test loss (and the accuracy when logged) of each
+    run, or with ``groups`` the mean ± std over the runs of each group (the seeds of a sweep point, as the console's
+    Runs grouping), coloured by the swept value (a colour bar when one key varies over more than 6 values, else a
+    legend inside the axes, or below them when long), the plateau step as one marker per run (per group: at the
+    mean plateau, its std as a bar) on its curve, and a log step axis when the plateaus span a decade or more."""
+    import matplotlib as mpl
+    import numpy as np
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    from sparse_tui.plotting import mean_band
+
+    have = set().union(*(s.keys() for _, s in data))
+    metrics = [m for m in ("test/loss", "test/acc") if m in have] or [min(have)]
+    recs = [rec for rec, _ in data]
+    keys = list(groups or [])
+    unknown = [k for k in keys if all(k not in r.params for r in recs)]
+    if unknown:
+        known = ", ".join(sorted({k for r in recs for k in r.params if k not in ("name", "description")}))
+        raise FigureError(f"--mean-by {','.join(unknown)}: no run has this key (theirs: {known})")
+    units: dict[Any, list[tuple[Any, Mapping]]] = {}
+    for rec, series in data:
+        units.setdefault(tuple(repr(rec.params.get(k)) for k in keys) if keys else rec.run_id, []).append((rec, series))
+    varying = [k for k in dict.fromkeys(k for r in recs for k in r.params)
+               if k not in ("seed", "name", "description") and len({repr(r.params.get(k)) for r in recs}) > 1]
+    dims = keys or varying  # what tells the curves apart
+    distinct = {k: sorted({repr(r.params.get(k)): r.params.get(k) for r in recs}.values(), key=_value_order)
+                for k in dims}
+    skey = min(dims, key=lambda k: len(distinct[k])) if len(dims) == 2 else None  # line style: the shorter key
+    skey = skey if skey is not None and len(distinct[skey]) <= 4 else None
+    ckey = dims[0] if len(dims) == 1 else next((k for k in dims if k != skey), None) if skey else None
+    first = {u: members[0][0] for u, members in units.items()}
+    cvals = distinct[ckey] if ckey else []
+    ramp = len(cvals) > 6 and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in cvals)
+    if ramp:
+        lo, hi = min(cvals), max(cvals)
+        norm = (mpl.colors.LogNorm if lo > 0 and hi >= 10 * lo else mpl.colors.Normalize)(lo, hi)
+        cmap = mpl.colormaps["viridis"]
+        by_value = {repr(v): cmap(0.92 * norm(v)) for v in cvals}
+    else:
+        by_value = {repr(v): mpl.colormaps["tab10"](i % 10) for i, v in enumerate(cvals)}
+    colour = {u: by_value[repr(first[u].params.get(ckey))] if ckey else mpl.colormaps["tab10"](i % 10)
+              for i, u in enumerate(units)}
+    styles = ["-", "--", ":", "-."]
+    style = {u: styles[[repr(v) for v in distinct[skey]].index(repr(first[u].params.get(skey)))] if skey else "-"
+             for u in units}
+    short = {k: k.split(".")[-1] for k in dims}
+
+    def label(u: Any) -> str:
+        rec = first[u]
+        text = ", ".join(f"{short[k]}={rec.params.get(k)}" for k in (keys or varying)) or rec.label or rec.run_id
+        return f"{text} (n={len(units[u])})" if keys else text
+
+    plateaus = [r.plateau_step for r in recs if r.plateau_step and r.plateau_step > 0]
+    log_x = len(plateaus) > 1 and max(plateaus) >= 10 * min(plateaus)
+    fig = Figure(figsize=size or (3.6 * len(metrics) + (0.9 if ramp else 0), 3.0), layout="constrained")
+    axes = fig.subplots(1, len(metrics), squeeze=False)[0]
+    for ax, metric in zip(axes, metrics):
+        log_y = metric.endswith("loss")
+        for u, members in units.items():
+            curves = [series[metric] for _, series in members if metric in series]
+            if not curves:
+                continue
+            if keys:
+                xs, ys, sd, _ = (np.asarray(a, dtype=float) for a in mean_band(curves))
+            else:
+                xs, ys = (np.asarray(a, dtype=float) for a in curves[0])
+            ok = np.isfinite(ys) & ((xs > 0) if log_x else True) & ((ys > 0) if log_y else True)
+            ax.plot(xs[ok], ys[ok], color=colour[u], ls=style[u], lw=1.2, label=None if ckey else label(u))
+            if keys and len(curves) > 1:
+                lo = ys - sd
+                ax.fill_between(xs[ok], np.where(lo > 0, lo, np.nan)[ok] if log_y else lo[ok], (ys + sd)[ok],
+                                color=colour[u], alpha=0.18, lw=0)
+            ps = [r.plateau_step for r, _ in members if r.plateau_step is not None]
+            fin = np.isfinite(ys)  # the marker sits on the curve, also where a log axis cannot show it (step 0)
+            if ps and ok.any():
+                at = [float(np.mean(ps))] if keys else ps
+                ax.errorbar(at, np.interp(at, xs[fin], ys[fin]), xerr=[float(np.std(ps, ddof=1))] if keys and
+                            len(ps) > 1 else None, fmt="o", ms=3.5, color=colour[u], mec="white", mew=0.5,
+                            capsize=2, lw=0.8, zorder=3)
+        if log_y:
+            ax.set_yscale("log")
+        if log_x:
+            ax.set_xscale("log")
+        ax.set_xlabel("step")
+        ax.set_ylabel(metric)
+    extra = [Line2D([], [], color="0.3", marker="o", ls="", ms=3.5, label="plateau step" + (" (mean ± std)" if keys
+                                                                                            else ""))]
+    if keys:
+        extra.append(Patch(color="0.3", alpha=0.25, label="± std over the group's runs"))
+    if ramp:
+        sm = mpl.cm.ScalarMappable(norm=norm, cmap=mpl.colors.ListedColormap(cmap(np.linspace(0, 0.92, 256))))
+        fig.colorbar(sm, ax=list(axes), label=short[ckey], pad=0.02, fraction=0.05)
+        styled = [Line2D([], [], color="0.3", ls=styles[i], lw=1.2, label=f"{short[skey]}={v}")
+                  for i, v in enumerate(distinct[skey])] if skey else []
+        axes[0].legend(handles=styled + extra, frameon=False, loc="best")
+    else:
+        handles = axes[0].get_legend_handles_labels()[0]
+        if ckey:  # one entry per colour (a group's with its n), then per line style
+            shown = {repr(first[u].params.get(ckey)): u for u in reversed(list(units))}
+            handles = [Line2D([], [], color=by_value[repr(v)], lw=1.4, label=label(shown[repr(v)]) if len(dims) == 1
+                              else f"{short[ckey]}={v}") for v in cvals]
+        if skey:
+            handles += [Line2D([], [], color="0.3", ls=styles[i], lw=1.2, label=f"{short[skey]}={v}")
+                        for i, v in enumerate(distinct[skey])]
+        handles += extra
+        if len(handles) <= 7:
+            axes[0].legend(handles=handles, frameon=False, loc="best")
+        else:
+            fig.legend(handles=handles, loc="outside lower center", ncol=min(4, len(handles)), frameon=False)
+    presets = sorted({r.preset for r in recs})
+    head = title or f"{', '.join(presets)}: {len(recs)} runs" + (
+        f", mean ± std over the runs of each {', '.join(short[k] for k in keys)}" if keys else "")
+    how = _plateau_rule(recs[0])
+    fig.suptitle(textwrap.fill(f"{head}   ({how})" if how else head, int(13 * fig.get_figwidth())), fontsize=8.5)
     return fig
 
 
@@ -1018,4 +1116,30 @@ def phase_figure(x_key: str, y_key: str, xs: Sequence[Any], ys: Sequence[Any], g
     _phase_panel(fig, ax, x_key, y_key, xs, ys, grid, value)
     head = title or f"{value}: {y_key} × {x_key}"
     fig.suptitle(f"{head}   ({note})" if note else head, fontsize=8.5)
+    return fig
+
+
+@figure_writer()
+def scatter_figure(data: Any, *, title: str | None = None, size: tuple[float, float] | None = None) -> Any:
+    """The console's Scatter panel as a figure (issue 34, TensorBoard HParams' scatter): one point per run, its
+    plateau step or a final metric (``data.y``) against a hyperparameter (``data.x``), on the panel's axes (log
+    where it shows log); the runs left out are counted in the title."""
+    from matplotlib.figure import Figure
+
+    if not data.points:
+        raise FigureError("no run has both values")
+    fig = Figure(figsize=size or (3.6, 3.0), layout="constrained")
+    ax = fig.subplots()
+    ax.scatter([p[0] for p in data.points], [p[1] for p in data.points], s=14, color="tab:blue", alpha=0.8,
+               edgecolor="white", linewidth=0.4)
+    if data.log_x:
+        ax.set_xscale("log")
+    if data.log_y:
+        ax.set_yscale("log")
+    ax.set_xlabel(data.x)
+    ax.set_ylabel(data.y)
+    left = [f"{data.censored} never left the plateau" if data.censored else "",
+            f"{data.missing} without the value" if data.missing else ""]
+    head = title or f"{data.y} against {data.x.split('.')[-1]}: {len(data.points)} runs"
+    fig.suptitle(textwrap.fill("; ".join([head, *filter(None, left)]), int(13 * fig.get_figwidth())), fontsize=8.5)
     return fig

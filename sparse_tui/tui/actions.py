@@ -11,6 +11,8 @@ numbers). Nothing here imports Textual widgets.
 
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 from typing import Any
 
@@ -251,15 +253,40 @@ def fit(store: RunStore, req: Any) -> FitDone:
     return FitDone(fitview.fit_table(rep, req), fitview.fit_plot(rep), info, report=rep, request=req)
 
 
-def figure(store: RunStore, panel: str, payload: Any, path: Path) -> Message:
-    """Write the figure of a panel through ``figures`` (curves: the runs ``payload``; fit: the ``FitReport``;
-    phase: the diagram's data) and say where."""
+def figure_target(text: str, folder: Path) -> tuple[Path | None, tuple[float, float] | None]:
+    """The file and size typed in the figure prompt (``FILE [WxH]``, size in inches; a relative FILE is in
+    ``folder``); (None, None) for nothing typed. Raises ``ValueError`` with the reason."""
+    parts = text.split()
+    if not parts:
+        return None, None
+    size = None
+    if len(parts) > 1 and (m := re.fullmatch(r"(\d+(?:\.\d+)?)x(\d+(?:\.\d+)?)", parts[-1])):
+        size = (float(m.group(1)), float(m.group(2)))
+        if not (0.5 <= size[0] <= 40 and 0.5 <= size[1] <= 40):
+            raise ValueError(f"size {parts[-1]}: width and height must lie between 0.5 and 40 inches")
+        parts = parts[:-1]
+    path = Path(" ".join(parts)).expanduser()
+    if path.is_absolute() and not path.parent.is_dir():
+        raise ValueError(f"{path}: folder {path.parent} does not exist")
+    path = path if path.is_absolute() else folder / path
+    if path.suffix.lower() not in figures.FORMATS:
+        raise ValueError(f"{path}: the file name must end in {', '.join(figures.FORMATS)}")
+    return path, size
+
+
+def figure(store: RunStore, panel: str, payload: Any, path: Path, size: tuple[float, float] | None = None) -> Message:
+    """Write the figure of a panel through ``figures`` (curves: the runs ``payload``, or (runs, group keys); fit:
+    the ``FitReport``; phase: the diagram's data; scatter: its points) and say where; ``size`` in inches (curves,
+    scatter)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if panel == "curves":
-            out = figures.curves_figure(store, payload, path)
+            ids, groups = payload if isinstance(payload, tuple) else (payload, None)
+            out = figures.curves_figure(store, ids, path, groups=groups, size=size)
         elif panel == "fit":
             out = figures.fit_figure(payload, path)
+        elif panel == "scatter":
+            out = figures.scatter_figure(payload, path, size=size)
         else:
             x, y, xs, ys, grid, counts, value = payload
             out = figures.phase_figure(x, y, xs, ys, grid, value, path, note=cell_note(counts))

@@ -150,7 +150,6 @@ class SparseTuiApp(Reporting, FocusHighlight, Guarded, App[int]):
             return False
         self.sub_title = f"store {self.runs_dir}"
         self.poller = StorePoller(self.store, self.main.post_message, self.poll_interval)
-        self.poller.watch(self.main.view_ids())
         self.run_worker(self.poller.run, name="store poller", group="poll", thread=True, exclusive=True,
                         exit_on_error=False)
         return True

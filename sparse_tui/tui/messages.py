@@ -206,19 +206,19 @@ class GroupingChanged(Message):
     keys: list[str]
 
 
-@dataclass
-class GridToggled(Message):
-    """g in Curves: small multiples of many runs on / off (the app watches the Runs table's runs for it)."""
-
-    on: bool
+class SeriesWanted(Message):
+    """A panel draws other runs' series now (g, b in Curves): the screen asks the panels again which to read."""
 
 
 @dataclass
 class FigureRequested(Message):
-    """p in Curves, Fit or Phase: write the panel's figure (``figures``) as ``fmt`` (png / svg)."""
+    """p in Curves, Fit, Phase or Scatter: write the panel's figure (``figures``) as ``fmt`` (png / svg); a panel
+    that knows what to draw sends it as ``payload``."""
 
     panel: str
     fmt: str = "png"
+    payload: Any = None
+    ask: bool = False  # ask for the file name and size first (w)
 
 
 @dataclass

@@ -14,6 +14,7 @@ from sparse_tui.tui.widgets.fit_panel import FitPanel
 from sparse_tui.tui.widgets.phase_diagram import PhasePanel
 from sparse_tui.tui.widgets.presets_panel import PresetsPanel
 from sparse_tui.tui.widgets.run_table import RunsPanel
+from sparse_tui.tui.widgets.scatter import ScatterPanel
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,7 @@ PANELS = [
     PanelSpec("attention", "Attention", AttentionPanel),
     PanelSpec("fit", "Fit", FitPanel),
     PanelSpec("phase", "Phase", PhasePanel),
+    PanelSpec("scatter", "Scatter", ScatterPanel),
 ]
 
 

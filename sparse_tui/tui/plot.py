@@ -6,7 +6,9 @@ stored data again on the next build (``math domain error``), and a figure built 
 can index past its canvas (``IndexError`` in ``_build.py``). So no figure outlives one ``draw``: the spec is the
 state, and the figure is rebuilt from it for every size and every redraw. ``draw`` also drops what an axis cannot
 show (non-finite values, values <= 0 on a log axis), draws nothing when nothing is left, and never raises for a
-small area. Legends go below the plot (plotext's sit on the data, e.g. on a loss plateau).
+small area. Legends go below the plot (plotext's sit on the data, e.g. on a loss plateau), one entry per label and
+colour, in at most a quarter of the height ("+N more" for the rest), so that the chart keeps most of it. A ``band``
+series (mean ± std of a group) is drawn as a shaded area under its lines.
 
 Nothing here imports Textual: ``draw`` returns Rich ``Text``, so it is tested on its own (tests/tui/test_plot.py).
 """
@@ -28,16 +30,25 @@ MIN_WIDTH, MIN_HEIGHT = 16, 5  # below this a plot is not drawn (a note says so)
 HUGE = 1e100  # larger values are dropped: plotext's tick arithmetic overflows on spans near the float limit
 
 
+def rich_color(color: str | int | tuple) -> str:
+    """The Rich colour of a plotext colour (a name, an int of the 256-colour palette, or an RGB tuple)."""
+    if isinstance(color, tuple):
+        return "rgb({},{},{})".format(*color)
+    return f"color({color})" if isinstance(color, int) else _RICH.get(color, color)
+
+
 @dataclass
 class Series:
-    """One curve (``kind="line"``) or a set of points (``kind="points"``), labelled in the legend."""
+    """One curve (``kind="line"``), a set of points (``kind="points"``), or a shaded area between ``ys`` and
+    ``ys2`` (``kind="band"``), labelled in the legend."""
 
     xs: Sequence[float]
     ys: Sequence[float]
     label: str = ""
-    color: str = "cyan"
-    kind: str = "line"  # "line" | "points"
+    color: str | int | tuple = "cyan"  # a plotext colour name, an int of the 256-colour palette, or RGB
+    kind: str = "line"  # "line" | "points" | "band"
     marker: str | None = None  # default: braille for lines, "●" for points
+    ys2: Sequence[float] = ()  # a band's upper edge (``ys``: its lower edge)
 
 
 @dataclass
@@ -52,6 +63,9 @@ class PlotSpec:
     ylim: tuple[float, float] | None = None  # fixed y range (accuracy: (0, 1)); None: the data's
     integer_x: bool = False  # x ticks are whole numbers (steps)
     empty: str = "no data"  # what an empty plot says
+    legend_head: str = ""  # a word before the legend's entries ("20 runs · colour = T:")
+    legend_keys: list[tuple[str | int | tuple, str]] = field(default_factory=list)  # (colour, value) after the head
+    show_legend: bool = True  # False: no legend (a chart of a grid: one legend under the grid)
 
 
 def clean(xs: Sequence[float], ys: Sequence[float], log_x: bool = False, log_y: bool = False,
@@ -109,23 +123,69 @@ def integer_ticks(lo: float, hi: float, width: int) -> list[int]:
     return ticks or [int(round(lo))]
 
 
-def legend(spec: PlotSpec, width: int) -> Text:
-    """One line (wrapped at ``width``) of coloured legend entries."""
-    t = Text(no_wrap=False, overflow="fold")
-    for s in spec.series:
-        if not s.label:
+def legend(spec: PlotSpec, width: int, max_lines: int | None = None) -> Text:
+    """The legend entries (one per label and colour), packed into lines of ``width``; past ``max_lines`` lines the
+    rest is counted ("+3 more")."""
+    entries: list[tuple[str, str, str]] = []  # (symbol, style, label)
+    if spec.legend_head:
+        entries.append(("", "", spec.legend_head))
+    entries += [("━", rich_color(c), label) for c, label in spec.legend_keys]
+    seen = set()
+    for s in sorted(spec.series, key=lambda s: s.color == "gray"):  # grey reference lines (theory) last
+        if s.label and (s.label, s.color) not in seen:
+            seen.add((s.label, s.color))
+            sym = "░" if s.kind == "band" else (s.marker or "●") if s.kind == "points" else "━"
+            entries.append((sym, rich_color(s.color), s.label))
+    if any(color == "red" for _, color in spec.vlines):
+        entries.append(("│", "red", "plateau step"))
+    lines, rest = _pack(entries, width, max_lines)
+    if rest:  # too many: the reference entries (theory, plateau) stay, the runs give way, and are counted
+        refs = [e for e in entries if e[1] in (rich_color("gray"), "red")]
+        runs = [e for e in entries if e not in refs]
+        for k in range(len(runs) - 1, -1, -1):
+            lines, _ = _pack(runs[:k] + refs + [("", "dim", f"+{len(runs) - k} more")], width, max_lines)
+            if _ == 0:
+                break
+    for line in lines:
+        line.truncate(width)
+    return Text("\n").join(lines) if lines[0] else Text()
+
+
+def _pack(entries: list[tuple[str, str, str]], width: int, max_lines: int | None) -> tuple[list[Text], int]:
+    """Entries packed into lines of ``width``, at most ``max_lines``: the lines, and how many entries did not fit."""
+    lines: list[Text] = [Text()]
+    for i, (sym, style, label) in enumerate(entries):
+        piece = len(sym) + bool(sym) + len(label)
+        line = lines[-1]
+        if line and len(line) + 2 + piece > width:
+            if max_lines is not None and len(lines) >= max_lines:
+                return lines, len(entries) - i
+            lines.append(line := Text())
+        if line:
+            line.append("  ")
+        if sym:
+            line.append(sym + " ", style=style)
+        line.append(label, style=style if not sym else "")
+    return lines, 0
+
+
+def _band_points(s: Series, xs: list[float], lo: list[float], yrange: tuple[float, float], rows: int,
+                 log_y: bool) -> tuple[list[float], list[float]]:
+    """A band as points: at each x, one point per text row whose centre lies between the band's edges."""
+    y0, y1 = (math.log10(v) for v in yrange) if log_y else yrange
+    his = dict(zip(s.xs, s.ys2))
+    px, py = [], []
+    for x, a in zip(xs, lo):
+        b = his.get(x)
+        if b is None or not math.isfinite(b):
             continue
-        sym = "●" if s.kind == "points" else "━"
-        if t:
-            t.append("  ")
-        t.append(sym + " ", style=_RICH.get(s.color, s.color if isinstance(s.color, str) else ""))
-        t.append(s.label)
-    for x, color in spec.vlines:
-        if color == "red" and "plateau" not in t.plain:
-            t.append("  ")
-            t.append("│ ", style="red")
-            t.append("plateau step")
-    return t
+        for k in range(rows):
+            y = y0 + (k + 0.5) * (y1 - y0) / rows
+            y = 10 ** y if log_y else y
+            if a <= y <= b:
+                px.append(x)
+                py.append(y)
+    return px, py
 
 
 def _figure(width: int, height: int, theme: str | None):
@@ -152,20 +212,31 @@ def draw(spec: PlotSpec, width: int, height: int, theme: str | None = None) -> T
         ylim = None
     shown = []
     for s in spec.series:
-        xs, ys = clean(s.xs, s.ys, spec.log_x, spec.log_y, xlim)
+        xs, ys = clean(s.xs, s.ys, spec.log_x, spec.log_y and s.kind != "band", xlim)
         if ylim is not None:  # a fixed range shows what lies outside at its edge
             ys = [min(ylim[1], max(ylim[0], y)) for y in ys]
         if xs:
             shown.append((s, xs, ys))
     if not shown:
         return Text(f"{spec.title + ': ' if spec.title else ''}{spec.empty}", style="dim")
-    leg = legend(spec, width)
-    leg_lines = -(-len(leg.plain) // width) if leg.plain else 0  # folded at the width
-    leg_lines = min(leg_lines, max(0, height - MIN_HEIGHT))
+    leg = legend(spec, width, max(1, min(height // 4, height - MIN_HEIGHT))) if spec.show_legend else Text()
+    leg_lines = len(leg.plain.splitlines()) if height > MIN_HEIGHT else 0
     plt = _figure(width, height - leg_lines, theme)
     xs_all = [x for _, xs, _ in shown for x in xs]
+    ys_all = [y for s, _, ys in shown for y in ys if s.kind != "band"]
+    ys_all += [y for s, _, _ in shown if s.kind == "band" for y in clean(s.xs, s.ys2, log_y=spec.log_y)[1]]
+    ylo, yhi = ylim if ylim is not None else (min(ys_all or [0.0]), max(ys_all or [1.0]))
+    if not ys_all or yhi <= ylo:  # a band alone, or a flat band: no shading
+        shown = [(s, xs, ys) for s, xs, ys in shown if s.kind != "band"]
+    shown = [(s, *(_band_points(s, xs, ys, (ylo, yhi), 2 * max(1, height - leg_lines), spec.log_y)
+                   if s.kind == "band" else (xs, ys))) for s, xs, ys in shown]
+    shown = [(s, xs, ys) for s, xs, ys in shown if xs]
+    if not shown:
+        return Text(f"{spec.title + ': ' if spec.title else ''}{spec.empty}", style="dim")
     for s, xs, ys in shown:
-        if s.kind == "points":
+        if s.kind == "band":
+            plt.scatter(xs, ys, marker="░", color=s.color)
+        elif s.kind == "points":
             plt.scatter(xs, ys, marker=s.marker or "●", color=s.color)
         else:
             plt.plot(xs, ys, marker=s.marker or "braille", color=s.color)
@@ -183,8 +254,6 @@ def draw(spec: PlotSpec, width: int, height: int, theme: str | None = None) -> T
         plt.ylim(*ylim)
     # Ticks in one format per axis (plotting.tick_labels): plotext's own mix fixed-point log ticks ("0.000001"),
     # "360" beside "1.05e+03" and values like "83273.7".
-    ys_all = [y for _, _, ys in shown for y in ys]
-    ylo, yhi = ylim if ylim is not None else (min(ys_all), max(ys_all))
     if yhi > ylo:
         ticks = nice_ticks(ylo, yhi, max(2, (height - leg_lines) // 4), log=spec.log_y)
         if ticks:
@@ -223,23 +292,32 @@ def ema(values: Sequence[float], alpha: float) -> list[float]:
     return out
 
 
-GRID_CELL = (40, 10)  # the smallest chart of a grid (columns, rows)
+GRID_CELL = (26, 8)  # the smallest chart of a grid (columns, rows)
 
 
 def grid_shape(n: int, width: int, height: int) -> tuple[int, int]:
-    """(columns, rows) of a grid of ``n`` charts in ``width`` x ``height``: as many as fit at ``GRID_CELL``."""
-    cols = max(1, min(n, width // GRID_CELL[0]))
-    rows = max(1, min(-(-n // cols), height // GRID_CELL[1]))
-    return cols, rows
+    """(columns, rows) of a grid of ``n`` charts in ``width`` x ``height``: all of them when they fit at
+    ``GRID_CELL``, in the shape whose charts are largest (about 4:1 columns to rows, like a terminal chart), else as
+    many as fit (the rest on further pages)."""
+    most_c, most_r = max(1, width // GRID_CELL[0]), max(1, height // GRID_CELL[1])
+    fits = [(c, -(-n // c)) for c in range(1, min(n, most_c) + 1) if -(-n // c) <= most_r]
+    if not fits:
+        return min(n, most_c), most_r
+    return max(fits, key=lambda cr: (min(width / cr[0] / 40, height / cr[1] / 10), -cr[0] * cr[1]))
 
 
 def draw_grid(specs: Sequence[PlotSpec], width: int, height: int, page: int = 0,
               theme: str | None = None) -> Text:
     """Small multiples: ``specs`` (each titled) side by side in as many columns and rows as fit, page ``page`` of
-    them; each chart is drawn by ``draw`` in its own fresh figure."""
+    them; each chart is drawn by ``draw`` in its own fresh figure, without its legend and x label: one legend line
+    under the grid serves them all (the first chart's entries, so the charts must share their colours' meaning)."""
     width, height = int(width), int(height)
     if not specs:
         return Text("no runs to draw", style="dim")
+    leg = legend(specs[0], width, 1)
+    height -= bool(leg.plain) and height > GRID_CELL[1]
+    if not leg.plain or height < GRID_CELL[1]:
+        leg = Text()
     cols, rows = grid_shape(len(specs), width, height)
     per = cols * rows
     chunk = list(specs[page * per:(page + 1) * per])
@@ -253,7 +331,7 @@ def draw_grid(specs: Sequence[PlotSpec], width: int, height: int, page: int = 0,
             if i < len(chunk):
                 spec = chunk[i]
                 head = Text(spec.title[: cw - 1], style="bold")
-                body = PlotSpec(**{**spec.__dict__, "title": ""})
+                body = PlotSpec(**{**spec.__dict__, "title": "", "xlabel": "", "show_legend": False})
                 lines = [head, *draw(body, cw - 1, ch - 1, theme).split("\n", allow_blank=True)]
             lines = lines[:ch] + [Text("")] * (ch - len(lines[:ch]))
             for ln in lines:
@@ -266,4 +344,7 @@ def draw_grid(specs: Sequence[PlotSpec], width: int, height: int, page: int = 0,
             if r or k:
                 out.append("\n")
             out.append_text(line)
+    if leg.plain:
+        out.append("\n")
+        out.append_text(leg)
     return out

@@ -209,11 +209,14 @@ class PanelRequests:
         self.app.push_screen(ExportScreen(len(ids), stamp, folder=self.export_folder()), done)
 
     def on_figure_requested(self, msg: FigureRequested) -> None:
-        """p in Curves, Fit or Phase: the panel's figure as PNG (P: SVG) in RUNS_DIR/figures, through ``figures``
-        (the code of ``sparse-tui show/fit --plot``); the notification says where."""
+        """p in Curves, Fit, Phase or Scatter: the panel's figure as PNG (P: SVG) in RUNS_DIR/figures, through
+        ``figures`` (the code of ``sparse-tui show/fit --plot``); the notification says where. ``w`` (Curves,
+        Scatter) asks for the file and the size first."""
         if not self.app.ensure_store("figure"):
             return
-        if msg.panel == "curves":
+        if msg.payload is not None:
+            payload, missing = msg.payload, ""
+        elif msg.panel == "curves":
             payload = self.view_ids()
             missing = "no runs to draw: pick runs in the Runs panel"
         elif msg.panel == "fit":
@@ -232,8 +235,22 @@ class PanelRequests:
         while path.exists() or path in self.figures_pending:  # two in one second: figure-…-2.png
             n += 1
             path = self.app.runs_dir / "figures" / f"{msg.panel}-{stamp}-{n}.{msg.fmt}"
-        self.figures_pending.add(path)
-        self._work(actions.figure, self.app.store, msg.panel, payload, path, group="figure")
+        if not msg.ask:
+            self.figures_pending.add(path)
+            self._work(actions.figure, self.app.store, msg.panel, payload, path, group="figure")
+            return
+
+        def done(text: str | None) -> None:
+            try:
+                target, size = actions.figure_target(text or "", self.app.runs_dir / "figures")
+            except ValueError as e:
+                self.notify(f"figure not written: {e}", severity="warning", markup=False)
+                return
+            if target is not None:
+                self._work(actions.figure, self.app.store, msg.panel, payload, target, size, group="figure")
+
+        self.app.push_screen(PromptScreen("Write the figure to FILE (.png, .svg or .pdf; relative: in RUNS_DIR/figures),"
+                                          " then a size in inches if you like (7x4)", f"{path.name} 6.4x4"), done)
 
     def on_attention_requested(self, m: AttentionRequested) -> None:
         self._work(actions.attention, self.app.store, m.run_id, m.step, m.layer, m.head, m.example, m.width,

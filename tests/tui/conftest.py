@@ -333,3 +333,36 @@ async def to_run(pilot, preset: str, status: str | None = None):
             return rec
         await pilot.press("down")
     raise AssertionError(f"no run of {preset}")
+
+
+def fill_linreg_sweep(runs_dir: Path, key: str = "task.T", values=tuple(range(8, 168, 8)), seeds=(0,)) -> RunStore:
+    """A deterministic linreg toy sweep over ``key`` (default: 20 values of T, one seed: the overlay of issue 34)
+    and ``seeds``, with plateau ~ 1.5 sqrt(d) T and a seed-dependent jitter. Fixed ids and times."""
+    import sparse_tui.store.claims as store_mod
+
+    counter = itertools.count(1)
+    orig = store_mod.new_id
+    store_mod.new_id = lambda nbytes=4: f"{next(counter):0{2 * nbytes}x}"
+    try:
+        store = RunStore(runs_dir)
+        raw = {"name": "sweep", "seeds": list(seeds), "task": {"kind": "linreg", "d": 8, "T": 16},
+               "model": {"kind": "toy"}, "train": {"optimizer": "sgd", "lr": 0.1, "steps": 6000, "device": "cpu"},
+               "eval": {"every": 100}, "sweep": {key: list(values)}}
+        _, ids = store.create_runs(_specs(raw))
+        rng = np.random.default_rng(1)
+        for i, rid in enumerate(ids):
+            r = store.get(rid)
+            d, T = r.params["task.d"], r.params["task.T"]
+            plateau = 1.5 * math.sqrt(d) * T * float(np.exp(rng.normal(0, 0.15)))
+            steps = list(range(0, 6001, 100))
+            loss = [0.5 / (1 + math.exp(min(50.0, (s - plateau) / (0.15 * plateau)))) + 1e-3 for s in steps]
+            store.log_metrics_many(rid, steps, {"train/loss": loss, "test/loss": loss})
+            store.finish(rid, "finished", plateau_step=plateau if plateau < 6000 else None, step=6000,
+                         summary={"final": {"test/loss": loss[-1], "train/loss": loss[-1]}})
+            store.con.execute("UPDATE runs SET device='cpu', created_at=?, started_at=?, ended_at=?, heartbeat_at=?"
+                              " WHERE run_id=?", (BASE_TIME + i, BASE_TIME + i, BASE_TIME + i + 60,
+                                                  BASE_TIME + i + 60, rid))
+        store.con.commit()
+        return store
+    finally:
+        store_mod.new_id = orig

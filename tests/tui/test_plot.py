@@ -61,7 +61,8 @@ def test_random_specs_never_raise():
             ys = [rng.choice(odd) if rng.random() < 0.2 else rng.random() * rng.choice([1, 1e-6, 1e6])
                   for _ in range(n)]
             series.append(Series(xs, ys, label=rng.choice(["", "a", "loss" * 10]),
-                                 kind=rng.choice(["line", "points"])))
+                                 kind=rng.choice(["line", "points", "band"]),
+                                 ys2=[y + rng.choice([0.0, 1.0, -1.0, math.nan]) for y in ys]))
         spec = PlotSpec(series, vlines=[(rng.choice([0, 50, math.nan, -5]), "red")] if rng.random() < 0.5 else [],
                         title=rng.choice(["", "t"]), log_x=rng.random() < 0.3, log_y=rng.random() < 0.5,
                         xlim=rng.choice([None, (0, 100), (5, 5), (10, 1)]), ylim=rng.choice([None, (0, 1)]),

@@ -408,7 +408,11 @@ async def test_curve_grid_draws_one_chart_per_group(synthetic: Path, presets_dir
         plot = curves.query_one(PlotView)
         await wait_for(pilot, lambda: plot.grid is not None and len(plot.grid) == 3, 10)
         assert [s.title for s in plot.grid] == ["d=4 (n=3)", "d=16 (n=3)", "d=64 (n=3)"]
-        labels = [s.label for s in plot.grid[0].series if not s.label.endswith("ODE")]
+        labels = [s.label for s in plot.grid[0].series if s.kind == "line" and s.color != "gray"]
+        assert labels == ["test/loss (n=3)"]  # grouped: the group's mean ± std (issue 34)
+        await pilot.press("b")  # one line per run
+        await wait_for(pilot, lambda: len(plot.grid[0].series) > 2, 10)
+        labels = [s.label for s in plot.grid[0].series if s.kind == "line" and s.color != "gray"]
         assert labels == ["T=8", "T=16", "T=32"]  # only the keys that differ, in their order
         assert "grid of 3" in curves.border_title
         await pilot.press("l", "plus")  # log y and smoothing apply to every chart

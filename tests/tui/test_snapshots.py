@@ -143,3 +143,38 @@ SWEEP_VIEWS = {
 def test_sweep_snapshot(snap_compare, sweep_dirs, view):
     runs, presets = sweep_dirs
     assert snap_compare(make(runs, presets), terminal_size=(80, 24), run_before=SWEEP_VIEWS[view])
+
+
+# issue 34: a 20-run overlay at 80x24 (one legend line, the chart most of the panel), the mean ± std per group of
+# seeds (3 values of d x 3 seeds, grouped in Runs), and the grid of the 20 runs sized to the terminal
+@pytest.fixture(scope="module")
+def chart_dirs(tmp_path_factory) -> dict[str, Path]:
+    from .conftest import fill_linreg_sweep
+
+    root = tmp_path_factory.mktemp("sweep")
+    fill_linreg_sweep(root / "sweep20").close()
+    fill_linreg_sweep(root / "seeds", key="task.d", values=(4, 16, 64), seeds=(0, 1, 2)).close()
+    (root / "presets").mkdir()
+    return {"sweep20": root / "sweep20", "seeds": root / "seeds", "presets": root / "presets"}
+
+
+def _n_curves(n):
+    return _until(lambda a: _curves_ready(a) and len(a.query_one("CurvesPanel").data.run_ids) == n)
+
+
+CHART_VIEWS = {
+    "overlay20": ("sweep20", _steps("2", "a", "v", _n_curves(20))),
+    "grid20": ("sweep20", _steps("3", "g", _n_curves(20))),
+    "band": ("seeds", _steps("2", "g", "3", _n_curves(9))),
+    "band_grid": ("seeds", _steps("2", "g", "3", "g", _n_curves(9))),
+    "scatter": ("sweep20", _steps("7", _until(lambda a: a.query_one("ScatterPanel").data is not None
+                                              and len(a.query_one("ScatterPanel").data.points) == 20))),
+}
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("view", list(CHART_VIEWS))
+def test_chart_snapshot(snap_compare, chart_dirs, view, size):
+    store, steps = CHART_VIEWS[view]
+    app = make(chart_dirs[store], chart_dirs["presets"])
+    assert snap_compare(app, terminal_size=size, run_before=steps)

@@ -2,9 +2,9 @@
 
 Everything here is generated from the panel registry (``tui/panels.PANELS``): the tabs, the keys 1..N, and the calls
 of each panel's hooks (``widgets/panel.ConsolePanel``): ``store_changed`` with each read of the store poller,
-``panel_shown`` on a switch, ``focus_panel``. The screen keeps the UI state: the newest read of the store (``records``,
-``last``) and the run under the Runs table's cursor (``current``); the marked runs are the Runs panel's (``marked``
-asks it). Its mixin ``PanelRequests`` (``requests.py``) answers what the panels ask for."""
+``panel_shown`` on a switch, ``focus_panel``, ``selection_changed``, ``series_changed``. It keeps the UI state: the
+store's newest read (``records``, ``last``), the run under the cursor (``current``); the marks, filtered runs and
+grouping are the Runs panel's (``view`` asks it). Its mixin ``PanelRequests`` answers the panels."""
 
 from __future__ import annotations
 
@@ -23,16 +23,15 @@ from sparse_tui.tui import panels
 from sparse_tui.tui.guard import Guarded, guarded
 from sparse_tui.tui.messages import (
     CurvesData,
-    GridToggled,
     GroupingChanged,
     HiddenChanged,
     MarkedChanged,
     PanelRequested,
     RunHighlighted,
     RunsUpdated,
+    SeriesWanted,
 )
 from sparse_tui.tui.requests import PanelRequests
-from sparse_tui.tui.widgets.curves import CurvesPanel
 from sparse_tui.tui.widgets.keys_footer import KeysFooter
 from sparse_tui.tui.widgets.panel import StoreView
 from sparse_tui.tui.widgets.run_table import RunsPanel
@@ -40,8 +39,6 @@ from sparse_tui.tui.widgets.run_table import RunsPanel
 
 class MainScreen(PanelRequests, Guarded, Screen):
     """The screen of the panels; guarded like them (a widget's render error surfaces in its screen's loop)."""
-
-    GRID_RUNS = 64  # at most this many runs in the Curves grid
 
     current: reactive[str | None] = reactive(None, init=False)  # the run under the Runs table's cursor
 
@@ -71,17 +68,19 @@ class MainScreen(PanelRequests, Guarded, Screen):
     @property
     def marked(self) -> list[str]:
         """The marked runs that count: those the Runs table's filter shows (the Runs panel owns the marks)."""
-        runs = self.query(RunsPanel)
-        return runs.first().visible_marks() if runs else []
+        return self.view().marked
 
     def view(self) -> StoreView:
-        return StoreView(self.records, self.last, self.current, self.marked, self.app.clock())
+        t = self.query(RunsPanel).first() if self.query(RunsPanel) else None
+        return StoreView(self.records, self.last, self.current, t.visible_marks() if t else [], self.app.clock(),
+                         t.visible_ids if t else [], list(t.group_keys) if t else [],
+                         frozenset(self.hidden))
 
-    def _panels(self, live_only: bool = False):
-        """The mounted panels (the LIVE ones, and the one shown unless ``live_only``)."""
-        active = self.query_one("#panels", TabbedContent).active
+    def _panels(self, which: str = "shown"):
+        """The mounted panels: ``all``, the ``live`` ones, or (``shown``) the live ones and the one shown."""
+        active = self.query_one("#panels", TabbedContent).active if which == "shown" else None
         for p in panels.PANELS:
-            if p.cls.LIVE or (not live_only and active == f"tab-{p.id}"):
+            if which == "all" or p.cls.LIVE or (which == "shown" and active == f"tab-{p.id}"):
                 yield from self.query(f"#{p.id}")
 
     @guarded
@@ -107,51 +106,38 @@ class MainScreen(PanelRequests, Guarded, Screen):
         """Every few seconds: the live panels again with the time now (run ages)."""
         if self.records:
             view = self.view()
-            for panel in self._panels(live_only=True):
+            for panel in self._panels("live"):
                 panel.store_changed(view)
 
     @guarded
     def on_curves_data(self, msg: CurvesData) -> None:
-        self.query_one(CurvesPanel).update_data(msg)
+        for panel in self._panels("all"):
+            panel.series_changed(msg)
 
     @on(RunHighlighted)
     def _run_highlighted(self, msg: RunHighlighted) -> None:
         self.current = msg.run_id
 
+    def view_ids(self) -> list[str]:
+        """The runs whose metric series the panels draw (each panel's ``selection_changed`` says which)."""
+        view = self.view()
+        wanted = dict.fromkeys(r for panel in self._panels("all") for r in panel.selection_changed(view))
+        return [r for r in wanted if r not in self.hidden]  # never those hidden in the charts (h in Runs)
+
     @on(MarkedChanged)
-    @on(GridToggled)
-    def _watch_changed(self) -> None:
-        self._update_watch()
-
-    def watch_current(self) -> None:
-        self._update_watch()
-
+    @on(SeriesWanted)
     @on(GroupingChanged)
     @guarded
-    def _grouping_changed(self, msg: GroupingChanged) -> None:
-        self.query_one(CurvesPanel).set_groups(list(msg.keys))
+    def _update_watch(self) -> None:
+        if self.app.poller is not None:
+            self.app.poller.watch(self.view_ids())
+
+    watch_current = _update_watch
 
     @on(HiddenChanged)
     def _hidden_changed(self, msg: HiddenChanged) -> None:
         self.hidden = set(msg.run_ids)
         self._update_watch()
-
-    def view_ids(self) -> list[str]:
-        """The runs whose curves are shown: the marked runs, else (the Curves grid) the runs the Runs table shows,
-        else the current one; never those hidden in the charts."""
-        return [r for r in self._view_ids() if r not in self.hidden]
-
-    def _view_ids(self) -> list[str]:
-        if marked := self.marked:
-            return marked
-        curves = self.query(CurvesPanel)
-        if curves and curves.first().grid:
-            return [r for r in self.query_one(RunsPanel).visible_ids if r not in self.hidden][: self.GRID_RUNS]
-        return [self.current] if self.current else []
-
-    def _update_watch(self) -> None:
-        if self.app.poller is not None:
-            self.app.poller.watch(self.view_ids())
 
     def export_folder(self) -> str:
         """Where the export dialog proposes to write: the folder used last, else RUNS_DIR/exports (never the

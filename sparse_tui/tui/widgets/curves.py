@@ -21,18 +21,19 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from sparse_tui.numbers import fmt_num
-from sparse_tui.plotting import downsample
+from sparse_tui.plotting import downsample, mean_band, ramp
 from sparse_tui.tui.guard import Guarded
-from sparse_tui.tui.messages import CurvesData, FigureRequested, GridToggled, TheoryData, TheoryRequested
-from sparse_tui.tui.plot import PlotSpec, Series, ema, grid_shape
+from sparse_tui.tui.messages import CurvesData, FigureRequested, SeriesWanted, TheoryData, TheoryRequested
+from sparse_tui.tui.plot import PlotSpec, Series, ema, fmt_step, grid_shape
 from sparse_tui.tui.render.runs import param_text, short_keys, value_key
-from sparse_tui.tui.widgets.panel import ConsolePanel
+from sparse_tui.tui.widgets.panel import ConsolePanel, StoreView
 from sparse_tui.tui.widgets.plot_view import PlotView
 from sparse_tui.tui.widgets.shallow_focus import ShallowFocus
 
 GROUPS = ("loss", "accuracy", "attention", "toy", "entropy")
 _ATTN = re.compile(r"^attn/L\d+/(relevant|select|copy)$")
 COLORS = ("cyan", "orange", "green", "magenta", "yellow", "blue", "red", "white")
+MORE_COLORS = (39, 208, 141, 118, 205, 229, 73, 174)  # past 8 runs (256-colour palette: sky, amber, violet ...)
 SMOOTHING = (0.0, 0.5, 0.8, 0.9, 0.95, 0.98)  # EMA weights on the past (+ / - step through them)
 ZOOMS = (1.0, 0.5, 0.25, 0.125, 0.0625)  # shown fraction of the steps (z / Z)
 
@@ -61,29 +62,70 @@ def available_groups(data: CurvesData | None) -> list[str]:
     return out or ["loss"]
 
 
+def _differing(data: CurvesData, ids: list[str]) -> list[str]:
+    params = [data.params.get(r, {}) for r in ids]
+    keys = list(dict.fromkeys(k for p in params for k in p))
+    return [k for k in keys if k not in ("name", "description") and len({repr(p.get(k)) for p in params}) > 1]
+
+
 def differing_labels(data: CurvesData, run_ids: list[str] | None = None) -> dict[str, str]:
     """Legend labels of overlaid runs: only the parameters that differ among them (``d_model=32 seed=1``); the
     run name when they differ in none (or their parameters are unknown)."""
     ids = list(run_ids if run_ids is not None else data.run_ids)
-    params = [data.params.get(r, {}) for r in ids]
-    keys = list(dict.fromkeys(k for p in params for k in p))
-    diff = [k for k in keys if k not in ("name", "description")
-            and len({repr(p.get(k)) for p in params}) > 1]
+    diff = _differing(data, ids)
     titles = short_keys(diff)
     out = {}
-    for rid, p in zip(ids, params):
+    for rid in ids:
+        p = data.params.get(rid, {})
         text = " ".join(f"{titles[k]}={param_text(p.get(k))}" for k in diff)
         out[rid] = text or data.labels.get(rid, rid)
     return out
 
 
+def colouring(data: CurvesData, units: dict[str, list[str]], width: int = 80
+              ) -> tuple[dict[str, object], dict[str, str], str, list]:
+    """Colours, legend labels, a legend head and colour keys for the units (a run, or a group of runs) drawn
+    together: up to 8 in the named colours, labelled by what they differ in; more that differ in one swept key (the
+    seed aside) on a colour ramp over its values, unlabelled, under one head ("20 runs · colour = T:") and a few of
+    the values in their colours (as many as fit in ``width``, the first and the last always)."""
+    firsts = {u: ids[0] for u, ids in units.items()}
+    diff = _differing(data, list(firsts.values()))
+    swept = [k for k in diff if k != "seed"]
+    if len(units) > len(COLORS) and len(swept) == 1:
+        key = swept[0]
+        value = {u: data.params.get(r, {}).get(key) for u, r in firsts.items()}
+        vals = sorted({repr(v): v for v in value.values()}.values(), key=value_key)
+        ramped = [ramp(0.05 + 0.9 * i / max(1, len(vals) - 1)) for i in range(len(vals))]
+        where = {repr(v): c for v, c in zip(vals, ramped)}
+        n = sum(len(ids) for ids in units.values())
+        head = f"{len(units)} groups" if n > len(units) else f"{n} runs"
+        head += f" · colour = {short_keys([key])[key]}:"
+        room = max(2, (width - len(head) - 30) // (4 + max(len(param_text(v)) for v in vals)))
+        pick = sorted({round(i * (len(vals) - 1) / max(1, min(room, len(vals)) - 1))
+                       for i in range(min(room, len(vals)))})
+        keys = [(ramped[i], param_text(vals[i])) for i in pick]
+        return {u: where[repr(v)] for u, v in value.items()}, {u: "" for u in units}, head, keys
+    labels = differing_labels(data, list(firsts.values()))
+    colours = {u: (COLORS + MORE_COLORS)[i % (len(COLORS) + len(MORE_COLORS))] for i, u in enumerate(units)}
+    return colours, {u: labels[r] for u, r in firsts.items()}, "", []
+
+
+def _at(xs: list[float], ys: list[float], x: float) -> float | None:
+    """The curve's value at ``x`` (the first point at or after it)."""
+    return next((y for xx, y in zip(xs, ys) if xx >= x), None)
+
+
 def curves_spec(data: CurvesData | None, group: str, *, log_loss: bool = True, theory: bool = True,
                 smoothing: float = 0.0, zoom: float = 1.0, center: float = 0.5, width: int = 80,
-                run_ids: list[str] | None = None, title: str = "",
-                curves: dict[str, tuple[list[float], list[float]] | None] | None = None) -> PlotSpec:
+                run_ids: list[str] | None = None, title: str = "", group_keys: list[str] | None = None,
+                curves: dict[str, tuple[list[float], list[float]] | None] | None = None,
+                focus: list[str] | None = None, x_of: dict | None = None) -> PlotSpec:
     """The plot of one metric group of the watched runs (or of ``run_ids`` among them; pure: tested without a
     screen), with the theory ``curves`` of the runs that have one. Overlaid runs are labelled by the parameters they
-    differ in."""
+    differ in and their plateau steps marked on their curves (one run: a red line). ``group_keys``: one mean ± std
+    band per group of runs with equal values of these keys (the seeds of a sweep point) instead of one line per
+    run. ``focus``: these runs in colour, the others grey and unlabelled (the full-screen chart). ``x_of``: a run's
+    step -> its x (time; a run without one is left out)."""
     log = group == "loss" and log_loss
     spec = PlotSpec(xlabel="step", log_y=log, integer_x=True, title=title,
                     ylim=(0.0, 1.0) if group in ("accuracy", "attention") else None,
@@ -91,33 +133,73 @@ def curves_spec(data: CurvesData | None, group: str, *, log_loss: bool = True, t
     if data is None or not data.run_ids:
         return spec
     ids = [r for r in (run_ids if run_ids is not None else data.run_ids) if r in data.series]
-    many = len(ids) > 1
-    labels = differing_labels(data, ids) if many else {}
+    units: dict[str, list[str]] = {}
+    for r in ids:
+        p = data.params.get(r, {})
+        units.setdefault(repr([p.get(k) for k in group_keys]) if group_keys else r, []).append(r)
+    if group_keys:  # groups in the order of their values
+        units = dict(sorted(units.items(), key=lambda kv: tuple(
+            value_key(data.params.get(kv[1][0], {}).get(k)) for k in group_keys)))
+    if x_of is not None:
+        units = {u: m for u, m in units.items() if m[0] in x_of}
+        spec.integer_x = False
+    many = len(units) > 1
+    colours, labels, spec.legend_head, spec.legend_keys = colouring(data, units, width) if many else ({}, {}, "", [])
+    if focus:  # the others first (under it), grey, unlabelled
+        units = dict(sorted(units.items(), key=lambda kv: bool(set(kv[1]) & set(focus))))
+        for u, m in units.items():
+            if not set(m) & set(focus):
+                colours[u], labels[u] = 240, ""
+        spec.legend_head, spec.legend_keys = "", []
+    banded = bool(group_keys)
+    if banded:
+        spec.legend_head = " · ".join(filter(None, ["mean ± std", spec.legend_head]))
     npts = max(40, 2 * width)
     ci = 0
     xmin, xmax = math.inf, -math.inf
-    for rid in ids:
-        series = data.series.get(rid, {})
-        name_of = labels.get(rid, data.labels.get(rid, rid))
-        names = group_series(group, list(series), many)
+    marks: tuple[list[float], list[float]] = ([], [])
+    bands: list[Series] = []
+    odes: list[Series] = []  # after the runs' lines (one legend entry for all)
+    for u, members in units.items():
+        name_of = labels[u] if u in labels else data.labels.get(u, u)
+        fx = (x_of or {}).get(members[0], lambda x: x)
+        names = group_series(group, list(data.series[members[0]]), many or banded)
         for name in names:
-            xs, ys = series[name]
-            if smoothing > 0:
-                ys = ema(ys, smoothing)
-            xs, ys = downsample(list(xs), list(ys), npts)
-            if xs:
-                xmin, xmax = min(xmin, min(xs)), max(xmax, max(xs))
-            label = (name_of if len(names) == 1 else f"{name_of} {name}") if many else name
-            spec.series.append(Series(xs, ys, label=label, color=COLORS[ci % len(COLORS)]))
+            color = colours[u] if many and len(names) == 1 else COLORS[ci % len(COLORS)]
             ci += 1
-        if group == "loss" and theory and (curves or {}).get(rid):
-            xs, ys = curves[rid]
-            xs, ys = downsample(list(xs), list(ys), npts)
-            spec.series.append(Series(xs, ys, label=f"{name_of} ODE" if many else "theory (ODE)",
-                                      color="gray"))
-        ps = data.plateau.get(rid)
-        if ps is not None:
-            spec.vlines.append((ps, "red"))
+            runs_xy = [data.series[r][name] for r in members if name in data.series[r]]
+            if banded:
+                bx, mean, sd, _ = mean_band(runs_xy)
+                runs_xy = [(bx, mean)]
+                if len(members) > 1:
+                    edges = [[m - v for m, v in zip(mean, sd)], [m + v for m, v in zip(mean, sd)]]
+                    lo, hi = (downsample(bx, ema(e, smoothing), npts)[1] for e in edges)
+                    bands.append(Series(list(map(fx, downsample(bx, mean, npts)[0])), lo, ys2=hi, kind="band",
+                                        color=color))
+            for xs, ys in runs_xy:
+                xs, ys = downsample(list(xs), ema(ys, smoothing), npts)
+                xs = list(map(fx, xs))
+                if xs:
+                    xmin, xmax = min(xmin, min(xs)), max(xmax, max(xs))
+                label = (name_of if len(names) == 1 else f"{name_of} {name}") if many else name
+                if label and banded:
+                    label += f" (n={len(members)})"
+                spec.series.append(Series(xs, ys, label=label.strip(), color=color))
+                for r in members if many else ():
+                    ps = data.plateau.get(r)
+                    y = _at(xs, ys, fx(ps)) if ps is not None and colours.get(u) != 240 else None
+                    if y is not None:
+                        marks[0].append(fx(ps))
+                        marks[1].append(y)
+        if group == "loss" and theory and (curves or {}).get(members[0]):
+            xs, ys = downsample(*map(list, curves[members[0]]), npts)
+            xs = list(map(fx, xs))
+            odes.append(Series(xs, ys, label="theory (ODE)", color="gray"))
+        if not many:  # one run, or one group: red lines
+            spec.vlines += [(fx(ps), "red") for r in members if (ps := data.plateau.get(r)) is not None]
+    spec.series[:0] = bands + odes  # under the runs' lines
+    if marks[0]:
+        spec.series.append(Series(*marks, label="plateau step", color="red", kind="points", marker="◆"))
     if zoom < 1.0 and math.isfinite(xmin) and xmax > xmin:
         span = (xmax - xmin) * zoom
         c = xmin + (xmax - xmin) * center
@@ -163,10 +245,13 @@ class CurvesPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True)
         Binding("left", "pan(-1)", "Pan left", show=False),
         Binding("right", "pan(1)", "Pan right", show=False),
         Binding("g", "toggle('grid')", "Grid"),
+        Binding("b", "toggle('band')", "Mean ± std"),
+        Binding("f", "full_screen", "Full screen"),
         Binding("pagedown", "page(1)", "Next charts", show=False),
         Binding("pageup", "page(-1)", "Prev charts", show=False),
         Binding("p", "figure('png')", "Figure"),
         Binding("P", "figure('svg')", "Figure (SVG)", show=False),
+        Binding("w", "figure('png', True)", "Figure as…", show=False),
     ]
 
     DEFAULT_CSS = """
@@ -182,6 +267,7 @@ class CurvesPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True)
     center: reactive[float] = reactive(0.5, init=False)  # centre of the zoomed window, as a fraction of the steps
     grid: reactive[bool] = reactive(False, init=False)  # small multiples: one chart per group (or run)
     page: reactive[int] = reactive(0, init=False)  # the grid's page (when not all charts fit)
+    band: reactive[bool] = reactive(True, init=False)  # grouped runs (Runs g): one mean ± std per group
 
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
@@ -195,13 +281,23 @@ class CurvesPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True)
         yield PlotView(id="curves-plot")
         yield Static("Select runs in the Runs panel (space marks several, enter views).", id="curves-info")
 
-    def on_mount(self) -> None:
-        self.redraw()
-
     def on_resize(self) -> None:
         self.redraw()
 
-    def update_data(self, data: CurvesData) -> None:
+    on_mount = on_resize
+
+    def selection_changed(self, view: StoreView) -> list[str]:
+        """The marked runs, else (grid) the runs the table shows, else the current one; the grid follows its groups."""
+        if view.groups != self.group_keys:
+            self.group_keys, self.page = list(view.groups), 0
+            self._redraw_on_change()
+        if view.marked:
+            return [r for r in view.marked if r not in view.hidden]
+        if self.grid or (self.band and self.group_keys):
+            return [r for r in view.shown if r not in view.hidden][:64]  # at most 64 runs
+        return [view.current] if view.current else []
+
+    def series_changed(self, data: CurvesData) -> None:
         self.data = data
         groups = available_groups(data)
         if self.group not in groups:
@@ -221,26 +317,43 @@ class CurvesPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True)
         if self.is_mounted:
             self.redraw()
 
-    watch_group = watch_log_loss = watch_theory = watch_smoothing = watch_zoom = watch_center = _redraw_on_change
-    watch_page = _redraw_on_change
+    watch_group = watch_log_loss = watch_theory = watch_smoothing = watch_zoom = watch_center = watch_page = \
+        _redraw_on_change
+
+    def watch_band(self) -> None:
+        self.post_message(SeriesWanted())
+        self._redraw_on_change()
 
     def watch_grid(self, on: bool) -> None:
         self.page = 0
-        self.post_message(GridToggled(on))
-        self._redraw_on_change()
-
-    def set_groups(self, keys: list[str]) -> None:
-        """The Runs table's grouping: the grid draws one chart per group."""
-        self.group_keys = list(keys)
-        self.page = 0
+        self.post_message(SeriesWanted())
         self._redraw_on_change()
 
     def action_page(self, delta: int) -> None:
         if self.grid:
             self.page = max(0, min(self._pages - 1, self.page + delta))
 
-    def action_figure(self, fmt: str) -> None:
-        self.post_message(FigureRequested("curves", fmt))
+    def units(self) -> list[tuple[str, list[str]]]:
+        """What the chart draws: (name, run ids) per run, or per group (mean ± std)."""
+        return grid_units(self.data, self.group_keys if self.band else [])
+
+    def chart_spec(self, width: int, **kw) -> PlotSpec:
+        """The overlay with this panel's metric, log axis, smoothing and grouping (``kw``: the full-screen chart's
+        zoom, focus and x axis)."""
+        return curves_spec(self.data, self.group, log_loss=self.log_loss, theory=self.theory,
+                           smoothing=SMOOTHING[self.smoothing], curves=self.theory_curves, width=width,
+                           group_keys=self.group_keys if self.band else None, **kw)
+
+    def action_full_screen(self) -> None:
+        from sparse_tui.tui.screens.chart import ChartScreen
+
+        self.app.push_screen(ChartScreen(self))
+
+    def action_figure(self, fmt: str, ask: bool = False) -> None:
+        """The figure of the runs shown, with their groups' mean ± std when the chart shows it."""
+        ids = list(self.data.run_ids) if self.data else []
+        groups = list(self.group_keys) if self.band and self.group_keys else None
+        self.post_message(FigureRequested("curves", fmt, payload=(ids, groups) if ids else None, ask=ask))
 
     def action_cycle_group(self, delta: int) -> None:
         groups = available_groups(self.data)
@@ -260,11 +373,14 @@ class CurvesPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True)
         plot = self.query_one(PlotView)
         z = ZOOMS[self.zoom]
         kw = dict(log_loss=self.log_loss, theory=self.theory, smoothing=SMOOTHING[self.smoothing], zoom=z,
-                  center=self.center, curves=self.theory_curves)
+                  center=self.center, curves=self.theory_curves,
+                  group_keys=self.group_keys if self.band else None)
         parts = [f"Curves · {self.group}"]
+        if self.band and self.group_keys:
+            parts.append(f"mean ± std by {', '.join(short_keys(self.group_keys).values())}")
         if self.grid:
             units = grid_units(self.data, self.group_keys)
-            cols, rows = grid_shape(max(1, len(units)), plot.size.width or 80, plot.size.height or 20)
+            cols, rows = grid_shape(max(1, len(units)), plot.size.width or 80, (plot.size.height or 20) - 1)
             width = max(20, (plot.size.width or 80) // cols)
             specs = [curves_spec(self.data, self.group, run_ids=ids, title=title, width=width, **kw)
                      for title, ids in units]
@@ -278,7 +394,7 @@ class CurvesPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True)
         if z < 1:
             parts.append(f"zoom x{1 / z:g}")
         self.border_title = " · ".join(parts)
-        self.border_subtitle = "m metric · l log · +/- smooth · g grid · p figure"
+        self.border_subtitle = "m metric · l log · b band · g grid · p figure"
         self._info()
 
     def _info(self) -> None:
@@ -290,8 +406,14 @@ class CurvesPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True)
         if self.grid:  # the charts name their runs: one line, the plots keep the height
             units = grid_units(d, self.group_keys)
             info.update(Text(f"{len(d.run_ids)} runs in {len(units)} charts"
-                             + (f" grouped by {', '.join(short_keys(self.group_keys).values())}" if self.group_keys
-                                else " (g in Runs groups them)") + " · pgup/pgdn: more charts · g: one plot"))
+                             + (f" by {', '.join(short_keys(self.group_keys).values())}" if self.group_keys
+                                else " (g in Runs: groups)") + " · pgup/pgdn more · g one plot"))
+            return
+        if len(d.run_ids) > 3:  # one line: the legend names the runs, the chart keeps the height
+            ps = sorted(v for r in d.run_ids if (v := d.plateau.get(r)) is not None)
+            info.update(Text(f"{len(d.run_ids)} runs · {len(ps)} left the plateau"
+                             + (f" (steps {fmt_step(ps[0])} … {fmt_step(ps[-1])})" if ps else "")
+                             + ("" if self.group_keys else " · g in Runs: mean ± std")))
             return
         parts = []
         for rid in d.run_ids[:3]:
@@ -303,6 +425,4 @@ class CurvesPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True)
                 f"  loss {fmt_num(last.get('test/loss', last.get('train/loss')))}"
                 + (f"  acc {fmt_num(last['test/acc'], '.3f')}" if "test/acc" in last and not math.isnan(last['test/acc']) else "")
             )
-        if len(d.run_ids) > 3:
-            parts.append(f"… and {len(d.run_ids) - 3} more")
         info.update(Text("\n".join(parts)))  # plain text: names and statuses may hold [..]

@@ -3,7 +3,7 @@
 
 The screen calls ``store_changed`` with each fresh read of the run store (the store poller's ``RunsUpdated``) on the
 panel shown, and on every ``LIVE`` panel shown or not; ``panel_shown`` when the user switches to the panel (its key,
-the palette, another panel's request); ``focus_panel`` to put the focus in it."""
+the palette, another panel's request); ``focus_panel`` to put the focus in it; the series hooks on every panel."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sparse_tui.store import RunRecord
+from sparse_tui.tui.messages import CurvesData
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,9 @@ class StoreView:
     current: str | None  # the run under the Runs table's cursor
     marked: list[str]  # the marked runs that the Runs table's filter shows
     now: float  # 'now' for run ages (the app's clock)
+    shown: list[str]  # the runs the Runs table's filter shows, in its order
+    groups: list[str]  # the Runs table's grouping keys ([]: not grouped)
+    hidden: frozenset[str] = frozenset()  # runs hidden in the charts (h in Runs: HiddenChanged)
 
 
 class ConsolePanel:
@@ -40,6 +44,13 @@ class ConsolePanel:
 
     def panel_shown(self, view: StoreView) -> None:
         """The user switched to this panel."""
+
+    def selection_changed(self, view: StoreView) -> list[str]:
+        """The UI state changed: the runs whose metric series the panel draws (the store poller reads the union)."""
+        return []
+
+    def series_changed(self, data: CurvesData) -> None:
+        """A fresh read of the metric series of the runs the panels asked for."""
 
     def focus_panel(self) -> None:
         """Put the focus in the panel (the panel itself; a panel with a table or a list may pick that)."""
