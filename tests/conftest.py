@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -84,3 +86,41 @@ def stored_preset(tmp_path: Path, text: str, name: str = "synth"):
     store = RunStore(runs)
     _, ids = store.create_runs(specs)
     return preset, runs, store, specs, ids
+
+
+class StopAfter:
+    """A should_stop that asks the training loop to stop after ``n`` calls (one per step, plus one per claim)."""
+
+    def __init__(self, n: int):
+        self.n, self.calls = n, 0
+
+    def __call__(self):
+        self.calls += 1
+        return "interrupted" if self.calls > self.n else None
+
+
+@contextlib.contextmanager
+def read_only_copy(runs_dir: Path):
+    """``runs_dir`` seen read-only: a read-only bind mount when running as root (who writes any file), else a
+    directory and store without write permission."""
+    if os.geteuid() != 0:
+        os.chmod(runs_dir / "runs.db", 0o444)
+        os.chmod(runs_dir, 0o555)
+        try:
+            yield runs_dir
+        finally:
+            os.chmod(runs_dir, 0o755)
+            os.chmod(runs_dir / "runs.db", 0o644)
+        return
+    ro = runs_dir.parent / "ro"
+    ro.mkdir()
+    mounted = subprocess.run(["mount", "--bind", str(runs_dir), str(ro)], capture_output=True).returncode == 0
+    if mounted and subprocess.run(["mount", "-o", "remount,ro,bind", str(ro)], capture_output=True).returncode:
+        subprocess.run(["umount", str(ro)])
+        mounted = False
+    if not mounted:
+        pytest.skip("cannot make a read-only mount here")
+    try:
+        yield ro
+    finally:
+        subprocess.run(["umount", str(ro)])

@@ -8,7 +8,6 @@ the run's start as its wall time; MLflow could not bring a later tag to a run ex
 from __future__ import annotations
 
 import contextlib
-import os
 import socket
 import sqlite3
 import subprocess

@@ -18,16 +18,9 @@ from sparse_tui import runner
 from sparse_tui.presets import expand, load_preset
 from sparse_tui.store import RunStore
 
+from conftest import StopAfter
+
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", "COLUMNS": "200"}
-
-
-class StopAfter:
-    def __init__(self, n: int):
-        self.n, self.calls = n, 0
-
-    def __call__(self):
-        self.calls += 1
-        return "interrupted" if self.calls > self.n else None
 
 
 def _interrupted(store: RunStore, preset: Path, *sets: str) -> str:

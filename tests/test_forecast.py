@@ -14,7 +14,7 @@ import pytest
 
 from sparse_tui import runner
 from sparse_tui.forecast import forecast, loo
-from sparse_tui.presets import expand, load_preset, validate_preset_data
+from sparse_tui.presets import expand, load_preset
 from sparse_tui.store import RunStore
 
 FIG15 = Path(__file__).parent.parent / "presets" / "paper_fig15_adam_cpu.toml"

@@ -6,7 +6,6 @@ data, never code."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import pickle
@@ -22,6 +21,8 @@ from sparse_tui import runner
 from sparse_tui.executors import LocalExecutor
 from sparse_tui.presets import RunConfig, RunSpec
 from sparse_tui.store import RunStore
+
+from conftest import read_only_copy
 
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", "COLUMNS": "200"}
@@ -332,33 +333,6 @@ def test_resume_of_a_run_whose_stored_config_no_longer_validates(tmp_path):
     runner.work(store, store.get(rid).batch_id)
     rec = store.get(rid)
     assert rec.status == "failed" and "train.bogus: unknown key" in rec.reason, rec.reason
-
-
-@contextlib.contextmanager
-def read_only_copy(runs_dir: Path):
-    """``runs_dir`` seen read-only: a read-only bind mount when running as root (who writes any file), else a
-    directory and store without write permission."""
-    if os.geteuid() != 0:
-        os.chmod(runs_dir / "runs.db", 0o444)
-        os.chmod(runs_dir, 0o555)
-        try:
-            yield runs_dir
-        finally:
-            os.chmod(runs_dir, 0o755)
-            os.chmod(runs_dir / "runs.db", 0o644)
-        return
-    ro = runs_dir.parent / "ro"
-    ro.mkdir()
-    mounted = subprocess.run(["mount", "--bind", str(runs_dir), str(ro)], capture_output=True).returncode == 0
-    if mounted and subprocess.run(["mount", "-o", "remount,ro,bind", str(ro)], capture_output=True).returncode:
-        subprocess.run(["umount", str(ro)])
-        mounted = False
-    if not mounted:
-        pytest.skip("cannot make a read-only mount here")
-    try:
-        yield ro
-    finally:
-        subprocess.run(["umount", str(ro)])
 
 
 def test_resume_on_a_read_only_store_names_the_file(tmp_path):

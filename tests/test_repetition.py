@@ -16,6 +16,8 @@ from sparse_tui.repetition import Schedule, Switcher
 from sparse_tui.store import RunStore
 from sparse_tui.training.checkpoint import has_checkpoint
 
+from conftest import StopAfter
+
 BASE = {"task": {"kind": "recall", "n_tokens": 8, "n_pairs": 3},
         "model": {"kind": "transformer", "n_layers": 2, "n_heads": 1, "d_model": 16},
         "train": {"lr": 1e-2, "batch_size": 16, "steps": 60, "device": "cpu"},
@@ -129,15 +131,6 @@ def _run(tmp_path, name, text_p, *extra, stop=None):
     batch, ids = store.create_runs(expand(load_preset(preset, list(extra))))
     runner.work(store, batch, should_stop=stop)
     return store, batch, ids
-
-
-class StopAfter:
-    def __init__(self, n):
-        self.n, self.calls = n, 0
-
-    def __call__(self):
-        self.calls += 1
-        return "interrupted" if self.calls > self.n else None
 
 
 def test_a_switch_changes_the_data_and_is_logged(tmp_path):

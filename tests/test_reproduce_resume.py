@@ -15,6 +15,8 @@ from sparse_tui.presets import expand, load_preset
 from sparse_tui.store import RunStore
 from sparse_tui.training.checkpoint import has_checkpoint
 
+from conftest import StopAfter
+
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", "COLUMNS": "200"}
 
 # fig3's CPU preset, made tiny: three points of a linreg Transformer, checkpoints every 10 steps
@@ -42,15 +44,6 @@ test_size = 16
 [sweep]
 "task.d" = [4, 6, 8]
 """
-
-
-class StopAfter:
-    def __init__(self, n: int):
-        self.n, self.calls = n, 0
-
-    def __call__(self):
-        self.calls += 1
-        return "interrupted" if self.calls > self.n else None
 
 
 def test_reproduce_continues_interrupted_points_in_their_own_rows(tmp_path: Path):

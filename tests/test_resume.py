@@ -22,6 +22,8 @@ from sparse_tui.presets import expand, load_preset
 from sparse_tui.store import RunStore
 from sparse_tui.training.checkpoint import has_checkpoint
 
+from conftest import StopAfter
+
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", "COLUMNS": "200"}
 
 
@@ -31,17 +33,6 @@ def _batch(store: RunStore, preset: Path, *overrides: str) -> tuple[str, list[st
 
 def _series(store: RunStore, run_id: str) -> dict:
     return store.metrics(run_id)
-
-
-class StopAfter:
-    """A should_stop that asks the training loop to stop after ``n`` calls (one per step, plus one per claim)."""
-
-    def __init__(self, n: int):
-        self.n, self.calls = n, 0
-
-    def __call__(self):
-        self.calls += 1
-        return "interrupted" if self.calls > self.n else None
 
 
 def test_stopped_and_resumed_run_is_bit_identical(tiny_preset, tmp_path):

@@ -5,7 +5,6 @@ was stored; ``tag --add café`` was refused by a message that said "letters"."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 import sys
@@ -15,7 +14,7 @@ import pytest
 
 from sparse_tui.store import RunStore
 
-from conftest import stored_preset
+from conftest import read_only_copy, stored_preset
 from tui.conftest import fill_store
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", "COLUMNS": "200"}
@@ -38,30 +37,6 @@ def store_dir(tmp_path: Path) -> Path:
     d = tmp_path / "runs"
     fill_store(d).close()
     return d
-
-
-@contextlib.contextmanager
-def read_only(runs_dir: Path):
-    """``runs_dir`` seen read-only: a read-only bind mount as root (who writes any file), else no write permission."""
-    if os.geteuid() != 0:
-        os.chmod(runs_dir / "runs.db", 0o444)
-        os.chmod(runs_dir, 0o555)
-        try:
-            yield runs_dir
-        finally:
-            os.chmod(runs_dir, 0o755)
-            os.chmod(runs_dir / "runs.db", 0o644)
-        return
-    ro = runs_dir.parent / "ro"
-    ro.mkdir()
-    if subprocess.run(["mount", "--bind", str(runs_dir), str(ro)], capture_output=True).returncode:
-        pytest.skip("cannot make a read-only mount here")
-    try:
-        if subprocess.run(["mount", "-o", "remount,ro,bind", str(ro)], capture_output=True).returncode:
-            pytest.skip("cannot make a read-only mount here")
-        yield ro
-    finally:
-        subprocess.run(["umount", str(ro)])
 
 
 def test_a_threshold_every_run_is_past_at_once_names_the_flag(store_dir):
@@ -116,7 +91,7 @@ def test_an_empty_note_is_refused_and_the_note_stays(store_dir):
 
 
 def test_tag_and_note_on_a_read_only_store_name_the_file(store_dir):
-    with read_only(store_dir) as ro:
+    with read_only_copy(store_dir) as ro:
         for args, what in ((("tag", RUN, "--add", "x"), "change tags"), (("note", RUN, "hello"), "change the note")):
             line = _line(_cli(*args, "--runs-dir", str(ro)))
             assert line == (f"error: {ro / 'runs.db'}: the run store is read-only (file system or permissions); "
@@ -135,7 +110,7 @@ def test_reproduce_on_a_read_only_store_reports_when_every_run_is_stored(tmp_pat
     runs = tmp_path / "runs"
     first = _cli("reproduce", "fig1a", "--size", "cpu", "--runs-dir", str(runs))
     assert first.returncode == 0, first.stderr
-    with read_only(runs) as ro:
+    with read_only_copy(runs) as ro:
         again = _cli("reproduce", "fig1a", "--size", "cpu", "--runs-dir", str(ro))
         assert again.returncode == 0, again.stderr
         assert "5 run(s): 5 already in the store, 0 to train" in again.stderr, again.stderr

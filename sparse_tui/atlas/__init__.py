@@ -21,7 +21,6 @@ import importlib
 import pkgutil
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Mapping
 
 # One line per module of entries, in the order --list prints them.
