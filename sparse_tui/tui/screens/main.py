@@ -15,6 +15,7 @@ from textual.app import ComposeResult
 from textual.lazy import Lazy
 from textual.reactive import reactive
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Header, Input, TabbedContent, TabPane
 from textual.worker import Worker
 
@@ -34,7 +35,6 @@ from sparse_tui.tui.messages import (
 from sparse_tui.tui.requests import PanelRequests
 from sparse_tui.tui.widgets.keys_footer import KeysFooter
 from sparse_tui.tui.widgets.panel import StoreView
-from sparse_tui.tui.widgets.run_table import RunsPanel
 
 
 class MainScreen(PanelRequests, Guarded, Screen):
@@ -51,6 +51,7 @@ class MainScreen(PanelRequests, Guarded, Screen):
         self.hidden: set[str] = set()  # runs hidden in the charts (h in Runs owns them); view_ids leaves them out
         self.figures_pending: set[Path] = set()  # figure files asked for (each request gets a name of its own)
         self.export_dir: Path | None = None  # the export dialog's folder (the last one used)
+        self._found: dict[str, Widget] = {}  # panel id -> its mounted widget (_panel)
 
     def compose(self) -> ComposeResult:
         yield Header(icon="◆")
@@ -70,8 +71,21 @@ class MainScreen(PanelRequests, Guarded, Screen):
         """The marked runs that count: those the Runs table's filter shows (the Runs panel owns the marks)."""
         return self.view().marked
 
+    def _panel(self, pid: str) -> Widget | None:
+        """The mounted panel ``pid``, found once: a DOM query walks the whole tree (the preset form's hundreds of
+        rows), and the poller's every read asks for the panels several times."""
+        w = self._found.get(pid)
+        if w is None or not w.is_attached:
+            self._found.pop(pid, None)
+            found = self.query(f"#{pid}")
+            if found:
+                w = self._found[pid] = found.first()
+            else:
+                w = None
+        return w
+
     def view(self) -> StoreView:
-        t = self.query(RunsPanel).first() if self.query(RunsPanel) else None
+        t = self._panel("runs")
         return StoreView(self.records, self.last, self.current, t.visible_marks() if t else [], self.app.clock(),
                          t.visible_ids if t else [], list(t.group_keys) if t else [],
                          frozenset(self.hidden))
@@ -80,8 +94,9 @@ class MainScreen(PanelRequests, Guarded, Screen):
         """The mounted panels: ``all``, the ``live`` ones, or (``shown``) the live ones and the one shown."""
         active = self.query_one("#panels", TabbedContent).active if which == "shown" else None
         for p in panels.PANELS:
-            if which == "all" or p.cls.LIVE or (which == "shown" and active == f"tab-{p.id}"):
-                yield from self.query(f"#{p.id}")
+            if (which == "all" or p.cls.LIVE or (which == "shown" and active == f"tab-{p.id}")) \
+                    and (w := self._panel(p.id)) is not None:
+                yield w
 
     @guarded
     def on_runs_updated(self, msg: RunsUpdated) -> None:
