@@ -146,8 +146,13 @@ def _predict(rec: Any, others: Iterable[Any]) -> tuple | None:
 
 
 def forecasts(recs: Sequence[Any]) -> dict[str, dict | None]:
-    """``forecast`` of every run of ``recs`` from the others (the console's Runs table, ``runs``)."""
-    return {r.run_id: forecast(r, recs) for r in recs}
+    """``forecast`` of every run of ``recs`` from the others (the console's Runs table, ``runs``). Each run is given
+    only its own preset's runs (the only peers ``_predict`` uses), so a store of n runs costs O(n), not O(n²), per
+    refresh of the table."""
+    by_preset: dict[Any, list[Any]] = {}
+    for r in recs:
+        by_preset.setdefault(r.preset, []).append(r)
+    return {r.run_id: forecast(r, by_preset[r.preset]) for r in recs}
 
 
 def forecast(rec: Any, others: Iterable[Any]) -> dict | None:
