@@ -341,14 +341,25 @@ class TransformerModel(_Section):
             "(docs/REPRODUCTION.md). The blog does not say which its model does."
         ),
     )
-    init: Literal["normal", "torch"] = Field(
+    init: Literal["normal", "torch", "torch_mha"] = Field(
         "normal",
         description=(
             "normal: every weight ~ N(0, init_std^2), biases 0 (nanoGPT-style); torch: PyTorch's default module "
-            "initialisation (Linear U(+-1/sqrt(fan_in)), Embedding and learned positions N(0, 1))."
+            "initialisation (Linear U(+-1/sqrt(fan_in)), Embedding and learned positions N(0, 1)); torch_mha: torch, "
+            "with the attention initialised as nn.MultiheadAttention does (query, key and value weights "
+            "xavier-uniform over their packed [q; k; v] matrix, attention biases 0): between the other two in scale."
         ),
     )
     init_std: float = Field(0.02, gt=0.0, description="Standard deviation of the weight initialisation (init='normal').")
+    embed_scale: float = Field(
+        1.0,
+        gt=0.0,
+        description=(
+            "Multiplies the token embedding (or linear input map) before the positions are added, as Vaswani et al. "
+            "(2017) multiply theirs by sqrt(d_model). The paper (arXiv 2505.17863 App. B.3) suspects the input "
+            "embedding makes the relevant-token feature a weaker signal than the positions; it states no scale."
+        ),
+    )
     pos_init_std: float | None = Field(
         None,
         gt=0.0,

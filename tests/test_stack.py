@@ -319,3 +319,41 @@ def test_a_strictly_causal_readout_stacks_exactly(kernel, causal):
     with pytest.raises(ValueError, match="one structure"):
         build_stack([build_model(c, make_task(c, "cpu")) for c in (cfg(base, seed=0),
                                                                     cfg(base, seed=1, model__readout_self_key=True))])
+
+
+@pytest.mark.parametrize("kernel", ["core", "sdpa"])
+def test_embed_scale_and_mha_init_stack_exactly_and_scale_as_stated(kernel):
+    """``model.embed_scale`` (the input embedding times a constant before the positions) and ``init = "torch_mha"``
+    (nn.MultiheadAttention's xavier-uniform q/k/v over the packed matrix, attention biases 0): exact in a stack, and
+    each does what its description says, and nothing else."""
+    lin = {"task": {"kind": "linreg", "d": 4, "T": 6, "position": "random", "indicator": True},
+           "model": {"kind": "transformer", "n_layers": 2, "n_heads": 2, "d_model": 8, "d_qk": 4, "mlp": True,
+                     "pos_enc": "sinusoidal", "init": "torch_mha", "embed_scale": 4.0},
+           "train": {"device": "cpu"}}
+    check_model_equivalence([cfg(lin, seed=0), cfg(lin, seed=1, task__d=6, task__T=9, model__d_model=12,
+                                                      model__init="torch")], kernel)
+    from sparse_tui.training.grouping import group_key
+
+    assert group_key(cfg(lin, seed=0)) != group_key(cfg(lin, seed=0, model__embed_scale=1.0))
+    # torch_mha draws the torch defaults first, then redraws only the attention: every other parameter is equal
+    c_t, c_m = cfg(lin, seed=0, model__init="torch"), cfg(lin, seed=0)
+    m_t, m_m = (build_model(c, make_task(c, "cpu")) for c in (c_t, c_m))
+    p_t, p_m = dict(m_t.named_parameters()), dict(m_m.named_parameters())
+    bound = (6.0 / (8 + 4 + 4 + 8)) ** 0.5  # fan_in d_model 8, fan_out the packed rows (2 heads x 4) x 2 + 8
+    for name, p in p_m.items():
+        if ".attn." in name and name.endswith(".bias"):
+            assert not p.any(), name
+        elif ".attn." in name and name.split(".")[-2] in "qkv":
+            assert p.abs().max() <= bound and p.abs().max() > 0.8 * bound, name
+            assert not torch.equal(p, p_t[name]), name
+        else:
+            assert torch.equal(p, p_t[name]), name
+    # the scale multiplies the embedding's output: a model whose embedding weights and bias are scaled by it
+    # computes the same function
+    c1 = cfg(lin, seed=0, model__embed_scale=1.0)
+    m1 = build_model(c1, make_task(c1, "cpu"))
+    with torch.no_grad():
+        m1.embed.weight.mul_(4.0)
+        m1.embed.bias.mul_(4.0)
+    x = make_task(c_m, "cpu").train_batch(3).x
+    torch.testing.assert_close(m1(x)[0], m_m(x)[0], rtol=1e-5, atol=1e-6)

@@ -68,7 +68,7 @@ _LAYOUT = [
 
 # The config fields a stack's members must share (models/transformer.py builds the structure from them).
 _STRUCTURE = ("n_layers", "n_heads", "mlp", "layernorm", "residual", "causal", "readout_self_key", "attention",
-              "tie_embeddings", "pos_enc")
+              "tie_embeddings", "pos_enc", "embed_scale")
 
 
 def _layout(name: str, input_kind: str) -> tuple[str, ...]:
@@ -365,6 +365,8 @@ class StackedTransformer(nn.Module):
             h = F.embedding(ids, emb.reshape(-1, D))  # [M, B, L, D]; one dense [M*V, D] gradient
         else:
             h = _linear(x.reshape(M, B * L, -1).to(emb.dtype), emb, self.params.get("embed.bias")).view(M, B, L, D)
+        if self.cfg.embed_scale != 1.0:
+            h = h * self.cfg.embed_scale
         if self.cfg.pos_enc == "learned":
             h = h + self.params["pos"].unsqueeze(1)
         elif self.cfg.pos_enc == "sinusoidal":

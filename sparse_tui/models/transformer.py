@@ -29,7 +29,9 @@ the context token closest to the current one, which a 1-D distance kernel cannot
 is one of its own keys (it is always the closest); docs/REPRODUCTION.md, "Blog 3's proposal".
 
 Initialisation: every Linear / Embedding weight and the learned positions ~ N(0, init_std^2), every bias 0,
-LayerNorm gain 1 and bias 0. ``pos_init_std`` overrides the learned positions' standard deviation (the blog "Sparse
+LayerNorm gain 1 and bias 0 (``init='normal'``); or PyTorch's module defaults (``'torch'``), optionally with the
+attention as ``nn.MultiheadAttention`` initialises it (``'torch_mha'``). ``embed_scale`` multiplies the input
+embedding before the positions are added. ``pos_init_std`` overrides the learned positions' standard deviation (the blog "Sparse
 attention 6 – In-context associative recall" needs 0.1 where ``init='torch'`` gives 1). With ``bias = True`` every
 Linear layer carries a bias except the key projection: a key bias adds the same q.b_k to every score of a query's
 row, which the softmax ignores, so it would never receive a gradient. ``bias = False`` removes them all (q, v, o,
@@ -300,10 +302,12 @@ class Transformer(nn.Module):
             self.unembed = nn.Linear(d_model, out_dim, bias=cfg.bias)
         if cfg.init == "normal":
             self._init(cfg.init_std, generator)
-        elif cfg.init == "torch":
+        elif cfg.init in ("torch", "torch_mha"):
             self._init_torch_defaults(generator)
+            if cfg.init == "torch_mha":
+                self._init_attention_mha(generator)
         else:
-            raise ValueError(f"init must be 'normal' or 'torch', got {cfg.init!r}")
+            raise ValueError(f"init must be 'normal', 'torch' or 'torch_mha', got {cfg.init!r}")
         if cfg.pos_init_std is not None and isinstance(self.pos, nn.Parameter):
             # Redrawn after the rest (not instead of it), so that every other parameter keeps the values it has
             # without the override: the same seed then differs only in the positions.
@@ -337,6 +341,21 @@ class Transformer(nn.Module):
         if isinstance(self.pos, nn.Parameter):
             nn.init.normal_(self.pos, 0.0, 1.0, generator=generator)
 
+    def _init_attention_mha(self, generator: torch.Generator | None) -> None:
+        """``nn.MultiheadAttention``'s own initialisation, drawn after the torch defaults (so every other parameter
+        keeps its seeded value): the query, key and value weights xavier-uniform as one packed [q; k; v] matrix
+        (fan_in d_model, fan_out its rows: 3 d_model at Table 1's sizes), the attention's biases 0 (the output
+        projection's weight keeps the Linear default, as it does there)."""
+        for block in self.blocks:
+            a = block.attn
+            rows = a.q.out_features + a.k.out_features + a.v.out_features
+            bound = math.sqrt(6.0 / (a.q.in_features + rows))
+            for lin in (a.q, a.k, a.v):
+                nn.init.uniform_(lin.weight, -bound, bound, generator=generator)
+            for lin in (a.q, a.v, a.o):
+                if lin.bias is not None:
+                    nn.init.zeros_(lin.bias)
+
     def _init(self, std: float, generator: torch.Generator | None) -> None:
         for mod in self.modules():
             if isinstance(mod, (nn.Linear, nn.Embedding)):
@@ -348,6 +367,8 @@ class Transformer(nn.Module):
 
     def forward(self, x: Tensor) -> tuple[Tensor, list[Tensor | None]]:
         h = self.embed(x)  # [N, L, D]
+        if self.cfg.embed_scale != 1.0:
+            h = h * self.cfg.embed_scale
         L = h.shape[-2]
         if self.pos is not None:
             h = h + self.pos[:L]
