@@ -26,12 +26,14 @@ from textual.app import App
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.theme import ThemeProvider
+from textual.widgets import Input
 from textual.worker import get_current_worker
 
 from sparse_tui.executors import ExecutorOptions, executor_for
 from sparse_tui.exitcodes import ExitCode
 from sparse_tui.store import DB_NAME, RunStore
 from sparse_tui.sysmetrics import Nvml
+from sparse_tui.tui import panels
 from sparse_tui.tui.commands import CommandPalette, help_groups, system_commands
 from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.highlight import FocusHighlight
@@ -103,6 +105,13 @@ class SparseTuiApp(Reporting, FocusHighlight, Guarded, App[int]):
                 and event.key not in ("ctrl+q", "ctrl+c")):
             self.held_keys.append(event)
             self.set_header()
+            return
+        if (isinstance(event, events.Key) and not event.is_forwarded and self.screen is self.main
+                and not isinstance(self.focused, Input) and (pid := panels.panel_for_key(event.key))):
+            # A panel's key switches here, before the next key is forwarded: Textual forwards each key to the
+            # widget focused when the app reads it, and a binding runs only once the key has bubbled back up, so in
+            # a burst (`2 /toy d`) `/` went to the old panel and `d` to the run table's delete dialog.
+            self.main.show_panel(pid)
             return
         await super().on_event(event)
 

@@ -36,6 +36,11 @@ PANELS = [
 ]
 
 
+def panel_for_key(key: str) -> str | None:
+    """The panel a key switches to (its binding below), or None."""
+    return PANELS[int(key) - 1].id if key in {str(i) for i in range(1, min(len(PANELS), 9) + 1)} else None
+
+
 def panel_bindings() -> list[Binding]:
     """Keys 1-9 switch to the first nine panels (the others are in the palette)."""
     return [Binding(str(i), f"panel('{p.id}')", p.title, show=False) for i, p in enumerate(PANELS[:9], 1)]

@@ -181,3 +181,24 @@ async def test_h_hides_a_run_or_a_group_in_the_charts(synthetic: Path, presets_d
         group = panel.groups[panel.current_key()]
         assert app.main.hidden == set(group.run_ids) and str(panel.table.get_cell(group.key, "mark")) == "◌"
     assert console_errors == []
+
+
+@run_async
+async def test_a_burst_that_switches_panels_goes_to_the_new_panel(synthetic: Path, presets_dir: Path,
+                                                                   console_errors):
+    """`2 /toy d` typed in one burst once the console is ready, from the Presets panel (found in the tmux walk
+    right after start-up): the panel switch moves the focus later (a call_later), so `/` went to the preset list
+    and `d` to the run table, which asked to delete a run. Keys that arrive during a switch wait for it."""
+    from textual import events
+
+    from .conftest import opened
+
+    async with opened(synthetic, presets_dir, size=(80, 24)) as (app, pilot, seen):
+        assert app.query_one("#panels").active == "tab-presets"
+        for key, char in [("2", "2"), ("slash", "/"), ("t", "t"), ("o", "o"), ("y", "y")]:
+            app.post_message(events.Key(key, char))  # a burst: no pause between the keys
+        await wait_for(pilot, lambda: app.query_one("RunsPanel").query_text == "toy", 10)
+        assert app.query_one("#panels").active == "tab-runs"
+        assert type(app.screen).__name__ == "MainScreen"
+        assert app.query_one("#run-filter").value == "toy"
+    assert console_errors == []

@@ -174,8 +174,11 @@ class MainScreen(PanelRequests, Guarded, Screen):
         return self.is_attached and all(self.query(f"#{p.id}") for p in panels.PANELS)
 
     def show_panel(self, pid: str) -> None:
+        """Switch to the panel and give it the focus at once: a key typed in the same burst as the switch (`2 /toy`
+        right after start-up) goes to the new panel (with a deferred focus, `/` went to the preset list and a later
+        `d` to the run table's delete dialog)."""
         self.query_one("#panels", TabbedContent).active = f"tab-{pid}"
-        self.call_later(self._focus_panel, pid)
+        self._focus_panel(pid)
 
     def _focus_panel(self, pid: str) -> None:
         if self.query_one("#panels", TabbedContent).active != f"tab-{pid}":

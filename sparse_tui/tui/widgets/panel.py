@@ -54,7 +54,7 @@ class ConsolePanel:
 
     def focus_panel(self) -> None:
         """Put the focus in the panel (the panel itself; a panel with a table or a list may pick that)."""
-        self.focus()  # type: ignore[attr-defined]
+        self.screen.set_focus(self)  # type: ignore[attr-defined]  (at once: Widget.focus defers it)
 
     def action_leave_input(self) -> None:
         """Esc in a text field of the panel: back to the panel (what was typed stays; digits switch panels again)."""

@@ -67,7 +67,7 @@ class PresetsPanel(ConsolePanel, Guarded, Horizontal):
         if self.initial is not None:
             self.focus_form()  # sparse-tui run PRESET: the preset is selected, ready to launch (ctrl+l)
         else:
-            self.query_one("#preset-list", ListView).focus()
+            self.screen.set_focus(self.query_one("#preset-list", ListView))
 
     # -- files ---------------------------------------------------------------------------------------------------
     async def refresh_files(self, select: Path | None = None) -> None:
@@ -138,7 +138,7 @@ class PresetsPanel(ConsolePanel, Guarded, Horizontal):
 
     def focus_panel(self) -> None:
         """The file list (Enter opens the form), not a field: digits still switch panels."""
-        self.query_one("#preset-list", ListView).focus()
+        self.screen.set_focus(self.query_one("#preset-list", ListView))
 
     def focus_form(self, first_field: bool = False) -> None:
         """Focus the form (not one of its text fields: digits still switch panels; ↓/Tab enter the fields), or
@@ -290,11 +290,11 @@ class PresetsPanel(ConsolePanel, Guarded, Horizontal):
         form = self.query_one(PresetForm)
         focused = self.app.focused
         if focused is form:
-            self.query_one("#preset-list", ListView).focus()
+            self.screen.set_focus(self.query_one("#preset-list", ListView))
         elif focused is not None and form in focused.ancestors:
             form.focus()
         elif focused is not None and self.query_one("#form-box") in focused.ancestors:
-            self.query_one("#preset-list", ListView).focus()
+            self.screen.set_focus(self.query_one("#preset-list", ListView))
 
     async def action_revert(self) -> None:
         if self.draft is None:

@@ -113,7 +113,7 @@ class RunsPanel(ConsolePanel, Guarded, RunTable, Vertical):
         self.render_rows()
 
     def focus_panel(self) -> None:
-        self.table.focus()
+        self.screen.set_focus(self.table)
 
     def render_rows(self) -> None:
         if not self.is_mounted or not self.query("#run-table"):  # (not yet composed, or torn down with the app)
@@ -212,7 +212,7 @@ class RunsPanel(ConsolePanel, Guarded, RunTable, Vertical):
 
     @on(Input.Submitted, "#run-filter")
     def _filter_done(self, event: Input.Submitted) -> None:
-        self.table.focus()
+        self.screen.set_focus(self.table)
 
     # -- actions -------------------------------------------------------------------------------------------------
     def action_toggle_mark(self) -> None:
