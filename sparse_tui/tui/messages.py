@@ -35,6 +35,7 @@ class RunsUpdated(ForScreen):
 
     records: list[RunRecord]
     last: dict[str, dict[str, float]]  # latest metrics of running runs
+    forecasts: dict[str, dict | None]  # each run's emergence forecast (forecast.py), fitted in the poller's thread
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, RunsUpdated)  # a newer read of the whole table supersedes this one

@@ -20,6 +20,7 @@ from textual.worker import get_current_worker
 
 from sparse_tui.plotting import downsample
 from sparse_tui.store import RunStore
+from sparse_tui.forecast import forecasts
 from sparse_tui.tui.messages import CurvesData, Problem, RunsUpdated
 
 CURVE_POINTS = 1500  # points per series kept (the plot downsamples further to its width)
@@ -75,7 +76,9 @@ class StorePoller:
                             if r.status == "running" or (not r.final and r.status != "queued")}
                     if worker.is_cancelled:
                         break
-                    self.post(RunsUpdated(records, last))
+                    # the emergence forecasts too: a preset's first forecast is a least-squares fit per run, which
+                    # must not run on the UI thread (forecast.py caches them for the next reads)
+                    self.post(RunsUpdated(records, last, forecasts(records)))
                     last_version = version
                 if changed or woken or watch != sent_watch:
                     curves = self.curves(watch)

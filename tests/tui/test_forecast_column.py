@@ -74,3 +74,42 @@ def test_forecast_of_a_run_on_its_plateau_at_80x24(snap_compare, tmp_path):
     presets.mkdir()
     forecast_store(runs)
     assert snap_compare(make(runs, presets), terminal_size=(80, 24), run_before=_second_row)
+
+
+def test_forecasts_are_fitted_in_the_poller_thread(tmp_path, monkeypatch):
+    """A preset's first forecasts are least-squares fits (one per run): the store poller's thread fits them and its
+    message carries them; the UI thread only draws (it fitted them on every first sight of a preset)."""
+    import asyncio
+    import threading
+
+    import sparse_tui.tui.poller as poller_mod
+
+    runs, presets = tmp_path / "runs", tmp_path / "presets"
+    presets.mkdir()
+    forecast_store(runs)
+    threads: list[str] = []
+    real = poller_mod.forecasts
+
+    def spy(records):
+        threads.append(threading.current_thread().name)
+        return real(records)
+
+    monkeypatch.setattr(poller_mod, "forecasts", spy)
+    import sparse_tui.forecast as forecast_mod
+
+    def not_here(*a, **k):  # the Runs table must not fit
+        raise AssertionError("forecast fitted outside the poller")
+
+    monkeypatch.setattr(forecast_mod, "forecasts", not_here)
+
+    async def go():
+        app = make(runs, presets)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await _runs(pilot)
+            cells = [str(c) for c in app.query_one("#run-table").get_column_at(
+                [k for k, _t, _w in app.query_one("RunsPanel")._cols].index("plateau"))]
+            assert any(c.startswith("~") for c in cells), cells  # the forecasts reached the table
+            assert app.main.forecasts and all(f is not None for f in app.main.forecasts.values())
+
+    asyncio.run(go())
+    assert threads and threading.main_thread().name not in threads

@@ -8,7 +8,6 @@ from __future__ import annotations
 from rich.text import Text
 
 from sparse_tui.forecast import detail as forecast_detail
-from sparse_tui.forecast import forecasts
 from sparse_tui.numbers import fmt_age
 from sparse_tui.store import RunRecord
 from sparse_tui.tui.render.filters import FIELDS, RESULTS, matches, parse
@@ -57,11 +56,13 @@ class RunTable:
         self._names: dict[tuple, str] = {}  # (width, kind, run id): the shown runs' names fitted together
         self._fc: dict[str, dict | None] = {}  # run id -> its emergence forecast (forecast.py)
 
-    def set_store(self, records: list[RunRecord], last: dict[str, dict], now: float) -> None:
+    def set_store(self, records: list[RunRecord], last: dict[str, dict], now: float,
+                  fc: dict[str, dict | None]) -> None:
+        """``fc``: each run's emergence forecast (forecast.py; the store poller fits them, off the UI thread)."""
         self._records = {r.run_id: r for r in records}
         self._last = last
-        self._fc = forecasts(records)  # forecast.py: the emergence forecast (plateau cell, detail line)
-        self.rows = [table_row(r, last.get(r.run_id), now, self._fc[r.run_id]) for r in records]
+        self._fc = fc  # (plateau cell, detail line)
+        self.rows = [table_row(r, last.get(r.run_id), now, fc.get(r.run_id)) for r in records]
 
     def _filtered(self) -> list[Row]:
         """The runs the filter lets through (``render/filters``: words and conditions; its errors are kept)."""

@@ -48,6 +48,7 @@ class MainScreen(PanelRequests, Guarded, Screen):
             self._bindings.bind(b.key, b.action, b.description, show=False)
         self.records: list[RunRecord] = []
         self.last: dict[str, dict] = {}
+        self.forecasts: dict[str, dict | None] = {}
         self.hidden: set[str] = set()  # runs hidden in the charts (h in Runs owns them); view_ids leaves them out
         self.figures_pending: set[Path] = set()  # figure files asked for (each request gets a name of its own)
         self.export_dir: Path | None = None  # the export dialog's folder (the last one used)
@@ -88,7 +89,7 @@ class MainScreen(PanelRequests, Guarded, Screen):
         t = self._panel("runs")
         return StoreView(self.records, self.last, self.current, t.visible_marks() if t else [], self.app.clock(),
                          t.visible_ids if t else [], list(t.group_keys) if t else [],
-                         frozenset(self.hidden))
+                         frozenset(self.hidden), self.forecasts)
 
     def _panels(self, which: str = "shown"):
         """The mounted panels: ``all``, the ``live`` ones, or (``shown``) the live ones and the one shown."""
@@ -100,7 +101,7 @@ class MainScreen(PanelRequests, Guarded, Screen):
 
     @guarded
     def on_runs_updated(self, msg: RunsUpdated) -> None:
-        self.records, self.last = msg.records, msg.last
+        self.records, self.last, self.forecasts = msg.records, msg.last, msg.forecasts
         view = self.view()
         for panel in self._panels():
             panel.store_changed(view)

@@ -7,7 +7,7 @@ the palette, another panel's request); ``focus_panel`` to put the focus in it; t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sparse_tui.store import RunRecord
@@ -26,6 +26,7 @@ class StoreView:
     shown: list[str]  # the runs the Runs table's filter shows, in its order
     groups: list[str]  # the Runs table's grouping keys ([]: not grouped)
     hidden: frozenset[str] = frozenset()  # runs hidden in the charts (h in Runs: HiddenChanged)
+    forecasts: dict[str, dict | None] = field(default_factory=dict)  # the poller's emergence forecasts, by run
 
 
 class ConsolePanel:

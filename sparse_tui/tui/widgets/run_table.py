@@ -109,7 +109,7 @@ class RunsPanel(ConsolePanel, Guarded, RunTable, Vertical):
         self.shown = []
 
     def store_changed(self, view: StoreView) -> None:
-        self.set_store(view.records, view.last, view.now)
+        self.set_store(view.records, view.last, view.now, view.forecasts)
         self.render_rows()
 
     def focus_panel(self) -> None:
