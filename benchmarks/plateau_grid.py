@@ -7,6 +7,9 @@ shortest mean log plateau over seeds; a run without a plateau counts with its la
     python benchmarks/plateau_grid.py --runs-dir runs_exp/f4joint --vars n_tokens,n_pairs
     python benchmarks/plateau_grid.py --runs-dir runs_exp/f15sgd --vars d,T
     python benchmarks/plateau_grid.py --runs-dir DIR --vars n_tokens,n_pairs --threshold 0.6   # re-read at 0.6
+    python benchmarks/plateau_grid.py --runs-dir DIR --vars T,model.n_layers --where model.n_heads=4
+
+A name without a dot is a task key (d = task.d); --where filters as `sparse-tui fit --where` does.
 
 Prints tables; nothing is written. docs/REPRODUCTION.md quotes its output with the command and date.
 """
@@ -35,17 +38,18 @@ def main() -> None:
     ap.add_argument("--runs-dir", type=Path, required=True)
     ap.add_argument("--vars", default="d,T", help="task keys of the grid, comma-separated")
     ap.add_argument("--threshold", type=float, help="re-read every plateau at this absolute value first")
+    ap.add_argument("--where", action="append", default=[], help="KEY=VALUE filters, as sparse-tui fit --where")
     a = ap.parse_args()
-    names = a.vars.split(",")
+    names = [n if "." in n else f"task.{n}" for n in a.vars.split(",")]
     store = RunStore(a.runs_dir)
-    sel = fitreport.select_runs(store)
+    sel = fitreport.select_runs(store, where=a.where)
     if a.threshold is not None:
         sel, _ = fitreport.reread_plateaus(store, sel, a.threshold)
     cells: dict[tuple, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
     censored = defaultdict(int)
     rows_by: dict[tuple, list[dict]] = defaultdict(list)
     for r in sel.rows:
-        x = tuple(float(r[f"params.task.{n}"]) for n in names)
+        x = tuple(float(r[f"params.{n}"]) for n in names)
         lr = float(r["params.train.lr"])
         pl = r.get("plateau_step")
         if pl is None:
