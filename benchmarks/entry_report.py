@@ -4,6 +4,7 @@ and rule (``sparse-tui reproduce KEY`` reads only the runs of the entry's preset
 
     python benchmarks/entry_report.py --runs-dir runs_exp/f5B12 --entry fig5_left
     python benchmarks/entry_report.py --runs-dir runs_exp/f15sgd --entry fig15_sgd
+    python benchmarks/entry_report.py --runs-dir runs_exp/b3C --entry blog3_C --where model.readout_self_key=false
 
 Prints the report, ending with its verdict line; nothing is written.
 """
@@ -25,11 +26,17 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs-dir", type=Path, required=True)
     ap.add_argument("--entry", required=True, help="an atlas key (sparse-tui reproduce --list)")
+    ap.add_argument("--where", action="append", default=[], help="KEY=VALUE filters, as sparse-tui fit --where")
     a = ap.parse_args()
     if a.entry not in atlas.ENTRIES:
         sys.exit(f"--entry: {a.entry!r} is not an atlas key (sparse-tui reproduce --list)")
     store = RunStore(a.runs_dir)
     ids = [r.run_id for r in sorted(store.runs(status=list(rp.REUSED)), key=lambda r: (r.created_at, r.position))]
+    if a.where:
+        from sparse_tui.reports import fitreport
+
+        kept = {row["run_id"] for row in fitreport.select_runs(store, where=a.where).rows}
+        ids = [i for i in ids if i in kept]
     if not ids:
         sys.exit(f"--runs-dir: {a.runs_dir} holds no finished run")
     from sparse_tui.fitting import FitError
