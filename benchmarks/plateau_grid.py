@@ -45,6 +45,8 @@ def main() -> None:
     sel = fitreport.select_runs(store, where=a.where)
     if a.threshold is not None:
         sel, _ = fitreport.reread_plateaus(store, sel, a.threshold)
+    if not sel.rows:
+        sys.exit(f"--runs-dir: no run of {a.runs_dir} matches" + (f" {' '.join(a.where)}" if a.where else ""))
     cells: dict[tuple, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
     censored = defaultdict(int)
     rows_by: dict[tuple, list[dict]] = defaultdict(list)
