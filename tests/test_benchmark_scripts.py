@@ -1,0 +1,62 @@
+"""The analysis scripts docs/REPRODUCTION.md quotes (benchmarks/plateau_grid.py, benchmarks/entry_report.py), run
+as a reader runs them, on stores whose plateaus follow a known law: the numbers they print are the law's."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from sparse_tui.presets import expand, load_preset
+from sparse_tui.store import RunStore
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _store(path: Path, preset: str, sets: list[str], plateau) -> None:
+    store = RunStore(path)
+    _, ids = store.create_runs(expand(load_preset(ROOT / "presets" / preset, sets)))
+    for rid in ids:
+        r = store.get(rid)
+        store.finish(rid, "finished", plateau_step=plateau(r.config), step=100)
+    store.close()
+
+
+def _script(name: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "benchmarks" / name), *args], capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_plateau_grid_reads_model_keys_and_filters(tmp_path):
+    """Fig. 13's depth grid: T and model.n_layers, the 1-head runs left out by --where."""
+    def law(c):  # the 1-head runs off the law: --where must drop them
+        heads = c["model"]["n_heads"]
+        return 10.0 * c["task"]["T"] ** 0.7 * c["model"]["n_layers"] ** 0.1 * (1.0 if heads == 4 else 5.0)
+
+    _store(tmp_path, "paper_fig13_cpu.toml",
+           ["seeds=[0]", 'sweep={"task.T"=[16,32,64],"model.n_layers"=[1,2,4],"model.n_heads"=[1,4]}'], law)
+    out = _script("plateau_grid.py", "--runs-dir", str(tmp_path), "--vars", "T,model.n_layers",
+                  "--where", "model.n_heads=4")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("9 runs;")
+    assert "fit, every lr pooled: task.T +0.70 [+0.70, +0.70], model.n_layers +0.10 [+0.10, +0.10]" in out.stdout
+    assert "local task.T slopes at model.n_layers = 2: +0.70 / +0.70  (16 → 32 → 64)" in out.stdout
+    none = _script("plateau_grid.py", "--runs-dir", str(tmp_path), "--vars", "T", "--where", "model.n_heads=2")
+    assert none.returncode == 1 and none.stdout == ""
+    assert none.stderr.strip().splitlines() == [f"--runs-dir: no run of {tmp_path} matches model.n_heads=2"]
+
+
+def test_entry_report_reads_the_runs_where_selects(tmp_path):
+    """Fig. 15 left's report and rule over the runs --where keeps: the paper's own law gives 'reproduced'; the
+    runs left out (on another law) would have spoiled it."""
+    def law(c):
+        d, T = c["task"]["d"], c["task"]["T"]
+        return 6.42 * d ** 1.44 * T ** 1.07 * (1.0 if c["train"]["lr"] == 5e-3 else T)
+
+    _store(tmp_path, "paper_fig15_sgd_cpu.toml", ["seeds=[0]"], law)
+    _store(tmp_path, "paper_fig15_sgd_cpu.toml", ["seeds=[0]", "train.lr=1e-2"], law)
+    out = _script("entry_report.py", "--runs-dir", str(tmp_path), "--entry", "fig15_sgd", "--where", "train.lr=0.005")
+    assert out.returncode == 0, out.stderr
+    assert "runs: 9 matching" in out.stdout and out.stdout.strip().splitlines()[-1].strip().startswith("verdict: reproduced")
+    both = _script("entry_report.py", "--runs-dir", str(tmp_path), "--entry", "fig15_sgd")
+    assert "runs: 18 matching" in both.stdout and "verdict: reproduced" not in both.stdout
