@@ -80,7 +80,7 @@ class TheoryData(ForScreen):
 @dataclass
 class FitDone(ForScreen):
     body: Any  # rich renderable with the table (None: the fit failed, ``info`` says why)
-    plot: dict  # {"x": forecast, "y": plateau, "fit": law at x, "cx"/"cy": censored}
+    plot: dict  # {"x": forecast, "y": plateau, "fit": law at each run, "cx"/"cy": censored, "curve": fit is f(x)}
     info: str
     report: Any = None  # the fitreport.FitReport (what `sparse-tui fit --json` prints, as an object)
     request: Any = None  # the render.fit.FitRequest: `sparse-tui fit ` + request.argv() gives the same numbers

@@ -106,3 +106,31 @@ async def test_fit_panel_numbers_equal_the_cli(synthetic: Path, presets_dir: Pat
         await _fit(pilot, seen, fit, "", "d T", "--frobnicate 3")
         assert "unknown '--frobnicate'" in str(fit.query_one("#fit-table").render())
     assert console_errors == []
+
+
+def test_the_fitted_law_is_a_line_only_when_it_is_a_function_of_the_forecast(tmp_path):
+    """The Fit panel plots the plateau against the theory forecast Πxᵢ^forecastᵢ. Over variables that all have a
+    forecast (d, T, B, f) the fitted law is a curve of it; over one that has none (model.n_layers here) runs at one
+    x have different fitted values, and the line zigzagged between them (seen in tmux on Fig. 3's embed_scale runs):
+    it is drawn as a point per run instead."""
+    from sparse_tui.presets import expand, load_preset
+    from sparse_tui.reports.fitreport import fit_store
+    from sparse_tui.tui.render.fit import fit_plot
+    from sparse_tui.tui.widgets.fit_panel import fit_spec
+
+    preset = Path(__file__).resolve().parents[2] / "presets" / "paper_fig13_cpu.toml"
+    store = RunStore(tmp_path)
+    _, ids = store.create_runs(expand(load_preset(preset, [
+        "seeds=[0]", 'sweep={"task.T"=[16,32,64],"model.n_layers"=[1,2,4],"model.n_heads"=[4]}'])))
+    for rid in ids:
+        c = store.get(rid).config
+        store.finish(rid, "finished", plateau_step=10.0 * c["task"]["T"] ** 0.7 * c["model"]["n_layers"] ** 0.1,
+                     step=100)
+    both = fit_plot(fit_store(store, "T,model.n_layers"))
+    assert both["curve"] is False and len(both["x"]) == 9
+    assert len({x for x in both["x"]}) == 3  # three T, three fitted values at each
+    law = fit_spec(type("R", (), {"plot": both, "info": ""})()).series[0]
+    assert (law.kind, law.label) == ("points", "fitted law per run")
+    one = fit_plot(fit_store(store, "T", where=["model.n_layers=2"]))
+    assert one["curve"] is True
+    assert fit_spec(type("R", (), {"plot": one, "info": ""})()).series[0].kind == "line"

@@ -122,7 +122,9 @@ def run_fit(store: Any, req: FitRequest) -> Any:
 
 def fit_plot(report: Any) -> dict:
     """Plot data of a ``FitReport``: x = the theory forecast prod x_i^forecast_i (variables that have one),
-    y = the measured target and the fitted law at each run; censored runs at their lower bound."""
+    y = the measured target and the fitted law at each run; censored runs at their lower bound. ``curve``: the fitted
+    law is a function of x (every fitted variable has a forecast exponent), so it is drawn as a line; else (a fit over
+    n_layers, lr, embed_scale ...) as one point per run, since runs at one x may have different fitted values."""
     from sparse_tui import fitting
     from sparse_tui.theory import forecast_exponents
 
@@ -138,6 +140,7 @@ def fit_plot(report: Any) -> dict:
     analog = getattr(fitting, "_RECALL_ANALOGUE", {})
     resolver = fitting.Resolver(rows)
     censored = {c["row"]: c for c in res.censored}
+    exps = {v: fc.get(analog.get(fitting.short_name(v), fitting.short_name(v))) for v in res.variables}
     pts, cens = [], []
     for i, r in enumerate(rows):
         try:
@@ -146,9 +149,8 @@ def fit_plot(report: Any) -> dict:
             continue
         f = 1.0
         for v, x in xv.items():
-            e = fc.get(analog.get(fitting.short_name(v), fitting.short_name(v)))
-            if e is not None:
-                f *= x ** e
+            if exps[v] is not None:
+                f *= x ** exps[v]
         if i in censored:
             lb = censored[i].get("lower_bound")
             if lb:
@@ -160,7 +162,8 @@ def fit_plot(report: Any) -> dict:
         pts.append((f, float(y), res.predict(**xv)))
     pts.sort()
     return {"x": [p[0] for p in pts], "y": [p[1] for p in pts], "fit": [p[2] for p in pts],
-            "cx": [c[0] for c in cens], "cy": [c[1] for c in cens]}
+            "cx": [c[0] for c in cens], "cy": [c[1] for c in cens],
+            "curve": all(e is not None for e in exps.values())}
 
 
 def fit_table(report: Any, req: FitRequest | None = None) -> Text:

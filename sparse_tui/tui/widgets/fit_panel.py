@@ -154,7 +154,11 @@ def fit_spec(result: FitDone | None) -> PlotSpec:
                     title=result.info if result else "", empty="plateau vs theory forecast (log-log): no fit yet")
     if not d or not d.get("x"):
         return spec
-    spec.series.append(Series(d["x"], d["fit"], label="fitted law", color="orange"))
+    if d.get("curve", True):
+        spec.series.append(Series(d["x"], d["fit"], label="fitted law", color="orange"))
+    else:  # a variable without a forecast: the law is not a function of x, so a line would zigzag between runs
+        spec.series.append(Series(d["x"], d["fit"], label="fitted law per run", color="orange", kind="points",
+                                  marker="+"))
     spec.series.append(Series(d["x"], d["y"], label="runs", color="cyan", kind="points"))
     if d.get("cx"):
         spec.series.append(Series(d["cx"], d["cy"], label="censored (≥)", color="red", kind="points", marker="x"))
