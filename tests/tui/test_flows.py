@@ -43,7 +43,9 @@ def _kill_batches(runs_dir: Path) -> None:
 @run_async
 async def test_edit_save_launch_watch_quit_reopen(presets_dir: Path, runs_dir: Path, console_errors):
     path = presets_dir / "tiny.toml"
-    path.write_text(tiny_text(steps=1500), encoding="utf-8")
+    # 3000 steps: the run must still be training when Curves first draws it, so that the live check below sees its
+    # curve grow (with 1500 it could end first on a loaded machine: the curve never grew, seen once in CI)
+    path.write_text(tiny_text(steps=3000), encoding="utf-8")
     app = make(runs_dir, presets_dir)
     try:
         seen = Seen()
@@ -105,7 +107,7 @@ async def test_edit_save_launch_watch_quit_reopen(presets_dir: Path, runs_dir: P
             assert [r.run_id for r in app2.main.records] == [rid]
             await wait_for(pilot, lambda: app2.main.records[0].status in TERMINAL, 90)
             assert app2.main.records[0].status == "finished"
-            assert app2.main.records[0].step == 1500
+            assert app2.main.records[0].step == 3000
         assert console_errors == []
     finally:
         _kill_batches(runs_dir)
