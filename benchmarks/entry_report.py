@@ -39,7 +39,7 @@ def main() -> None:
         ids = [i for i in ids if i in kept]
     if not ids:
         sys.exit(f"--runs-dir: {a.runs_dir} holds no finished run")
-    from sparse_tui.fitting import FitError
+    from sparse_tui.science.fitting import FitError
 
     try:
         print(rp.report(store, atlas.ENTRIES[a.entry], ids).text)

@@ -27,7 +27,7 @@ def main() -> None:
     import torch.nn.functional as F
 
     from sparse_tui.models import build_model
-    from sparse_tui.presets import expand, load_preset
+    from sparse_tui.presets.loading import expand, load_preset
     from sparse_tui.tasks import make_task
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

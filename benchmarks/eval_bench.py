@@ -15,7 +15,7 @@ import time
 
 import torch
 
-from sparse_tui.presets import expand, load_preset
+from sparse_tui.presets.loading import expand, load_preset
 from sparse_tui.training.loop import Prepared
 
 CASES = [("presets/blog_nembd.toml", []), ("presets/blog_nembd.toml", ['sweep={"model.d_model"=[48]}',

@@ -66,8 +66,8 @@ def plateau(w0: float, da0: float, q0: float, d: float, T: float, t_max: float =
 
 
 def from_store(runs_dir: Path) -> None:
+    from sparse_tui.science.theory import delta_a_of_alpha
     from sparse_tui.store import RunStore
-    from sparse_tui.theory import delta_a_of_alpha
 
     store = RunStore(runs_dir)
     flows = {}
@@ -99,7 +99,7 @@ def from_store(runs_dir: Path) -> None:
 
 def seeds_check(n: int, d: int, T: int, init_scale: float) -> None:
     from sparse_tui.models import build_model
-    from sparse_tui.presets import expand, load_preset
+    from sparse_tui.presets.loading import expand, load_preset
     from sparse_tui.tasks import make_task
     from sparse_tui.training.metrics import toy_metrics
 

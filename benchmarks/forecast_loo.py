@@ -1,4 +1,4 @@
-"""Leave-one-out accuracy of the live emergence forecast (sparse_tui/forecast.py, issue 33): every finished run of a
+"""Leave-one-out accuracy of the live emergence forecast (sparse_tui/science/forecast.py, issue 33): every finished run of a
 preset that left its plateau is forecast from the preset's other runs (its own plateau hidden), and measured /
 forecast is printed with the share within +-30%.
 
@@ -14,7 +14,7 @@ import argparse
 import json
 from types import SimpleNamespace
 
-from sparse_tui.forecast import loo
+from sparse_tui.science.forecast import loo
 
 FIG15_MEANS = {16: (310, 435, 694), 32: (740, 945, 1392), 64: (1770, 2393, 3285)}  # T = 16, 32, 64
 

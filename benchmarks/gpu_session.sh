@@ -13,7 +13,7 @@
 #   evalbench benchmarks/eval_bench.py --device cuda (a stack's batched evaluation against one member at a time)
 #   probe     ../shared/tools/cuda-probe/gpu_probe.py, each probe in its own process
 #   atlas     the GPU-sized atlas entries (sparse-tui reproduce KEY --size gpu), cheapest first by the H100
-#             projection (sparse_tui/estimate.py), each under `timeout -s TERM`: an interrupted entry resumes from
+#             projection (sparse_tui/lifecycle/estimate.py), each under `timeout -s TERM`: an interrupted entry resumes from
 #             the store (OUT/runs) when the script is run again
 # Logs (OUT/NN_step.log), JSON figures (OUT/bench.json, OUT/eval_bench.json, OUT/atlas_KEY.json), figures and the run store (OUT/runs)
 # go under OUT; OUT/summary.tsv has one line per step (name, exit code, seconds, cap).
@@ -61,8 +61,8 @@ atlas_plan() {  # KEY PRESET SECONDS per GPU-sized atlas entry, cheapest first; 
   # entry trains (the same configurations: reproduce reuses them) costs 0 s
   "$PY" - <<'PY'
 from sparse_tui import atlas
-from sparse_tui.estimate import project_h100
-from sparse_tui.presets import expand, load_preset
+from sparse_tui.lifecycle.estimate import project_h100
+from sparse_tui.presets.loading import expand, load_preset
 from sparse_tui.reports.reproduce import config_key
 rows = []
 for e in atlas.entries():
@@ -113,7 +113,7 @@ if [ $DRY = 1 ]; then
       total=$((total + CAP[$s]))
     fi
   done
-  echo "total: at most about $total s against a budget of $BUDGET s; atlas times are projections from the H100 of 2026-11-26 (sparse_tui/estimate.py), not measurements; what the budget does not reach is skipped, and a second call with --steps atlas continues (stored runs are reused)"
+  echo "total: at most about $total s against a budget of $BUDGET s; atlas times are projections from the H100 of 2026-11-26 (sparse_tui/lifecycle/estimate.py), not measurements; what the budget does not reach is skipped, and a second call with --steps atlas continues (stored runs are reused)"
   exit 0
 fi
 

@@ -30,8 +30,8 @@ def _gmean(xs):
 
 
 def main() -> None:
-    from sparse_tui.fitting import fit_power_law
     from sparse_tui.reports import fitreport
+    from sparse_tui.science.fitting import fit_power_law
     from sparse_tui.store import RunStore
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -22,7 +22,7 @@ from pathlib import Path
 CHILD = r"""
 import json, sys, time
 import torch
-from sparse_tui.presets import expand, load_preset
+from sparse_tui.presets.loading import expand, load_preset
 from sparse_tui.training.trainer import RunLogger, train_run
 torch.set_num_threads(1)
 steps, d, preset = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]

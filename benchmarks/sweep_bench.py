@@ -84,7 +84,7 @@ OK_STATUSES = ("finished", "diverged")
 
 
 def load_specs(suite: str, quick: bool, device: str, extra: list[str] | None = None):
-    from sparse_tui.presets import expand, load_preset
+    from sparse_tui.presets.loading import expand, load_preset
 
     s = SUITES[suite]
     size = "quick" if quick else ("cuda" if device.startswith("cuda") else "full")
@@ -190,8 +190,8 @@ def phase_plain(args) -> dict:
 def phase_scheduler(args) -> dict:
     import torch
 
-    from sparse_tui import runner
     from sparse_tui.executors import LocalExecutor
+    from sparse_tui.lifecycle import runner
     from sparse_tui.store import RunStore
     from sparse_tui.training.scheduler import plan
 

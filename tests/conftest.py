@@ -11,7 +11,7 @@ import pytest
 
 # Tiny models train far faster on one thread, and CI has two cores shared with xdist workers.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-# Runs record no sys/* metrics (CPU %, RSS, NVML: sparse_tui/sysmetrics.py) in the suite: tests compare whole metric
+# Runs record no sys/* metrics (CPU %, RSS, NVML: sparse_tui/base/sysmetrics.py) in the suite: tests compare whole metric
 # series bit for bit, and the console's snapshots show them. tests/test_sysmetrics.py turns them on.
 os.environ["SPARSE_TUI_SYSTEM_METRICS"] = "0"
 
@@ -76,7 +76,7 @@ def runs_dir(tmp_path: Path) -> Path:
 def stored_preset(tmp_path: Path, text: str, name: str = "synth"):
     """Write preset ``text`` as ``tmp_path/NAME.toml`` and create its runs in a new store at ``tmp_path/runs``.
     Returns (preset path, runs dir, open RunStore, run specs, run ids): tests then log curves and finish the runs."""
-    from sparse_tui.presets import expand, load_preset
+    from sparse_tui.presets.loading import expand, load_preset
     from sparse_tui.store import RunStore
 
     preset = tmp_path / f"{name}.toml"

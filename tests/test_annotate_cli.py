@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from tui.conftest import fill_store
 
 from sparse_tui.store import RunStore
-from tui.conftest import fill_store
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "COLUMNS": "200"}
 FINISHED, FAILED = "0000000c", "0000000d"

@@ -12,8 +12,8 @@ import pytest
 
 from sparse_tui import atlas
 from sparse_tui.atlas import KINDS, SIZES, AtlasError, find, law_of_presets
-from sparse_tui.presets import expand, load_preset
-from sparse_tui.theory import PAPER_FITS
+from sparse_tui.presets.loading import expand, load_preset
+from sparse_tui.science.theory import PAPER_FITS
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "COLUMNS": "250"}

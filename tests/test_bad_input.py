@@ -13,12 +13,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import TINY_PRESET
 from typer.testing import CliRunner
 
 from sparse_tui.cli import app
 from sparse_tui.store import SCHEMA_VERSION, RunStore
-
-from conftest import TINY_PRESET
 
 # ------------------------------------------------------------------------------------------------------------------
 # Presets: (case id, old text, new text or None to replace the whole file, expected fragment of the one line)
@@ -293,7 +292,7 @@ def _fingerprint(root: Path) -> dict[str, str]:
 @pytest.fixture
 def store_with_a_run(tmp_path: Path) -> tuple[Path, str]:
     """A store holding one finished run (written through the store API, closed so that its WAL is folded in)."""
-    from sparse_tui.presets import expand, load_preset
+    from sparse_tui.presets.loading import expand, load_preset
 
     preset = tmp_path / "seed.toml"
     preset.write_text(TINY_PRESET)
@@ -551,7 +550,7 @@ SECTION_TABLES = [
 
 @pytest.mark.parametrize("case,sets,want", SECTION_TABLES, ids=[c[0] for c in SECTION_TABLES])
 def test_a_table_value_merges_into_its_section(case, sets, want, tmp_path):
-    from sparse_tui.presets import expand, load_preset
+    from sparse_tui.presets.loading import expand, load_preset
 
     preset = tmp_path / "tiny.toml"
     preset.write_text(TINY_PRESET)

@@ -11,7 +11,7 @@ import math
 import pytest
 import torch
 
-from sparse_tui.presets import TASKS, RunConfig
+from sparse_tui.presets.schema import TASKS, RunConfig
 from sparse_tui.training import metrics
 from sparse_tui.training.loop import Prepared, attention_snapshot, evaluate_due
 
@@ -98,7 +98,7 @@ def test_batched_pass_equals_each_member_alone(case, device, monkeypatch):
 def test_one_evaluation_is_one_store_transaction(tmp_path, batched):
     """Every due member's metrics, train/loss points and snapshot go to the store in one transaction per
     evaluation (before: one per member and record), batched (GPUs) or not (CPUs)."""
-    from sparse_tui.presets import RunSpec
+    from sparse_tui.presets.loading import RunSpec
     from sparse_tui.store import RunStore
     from sparse_tui.training.runlog import RunLogger
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sparse_tui.presets import expand, load_preset
+from sparse_tui.presets.loading import expand, load_preset
 from sparse_tui.store import RunStore
 
 ROOT = Path(__file__).resolve().parents[1]

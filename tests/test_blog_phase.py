@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from sparse_tui import atlas
+from sparse_tui.presets.loading import expand, load_preset
 from sparse_tui.reports import reproduce
-from sparse_tui.phase import phase_grid, sweep_axes
-from sparse_tui.presets import expand, load_preset
+from sparse_tui.science.phase import phase_grid, sweep_axes
 from sparse_tui.store import RunStore
 
 ROOT = Path(__file__).resolve().parent.parent

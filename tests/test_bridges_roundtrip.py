@@ -15,10 +15,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from tui.conftest import fill_store
 
 from sparse_tui.store import RunStore
-
-from tui.conftest import fill_store
 
 pytest.importorskip("tensorboard", reason="the tensorboard extra (in dev)")
 pytest.importorskip("mlflow", reason="the mlflow extra (in dev)")

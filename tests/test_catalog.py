@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from sparse_tui import catalog
-from sparse_tui.catalog import CatalogError, bundled_dir, cpu_time, resolve
+from sparse_tui.presets import catalog
+from sparse_tui.presets.catalog import CatalogError, bundled_dir, cpu_time, resolve
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "COLUMNS": "200"}
@@ -146,7 +146,7 @@ def test_presets_copy_writes_an_editable_copy_and_never_overwrites(tmp_path):
 
 
 def test_what_next_names_the_environments_script_when_the_path_lacks_it(tmp_path, monkeypatch):
-    from sparse_tui import cli as c
+    from sparse_tui.cli import common as c
 
     script = Path(sys.executable).parent / "sparse-tui"
     assert script.is_file()

@@ -13,12 +13,11 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from sparse_tui import runner
-from sparse_tui.presets import expand, load_preset
-from sparse_tui.store import RunStore
-
 from conftest import StopAfter
+
+from sparse_tui.lifecycle import runner
+from sparse_tui.presets.loading import expand, load_preset
+from sparse_tui.store import RunStore
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", "COLUMNS": "200"}
 

@@ -144,7 +144,7 @@ def test_free_cached_memory_empties_the_cache_on_cuda_only(monkeypatch):
 
 
 def _runs(graph: str):
-    from sparse_tui.presets import RunConfig
+    from sparse_tui.presets.schema import RunConfig
     from sparse_tui.training.loop import train_stack
     from sparse_tui.training.runlog import RunLogger
 

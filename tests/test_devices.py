@@ -1,9 +1,9 @@
-"""The one device resolver (sparse_tui/devices.py): every part of the package resolves a device name through it."""
+"""The one device resolver (sparse_tui/base/devices.py): every part of the package resolves a device name through it."""
 
 import pytest
 import torch
 
-from sparse_tui.devices import DeviceError, resolve
+from sparse_tui.base.devices import DeviceError, resolve
 from sparse_tui.executors import ExecutorError, LocalExecutor, local
 
 
@@ -26,7 +26,7 @@ def test_a_device_that_is_not_here_is_one_line():
 
 
 def test_the_tasks_and_the_preflight_ask_the_same_resolver(monkeypatch):
-    from sparse_tui.presets import RunConfig
+    from sparse_tui.presets.schema import RunConfig
     from sparse_tui.tasks import make_task
 
     cfg = RunConfig.model_validate({"task": {"kind": "linreg", "d": 2, "T": 4}, "train": {"steps": 1}})

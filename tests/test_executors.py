@@ -14,10 +14,10 @@ from typing import Callable
 import pytest
 from typer.testing import CliRunner
 
-from sparse_tui import runner
 from sparse_tui.cli import app
 from sparse_tui.executors import EXECUTORS, ExecutorError, ExecutorOptions, executor_for, options
-from sparse_tui.presets import expand, load_preset
+from sparse_tui.lifecycle import runner
+from sparse_tui.presets.loading import expand, load_preset
 from sparse_tui.store import RunStore
 
 

@@ -1,4 +1,4 @@
-"""Issue 30 item 1: one writer for every file the tool writes (sparse_tui/files.py). Figures (``--plot`` of
+"""Issue 30 item 1: one writer for every file the tool writes (sparse_tui/base/files.py). Figures (``--plot`` of
 ``show``, ``fit`` and ``reproduce``) replaced a device node, a symlink and a 0600 file with a 0644 regular file, and
 named their hidden temporary file in errors; each case here failed on 3452e68."""
 
@@ -12,11 +12,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from tui.conftest import fill_store
 from typer.testing import CliRunner
 
 from sparse_tui.cli import app
-
-from tui.conftest import fill_store
 
 pytest.importorskip("matplotlib", reason="the plot extra (in dev)")
 PKG = Path(__file__).resolve().parent.parent / "sparse_tui"
@@ -48,7 +47,7 @@ def test_the_writer_is_the_only_os_replace_outside_the_store():
     found = [str(p.relative_to(PKG)) for p in PKG.rglob("*.py")
              if p.name != "files.py" and "store" not in p.relative_to(PKG).parts and pattern.search(p.read_text())]
     assert found == []
-    assert pattern.search((PKG / "files.py").read_text())
+    assert pattern.search((PKG / "base" / "files.py").read_text())
 
 
 def test_a_device_node_named_like_the_figure_is_refused_and_stays_a_device(store_dir, tmp_path):
@@ -110,8 +109,8 @@ def test_a_read_only_folder_names_the_figure_never_the_temporary(store_dir, read
     target = read_only_dir / "x.png"
     line = _one_line(_plot(store_dir, target))
     assert line == f"error: --plot {target}: directory {read_only_dir} is not writable", line
-    import sparse_tui.files as files
-    from sparse_tui.files import WriteError, write_file
+    import sparse_tui.base.files as files
+    from sparse_tui.base.files import WriteError, write_file
 
     monkeypatch.setattr(files, "problem", lambda *a, **k: None)
     with pytest.raises(WriteError) as e:
@@ -122,7 +121,7 @@ def test_a_read_only_folder_names_the_figure_never_the_temporary(store_dir, read
 
 def test_a_failed_write_leaves_nothing_and_the_old_file_intact(tmp_path):
     """An error inside the writer's callback: the old file stays, no temporary is left (named or O_TMPFILE)."""
-    from sparse_tui.files import WriteError, write_file
+    from sparse_tui.base.files import WriteError, write_file
 
     old = tmp_path / "table.csv"
     old.write_text("old\n")

@@ -12,10 +12,10 @@ import pytest
 from conftest import stored_preset
 from typer.testing import CliRunner
 
-from sparse_tui.reports import fitreport
 from sparse_tui.cli import app
-from sparse_tui.fitting import FitError
-from sparse_tui.presets import expand, load_preset
+from sparse_tui.presets.loading import expand, load_preset
+from sparse_tui.reports import fitreport
+from sparse_tui.science.fitting import FitError
 from sparse_tui.store import RunStore
 
 PRESET = """\

@@ -1,4 +1,4 @@
-"""Power-law fits of plateau lengths (paper App. D.2; sparse_tui/fitting.py)."""
+"""Power-law fits of plateau lengths (paper App. D.2; sparse_tui/science/fitting.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from sparse_tui.fitting import FitError, compare_to_theory, fit_power_law, format_comparison
+from sparse_tui.science.fitting import FitError, compare_to_theory, fit_power_law, format_comparison
 
 
 def synthetic(seed, C=1.5, bd=0.5, bT=1.0, bB=-1.0, noise=0.05, seeds=2, style="flat"):

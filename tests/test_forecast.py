@@ -1,4 +1,4 @@
-"""The live emergence forecast (sparse_tui/forecast.py, issue 33) and the plateau of a run still training: the three
+"""The live emergence forecast (sparse_tui/science/forecast.py, issue 33) and the plateau of a run still training: the three
 sources, `runs --json`'s forecast on a synthetic store, and the plateau written the moment the detector fires."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from sparse_tui import runner
-from sparse_tui.forecast import forecast, loo
-from sparse_tui.presets import expand, load_preset
+from sparse_tui.lifecycle import runner
+from sparse_tui.presets.loading import expand, load_preset
+from sparse_tui.science.forecast import forecast, loo
 from sparse_tui.store import RunStore
 
 FIG15 = Path(__file__).parent.parent / "presets" / "paper_fig15_adam_cpu.toml"

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sparse_tui import geometry
 from sparse_tui.executors import LocalExecutor
-from sparse_tui.presets import expand, load_preset
+from sparse_tui.presets.loading import expand, load_preset
+from sparse_tui.science import geometry
 from sparse_tui.store import RunStore, StoreError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -113,7 +113,7 @@ def test_a_schema_4_store_gains_the_arrays_table(tmp_path: Path):
 def test_training_a_stack_stores_each_runs_final_embedding(tmp_path: Path):
     """Two nearest-token runs of different n_embd trained as one stack: each stores its own [V, D] embedding, the
     one it ends with (not its initial one)."""
-    from sparse_tui import runner
+    from sparse_tui.lifecycle import runner
 
     specs = expand(load_preset(ROOT / "presets" / "blog3_geometry.toml",
                                ["train.steps=60", "eval.every=30", "eval.test_size=64", "train.device=cpu",

@@ -15,18 +15,18 @@ PKG = Path(__file__).resolve().parent.parent / "sparse_tui"
 
 # Lowest first. A name is a module or a package (with everything under it).
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("base", ("sparse_tui", "sparse_tui.numbers", "sparse_tui.devices", "sparse_tui.exitcodes",
-              "sparse_tui.schedule", "sparse_tui.repetition", "sparse_tui.theory", "sparse_tui.plotting",
-              "sparse_tui.sysmetrics",
-              "sparse_tui.startup", "sparse_tui.files")),
-    ("config and store", ("sparse_tui.presets", "sparse_tui.store", "sparse_tui.atlas", "sparse_tui.catalog",
-                          "sparse_tui.resources")),
-    ("science", ("sparse_tui.tasks", "sparse_tui.models", "sparse_tui.fitting", "sparse_tui.geometry")),
+    ("base", ("sparse_tui", "sparse_tui.base", "sparse_tui.base.numbers", "sparse_tui.base.devices", "sparse_tui.base.exitcodes",
+              "sparse_tui.science.schedule", "sparse_tui.science.repetition", "sparse_tui.science.theory", "sparse_tui.base.plotting",
+              "sparse_tui.base.sysmetrics",
+              "sparse_tui.base.startup", "sparse_tui.base.files")),
+    ("config and store", ("sparse_tui.presets", "sparse_tui.store", "sparse_tui.atlas", "sparse_tui.presets.catalog",
+                          "sparse_tui.presets.resources")),
+    ("science", ("sparse_tui.science", "sparse_tui.tasks", "sparse_tui.models", "sparse_tui.science.fitting", "sparse_tui.science.geometry")),
     ("training", ("sparse_tui.training",)),
-    ("lifecycle and reports", ("sparse_tui.runner", "sparse_tui.executors", "sparse_tui.export", "sparse_tui.reports", "sparse_tui.forecast",
-                               "sparse_tui.reports.fitreport", "sparse_tui.progress", "sparse_tui.annotate",
-                               "sparse_tui.bridges", "sparse_tui.estimate", "sparse_tui.phase")),
-    ("commands", ("sparse_tui.reports.figures", "sparse_tui.reports.reproduce", "sparse_tui.reports.diversity", "sparse_tui.doctor")),
+    ("lifecycle and reports", ("sparse_tui.lifecycle", "sparse_tui.export", "sparse_tui.lifecycle.runner", "sparse_tui.executors", "sparse_tui.export.tables", "sparse_tui.reports", "sparse_tui.science.forecast",
+                               "sparse_tui.reports.fitreport", "sparse_tui.lifecycle.progress", "sparse_tui.lifecycle.annotate",
+                               "sparse_tui.export.bridges", "sparse_tui.lifecycle.estimate", "sparse_tui.science.phase")),
+    ("commands", ("sparse_tui.reports.figures", "sparse_tui.reports.reproduce", "sparse_tui.reports.diversity", "sparse_tui.lifecycle.doctor")),
     ("console", ("sparse_tui.tui",)),
     ("cli", ("sparse_tui.cli", "sparse_tui.__main__")),
 ]
@@ -111,7 +111,7 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
 
 def test_the_graph_sees_imports_inside_functions():
     g = import_graph()
-    assert "sparse_tui.fitting" in g["sparse_tui.tui.selection"]  # a lazy import inside a function
+    assert "sparse_tui.science.fitting" in g["sparse_tui.tui.selection"]  # a lazy import inside a function
     assert "sparse_tui.training.loop" in g["sparse_tui.training.trainer"]
 
 

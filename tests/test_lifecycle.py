@@ -16,14 +16,13 @@ from pathlib import Path
 
 import pytest
 import torch
-
-from sparse_tui import runner
-from sparse_tui.executors import LocalExecutor
-from sparse_tui.presets import RunConfig, RunSpec
-from sparse_tui.store import RunStore
-
 from conftest import read_only_copy
 
+from sparse_tui.executors import LocalExecutor
+from sparse_tui.lifecycle import runner
+from sparse_tui.presets.loading import RunSpec
+from sparse_tui.presets.schema import RunConfig
+from sparse_tui.store import RunStore
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", "COLUMNS": "200"}
 

@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from sparse_tui.executors import LocalExecutor
-from sparse_tui.presets import RunConfig, RunSpec
+from sparse_tui.presets.loading import RunSpec
+from sparse_tui.presets.schema import RunConfig
 from sparse_tui.training import loop
 from sparse_tui.training.optim import StackOptimizer
 
@@ -100,7 +101,7 @@ def _inject_evaluation(monkeypatch):
 
 @pytest.mark.parametrize("inject", [_inject_sampling, _inject_optimiser, _inject_evaluation])
 def test_a_failure_the_old_trial_could_not_see_halves_the_stack(tmp_path, monkeypatch, inject):
-    from sparse_tui import runner
+    from sparse_tui.lifecycle import runner
     from sparse_tui.store import RunStore
     from sparse_tui.training.trainer import train_run
 

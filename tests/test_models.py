@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from sparse_tui.models import build_model
 from sparse_tui.models.toy import ToyAttention
 from sparse_tui.models.transformer import Transformer
-from sparse_tui.presets import RunConfig, TransformerModel
+from sparse_tui.presets.schema import RunConfig, TransformerModel
 from sparse_tui.tasks.base import Batch
 
 CPU = torch.device("cpu")

@@ -17,7 +17,7 @@ import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from sparse_tui.presets import RunConfig
+from sparse_tui.presets.schema import RunConfig
 from sparse_tui.training.loop import Prepared
 
 aten = torch.ops.aten

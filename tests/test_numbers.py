@@ -1,8 +1,8 @@
-"""The one family of number formatters (sparse_tui/numbers.py) used by the CLI, the reports and the console."""
+"""The one family of number formatters (sparse_tui/base/numbers.py) used by the CLI, the reports and the console."""
 
 import math
 
-from sparse_tui.numbers import fmt_age, fmt_num, fmt_or, fmt_short
+from sparse_tui.base.numbers import fmt_age, fmt_num, fmt_or, fmt_short
 
 
 def test_fmt_or_marks_what_is_missing_or_not_finite():
@@ -29,7 +29,7 @@ def test_fmt_age():
 
 
 def test_fmt_duration_says_seconds_minutes_and_hours():
-    from sparse_tui.numbers import fmt_duration
+    from sparse_tui.base.numbers import fmt_duration
 
     assert [fmt_duration(s) for s in (0.4, 89.4, 90, 725, 5399, 5400, 7530)] == [
         "0 s", "89 s", "1 min 30 s", "12 min 05 s", "89 min 59 s", "1 h 30 min", "2 h 05 min"]

@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from sparse_tui.executors import LocalExecutor
-from sparse_tui.presets import PresetError, expand, load_preset
+from sparse_tui.presets.errors import PresetError
+from sparse_tui.presets.loading import expand, load_preset
 from sparse_tui.store import RunStore
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,7 +43,7 @@ def test_the_ordered_embedding_is_the_token_value_on_a_line():
 def test_training_leaves_the_ordered_embedding_where_it_is(tmp_path: Path):
     """Two runs (V 16 and 32) trained as one stack with Adam: the stored final embeddings are exactly the ordered
     ones, while the same runs with a learned embedding move theirs."""
-    from sparse_tui import runner
+    from sparse_tui.lifecycle import runner
 
     store = RunStore(tmp_path / "runs")
     for emb in ("ordered", "learned"):

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from sparse_tui.presets import PresetError, expand, load_preset, parse_value
+from sparse_tui.presets.errors import PresetError
+from sparse_tui.presets.loading import expand, load_preset, parse_value
 
 PRESETS = sorted((Path(__file__).parent.parent / "presets").glob("*.toml"))
 

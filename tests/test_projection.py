@@ -1,4 +1,4 @@
-"""The GPU projection (sparse_tui/estimate.py ``project_h100``): the H100 cost model reproduces the two sweeps it was
+"""The GPU projection (sparse_tui/lifecycle/estimate.py ``project_h100``): the H100 cost model reproduces the two sweeps it was
 fitted on, ``run --dry-run`` prints it labelled as a projection with its source and date, and every GPU-sized
 paper preset projects to at most about an hour per figure."""
 
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from sparse_tui.estimate import H100_DATE, project_h100
-from sparse_tui.presets import expand, load_preset
+from sparse_tui.lifecycle.estimate import H100_DATE, project_h100
+from sparse_tui.presets.loading import expand, load_preset
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sparse_tui import runner
 from sparse_tui.cli import app
 from sparse_tui.executors import ExecutorOptions
 from sparse_tui.executors.channel import Channel, ChannelSink, apply
-from sparse_tui.presets import config_from_json, expand, load_preset
+from sparse_tui.lifecycle import runner
+from sparse_tui.presets.loading import config_from_json, expand, load_preset
 from sparse_tui.store import RunStore
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", "COLUMNS": "200"}

@@ -34,9 +34,9 @@ import pytest
 
 pytest.importorskip("ray", reason="the ray extra is not installed")  # an error under SPARSE_TUI_REQUIRE_RAY=1
 
-from sparse_tui import runner
 from sparse_tui.executors import ExecutorOptions
-from sparse_tui.presets import expand, load_preset
+from sparse_tui.lifecycle import runner
+from sparse_tui.presets.loading import expand, load_preset
 from sparse_tui.store import TERMINAL, RunStore
 
 pytestmark = pytest.mark.xdist_group("ray")

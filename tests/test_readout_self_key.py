@@ -14,7 +14,9 @@ import torch
 
 from sparse_tui.models import build_model
 from sparse_tui.models.transformer import Transformer
-from sparse_tui.presets import PresetError, TransformerModel, expand, load_preset
+from sparse_tui.presets.errors import PresetError
+from sparse_tui.presets.loading import expand, load_preset
+from sparse_tui.presets.schema import TransformerModel
 from sparse_tui.tasks import make_task
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -115,8 +117,8 @@ def test_the_default_is_todays_readout_and_a_bad_value_is_refused():
 
 
 def test_the_nearest_report_says_whether_the_readout_sees_its_own_token(tmp_path):
-    from sparse_tui.reports import reproduce
     from sparse_tui.atlas import ENTRIES
+    from sparse_tui.reports import reproduce
     from sparse_tui.store import RunStore
 
     specs = [s for s in _specs() if s.seed == 0 and s.config.model.attention == "euclidean"]

@@ -1,4 +1,4 @@
-"""Repetition schedules (sparse_tui/repetition.py, issue 33): task.p / task.B as a constant, steps, or a switch set off
+"""Repetition schedules (sparse_tui/science/repetition.py, issue 33): task.p / task.B as a constant, steps, or a switch set off
 by the run's own metrics; validated like every key, logged as sched/p / sched/B, kept in checkpoints, per member of a
 stack."""
 
@@ -9,14 +9,14 @@ import subprocess
 import sys
 
 import pytest
+from conftest import StopAfter
 
-from sparse_tui import runner
-from sparse_tui.presets import PresetError, expand, load_preset, validate_preset_data
-from sparse_tui.repetition import Schedule, Switcher
+from sparse_tui.lifecycle import runner
+from sparse_tui.presets.errors import PresetError
+from sparse_tui.presets.loading import expand, load_preset, validate_preset_data
+from sparse_tui.science.repetition import Schedule, Switcher
 from sparse_tui.store import RunStore
 from sparse_tui.training.checkpoint import has_checkpoint
-
-from conftest import StopAfter
 
 BASE = {"task": {"kind": "recall", "n_tokens": 8, "n_pairs": 3},
         "model": {"kind": "transformer", "n_layers": 2, "n_heads": 1, "d_model": 16},
@@ -49,7 +49,7 @@ def test_constant_is_todays_syntax_and_table_equals_string():
     multi = _cfg(p={"start": 0.0, "then": [0.9, 0.0], "when": ["stuck 3", "plateau"]})
     assert str(multi.config.task.p) == "0 -> 0.9 when stuck 3 -> 0 when plateau"
     # the stored form reads back (a run's config is rebuilt from its JSON)
-    from sparse_tui.presets import config_from_json
+    from sparse_tui.presets.loading import config_from_json
     again = config_from_json(multi.config.model_dump(mode="json"))
     assert again.task.p == multi.config.task.p
 
@@ -210,7 +210,7 @@ D, T_ = 64, 512  # Fig. 10's setting (presets/paper_fig10_theory.toml): f(0.3, 6
 def _flow(phases, times=None):
     import numpy as np
 
-    from sparse_tui import theory as th
+    from sparse_tui.science import theory as th
 
     times = np.linspace(0, 8000, 801) if times is None else times
     return th.switched_trajectory(times, D, T_, phases, test_B=1)
@@ -219,7 +219,7 @@ def _flow(phases, times=None):
 def test_one_phase_is_the_constant_flow():
     import numpy as np
 
-    from sparse_tui import theory as th
+    from sparse_tui.science import theory as th
 
     t = np.linspace(0, 8000, 401)
     for p in (0.0, 0.3):
@@ -235,7 +235,7 @@ def test_switch_is_bounded_by_the_constant_flows_and_follows_the_carried_state()
     t_s + t_0 - ln(1 + da_s + w_s) sqrt(d) T within 6% (docs/THEORY.md, "The switch")."""
     import numpy as np
 
-    from sparse_tui import theory as th
+    from sparse_tui.science import theory as th
 
     t0 = _flow([th.Phase(1, 0.0)])[0].plateau
     tp = _flow([th.Phase(1, 0.3)])[0].plateau
@@ -264,7 +264,7 @@ def test_switch_is_bounded_by_the_constant_flows_and_follows_the_carried_state()
 def test_when_to_switch_during_the_escape():
     """Switching once the test loss has fallen 2-10% (0.49-0.45 of 0.5) gives a plateau shorter than keeping p
     (2114-2147 < 2158); switching at the first movement (0.4999) loses most of the speed-up (4179)."""
-    from sparse_tui import theory as th
+    from sparse_tui.science import theory as th
 
     got = {lv: _flow([th.Phase(1, 0.3, ("test_loss", lv, -1)), th.Phase(1, 0.0)])[0].plateau
            for lv in (0.4999, 0.49, 0.45)}

@@ -129,9 +129,9 @@ def test_nearest_report_sets_perplexity_beside_the_blogs_references(tmp_path):
     V/n_embd; the log-log slope over n_embd recovers a planted power law."""
     import pytest
 
-    from sparse_tui.reports import reproduce
     from sparse_tui.atlas import ENTRIES
-    from sparse_tui.presets import expand, load_preset
+    from sparse_tui.presets.loading import expand, load_preset
+    from sparse_tui.reports import reproduce
 
     specs = [s for s in expand(load_preset(ROOT / "presets" / "blog3_nembd.toml")) if s.seed == 0]
     store = RunStore(tmp_path / "runs")
@@ -194,7 +194,7 @@ def test_reuse_survives_a_field_added_to_the_schema_since_the_run():
     differs in a real setting still does not match."""
     from types import SimpleNamespace
 
-    from sparse_tui.presets import expand, load_preset
+    from sparse_tui.presets.loading import expand, load_preset
     from sparse_tui.reports.reproduce import match_runs
 
     specs = expand(load_preset(ROOT / "presets" / "paper_fig3_p_cpu.toml"))[:2]
@@ -211,9 +211,9 @@ def test_reuse_survives_a_field_added_to_the_schema_since_the_run():
 def test_curves_report_names_each_run_by_its_sweep_point_and_seed(tmp_path):
     """A curves entry's report names a run as its figure does (sweep point, seed). Labels cut to a fixed width had
     printed blog6_warmup's 12 runs as 'snapshot_every=0 d_model=60' whatever their warm-up and seed."""
-    from sparse_tui.reports import reproduce
     from sparse_tui.atlas import ENTRIES
-    from sparse_tui.presets import expand, load_preset
+    from sparse_tui.presets.loading import expand, load_preset
+    from sparse_tui.reports import reproduce
 
     preset = load_preset(ROOT / "presets" / "blog6_warmup.toml", ["eval.snapshot_every=0"])
     specs = expand(preset)
@@ -263,10 +263,10 @@ def test_list_shows_the_gpu_projection_of_each_gpu_preset():
 
     from typer.testing import CliRunner
 
-    from sparse_tui.cli import app
-    from sparse_tui.estimate import project_h100
     from sparse_tui.atlas import ENTRIES
-    from sparse_tui.catalog import bundled_dir
+    from sparse_tui.cli import app
+    from sparse_tui.lifecycle.estimate import project_h100
+    from sparse_tui.presets.catalog import bundled_dir
 
     r = CliRunner().invoke(app, ["reproduce", "--list", "--json"])
     assert r.exit_code == 0, r.output

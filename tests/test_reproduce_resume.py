@@ -10,12 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sparse_tui import runner
-from sparse_tui.presets import expand, load_preset
+from conftest import StopAfter
+
+from sparse_tui.lifecycle import runner
+from sparse_tui.presets.loading import expand, load_preset
 from sparse_tui.store import RunStore
 from sparse_tui.training.checkpoint import has_checkpoint
-
-from conftest import StopAfter
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", "COLUMNS": "200"}
 

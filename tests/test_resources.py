@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from sparse_tui import resources
 from sparse_tui.models import build_model
-from sparse_tui.presets import RunConfig
+from sparse_tui.presets import resources
+from sparse_tui.presets.schema import RunConfig
 from sparse_tui.tasks import make_task
 from sparse_tui.training import scheduler
 

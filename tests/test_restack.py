@@ -12,7 +12,8 @@ import math
 import pytest
 import torch
 
-from sparse_tui.presets import RunConfig, RunSpec
+from sparse_tui.presets.loading import RunSpec
+from sparse_tui.presets.schema import RunConfig
 from sparse_tui.training.loop import train_stack
 from sparse_tui.training.runlog import RunLogger
 
@@ -106,7 +107,7 @@ def test_no_rebuild_near_the_end_or_while_most_runs_live():
 
 
 def test_a_checkpoint_written_after_the_rebuild_resumes_bit_identically(tmp_path):
-    from sparse_tui import runner
+    from sparse_tui.lifecycle import runner
     from sparse_tui.store import RunStore
 
     cfgs = [c.model_copy(update={"train": c.train.model_copy(update={"checkpoint_every": 40})}) for c in sweep()]

@@ -16,13 +16,12 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import StopAfter
 
-from sparse_tui import runner
-from sparse_tui.presets import expand, load_preset
+from sparse_tui.lifecycle import runner
+from sparse_tui.presets.loading import expand, load_preset
 from sparse_tui.store import RunStore
 from sparse_tui.training.checkpoint import has_checkpoint
-
-from conftest import StopAfter
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", "COLUMNS": "200"}
 
@@ -362,7 +361,8 @@ def _as_format_1(path: Path, fused: bool) -> None:
 def test_a_checkpoint_of_the_previous_format_resumes_bit_identically(tmp_path, monkeypatch, lrs):
     """A run interrupted under the previous version (checkpoint format 1) resumes after an upgrade: the same
     numbers as a run never interrupted (one run: torch's fused Adam; two learning rates: the per-model update)."""
-    from sparse_tui.presets import RunConfig, RunSpec
+    from sparse_tui.presets.loading import RunSpec
+    from sparse_tui.presets.schema import RunConfig
     from sparse_tui.training.checkpoint import Checkpointer, CheckpointFiles, check
 
     raw = {"task": {"kind": "recall", "n_tokens": 8, "n_pairs": 3}, "seed": 3,

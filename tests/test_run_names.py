@@ -7,9 +7,9 @@ import json
 import subprocess
 import sys
 
-from sparse_tui.presets import expand, load_preset, validate_preset_data
-
 from conftest import TINY_PRESET
+
+from sparse_tui.presets.loading import expand, load_preset, validate_preset_data
 
 ENV = {"OMP_NUM_THREADS": "1", "COLUMNS": "200", "PATH": "/usr/bin:/bin"}
 

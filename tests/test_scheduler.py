@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from sparse_tui.presets import RunConfig, RunSpec
-from sparse_tui.resources import n_params, step_bytes
+from sparse_tui.presets.loading import RunSpec
+from sparse_tui.presets.resources import n_params, step_bytes
+from sparse_tui.presets.schema import RunConfig
 from sparse_tui.training import scheduler as sch
 
 BASE = {
@@ -97,7 +98,7 @@ def test_grouping_by_shape_keeps_order_and_separates_shapes():
 def _preset(name):
     from pathlib import Path
 
-    from sparse_tui.presets import expand, load_preset
+    from sparse_tui.presets.loading import expand, load_preset
 
     return [s.config for s in expand(load_preset(Path(__file__).parent.parent / "presets" / name))]
 

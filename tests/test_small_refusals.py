@@ -11,11 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from sparse_tui.store import RunStore
-
 from conftest import read_only_copy, stored_preset
 from tui.conftest import fill_store
+
+from sparse_tui.store import RunStore
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", "COLUMNS": "200"}
 RUN = "0000000c"

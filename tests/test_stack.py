@@ -11,7 +11,8 @@ import torch
 
 from sparse_tui.models import build_model
 from sparse_tui.models.stack import StackedTransformer, build_stack, stacked_loss
-from sparse_tui.presets import RunConfig, expand, load_preset
+from sparse_tui.presets.loading import expand, load_preset
+from sparse_tui.presets.schema import RunConfig
 from sparse_tui.tasks import make_task
 from sparse_tui.training.loop import train_stack
 from sparse_tui.training.metrics import loss_fn
@@ -53,8 +54,8 @@ def modules_and_batches(cfgs, B=4):
 
 
 def stack_inputs(stack, xs, ys, classification):
-    from sparse_tui.training.loop import Batcher
     from sparse_tui.tasks.base import Batch
+    from sparse_tui.training.loop import Batcher
 
     members = [type("M", (), {"task": type("T", (), {"classification": classification})()})() for _ in xs]
     batcher = Batcher(stack, members, F64)

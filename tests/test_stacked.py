@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from sparse_tui.executors import LocalExecutor
-from sparse_tui.presets import RunConfig
+from sparse_tui.presets.schema import RunConfig
 from sparse_tui.training import grouping as st
 from sparse_tui.training.loop import train_stack
 from sparse_tui.training.trainer import RunLogger, train_run
@@ -154,7 +154,7 @@ def test_group_key_separates_shapes_and_allows_per_model_fields():
 def test_runs_that_cannot_share_a_stack_are_recorded_failed_not_trained(tmp_path):
     """The runner trains what it was handed as one stack only when the runs share a group key; otherwise (a bug of
     the caller) each run is recorded failed with the reason, nothing trained."""
-    from sparse_tui import runner
+    from sparse_tui.lifecycle import runner
     from sparse_tui.store import RunStore
 
     store = RunStore(tmp_path / "runs")
@@ -172,7 +172,7 @@ def test_runs_that_cannot_share_a_stack_are_recorded_failed_not_trained(tmp_path
 
 
 def _batch(store, cfgs):
-    from sparse_tui.presets import RunSpec
+    from sparse_tui.presets.loading import RunSpec
 
     specs = [RunSpec("eq", "eq.toml", c, {"seed": c.seed}) for c in cfgs]
     return store.create_runs(specs)
@@ -194,7 +194,7 @@ def _series_close(a, b):
 
 @pytest.mark.parametrize("schedule", ["stacked", "processes"])
 def test_store_records_match_sequential(tmp_path, schedule):
-    from sparse_tui import runner
+    from sparse_tui.lifecycle import runner
     from sparse_tui.store import RunStore
 
     cfgs = [cfg(RECALL, seed=s, train__steps=20) for s in (0, 1, 2)]
@@ -221,7 +221,7 @@ def test_stack_whose_trial_step_fails_falls_back_and_says_why(tmp_path, monkeypa
     """A stack whose trial step fails (here: an injected kernel error for any stack of more than one run) is
     halved until it trains; a lone run that still fails is retried on the plain kernel. Every run finishes with the
     numbers it gets alone, and the batch log and each run's record say why."""
-    from sparse_tui import runner
+    from sparse_tui.lifecycle import runner
     from sparse_tui.models.stack import StackedTransformer
     from sparse_tui.store import RunStore
     from sparse_tui.training import loop
@@ -256,7 +256,7 @@ def test_stack_whose_trial_step_fails_falls_back_and_says_why(tmp_path, monkeypa
 
 
 def test_a_run_whose_every_kernel_fails_is_recorded_failed(tmp_path, monkeypatch):
-    from sparse_tui import runner
+    from sparse_tui.lifecycle import runner
     from sparse_tui.store import RunStore
     from sparse_tui.training import loop
 

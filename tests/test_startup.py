@@ -1,4 +1,4 @@
-"""Start-up phases (sparse_tui/startup.py): ``run --verbose`` prints each training process's imports, CUDA context,
+"""Start-up phases (sparse_tui/base/startup.py): ``run --verbose`` prints each training process's imports, CUDA context,
 build, trial step, first capture and first evaluation times in the batch log; without it, nothing."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import re
 import subprocess
 import sys
 
-from sparse_tui import startup
+from sparse_tui.base import startup
 
 
 def _run(tiny_preset, runs_dir, *extra):

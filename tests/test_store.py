@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sparse_tui.presets import expand, load_preset
+from sparse_tui.presets.loading import expand, load_preset
 from sparse_tui.store import RunStore, StoreError
 
 
@@ -44,7 +44,7 @@ def test_lifecycle_and_records(tiny_preset, runs_dir):
 def test_a_run_has_one_name_everywhere(tiny_preset, runs_dir):
     """``RunRecord.name`` (preset and label) is the name the export, ``runs --json``, the run table and the
     bridges show: one place decides it."""
-    from sparse_tui.export import run_row
+    from sparse_tui.export.tables import run_row
     from sparse_tui.tui.render.runs import COLUMNS, table_row
 
     store = RunStore(runs_dir)

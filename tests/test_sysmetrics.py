@@ -1,5 +1,5 @@
 """System metrics per run (issue 34 item 5): the process's CPU share and RSS and, on CUDA with NVML, the GPU's
-utilisation and memory, recorded as ``sys/*`` metrics at every evaluation (sparse_tui/sysmetrics.py), shown by
+utilisation and memory, recorded as ``sys/*`` metrics at every evaluation (sparse_tui/base/sysmetrics.py), shown by
 ``show`` and exported as metrics. NVML is faked here (no GPU)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import types
 import pytest
 from typer.testing import CliRunner
 
-from sparse_tui.sysmetrics import Nvml, SystemSampler, nvml_index
+from sparse_tui.base.sysmetrics import Nvml, SystemSampler, nvml_index
 
 
 def fake_nvml(util=37, used_gib=12.1):
@@ -49,7 +49,7 @@ def test_recorded_per_run_shown_and_exported(recording, monkeypatch, tiny_preset
     """Two runs trained as one stack through the store, their GPU read through a fake NVML: every evaluation
     carries sys/*; ``show`` prints them; the long CSV export carries them as metrics; the final metrics do not."""
     from sparse_tui import cli
-    from sparse_tui.presets import expand, load_preset
+    from sparse_tui.presets.loading import expand, load_preset
     from sparse_tui.store import RunStore
     from sparse_tui.training import loop
     from sparse_tui.training.runlog import RunLogger

@@ -13,10 +13,12 @@ import torch
 from copy_task import COPY, CopyTask
 from typer.testing import CliRunner
 
-from sparse_tui import presets as P
-from sparse_tui import resources
 from sparse_tui.cli import app
 from sparse_tui.models import build_model
+from sparse_tui.presets import resources
+from sparse_tui.presets.errors import PresetError
+from sparse_tui.presets.loading import config_from_json, expand, load_preset
+from sparse_tui.presets.schema import TASKS, RunConfig, logged_metrics, register_task, unregister_task
 from sparse_tui.store import RunStore
 from sparse_tui.tasks import make_task
 from sparse_tui.tui.form_model import PresetDraft
@@ -52,9 +54,9 @@ test_size = 32
 
 @pytest.fixture
 def copy_kind():
-    P.register_task(COPY)
+    register_task(COPY)
     yield COPY
-    P.unregister_task("copy")
+    unregister_task("copy")
 
 
 @pytest.fixture
@@ -65,30 +67,30 @@ def copy_preset(tmp_path: Path) -> Path:
 
 
 def test_a_preset_of_a_registered_kind_validates_with_its_keys_and_errors(copy_kind, copy_preset):
-    loaded = P.load_preset(copy_preset, ["sweep.task.lag=[1, 3]"])
-    specs = P.expand(loaded)
+    loaded = load_preset(copy_preset, ["sweep.task.lag=[1, 3]"])
+    specs = expand(loaded)
     assert [(s.config.task.lag, s.seed) for s in specs] == [(1, 0), (1, 1), (3, 0), (3, 1)]
     assert type(specs[0].config.task).__name__ == "CopyConfig"
     assert specs[0].params["task.vocab"] == 6
     # the config survives the store's JSON round trip (a worker rebuilds it from there)
-    assert P.config_from_json(specs[0].config.model_dump(mode="json")) == specs[0].config
-    with pytest.raises(P.PresetError) as e:  # the kind's own check, named by its key (no "copy" in the path)
-        P.load_preset(copy_preset, ["task.lag=5"])
+    assert config_from_json(specs[0].config.model_dump(mode="json")) == specs[0].config
+    with pytest.raises(PresetError) as e:  # the kind's own check, named by its key (no "copy" in the path)
+        load_preset(copy_preset, ["task.lag=5"])
     assert e.value.lines == ["copy.toml: task.lag: must be <= T - 1"]
-    with pytest.raises(P.PresetError) as e:
-        P.load_preset(copy_preset, ["sweep.task.n_pairs=[1, 2]"])
+    with pytest.raises(PresetError) as e:
+        load_preset(copy_preset, ["sweep.task.n_pairs=[1, 2]"])
     assert e.value.lines == ["copy.toml: sweep.task.n_pairs: no such key"]
     # the kind's logged metrics: a token task (accuracy) with the readout probe "relevant"
-    names = P.logged_metrics(specs[0].config)
+    names = logged_metrics(specs[0].config)
     assert {"test/acc", "test/ppl", "attn/L1/relevant", "attn/L1/H0/relevant"} <= set(names)
     assert not any(n.endswith(("/select", "/copy")) for n in names)
 
 
 def test_an_unregistered_kind_is_refused_everywhere(copy_kind, copy_preset):
-    cfg = P.expand(P.load_preset(copy_preset))[0].config
-    P.unregister_task("copy")
-    with pytest.raises(P.PresetError) as e:
-        P.load_preset(copy_preset)
+    cfg = expand(load_preset(copy_preset))[0].config
+    unregister_task("copy")
+    with pytest.raises(PresetError) as e:
+        load_preset(copy_preset)
     assert e.value.lines == ["copy.toml: task: must be one of 'linreg', 'recall', 'nearest'"]
     with pytest.raises(ValueError, match="unknown task kind 'copy'; registered: linreg, recall, nearest"):
         resources.dims(cfg)  # not read as linreg (the if-chain's fall-through before the registry)
@@ -97,7 +99,7 @@ def test_an_unregistered_kind_is_refused_everywhere(copy_kind, copy_preset):
 
 
 def test_make_task_builds_it_and_resources_size_it(copy_kind, copy_preset):
-    cfg = P.expand(P.load_preset(copy_preset))[0].config
+    cfg = expand(load_preset(copy_preset))[0].config
     task = make_task(cfg, "cpu")
     assert isinstance(task, CopyTask)
     assert resources.dims(cfg) == {"seq_len": 5, "vocab": 6, "in_dim": None, "out_dim": 6}
@@ -113,8 +115,8 @@ def test_make_task_builds_it_and_resources_size_it(copy_kind, copy_preset):
 def test_every_registered_kind_builds_the_dims_its_entry_declares(copy_kind):
     """``TaskKind.dims`` (what the estimate and the scheduler read, without building a task) is what the task that
     ``make_task`` builds produces, for every kind of the registry: its batches' shapes and token ranges."""
-    for name, kind in P.TASKS.items():
-        cfg = P.RunConfig.model_validate({"task": {"kind": name}, "model": {"kind": "transformer"}})
+    for name, kind in TASKS.items():
+        cfg = RunConfig.model_validate({"task": {"kind": name}, "model": {"kind": "transformer"}})
         d = kind.dims(cfg.task)
         task = make_task(cfg, "cpu")
         assert (task.kind, task.seq_len, task.vocab_size, task.in_dim, task.out_dim) == (

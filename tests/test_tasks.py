@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from sparse_tui.presets import RunConfig
+from sparse_tui.presets.schema import RunConfig
 from sparse_tui.tasks import make_task
 from sparse_tui.tasks import recall as recall_mod
 from sparse_tui.tasks.linreg import LinearRegression
@@ -159,7 +159,8 @@ def test_linreg_fixed_position_is_never_the_readout_position(T, B):
 
 
 def test_linreg_fixed_position_needs_a_position_before_the_readout():
-    from sparse_tui.presets import PresetError, validate_preset_data
+    from sparse_tui.presets.errors import PresetError
+    from sparse_tui.presets.loading import validate_preset_data
 
     with pytest.raises(PresetError) as e:
         validate_preset_data({"task": {"kind": "linreg", "d": 2, "T": 4, "B": 4, "position": "fixed"},
@@ -389,7 +390,8 @@ def test_recall_uniform_values_repeat_at_the_birthday_rate(B):
 
 
 def test_recall_values_key_rejects_unknown_modes():
-    from sparse_tui.presets import PresetError, validate_preset_data
+    from sparse_tui.presets.errors import PresetError
+    from sparse_tui.presets.loading import validate_preset_data
 
     with pytest.raises(PresetError, match=r"x.toml: task.values: must be one of permutation or uniform$"):
         validate_preset_data({"task": {"kind": "recall", "values": "random"}}, "x.toml")
@@ -602,7 +604,7 @@ def test_w_star_is_the_same_on_every_device():
 def test_training_batches_without_meta_are_the_same_draws(task):
     """The training step asks for x and y only (``meta=False``: no relevant mask, no probe positions computed):
     the same sequences and targets, and the stream ends in the same place."""
-    from sparse_tui.presets import RunConfig
+    from sparse_tui.presets.schema import RunConfig
     from sparse_tui.tasks import make_task
 
     cfg = RunConfig.model_validate({"task": task, "model": {"kind": "transformer"}})

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
-from sparse_tui import theory as th
-from sparse_tui.fitting import fit_power_law
 from sparse_tui.models.ode import ode_curve, recorded_curve, simulate_run
-from sparse_tui.presets import RunConfig
+from sparse_tui.presets.schema import RunConfig
+from sparse_tui.science import theory as th
+from sparse_tui.science.fitting import fit_power_law
 
 GRID = {"d": [16, 32, 64, 128, 256], "T": [64, 256, 1024, 4096]}
 

@@ -14,9 +14,9 @@ import pytest
 from conftest import stored_preset
 from typer.testing import CliRunner
 
-from sparse_tui.reports import fitreport
 from sparse_tui.cli import app
-from sparse_tui.presets import expand, load_preset
+from sparse_tui.presets.loading import expand, load_preset
+from sparse_tui.reports import fitreport
 from sparse_tui.store import RunStore
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,7 +44,7 @@ def one_line_error(r) -> str:
 
 def test_theory_fit_and_ode_import_without_torch():
     """Importing the ode model, theory, fitting and the CLI, and running ``theory``, never loads torch or textual."""
-    code = ("import sys, sparse_tui.models.ode, sparse_tui.fitting, sparse_tui.theory, sparse_tui.reports.fitreport; "
+    code = ("import sys, sparse_tui.models.ode, sparse_tui.science.fitting, sparse_tui.science.theory, sparse_tui.reports.fitreport; "
             "heavy = [m for m in ('torch', 'textual') if m in sys.modules]; assert not heavy, heavy; "
             "from typer.testing import CliRunner; from sparse_tui.cli import app; "
             "r = CliRunner().invoke(app, ['theory', '--d', '16', '--T', '64']); assert r.exit_code == 0, r.output; "

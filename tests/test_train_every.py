@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from sparse_tui.presets import expand, load_preset
+from sparse_tui.presets.loading import expand, load_preset
 from sparse_tui.store import RunStore
 from sparse_tui.training.trainer import RunLogger, train_run
 

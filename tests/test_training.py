@@ -7,10 +7,10 @@ import math
 import pytest
 import torch
 
-from sparse_tui.presets import eval_steps, expand, load_preset, validate_preset_data
+from sparse_tui.presets.loading import eval_steps, expand, load_preset, validate_preset_data
+from sparse_tui.science.schedule import lr_factor
 from sparse_tui.store import RunStore
 from sparse_tui.training.plateau import PlateauDetector, plateau_step
-from sparse_tui.schedule import lr_factor
 from sparse_tui.training.trainer import RunLogger, train_run
 
 
@@ -247,7 +247,7 @@ def test_ode_and_trained_runs_share_one_rule_for_best(monkeypatch):
     import numpy as np
 
     from sparse_tui.models import ode
-    from sparse_tui.presets import RunConfig
+    from sparse_tui.presets.schema import RunConfig
     from sparse_tui.training.loop import Tracker
 
     cfg = RunConfig.model_validate({"task": {"kind": "linreg", "d": 8, "T": 16}, "model": {"kind": "ode"},

@@ -17,7 +17,7 @@ from sparse_tui.reports.verdict import CHECKS, DEFAULT_TARGET, WORDS, law_verdic
 
 def rows(entry_key: str, measured: dict[str, tuple[float, float, float]]) -> list[dict]:
     """Law rows as ``law_report`` builds them: paper exponents from theory.PAPER_FITS, measured (value, CI)."""
-    from sparse_tui.theory import PAPER_FITS
+    from sparse_tui.science.theory import PAPER_FITS
 
     e = atlas.ENTRIES[entry_key]
     pf = PAPER_FITS[e.law]

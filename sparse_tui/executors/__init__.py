@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from sparse_tui.executors.address import parse_address
 from sparse_tui.executors.base import ExecutorError
-from sparse_tui.runner import Executor, ExecutorOptions
 from sparse_tui.executors.local import LocalExecutor
 from sparse_tui.executors.ray_executor import RayExecutor
+from sparse_tui.lifecycle.runner import Executor, ExecutorOptions
 
 EXECUTORS: dict[str, type] = {"local": LocalExecutor, "ray": RayExecutor}
 

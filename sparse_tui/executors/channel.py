@@ -189,7 +189,7 @@ def apply(store, record: tuple, on_error=None) -> str | None:
         if store.heartbeat(run_id, step):
             return run_id
     elif kind == "finish":
-        from sparse_tui.runner import record_end
+        from sparse_tui.lifecycle.runner import record_end
 
         _, run_id, status, kw = record
         record_end(store, run_id, status, **kw)

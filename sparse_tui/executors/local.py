@@ -12,9 +12,9 @@ import sys
 import time
 from typing import Callable
 
-from sparse_tui import runner
-from sparse_tui.devices import DeviceError, resolve
+from sparse_tui.base.devices import DeviceError, resolve
 from sparse_tui.executors.base import BEAT_SECONDS, ExecutorError
+from sparse_tui.lifecycle import runner
 from sparse_tui.store import RunStore
 
 
@@ -33,7 +33,7 @@ class LocalExecutor:
     def preflight(self, specs: list, device: str | None, source: str, *, detached: bool = False) -> None:
         """The device of ``specs`` exists and the largest run fits its memory (``resources.check``).
         ``device`` is the ``--device`` flag (None: each run's ``train.device``)."""
-        from sparse_tui.resources import ResourceError, check
+        from sparse_tui.presets.resources import ResourceError, check
 
         wanted: dict[str, list] = {}
         for spec in specs:

@@ -44,13 +44,13 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Callable
 
-from sparse_tui import runner
-from sparse_tui.devices import resolve as resolve_device
+from sparse_tui.base.devices import resolve as resolve_device
 from sparse_tui.executors.address import auto_address, is_current_cluster, parse_address, reach
 from sparse_tui.executors.base import BEAT_SECONDS, INSTALL_HINT, ExecutorError
 from sparse_tui.executors.channel import PUT_TIMEOUT, Channel, ChannelSink, apply
-from sparse_tui.presets import config_get
-from sparse_tui.runner import ExecutorOptions, StopFlag, record_end
+from sparse_tui.lifecycle import runner
+from sparse_tui.lifecycle.runner import ExecutorOptions, StopFlag, record_end
+from sparse_tui.presets.loading import config_get
 from sparse_tui.store import TERMINAL
 from sparse_tui.training.checkpoint import CheckpointFiles
 
@@ -185,7 +185,7 @@ def train_stack_task(put_channel, run_ids: list[str], configs: list[dict], devic
     import ray
     import torch
 
-    from sparse_tui.presets import config_from_json
+    from sparse_tui.presets.loading import config_from_json
     from sparse_tui.training.trainer import library_versions
 
     if device == "cpu":

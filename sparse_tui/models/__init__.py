@@ -34,8 +34,8 @@ def build_model(cfg, task) -> nn.Module:
 
     The Transformer is built from ``cfg.model`` itself (models/transformer.py, ``Transformer(cfg, task)``).
     """
-    from .toy import ToyAttention
-    from .transformer import Transformer
+    from sparse_tui.models.toy import ToyAttention
+    from sparse_tui.models.transformer import Transformer
 
     m = cfg.model
     g = init_generator(cfg.seed)

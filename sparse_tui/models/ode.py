@@ -1,6 +1,6 @@
 """The 'ode' model: the reduced gradient-flow dynamics of the toy model, recorded like a trained run.
 
-The dynamics are those of ``sparse_tui.theory`` (paper Eqs. 12-14 for p = 0, Eqs. 17-21 for p > 0, both with
+The dynamics are those of ``sparse_tui.science.theory`` (paper Eqs. 12-14 for p = 0, Eqs. 17-21 for p > 0, both with
 in-context repetition B); nothing here imports torch.
 
 Time and steps
@@ -41,10 +41,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import theory
-from ..presets import config_from_json, eval_steps
-from ..repetition import initial, parse_condition, scheduled
-from ..schedule import lr_factor
+from sparse_tui.presets.loading import config_from_json, eval_steps
+from sparse_tui.science import theory
+from sparse_tui.science.repetition import initial, parse_condition, scheduled
+from sparse_tui.science.schedule import lr_factor
 
 __all__ = ["OdeRun", "simulate_run", "ode_curve", "recorded_curve", "step_times", "PLATEAU_OBSERVABLES"]
 

@@ -40,8 +40,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .toy import ToyAttention
-from .transformer import Transformer, attention_core, euclidean_qk, pick_kernel, sinusoidal_positions
+from sparse_tui.models.toy import ToyAttention
+from sparse_tui.models.transformer import Transformer, attention_core, euclidean_qk, pick_kernel, sinusoidal_positions
 
 # Per-dimension layout of each Transformer parameter (matched on the parameter name's tail): D the stream width,
 # Q the query/key width (H heads x d_qk), V the value width (H heads x d_model / H), F the MLP hidden width, L the

@@ -51,7 +51,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 if TYPE_CHECKING:
-    from sparse_tui.presets import TransformerModel
+    from sparse_tui.presets.schema import TransformerModel
 
 
 def sinusoidal_positions(length: int, d_model: int) -> Tensor:

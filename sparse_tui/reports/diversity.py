@@ -17,7 +17,7 @@ import math
 from typing import Any, Sequence
 
 from sparse_tui.atlas import Entry
-from sparse_tui.presets import config_get
+from sparse_tui.presets.loading import config_get
 from sparse_tui.reports.reproduce import Report, make_report
 
 TARGET_SPEEDUP = 1.5

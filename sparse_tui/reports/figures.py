@@ -27,13 +27,13 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from sparse_tui import geometry
-from sparse_tui.files import WriteError, problem, write_file
 from sparse_tui.atlas.paper_recall import FIG16_TRAIN_LOSS
-from sparse_tui.numbers import fmt_plain
-from sparse_tui.phase import cell_note, phase_grid, sweep_axes
-from sparse_tui.presets import config_get
-from sparse_tui.plotting import fmt_r2
+from sparse_tui.base.files import WriteError, problem, write_file
+from sparse_tui.base.numbers import fmt_plain
+from sparse_tui.base.plotting import fmt_r2
+from sparse_tui.presets.loading import config_get
+from sparse_tui.science import geometry
+from sparse_tui.science.phase import cell_note, phase_grid, sweep_axes
 
 __all__ = ["FigureError", "FORMATS", "INSTALL_HINT", "require_matplotlib", "check_path", "fit_figure",
            "curves_figure", "phase_figure"]
@@ -130,8 +130,8 @@ def _tick(t: float) -> str:
 def _fit_points(rep: Any) -> tuple[list[dict[str, float]], list[float], list[bool]]:
     """Per run of the fit: the variables' values, the target (or, when censored, its lower bound) and whether the
     run is censored. Read with the same resolver the fit used (``fitting.Resolver``)."""
-    from .fitreport import with_time_target
-    from ..fitting import Resolver, flat_rows, is_missing
+    from sparse_tui.reports.fitreport import with_time_target
+    from sparse_tui.science.fitting import Resolver, flat_rows, is_missing
 
     res = rep.result
     rows = rep.selection.rows
@@ -167,8 +167,8 @@ def _paper_law(rep: Any) -> tuple[Any, dict[str, str], dict[str, float]] | None:
     """The paper's fit compared with (``rep.paper``), when each of its variables is either fitted or takes one value
     over the runs (read from the rows, e.g. T = 4096 in Fig. 2 left): the fit, a map paper variable -> fitted
     variable, and the constant values of the others. None when a variable is missing or varies without being fitted."""
-    from ..fitting import Resolver, flat_rows, short_name
-    from ..theory import PAPER_FITS
+    from sparse_tui.science.fitting import Resolver, flat_rows, short_name
+    from sparse_tui.science.theory import PAPER_FITS
 
     pf = PAPER_FITS.get(rep.paper) if rep.paper else None
     if pf is None:
@@ -462,7 +462,7 @@ def _overlay_figure(data: Sequence[tuple[Any, Mapping]], title: str | None, grou
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    from sparse_tui.plotting import mean_band
+    from sparse_tui.base.plotting import mean_band
 
     have = set().union(*(s.keys() for _, s in data))
     metrics = [m for m in ("test/loss", "test/acc") if m in have] or [min(have)]
@@ -633,7 +633,7 @@ def _facet_figure(data: Sequence[tuple[Any, Mapping]], points: Sequence[str], ti
 def flow_series(store: Any, run_id: str) -> dict[str, Any]:
     """An 'ode' run as arrays: t (flow time = step x lr), d, T, B, p, plateau time, w, alpha, da (Eq. 9 inverted),
     the losses and, with p > 0, w~ and the other columns' w (App. A.4.1)."""
-    from ..theory import delta_a_of_alpha
+    from sparse_tui.science.theory import delta_a_of_alpha
 
     rec = store.get(run_id)
     task, lr = config_get(rec.config, "task", {}), float(config_get(rec.config, "train.lr", 1.0))
@@ -728,7 +728,7 @@ def fig1b_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None
 @figure_writer()
 def fig6_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None) -> Any:
     """Fig. 6: log10 of the loss Eq. 12 over (w, da) and the gradient-flow path from (0, 0) (white)."""
-    from ..theory import loss_eq12
+    from sparse_tui.science.theory import loss_eq12
 
     f = sorted_flows(store, run_ids, "d")[0]
     ok = np.isfinite(f["da"])
@@ -752,7 +752,7 @@ def fig6_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None)
 def fig7_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None) -> Any:
     """Fig. 7: w, da and the loss of the flow (plain) against the linearisation of Eq. 15 (dashed), per T, against
     lambda t (lambda = B / (sqrt(d) T))."""
-    from ..theory import linear_solution
+    from sparse_tui.science.theory import linear_solution
 
     flows = sorted_flows(store, run_ids, "T")
     fig, axes = _fig(3)
@@ -779,7 +779,7 @@ def fig7_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None)
 def fig8_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None) -> Any:
     """Fig. 8: (left) w_inf(alpha) for several T at the run's d; (middle) w and w_inf(alpha(t)) along the flow;
     (right) the smallest and largest eigenvalue of the Hessian of Eq. 12 along the flow."""
-    from ..theory import hessian_eq12, w_equilibrium
+    from sparse_tui.science.theory import hessian_eq12, w_equilibrium
 
     f = sorted_flows(store, run_ids, "d")[0]
     fig, (a1, a2, a3) = _fig(3)

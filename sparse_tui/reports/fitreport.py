@@ -42,9 +42,9 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..fitting import FitError, FitResult, compare_to_theory, fit_power_law, format_comparison
-from ..numbers import fmt_or, fmt_plain
-from ..theory import (
+from sparse_tui.base.numbers import fmt_or, fmt_plain
+from sparse_tui.science.fitting import FitError, FitResult, compare_to_theory, fit_power_law, format_comparison
+from sparse_tui.science.theory import (
     PAPER_FITS,
     compare_closed_form,
     escape_time_linear,
@@ -277,8 +277,8 @@ def select_runs(store: Any, *, preset: str | None = None, batch: str | None = No
                 run_ids: Sequence[str] = (), where: Sequence[Where] | Sequence[str] = ()) -> Selection:
     """Runs of a ``store.RunStore`` picked by preset name, batch id (or unique prefix), run ids (or unique
     prefixes) and ``where`` filters; see ``select_rows``. Raises ``FitError`` when a run id is unknown."""
-    from ..export import run_row
-    from ..store import StoreError
+    from sparse_tui.export.tables import run_row
+    from sparse_tui.store import StoreError
 
     criteria = []
     if batch:  # the store's one resolver of ids and prefixes (store.find)
@@ -406,7 +406,7 @@ def fit_runs(selection: Selection | Sequence[Mapping[str, Any]], variables: Sequ
         c["label"] = r.get("label")
     note = ""
     if paper == "auto":
-        from ..atlas import law_of_presets
+        from sparse_tui.atlas import law_of_presets
 
         paper, note = law_of_presets(list(selection.presets))
     cmp_rows = compare_to_theory(res, paper=paper)
@@ -499,7 +499,7 @@ def _rule(row: Mapping[str, Any]) -> tuple[str, str, float]:
     keys = ("metric", "mode", "value")
     got = [row.get(f"params.plateau.{k}") for k in keys]
     if any(v is None for v in got):
-        from ..presets import PlateauConfig
+        from sparse_tui.presets.schema import PlateauConfig
 
         dflt = PlateauConfig()
         got = [getattr(dflt, k) if v is None else v for k, v in zip(keys, got)]
@@ -512,8 +512,8 @@ def reread_plateaus(store: Any, selection: Selection, threshold: float,
     ``threshold`` (see the module doc), and what was done (``Reread``). A run with no stored curve of its metric is
     moved to ``skipped``. ``paper``: the paper's thresholds (``atlas.Threshold``) to name; default: those of the
     atlas entries of the runs' presets."""
-    from ..atlas import Threshold, entries_of_preset
-    from ..training.plateau import plateau_step
+    from sparse_tui.atlas import Threshold, entries_of_preset
+    from sparse_tui.training.plateau import plateau_step
 
     rows: list[dict[str, Any]] = []
     skipped = dict(selection.skipped)

@@ -27,15 +27,15 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 from pydantic import ValidationError
 
-from sparse_tui import geometry
+from sparse_tui.atlas import SIZES, AtlasError, Entry, entries
+from sparse_tui.atlas.paper_recall import FIG16_TRAIN_LOSS
+from sparse_tui.lifecycle.estimate import Projection, project_h100
+from sparse_tui.presets.catalog import CatalogError, resolve
+from sparse_tui.presets.loading import config_from_json, config_get, expand, load_preset
 from sparse_tui.reports import figures
 from sparse_tui.reports import verdict as verdicts
-from sparse_tui.atlas import SIZES, AtlasError, Entry, entries
-from sparse_tui.catalog import CatalogError, resolve
-from sparse_tui.atlas.paper_recall import FIG16_TRAIN_LOSS
-from sparse_tui.estimate import Projection, project_h100
-from sparse_tui.phase import cell_note, phase_grid, sweep_axes
-from sparse_tui.presets import config_from_json, config_get, expand, load_preset
+from sparse_tui.science import geometry
+from sparse_tui.science.phase import cell_note, phase_grid, sweep_axes
 from sparse_tui.training.checkpoint import has_checkpoint
 
 # A run recorded with one of these statuses is a result: reused, never trained again (a diverged run diverges
@@ -282,7 +282,7 @@ def resume_batches(store: Any, p: Plan) -> list[tuple[str, list[str], list[Any]]
     (``runner.check_resumable``: a writable store, configs that validate, checkpoints that are the runs' own;
     StoreError names a refused one). ``runner.run_headless(..., batch_id=, resume=)`` then re-queues and trains them
     in their own rows."""
-    from sparse_tui import runner
+    from sparse_tui.lifecycle import runner
 
     recs = [p.resumable[i] for i in sorted(p.resumable)]
     if not recs:
@@ -377,7 +377,7 @@ def law_report(store: Any, entry: Entry, run_ids: Sequence[str], threshold: floa
     with the tolerance the record is held to (``entry.targets``). ``threshold``: re-read every plateau from the
     stored curves at that absolute value first (``fitreport.reread_plateaus``; `reproduce FIG --threshold X`)."""
     from sparse_tui.reports import fitreport
-    from sparse_tui.theory import PAPER_FITS
+    from sparse_tui.science.theory import PAPER_FITS
 
     sel = fitreport.select_runs(store, run_ids=list(run_ids))
     reread = None
@@ -433,7 +433,7 @@ def law_report(store: Any, entry: Entry, run_ids: Sequence[str], threshold: floa
 def _per_point(rows: Sequence[dict], entry: Entry, pf: Any) -> list[dict[str, Any]]:
     """Geometric mean plateau per grid point of the fit variables (censored runs left out, counted in ``n`` only
     when they have a plateau) beside the paper's law there."""
-    from sparse_tui.fitting import Resolver, flat_rows
+    from sparse_tui.science.fitting import Resolver, flat_rows
 
     rs = flat_rows(rows)
     res = Resolver(rs)
@@ -596,7 +596,7 @@ def fig6_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
 
 
 def fig7_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
-    from sparse_tui.theory import escape_time_linear, linear_solution
+    from sparse_tui.science.theory import escape_time_linear, linear_solution
 
     rows, data = [], []
     for f in figures.sorted_flows(store, run_ids, "T"):
@@ -618,7 +618,7 @@ def fig7_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
 
 
 def fig8_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
-    from sparse_tui.theory import hessian_eq12, w_equilibrium
+    from sparse_tui.science.theory import hessian_eq12, w_equilibrium
 
     f = figures.sorted_flows(store, run_ids, "d")[0]
     pl = f["plateau"] or float(f["t"][-1])
@@ -646,7 +646,7 @@ def fig8_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
 
 
 def fig10_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
-    from sparse_tui.theory import f_rep
+    from sparse_tui.science.theory import f_rep
 
     flows = figures.sorted_flows(store, run_ids, "p")
     base = next((f["plateau"] for f in flows if f["p"] == 0), None)
@@ -803,7 +803,7 @@ def fig4_curves_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Repo
     right's law at that point (0.55 · N_tokens^0.79 · N_pairs^2.25); the log-log slope of the plateau against N_pairs;
     and whether the plateau grows with N_pairs in every seed. The paper: emergence is sharp and later for more
     pairs (curves, no numbers)."""
-    from sparse_tui.theory import PAPER_FITS
+    from sparse_tui.science.theory import PAPER_FITS
 
     law = PAPER_FITS["fig4"]
     rows: list[dict[str, Any]] = []

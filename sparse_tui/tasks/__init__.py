@@ -17,9 +17,8 @@ import pkgutil
 
 import torch
 
-from sparse_tui.presets import RunConfig, task_kind
-
-from .base import Task
+from sparse_tui.presets.schema import RunConfig, task_kind
+from sparse_tui.tasks.base import Task
 
 
 def make_task(cfg: RunConfig, device: torch.device | str = "cpu") -> Task:

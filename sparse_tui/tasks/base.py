@@ -9,10 +9,9 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from sparse_tui.devices import resolve
-from sparse_tui.presets import task_kind
-
-from ._common import make_generator
+from sparse_tui.base.devices import resolve
+from sparse_tui.presets.schema import task_kind
+from sparse_tui.tasks._common import make_generator
 
 
 @dataclass

@@ -63,10 +63,10 @@ import math
 
 import torch
 
-from ..presets import LinregTask as LinregConfig
-from ..repetition import all_values, initial
-from ._common import make_generator
-from .base import Batch, Task
+from sparse_tui.presets.schema import LinregTask as LinregConfig
+from sparse_tui.science.repetition import all_values, initial
+from sparse_tui.tasks._common import make_generator
+from sparse_tui.tasks.base import Batch, Task
 
 _CHUNK_ELEMENTS = 1 << 24  # tokens are generated in chunks of about this many floats (64 MiB)
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import torch
 
-from ..presets import NearestTask as NearestConfig
-from .base import Batch, Task
+from sparse_tui.presets.schema import NearestTask as NearestConfig
+from sparse_tui.tasks.base import Batch, Task
 
 
 def nearest_index(x: torch.Tensor, tie_break: str = "lower") -> torch.Tensor:

@@ -45,10 +45,10 @@ from __future__ import annotations
 
 import torch
 
-from ..presets import RecallTask as RecallConfig
-from ..repetition import initial
-from ._common import make_generator
-from .base import Batch, Task
+from sparse_tui.presets.schema import RecallTask as RecallConfig
+from sparse_tui.science.repetition import initial
+from sparse_tui.tasks._common import make_generator
+from sparse_tui.tasks.base import Batch, Task
 
 _CHUNK = 8192
 

@@ -52,7 +52,7 @@ import time
 import warnings
 from pathlib import Path
 
-from sparse_tui.files import kind_of, write_file
+from sparse_tui.base.files import kind_of, write_file
 from sparse_tui.store import pid_alive
 
 CHECKPOINT_SECONDS = 300.0  # also save at least this often (5 minutes of training), whatever checkpoint_every says

@@ -14,7 +14,7 @@ precision and CUDA-graph mode. Toy models (paper Eq. 2) stack only with toy mode
 
 from __future__ import annotations
 
-from sparse_tui.resources import dims
+from sparse_tui.presets.resources import dims
 
 # Model fields that may differ inside one stack: initial values, and (Transformers) the padded widths.
 _PER_MODEL_MODEL_FIELDS = ("init_std", "init", "init_scale", "pos_init_std")

@@ -37,21 +37,21 @@ from typing import Callable
 
 import torch
 
-from sparse_tui import startup
+from sparse_tui.base import startup
+from sparse_tui.base.sysmetrics import SYSTEM
 from sparse_tui.models import build_model
 from sparse_tui.models.stack import build_stack, stacked_loss
-from sparse_tui.presets import RunConfig, eval_steps
-from sparse_tui.repetition import Switcher, scheduled
-from sparse_tui.schedule import lr_factor, lr_table
+from sparse_tui.presets.loading import eval_steps
+from sparse_tui.presets.schema import RunConfig
+from sparse_tui.science.repetition import Switcher, scheduled
+from sparse_tui.science.schedule import lr_factor, lr_table
 from sparse_tui.tasks import make_task
 from sparse_tui.training import cudagraph
 from sparse_tui.training.checkpoint import Checkpointer
-from sparse_tui.sysmetrics import SYSTEM
 from sparse_tui.training.metrics import evaluate, evaluate_stack, toy_metrics
 from sparse_tui.training.optim import StackOptimizer
 from sparse_tui.training.plateau import PlateauDetector
 from sparse_tui.training.runlog import RunLogger, RunResult, together
-
 
 startup.record("imports", startup.since_start())  # process start to torch and the training code imported
 
@@ -229,7 +229,7 @@ class Tracker:
         the stack's training-loss sum of this run since its last logged point (its mean is ``train/loss``).
         ``measured`` / ``snapshot``: this member's metrics and maps from the stack's batched pass
         (``evaluate_due``), else computed here from its own module. ``system``: the process's ``sys/*`` metrics
-        (sparse_tui/sysmetrics.py), logged with the others but not part of the run's final metrics."""
+        (sparse_tui/base/sysmetrics.py), logged with the others but not part of the run's final metrics."""
         self.flush()
         vals = dict(measured) if measured is not None else self.measure()
         if self.n_since and loss_sum is not None:
@@ -288,7 +288,7 @@ class Tracker:
     def end(self, status: str, step: int, reason: str | None = None) -> RunResult:
         self.flush()
         if isinstance(getattr(self.module, "embed", None), torch.nn.Embedding):
-            # the final token embedding outlives the checkpoints (blog 3's geometry view: sparse_tui/geometry.py)
+            # the final token embedding outlives the checkpoints (blog 3's geometry view: sparse_tui/science/geometry.py)
             self.stack.load_into(self.slot, self.module)
             self.logger.array("embed", self.module.embed.weight.detach().float().cpu().numpy())
         self.result = RunResult(status=status, reason=reason, plateau_step=self.det.step, summary=self.summary(step),
@@ -604,7 +604,7 @@ def _engine(prep: Prepared, graph: bool, graph_mode: str, notes: list[str]) -> t
 def evaluate_due(prep: Prepared, due: list[Tracker], step: int, sums: list[float] | None = None) -> None:
     """Evaluate members ``due`` at ``step`` together: their metrics and snapshots (``Prepared.measure`` /
     ``snapshots``: one batched pass of the stack on GPUs, each member alone on CPUs), the process's system metrics
-    sampled once (sparse_tui/sysmetrics.py: CPU, RSS, NVML; no device sync), and every record written to the store
+    sampled once (sparse_tui/base/sysmetrics.py: CPU, RSS, NVML; no device sync), and every record written to the store
     in one transaction."""
     if not due:
         return

@@ -31,9 +31,10 @@ import os
 import time
 from dataclasses import dataclass
 
-from sparse_tui import devices
-from sparse_tui.presets import RunConfig, RunSpec
-from sparse_tui.resources import MEMORY_FRACTION, dims, lone_run_threads, step_bytes
+from sparse_tui.base import devices
+from sparse_tui.presets.loading import RunSpec
+from sparse_tui.presets.resources import MEMORY_FRACTION, dims, lone_run_threads, step_bytes
+from sparse_tui.presets.schema import RunConfig
 from sparse_tui.training.grouping import group_key, padded_config
 
 SCHEDULES = ("auto", "sequential", "processes", "stacked")

@@ -14,7 +14,7 @@ import numpy
 import torch
 
 import sparse_tui
-from sparse_tui.presets import RunConfig
+from sparse_tui.presets.schema import RunConfig
 from sparse_tui.training.loop import Tracker, train_stack
 from sparse_tui.training.runlog import RunLogger, RunResult
 

@@ -12,27 +12,27 @@ numbers). Nothing here imports Textual widgets.
 from __future__ import annotations
 
 import re
-
 from pathlib import Path
 from typing import Any
 
 from textual.message import Message
 
-from sparse_tui import geometry, runner
+from sparse_tui.base.files import WriteError
+from sparse_tui.base.numbers import fmt_duration
+from sparse_tui.base.plotting import fmt_r2
+from sparse_tui.executors import ExecutorError, ExecutorOptions, executor_for
+from sparse_tui.export.tables import write_output
+from sparse_tui.lifecycle import runner
+from sparse_tui.lifecycle.annotate import AnnotateError, check_note, parse_tags
+from sparse_tui.models.ode import recorded_curve
+from sparse_tui.presets.loading import config_get, expand
 from sparse_tui.reports import figures
 from sparse_tui.reports import reproduce as rp
-from sparse_tui.annotate import AnnotateError, check_note, parse_tags
-from sparse_tui.executors import ExecutorError, ExecutorOptions, executor_for
-from sparse_tui.export import write_output
-from sparse_tui.files import WriteError
-from sparse_tui.fitting import FitError
-from sparse_tui.models.ode import recorded_curve
-from sparse_tui.numbers import fmt_duration
-from sparse_tui.phase import cell_note
-from sparse_tui.plotting import fmt_r2
-from sparse_tui.presets import config_get, expand
+from sparse_tui.science import geometry
+from sparse_tui.science.fitting import FitError
+from sparse_tui.science.phase import cell_note
+from sparse_tui.science.theory import PAPER_FITS
 from sparse_tui.store import RunStore, StoreError
-from sparse_tui.theory import PAPER_FITS
 from sparse_tui.tui.messages import AtlasData, AttentionData, Done, FitDone, LaunchAsked, Problem, TheoryData
 from sparse_tui.tui.render import fit as fitview
 from sparse_tui.tui.render.attention import render_attention

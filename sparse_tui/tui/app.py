@@ -29,10 +29,10 @@ from textual.theme import ThemeProvider
 from textual.widgets import Input
 from textual.worker import get_current_worker
 
+from sparse_tui.base.exitcodes import ExitCode
+from sparse_tui.base.sysmetrics import Nvml
 from sparse_tui.executors import ExecutorOptions, executor_for
-from sparse_tui.exitcodes import ExitCode
 from sparse_tui.store import DB_NAME, RunStore
-from sparse_tui.sysmetrics import Nvml
 from sparse_tui.tui import panels
 from sparse_tui.tui.commands import CommandPalette, help_groups, system_commands
 from sparse_tui.tui.guard import Guarded

@@ -20,12 +20,22 @@ from typing import Any
 
 import tomlkit
 
-from sparse_tui import presets as P
-from sparse_tui.catalog import GROUPS, catalogue
-from sparse_tui.files import write_file
+from sparse_tui.base.files import write_file
+from sparse_tui.presets.catalog import GROUPS, catalogue
+from sparse_tui.presets.errors import PresetError
+from sparse_tui.presets.loading import flatten, parse_value, set_dotted, validate_preset_data
+from sparse_tui.presets.schema import (
+    KIND_SECTIONS,
+    EvalConfig,
+    PlateauConfig,
+    Preset,
+    TrainConfig,
+    default_kind,
+    kind_classes,
+)
 
 SECTIONS = ("task", "model", "train", "eval", "plateau")
-PLAIN_CLASSES = {"train": P.TrainConfig, "eval": P.EvalConfig, "plateau": P.PlateauConfig}
+PLAIN_CLASSES = {"train": TrainConfig, "eval": EvalConfig, "plateau": PlateauConfig}
 
 
 @dataclass
@@ -67,9 +77,9 @@ def _type_of(ann: Any) -> tuple[str, list[str]]:
 
 def section_fields(section: str, kind: str | None = None) -> list[FieldSpec]:
     """The fields of a section (for task/model: of the given kind), in schema order."""
-    if section in P.KIND_SECTIONS:  # task kinds: the task registry (presets.TASKS)
-        classes = P.kind_classes(section)
-        cls = classes.get(kind, classes[P.default_kind(section)])
+    if section in KIND_SECTIONS:  # task kinds: the task registry (presets.TASKS)
+        classes = kind_classes(section)
+        cls = classes.get(kind, classes[default_kind(section)])
     else:
         cls = PLAIN_CLASSES[section]
     out = []
@@ -88,7 +98,7 @@ TOP_KEYS = {"name": ("str", ""), "description": ("str", ""), "seeds": ("list", [
 
 
 def top_fields() -> list[FieldSpec]:
-    fs = P.Preset.model_fields
+    fs = Preset.model_fields
     return [FieldSpec(k, t, default, fs[k].description or "") for k, (t, default) in TOP_KEYS.items()]
 
 
@@ -100,7 +110,7 @@ def to_text(value: Any) -> str:
 
 
 def parse_text(text: str) -> Any:
-    return P.parse_value(text.strip())
+    return parse_value(text.strip())
 
 
 def _toml_item(text: str) -> Any:
@@ -164,19 +174,19 @@ class PresetDraft:
                     out[f"{sec}.{k}"] = v.as_string().strip() if hasattr(v, "as_string") else to_text(v)
         sweep = doc.get("sweep")
         if isinstance(sweep, dict):
-            for k, v in P.flatten(dict(sweep.unwrap())).items():
+            for k, v in flatten(dict(sweep.unwrap())).items():
                 out[f"sweep.{k}"] = to_text(v)
         return out
 
     # -- the form's fields --------------------------------------------------------------------------------------
     def kind(self, section: str) -> str:
         t = self.values.get(f"{section}.kind", "").strip().strip("\"'")
-        return t or P.default_kind(section)
+        return t or default_kind(section)
 
     def fields(self) -> list[FieldSpec]:
         out = top_fields()
         for sec in SECTIONS:
-            out += section_fields(sec, self.kind(sec) if sec in P.KIND_SECTIONS else None)
+            out += section_fields(sec, self.kind(sec) if sec in KIND_SECTIONS else None)
         for k in self.sweep_keys():
             out.append(FieldSpec(f"sweep.{k}", "list", None, f"Sweep values of {k} (runs = product of lists x seeds)."))
         return out
@@ -203,7 +213,7 @@ class PresetDraft:
             if not text.strip():
                 _del_dotted(raw, key)
             else:
-                P.set_dotted(raw, key, parse_text(text))
+                set_dotted(raw, key, parse_text(text))
         sweep = {k[len("sweep."):]: parse_text(t) for k, t in self.values.items() if k.startswith("sweep.") and t.strip()}
         if sweep:
             raw["sweep"] = sweep
@@ -214,16 +224,16 @@ class PresetDraft:
 
     def _kinds_changed(self) -> dict[str, set[str]]:
         """The sections whose kind the edits changed, each with the keys its new kind has."""
-        return {sec: {f.key.split(".")[1] for f in section_fields(sec, self.kind(sec))} for sec in P.KIND_SECTIONS
-                if self.kind(sec) != (self.raw.get(sec) or {}).get("kind", P.default_kind(sec))}
+        return {sec: {f.key.split(".")[1] for f in section_fields(sec, self.kind(sec))} for sec in KIND_SECTIONS
+                if self.kind(sec) != (self.raw.get(sec) or {}).get("kind", default_kind(sec))}
 
     def validate(self) -> Validation:
         if self.parse_error:
             return Validation({}, [self.parse_error])
         keys = [f.key for f in self.fields()]
         try:
-            loaded = P.validate_preset_data(self.to_raw(), self.path.name, path=self.path)
-        except P.PresetError as e:
+            loaded = validate_preset_data(self.to_raw(), self.path.name, path=self.path)
+        except PresetError as e:
             fe: dict[str, str] = {}
             general: list[str] = []
             for line in e.lines:

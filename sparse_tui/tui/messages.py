@@ -18,7 +18,7 @@ from typing import Any
 
 from textual.message import Message
 
-from sparse_tui.runner import ExecutorOptions
+from sparse_tui.lifecycle.runner import ExecutorOptions
 from sparse_tui.store import RunRecord
 
 

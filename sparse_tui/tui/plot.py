@@ -21,7 +21,7 @@ from typing import Sequence
 
 from rich.text import Text
 
-from sparse_tui.plotting import nice_ticks, tick_labels
+from sparse_tui.base.plotting import nice_ticks, tick_labels
 
 # plotext colour names -> Rich colours of the legend
 _RICH = {"orange": "dark_orange", "gray": "grey62", "white": "white", "cyan": "cyan", "green": "green",

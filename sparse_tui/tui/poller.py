@@ -18,9 +18,9 @@ from typing import Callable
 from textual.message import Message
 from textual.worker import get_current_worker
 
-from sparse_tui.plotting import downsample
+from sparse_tui.base.plotting import downsample
+from sparse_tui.science.forecast import forecasts
 from sparse_tui.store import RunStore
-from sparse_tui.forecast import forecasts
 from sparse_tui.tui.messages import CurvesData, Problem, RunsUpdated
 
 CURVE_POINTS = 1500  # points per series kept (the plot downsamples further to its width)

@@ -15,9 +15,9 @@ from typing import Any, Callable
 from textual.message import Message
 from textual.worker import get_current_worker
 
-from sparse_tui.annotate import delete_question, undeletable
-from sparse_tui.fitting import FitError
-from sparse_tui.runner import RESUMABLE
+from sparse_tui.lifecycle.annotate import delete_question, undeletable
+from sparse_tui.lifecycle.runner import RESUMABLE
+from sparse_tui.science.fitting import FitError
 from sparse_tui.store import StoreError
 from sparse_tui.tui import actions, selection
 from sparse_tui.tui.guard import guarded

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from sparse_tui.fitting import short_name
+from sparse_tui.science.fitting import short_name
 from sparse_tui.store import RunRecord
-from sparse_tui.tui.render.fit import FitRequest, parse_fit_options
 from sparse_tui.tui.render.filters import matches
+from sparse_tui.tui.render.fit import FitRequest, parse_fit_options
 from sparse_tui.tui.render.runs import swept_keys, table_row
 
 

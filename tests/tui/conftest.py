@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
-
 import asyncio
+import contextlib
 import itertools
 import logging
 import math
@@ -14,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sparse_tui.presets import validate_preset_data
+from sparse_tui.presets.loading import validate_preset_data
 from sparse_tui.store import RunStore
 
 TINY = """\
@@ -145,7 +144,7 @@ async def wait_for(pilot, cond, timeout: float = 60.0, step: float = 0.1) -> Non
 
 
 def _specs(raw: dict, src: str = "synthetic.toml"):
-    from sparse_tui.presets import expand
+    from sparse_tui.presets.loading import expand
 
     return expand(validate_preset_data(raw, src, path=Path(src)))
 

@@ -14,11 +14,13 @@ def test_runs_command_keeps_full_ids_at_80_columns(synthetic: Path, monkeypatch)
 
     from rich.console import Console
 
-    from sparse_tui import cli
+    from sparse_tui.cli import common, runs
 
     buf = io.StringIO()
-    monkeypatch.setattr(cli, "out", Console(width=80, file=buf, highlight=False, soft_wrap=True))  # a terminal
-    cli.runs(runs_dir=synthetic, as_json=False, status=None, preset=None, limit=0)
+    terminal = Console(width=80, file=buf, highlight=False, soft_wrap=True)
+    monkeypatch.setattr(common, "out", terminal)  # the table is printed by common's helper, the title by the command
+    monkeypatch.setattr(runs, "out", terminal)
+    runs.runs(runs_dir=synthetic, as_json=False, status=None, preset=None, limit=0)
     out = buf.getvalue()
     from sparse_tui.store import RunStore
 

@@ -70,7 +70,7 @@ def key_pool() -> list[str]:
 
 @pytest.fixture
 def chaos_dirs(tmp_path: Path, monkeypatch) -> tuple[Path, Path, str]:
-    from sparse_tui import runner
+    from sparse_tui.lifecycle import runner
 
     runs, presets = tmp_path / "runs", tmp_path / "presets"
     lid = chaos_store(runs)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sparse_tui.plotting import mean_band
+from sparse_tui.base.plotting import mean_band
 from sparse_tui.tui.plot import PlotSpec, Series, draw, draw_grid, grid_shape, legend
 
 from .conftest import fill_linreg_sweep, opened, run_async, wait_for

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from sparse_tui import runner
 from sparse_tui.executors import ExecutorOptions
+from sparse_tui.lifecycle import runner
 from sparse_tui.store import RunStore
 
 from .conftest import launch, palette, run_async, tiny_text, wait_for

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sparse_tui.plotting import fmt_r2
+from sparse_tui.base.plotting import fmt_r2
 from sparse_tui.store import RunStore
 from sparse_tui.tui.messages import FitDone
 from sparse_tui.tui.widgets.fit_panel import FitPanel
@@ -113,7 +113,7 @@ def test_the_fitted_law_is_a_line_only_when_it_is_a_function_of_the_forecast(tmp
     forecast (d, T, B, f) the fitted law is a curve of it; over one that has none (model.n_layers here) runs at one
     x have different fitted values, and the line zigzagged between them (seen in tmux on Fig. 3's embed_scale runs):
     it is drawn as a point per run instead."""
-    from sparse_tui.presets import expand, load_preset
+    from sparse_tui.presets.loading import expand, load_preset
     from sparse_tui.reports.fitreport import fit_store
     from sparse_tui.tui.render.fit import fit_plot
     from sparse_tui.tui.widgets.fit_panel import fit_spec

@@ -14,7 +14,7 @@ from sparse_tui.tui.widgets.curves import CurvesPanel
 from sparse_tui.tui.widgets.field_row import FieldRow
 from sparse_tui.tui.widgets.presets_panel import PresetsPanel
 
-from .conftest import Seen, make, opened, run_async, tiny_text, wait_for, launch
+from .conftest import Seen, launch, make, opened, run_async, tiny_text, wait_for
 
 
 async def type_into(pilot, widget_id: str, text: str) -> None:
@@ -134,8 +134,8 @@ async def test_run_preset_opens_with_it_selected(presets_dir: Path, runs_dir: Pa
 
 @run_async
 async def test_fit_phase_export_delete_on_synthetic_store(synthetic: Path, presets_dir: Path, tmp_path: Path, console_errors):
-    from sparse_tui import fitting
-    from sparse_tui.export import run_row
+    from sparse_tui.export.tables import run_row
+    from sparse_tui.science import fitting
     from sparse_tui.tui.widgets.fit_panel import FitPanel
     from sparse_tui.tui.widgets.phase_diagram import PhasePanel
 
@@ -164,7 +164,7 @@ async def test_fit_phase_export_delete_on_synthetic_store(synthetic: Path, prese
         await pilot.pause(0.3)
         assert {phase.x, phase.y} == {"task.d", "task.T"}
         assert "376" in str(phase.query_one("#phase-map").render())
-        # export the table (CSV through sparse_tui.export)
+        # export the table (CSV through sparse_tui.export.tables)
         await pilot.press("2")
         await pilot.pause(0.2)
         await pilot.press("e")

@@ -9,7 +9,7 @@ import itertools
 import os
 from pathlib import Path
 
-from sparse_tui.presets import expand, load_preset
+from sparse_tui.presets.loading import expand, load_preset
 from sparse_tui.store import RunStore
 
 from .conftest import BASE_TIME, make
@@ -95,7 +95,7 @@ def test_forecasts_are_fitted_in_the_poller_thread(tmp_path, monkeypatch):
         return real(records)
 
     monkeypatch.setattr(poller_mod, "forecasts", spy)
-    import sparse_tui.forecast as forecast_mod
+    import sparse_tui.science.forecast as forecast_mod
 
     def not_here(*a, **k):  # the Runs table must not fit
         raise AssertionError("forecast fitted outside the poller")

@@ -53,7 +53,7 @@ def test_overrides_preload_edits(presets_dir: Path):
 def test_tags_are_a_form_field_and_launched_runs_carry_them(tmp_path: Path):
     """Tags come from the preset (``tags = [...]``): the form edits them, validates them like the CLI, saves them
     before the first table, and the runs recorded from the form's preset carry them (``runs --tag``, the filter)."""
-    from sparse_tui.presets import expand
+    from sparse_tui.presets.loading import expand
     from sparse_tui.store import RunStore
     from sparse_tui.tui.render.runs import run_tags
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from sparse_tui import runner
-from sparse_tui.presets import expand, validate_preset_data
+from sparse_tui.lifecycle import runner
+from sparse_tui.presets.loading import expand, validate_preset_data
 from sparse_tui.store import RunStore
 
 from .conftest import make, run_async, tiny_text, wait_for

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from textual.widgets import ListView
 
-from sparse_tui.catalog import bundled_dir
+from sparse_tui.presets.catalog import bundled_dir
 from sparse_tui.tui.widgets.presets_panel import PresetsPanel
 
 from .conftest import opened, run_async, wait_for

@@ -96,7 +96,8 @@ async def test_a_burst_after_slash_goes_into_the_filter(synthetic: Path, presets
 
 
 def test_a_lone_cpu_run_gets_the_idle_cores_not_torch_default():
-    from sparse_tui.presets import RunConfig, RunSpec
+    from sparse_tui.presets.loading import RunSpec
+    from sparse_tui.presets.schema import RunConfig
     from sparse_tui.training import scheduler as sch
 
     raw = {"task": {"kind": "recall", "n_tokens": 8, "n_pairs": 2}, "model": {"kind": "transformer"},
@@ -237,7 +238,7 @@ def test_failed_run_shows_its_stored_values(synthetic: Path):
 
 
 def test_ticks_have_one_format_per_axis_and_r2_is_not_rounded_up():
-    from sparse_tui.plotting import fmt_r2, nice_ticks, tick_labels
+    from sparse_tui.base.plotting import fmt_r2, nice_ticks, tick_labels
     from sparse_tui.tui.plot import PlotSpec, Series, draw
 
     assert tick_labels(nice_ticks(1e-6, 1e-2, 5, log=True)) == ["1e-6", "1e-5", "1e-4", "1e-3", "1e-2"]
@@ -486,7 +487,7 @@ async def test_archive_hides_runs_until_the_filter_asks(synthetic: Path, presets
 
 
 def test_nvml_reads_gpu_use_and_degrades_without_it(monkeypatch):
-    from sparse_tui.sysmetrics import Nvml
+    from sparse_tui.base.sysmetrics import Nvml
     from sparse_tui.tui.sysinfo import host_summary
 
     class Err(Exception):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sparse_tui import runner
+from sparse_tui.lifecycle import runner
 from sparse_tui.store import RunStore
 from sparse_tui.tui.widgets.run_table import RunsPanel
 

@@ -31,7 +31,7 @@ def snap_dirs(tmp_path_factory) -> tuple[Path, Path]:
 
 @pytest.fixture(autouse=True)
 def _bundled(snap_dirs, monkeypatch):
-    monkeypatch.setattr("sparse_tui.catalog.bundled_dir", lambda: (snap_dirs[1].parent / "bundled").resolve())
+    monkeypatch.setattr("sparse_tui.presets.catalog.bundled_dir", lambda: (snap_dirs[1].parent / "bundled").resolve())
 
 
 async def _ready(pilot) -> None:

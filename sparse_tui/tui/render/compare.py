@@ -7,12 +7,11 @@ from rich.console import Group as RichGroup
 from rich.table import Table
 from rich.text import Text
 
-from sparse_tui.numbers import fmt_short
-from sparse_tui.phase import final_metric
-from sparse_tui.presets import flatten
+from sparse_tui.base.numbers import fmt_short
+from sparse_tui.presets.loading import flatten
+from sparse_tui.science.phase import final_metric
 from sparse_tui.store import RunRecord
 from sparse_tui.tui.render.groups import Stat
-
 
 METRICS = (("plateau step", None), ("final test/loss", ("test/loss", "train/loss")), ("final test/acc", ("test/acc",)),
            ("final train/loss", ("train/loss",)))

@@ -11,7 +11,7 @@ from typing import Any
 
 from rich.text import Text
 
-from sparse_tui.plotting import fmt_r2
+from sparse_tui.base.plotting import fmt_r2
 
 
 @dataclass
@@ -70,7 +70,7 @@ def parse_fit_options(text: str) -> dict[str, Any]:
     ``--opt=value``, ``opt=value``, ``boot 200``). Returns {option: value} (``where`` a list); raises ``FitError``
     in one line."""
     from sparse_tui.reports.fitreport import parse_threshold, parse_tie, parse_where
-    from sparse_tui.fitting import FitError
+    from sparse_tui.science.fitting import FitError
 
     try:
         toks = shlex.split(text or "")
@@ -125,8 +125,8 @@ def fit_plot(report: Any) -> dict:
     y = the measured target and the fitted law at each run; censored runs at their lower bound. ``curve``: the fitted
     law is a function of x (every fitted variable has a forecast exponent), so it is drawn as a line; else (a fit over
     n_layers, lr, embed_scale ...) as one point per run, since runs at one x may have different fitted values."""
-    from sparse_tui import fitting
-    from sparse_tui.theory import forecast_exponents
+    from sparse_tui.science import fitting
+    from sparse_tui.science.theory import forecast_exponents
 
     res = report.result
     rows = report.selection.rows

@@ -1,14 +1,14 @@
 """A run's final token embedding as a labelled text scatter, shown under its attention map (the view of the blog
 "Sparse attention 3 – inefficiency of extracting similar content": numerically close tokens sit close). The plane
-and the order numbers come from ``sparse_tui.geometry``, as in ``figures.geometry_figure``."""
+and the order numbers come from ``sparse_tui.science.geometry``, as in ``figures.geometry_figure``."""
 
 from __future__ import annotations
 
 import numpy as np
 from rich.text import Text
 
-from sparse_tui.geometry import order, plane
-from sparse_tui.plotting import ramp
+from sparse_tui.base.plotting import ramp
+from sparse_tui.science.geometry import order, plane
 
 
 def render_geometry(E: np.ndarray, width: int = 76, height: int = 14) -> Text:

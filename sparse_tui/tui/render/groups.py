@@ -14,8 +14,8 @@ from typing import Any, Iterable, Sequence
 
 from rich.text import Text
 
-from sparse_tui.numbers import fmt_short
-from sparse_tui.phase import final_metric
+from sparse_tui.base.numbers import fmt_short
+from sparse_tui.science.phase import final_metric
 from sparse_tui.store import RunRecord
 from sparse_tui.tui.render.runs import STATUS_STYLE, Row, natural, param_text, short_keys, value_key
 

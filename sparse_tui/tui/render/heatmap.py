@@ -9,8 +9,8 @@ from typing import Callable, Sequence
 from rich.style import Style
 from rich.text import Text
 
-from sparse_tui.numbers import fmt_num
-from sparse_tui.plotting import ramp
+from sparse_tui.base.numbers import fmt_num
+from sparse_tui.base.plotting import ramp
 
 
 def _bg(rgb: tuple[int, int, int]) -> Style:

@@ -10,8 +10,8 @@ from typing import Any, Callable, Collection, Iterable, Sequence
 
 from rich.text import Text
 
-from sparse_tui.numbers import fmt_age, fmt_num, fmt_short
-from sparse_tui.phase import final_metric
+from sparse_tui.base.numbers import fmt_age, fmt_num, fmt_short
+from sparse_tui.science.phase import final_metric
 from sparse_tui.store import RunRecord
 
 STATUS_STYLE = {
@@ -227,7 +227,7 @@ def table_row(rec: RunRecord, last: dict | None, now: float, forecast: dict | No
 def plateau_text(step: float | None, forecast: dict | None) -> str:
     """The plateau cell: the plateau step (live: written when the run leaves it), else the emergence forecast
     ('~1.2k', forecast.py); the forecast in full is on the detail line."""
-    from sparse_tui.forecast import short
+    from sparse_tui.science.forecast import short
 
     return fmt_short(step, 4) if step is not None or forecast is None else short(forecast)
 

@@ -7,14 +7,31 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from sparse_tui.forecast import detail as forecast_detail
-from sparse_tui.numbers import fmt_age
+from sparse_tui.base.numbers import fmt_age
+from sparse_tui.science.forecast import detail as forecast_detail
 from sparse_tui.store import RunRecord
 from sparse_tui.tui.render.filters import FIELDS, RESULTS, matches, parse
 from sparse_tui.tui.render.groups import Group, group_row, group_runs
 from sparse_tui.tui.render.runs import (
-    COLUMNS, DESCENDING_FIRST, STATUS, Row, batch_eta, eta, fit_name, fit_names, fit_pairs, natural, param_text,
-    run_tags, short_keys, sort_rows, sort_words, speed, swept_keys, table_row, varied_keys,
+    COLUMNS,
+    DESCENDING_FIRST,
+    STATUS,
+    Row,
+    batch_eta,
+    eta,
+    fit_name,
+    fit_names,
+    fit_pairs,
+    natural,
+    param_text,
+    run_tags,
+    short_keys,
+    sort_rows,
+    sort_words,
+    speed,
+    swept_keys,
+    table_row,
+    varied_keys,
 )
 
 # What 80 columns hold: the full 8-character id, the run's name (as wide as the rest leaves), status, progress and

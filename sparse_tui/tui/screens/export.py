@@ -13,10 +13,11 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, OptionList
 from textual.widgets.option_list import Option
 
-from sparse_tui.export import FORMATS
+from sparse_tui.export.tables import FORMATS
 from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.screens.answer_once import AnswersOnce
 from sparse_tui.tui.widgets.ordered_input import OrderedInput
+
 
 @dataclass
 class ExportRequest:

@@ -20,8 +20,8 @@ from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from sparse_tui.numbers import fmt_num
-from sparse_tui.plotting import downsample, mean_band, ramp
+from sparse_tui.base.numbers import fmt_num
+from sparse_tui.base.plotting import downsample, mean_band, ramp
 from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.messages import CurvesData, FigureRequested, SeriesWanted, TheoryData, TheoryRequested
 from sparse_tui.tui.plot import PlotSpec, Series, ema, fmt_step, grid_shape

@@ -13,12 +13,12 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.reactive import reactive
 from textual.widgets import Input, Label, Static
 
-from sparse_tui.numbers import fmt_num
+from sparse_tui.base.numbers import fmt_num
+from sparse_tui.science.phase import PHASE_VALUES, cell_note, phase_grid
 from sparse_tui.store import RunRecord
 from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.messages import FigureRequested
 from sparse_tui.tui.render.heatmap import heatmap, scale_bar
-from sparse_tui.phase import PHASE_VALUES, cell_note, phase_grid
 from sparse_tui.tui.render.runs import swept_keys
 from sparse_tui.tui.selection import chosen_runs
 from sparse_tui.tui.widgets.ordered_input import OrderedInput

@@ -13,8 +13,8 @@ from textual.widgets import Input, Select, Static
 
 from sparse_tui.tui.form_model import PresetDraft
 from sparse_tui.tui.widgets.field_row import FieldRow
-from sparse_tui.tui.widgets.shallow_focus import ShallowFocus
 from sparse_tui.tui.widgets.ordered_input import OrderedInput
+from sparse_tui.tui.widgets.shallow_focus import ShallowFocus
 
 SWEEP_TITLE = "[sweep]  (runs = product of lists × seeds)"
 

@@ -11,8 +11,8 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, Label, ListItem, ListView, Static
 
-from sparse_tui.catalog import is_bundled
-from sparse_tui.presets import expand
+from sparse_tui.presets.catalog import is_bundled
+from sparse_tui.presets.loading import expand
 from sparse_tui.tui.form_model import PresetDraft, list_presets
 from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.messages import LaunchRequested

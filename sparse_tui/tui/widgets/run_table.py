@@ -12,8 +12,18 @@ from textual.widgets import DataTable, Input, Static
 
 from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.messages import (
-    ArchiveRequested, CancelRequested, CompareRequested, DeleteRequested, ExportRequested, GroupingChanged,
-    HiddenChanged, MarkedChanged, NoteRequested, PanelRequested, ResumeRequested, RunHighlighted,
+    ArchiveRequested,
+    CancelRequested,
+    CompareRequested,
+    DeleteRequested,
+    ExportRequested,
+    GroupingChanged,
+    HiddenChanged,
+    MarkedChanged,
+    NoteRequested,
+    PanelRequested,
+    ResumeRequested,
+    RunHighlighted,
 )
 from sparse_tui.tui.render.filters import suggest
 from sparse_tui.tui.render.table import RunTable

@@ -40,8 +40,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 from urllib.parse import unquote, urlparse
 
-from sparse_tui.files import WriteError, write_file
-from sparse_tui.plotting import ramp
+from sparse_tui.base.files import WriteError, write_file
+from sparse_tui.base.plotting import ramp
 from sparse_tui.store import RunRecord, RunStore
 
 BRIDGES = ("tensorboard", "mlflow")

@@ -25,10 +25,10 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable, Sequence
 
-from . import atlas
-from .fitting import FitError, Resolver, fit_power_law
-from .repetition import Schedule, initial
-from .theory import PAPER_FITS, f_rep
+from sparse_tui import atlas
+from sparse_tui.science.fitting import FitError, Resolver, fit_power_law
+from sparse_tui.science.repetition import Schedule, initial
+from sparse_tui.science.theory import PAPER_FITS, f_rep
 
 MIN_REFIT = 3  # runs that left their plateau before the law is refitted on them
 FLOW_RATIO = (1.27, 1.39, 1.50)  # integrated plateau / (sqrt(d) T / (B f)): low, mid, high (docs/THEORY.md)

@@ -59,7 +59,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 from scipy import stats
 
-from .theory import PAPER_FITS, f_rep, forecast_exponents
+from sparse_tui.science.theory import PAPER_FITS, f_rep, forecast_exponents
 
 __all__ = ["FitError", "FitResult", "fit_power_law", "compare_to_theory", "format_comparison", "short_name", "Resolver",
            "flat_rows", "is_missing"]
@@ -79,7 +79,7 @@ class FitError(ValueError):
 
 def flat_rows(rows: Any) -> list[dict[str, Any]]:
     """The fit's rows (a list of dicts or a DataFrame) flattened to dotted keys (``params.task.d``)."""
-    from sparse_tui.presets import flatten
+    from sparse_tui.presets.loading import flatten
 
     if hasattr(rows, "to_dict") and not isinstance(rows, Mapping):
         rows = rows.to_dict("records")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from sparse_tui.numbers import fmt_duration
+from sparse_tui.base.numbers import fmt_duration
 
 
 def time_estimate(specs: list, schedule: str = "auto", workers: int = 0, device: str | None = None) -> str | None:
@@ -87,8 +87,9 @@ def project_h100(preset) -> Projection | None:
     """The projected wall time of ``preset`` (a path, a ``presets.LoadedPreset`` or its expanded ``RunSpec`` list)
     on one H100 with ``auto``'s GPU plan (the cost model above). None when nothing in it trains step by step (the
     integrated ODE runs take seconds on a CPU). Torch-free (``run --dry-run``, ``reproduce --list``)."""
-    from sparse_tui.presets import expand, load_preset, n_eval_steps
-    from sparse_tui.resources import MEMORY_FRACTION
+    from sparse_tui.presets.loading import expand, load_preset
+    from sparse_tui.presets.resources import MEMORY_FRACTION
+    from sparse_tui.presets.schema import n_eval_steps
     from sparse_tui.training import scheduler
 
     if isinstance(preset, (str, Path)):

@@ -13,9 +13,8 @@ import time
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
-from sparse_tui.numbers import fmt_or
+from sparse_tui.base.numbers import fmt_or
 from sparse_tui.store import TERMINAL, RunRecord, RunStore
-
 
 # The metrics a run's progress line shows, with their format.
 _LINE_METRICS = (("train/loss", ".4g"), ("test/loss", ".4g"), ("test/acc", ".3f"))

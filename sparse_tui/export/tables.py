@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, Iterable
 
-from sparse_tui.files import write_file
+from sparse_tui.base.files import write_file
 from sparse_tui.store import RunRecord, RunStore
 
 FORMATS = ("csv", "jsonl", "parquet")

@@ -23,11 +23,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import Callable
 
-from sparse_tui import runner
-from sparse_tui.devices import resolve as resolve_device
+from sparse_tui.base.devices import resolve as resolve_device
 from sparse_tui.executors import ExecutorOptions, LocalExecutor, executor_for
 from sparse_tui.executors.address import current_cluster
 from sparse_tui.executors.base import INSTALL_HINT
+from sparse_tui.lifecycle import runner
 from sparse_tui.store import RunStore
 
 TOLERANCE = 1e-3  # relative, on each run's final test loss
@@ -45,7 +45,7 @@ _RUNS = [(0, 16, 3, 3e-3), (1, 24, 5, 3e-3), (2, 16, 5, 1e-3)]
 
 
 def tiny_configs(device: str, cuda_graph: str) -> list:
-    from sparse_tui.presets import RunConfig
+    from sparse_tui.presets.schema import RunConfig
 
     cfgs = []
     for seed, d, pairs, lr in _RUNS:
@@ -73,7 +73,7 @@ def _memory(dev) -> str:
 
 
 def _schedule(store, cfgs, group: int) -> tuple[float, list]:
-    from sparse_tui.presets import RunSpec
+    from sparse_tui.presets.loading import RunSpec
 
     specs = [RunSpec("doctor", "doctor.toml", c, {"seed": c.seed, "model.d_model": c.model.d_model}) for c in cfgs]
     batch, ids = store.create_runs(specs)

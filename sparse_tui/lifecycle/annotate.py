@@ -33,7 +33,7 @@ def check_note(text: str) -> str | None:
 
 def edit_tags(old: list[str], add: Iterable[str] = (), remove: Iterable[str] = ()) -> list[str]:
     """``old`` with ``add`` appended (not repeated) and ``remove`` taken out, checked like a preset's tags."""
-    from sparse_tui.presets import MAX_TAGS, tag_problem
+    from sparse_tui.presets.schema import MAX_TAGS, tag_problem
 
     add, remove = list(add), set(remove)
     for t in add:

@@ -49,7 +49,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Callable, ContextManager, Protocol, Sequence
 
-from sparse_tui.devices import resolve
+from sparse_tui.base.devices import resolve
 from sparse_tui.store import RunRecord, RunSink, RunStore, StoreError, is_disk_full
 from sparse_tui.training.checkpoint import CheckpointError, check, fingerprint, remove_stale_temporaries
 from sparse_tui.training.runlog import RunLogger
@@ -57,7 +57,8 @@ from sparse_tui.training.runlog import RunLogger
 if TYPE_CHECKING:
     import torch
 
-    from sparse_tui.presets import RunConfig, RunSpec
+    from sparse_tui.presets.loading import RunSpec
+    from sparse_tui.presets.schema import RunConfig
 
 # Seconds the training loop has, after Ctrl-C / SIGTERM, to stop at a step boundary before an alarm cuts the step
 # or evaluation short (docs: SIGTERM and Ctrl-C are honoured within 2 s).
@@ -243,7 +244,8 @@ def stored_configs(recs: list[RunRecord]) -> tuple[dict, dict]:
     version of sparse-tui, or edited by hand) the one-line reason by run id."""
     from pydantic import ValidationError
 
-    from sparse_tui.presets import config_from_json, format_validation_error
+    from sparse_tui.presets.errors import format_validation_error
+    from sparse_tui.presets.loading import config_from_json
 
     cfgs, bad = {}, {}
     for r in recs:
@@ -637,7 +639,7 @@ def check_resumable(store: RunStore, run_ids: list[str]) -> list[RunSpec]:
     validates, and each run's checkpoint is data (``checkpoint.check``: a planted pickle is refused, never run).
     Returns the runs as specs (what the executor's preflight and plan read); StoreError (one line, naming the file
     or the run) otherwise."""
-    from sparse_tui.presets import RunSpec
+    from sparse_tui.presets.loading import RunSpec
 
     if store.read_only or not os.access(store.path, os.W_OK) or not os.access(store.runs_dir, os.W_OK):
         raise StoreError(f"{store.path}: the run store is read-only (file system or permissions); cannot resume"

@@ -1,0 +1,341 @@
+"""The science commands: ``theory``, ``fit``, ``reproduce`` and ``presets`` (list and copy)."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.table import Table
+
+from sparse_tui.base.exitcodes import ExitCode
+from sparse_tui.cli.common import (
+    PlotOpt,
+    RunsDirOpt,
+    _cell,
+    _Commands,
+    _device_flag,
+    _esc,
+    _figure_path,
+    _one_of,
+    _open_store,
+    _preflight,
+    _preset_refused,
+    _refused,
+    _runs_dir,
+    _say,
+    _train_batch,
+    _workers_flag,
+    app,
+    err,
+    fail,
+    out,
+)
+
+
+def _fit_error(e: Exception) -> "typer.Exit":
+    return fail(str(e).splitlines()[0] if str(e) else type(e).__name__)
+
+
+ThresholdOpt = typer.Option(
+    None, "--threshold", metavar="X", show_default=False,
+    help="Re-read each run's plateau from its stored curve at this absolute value of its plateau metric (first "
+         "evaluation at or below X; at or above for accuracy rules) instead of the preset's threshold; no retraining.")
+
+
+@app.command(short_help="Plateau length of the reduced dynamics against the closed-form forecast.")
+def theory(
+    d: Optional[float] = typer.Option(None, "--d", help="Token / target dimension d (one point)."),
+    T: Optional[float] = typer.Option(None, "--T", help="Sequence length T (one point)."),
+    B: float = typer.Option(1, "--B", help="In-context repetition B (one point)."),
+    p: float = typer.Option(0.0, "--p", help="Cross-sample repetition probability p (one point)."),
+    grid: List[str] = typer.Option(
+        [], "--grid", help="A grid instead of one point: --grid d=16,32,64 T=64,256 B=1,2 (keys d, T, B, p)."
+    ),
+    threshold: float = typer.Option(0.2, "--threshold", help="Plateau ends when the test loss reaches this x 0.5."),
+    paper: str = typer.Option("auto", "--paper", help="Paper fit to compare the grid fit with: auto, none or a key."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
+    extra: List[str] = typer.Argument(None, hidden=True),
+) -> None:
+    """Plateau length of the reduced gradient flow (paper Eqs. 12-14, 17-21) vs the closed-form forecast.
+
+    One point (--d 64 --T 512 [--B 1 --p 0]) or a grid (--grid d=16,32,64 T=64,256,1024 B=1,2,4) with a power-law
+    fit of the grid beside the forecast exponents (d +0.5, T +1, B -1, f -1) and the paper's fit. Read sqrt(dT) in
+    the paper as sqrt(d)*T (docs/THEORY.md).
+    """
+    from sparse_tui.reports import fitreport
+    from sparse_tui.science.fitting import FitError
+
+    items = list(grid) + list(extra or [])  # --grid d=.. T=.. : later items arrive as extra arguments
+    if extra and not grid:
+        raise fail(f"unexpected argument(s): {' '.join(extra)}")
+    try:
+        if items:
+            if d is not None or T is not None:
+                raise FitError("give either --grid or --d/--T, not both")
+            res = fitreport.theory_grid(items, threshold=threshold, paper=None if paper == "none" else paper)
+            if as_json:
+                sys.stdout.write(json.dumps(fitreport.theory_grid_dict(res), indent=1) + "\n")
+            else:
+                out.print(fitreport.format_theory_grid(res), markup=False)
+            return
+        if d is None or T is None:
+            raise FitError("give --d and --T (and optionally --B, --p), or --grid d=... T=...")
+        for name, v in (("--d", d), ("--T", T), ("--B", B)):
+            if not math.isfinite(v) or v < 1 or float(v) != int(v):
+                raise FitError(f"{name}: must be a positive integer, got {v:g}")
+        if B > T:
+            raise FitError("--B: must be <= --T")
+        if not 0.0 <= p <= 1.0:
+            raise FitError(f"--p: must be in [0, 1], got {p:g}")
+        pt = fitreport.theory_point(int(d), int(T), int(B), p, threshold=threshold)
+    except (FitError, ValueError) as e:
+        raise _fit_error(e) from None
+    if as_json:
+        sys.stdout.write(json.dumps(pt, indent=1) + "\n")
+    else:
+        out.print(fitreport.format_theory_point(pt), markup=False)
+
+
+@app.command(short_help="Fit a power law to the plateau lengths of finished runs; compare with theory.")
+def fit(
+    run_ids: List[str] = typer.Argument(None, help="Runs to fit (ids or unique prefixes; default: all selected)."),
+    runs_dir: Optional[Path] = RunsDirOpt,
+    preset: Optional[str] = typer.Option(None, "--preset", help="Only runs of this preset name."),
+    batch: Optional[str] = typer.Option(None, "--batch", help="Only runs of this batch id (or unique prefix)."),
+    where: List[str] = typer.Option(
+        [], "--where", help="Filter: KEY=VALUE (also !=, <, <=, >, >=; V1,V2 = any of), e.g. --where task.B=2."
+    ),
+    vars_: str = typer.Option(
+        "d,T", "--vars", help="Variables: d, T, B, f (=f(p,d)), T/B, n_tokens, n_pairs, model.d_model, train.lr, ..."
+    ),
+    tie: Optional[str] = typer.Option(None, "--tie", help="Tie exponents to one scale: --tie d:0.5,T:1,f:-1."),
+    bootstrap: int = typer.Option(0, "--bootstrap", help="Add bootstrap intervals from N resamples of the runs."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap resampling."),
+    target: str = typer.Option("plateau_step", "--target", help="plateau_step, or plateau_time (= step x lr)."),
+    paper: str = typer.Option("auto", "--paper", help="Paper fit to compare with: auto, none or a key."),
+    threshold: Optional[str] = ThresholdOpt,
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
+    plot: Optional[Path] = PlotOpt,
+) -> None:
+    """Fit a power law (App. D.2) to the plateau lengths of finished runs in the store and compare it with the
+    theory's forecast and the paper's fit. Runs that never emerged are reported as censored. --threshold X re-reads
+    every plateau from the stored curves at the absolute value X instead (no retraining). --plot FILE also
+    writes the plateau against each variable on log-log axes with the fit and the paper's law."""
+    from sparse_tui.reports import fitreport
+    from sparse_tui.science.fitting import FitError
+
+    if bootstrap < 0:
+        raise fail("--bootstrap: must be >= 0")
+    with _refused(FitError):
+        fitreport.parse_threshold(threshold)
+    fig_path = _figure_path(plot)
+    store = _open_store(runs_dir)
+    try:  # the console's Fit panel calls the same function with the same arguments
+        rep = fitreport.fit_store(store, vars_, run_ids=list(run_ids or []), preset=preset, batch=batch, where=where,
+                                  tie=tie, bootstrap=bootstrap, seed=seed, target=target, paper=paper,
+                                  threshold=threshold)
+    except (FitError, ValueError) as e:
+        raise _fit_error(e) from None
+    if as_json:
+        sys.stdout.write(json.dumps(rep.to_dict(), indent=1) + "\n")
+    else:
+        out.print(rep.text(), markup=False)
+    if fig_path is not None:
+        from sparse_tui.reports.figures import FigureError, fit_figure
+
+        try:
+            fit_figure(rep, fig_path)
+        except FigureError as e:
+            raise fail(str(e)) from None
+        err.print(f"wrote {fig_path}")
+
+
+@app.command(short_help="Reproduce a figure of the paper: train what the store lacks, fit, compare; --list.")
+def reproduce(
+    name: Optional[str] = typer.Argument(None, help="A figure (fig15: all its panels) or a panel (fig15_adam); "
+                                         "see --list.", show_default=False),
+    list_: bool = typer.Option(False, "--list", help="Print the atlas: every entry's verdict, CPU cost, stored runs "
+                               "and figure (--json: everything the atlas holds)."),
+    size: str = typer.Option("auto", "--size", help="cpu (grids a 2-core CPU finishes in minutes), gpu, or auto "
+                             "(gpu when CUDA is available)."),
+    runs_dir: Optional[Path] = RunsDirOpt,
+    presets_dir: Optional[Path] = typer.Option(None, "--presets-dir", help="Your own preset files, looked up before "
+                                               "the bundled presets (default: ./presets).", show_default=False),
+    plot: Optional[Path] = PlotOpt,
+    workers: str = typer.Option("auto", "--workers", help="Worker processes: a number, or auto."),
+    device: Optional[str] = typer.Option(None, "--device", help="Override train.device: auto, cpu, cuda, cuda:N."),
+    threshold: Optional[str] = ThresholdOpt,
+    as_json: bool = typer.Option(False, "--json", help="Print the reports as JSON."),
+) -> None:
+    """Reproduce a figure of the paper: train the runs of its preset that the store lacks (runs of the same
+    configuration are reused, whoever trained them), fit or summarise them, print the paper's numbers beside the
+    measured ones, and with --plot FILE draw the figure. --threshold X fits plateaus re-read from the stored curves
+    at X (panels with a fitted law). --list prints the atlas of every figure."""
+    from sparse_tui import atlas
+    from sparse_tui.presets.catalog import resolve
+    from sparse_tui.reports import reproduce as rp
+    from sparse_tui.reports.fitreport import parse_threshold
+    from sparse_tui.science.fitting import FitError
+    from sparse_tui.store import StoreError
+
+    if list_:
+        if name is not None:
+            raise fail("reproduce --list: takes no figure name")
+        store = _open_store(runs_dir) if _runs_dir(runs_dir).joinpath("runs.db").exists() else None
+        rows = rp.status_rows(store, presets_dir, with_verdicts=True)
+        if as_json:
+            sys.stdout.write(json.dumps(rp.list_json(rows, store is not None), indent=1) + "\n")
+            return
+        where = f"runs in {store.path}" if store is not None else "no run store here"
+        width = max(60, min(shutil.get_terminal_size((80, 24)).columns, 120))
+        sys.stdout.write("\n".join([f"figure atlas: {len(rows)} entries; {where}",
+                                    *rp.list_lines(rows, store is not None, width)]) + "\n")
+        return
+    if name is None:
+        raise fail("reproduce: name a figure (e.g. fig15) or pass --list")
+    _one_of("--size", size, ("auto",) + atlas.SIZES)
+    _device_flag(device)
+    n_workers = _workers_flag(workers)
+    fig_path = _figure_path(plot)
+    with _refused(atlas.AtlasError, FitError):
+        chosen = atlas.find(name)
+        x = parse_threshold(threshold)
+        refit = {e.key for e in chosen if x is not None and rp.refits(e)}
+        if x is not None and not refit:
+            raise atlas.AtlasError(f"--threshold: {name} has no panel with a fitted law (its plateaus are not "
+                                   "fitted; sparse-tui reproduce --list shows each kind)")
+    if size == "auto":
+        import torch
+
+        size = "gpu" if torch.cuda.is_available() else "cpu"
+    with _refused(atlas.AtlasError), _preset_refused():  # every named preset loads before the store is opened
+        for entry in chosen:
+            rp.plan(None, entry, size, presets_dir)
+    store = _reproduce_store(runs_dir, chosen, size, presets_dir)
+    plans = []
+    code = ExitCode.OK
+    for entry in chosen:  # planned in turn: an entry reuses what an earlier one just trained (Fig. 5 and Fig. 16)
+        p = rp.plan(store, entry, size, presets_dir)
+        plans.append(p)
+        _say(p.describe())
+        _say(resolve(p.preset, presets_dir).line())
+        todo = p.to_train()
+        again = [p.specs[i] for i in sorted(p.resumable)]
+        if not todo and not again:
+            continue
+        ex = _preflight(None, todo + again, device, p.preset)
+        with _refused(StoreError):  # an interrupted or failed run continues in its own row (its checkpoint checked)
+            batches = rp.resume_batches(store, p)
+        for batch_id, ids, specs in batches:
+            code = max(code, _train_batch(store, ex, specs, batch_id=batch_id, resume=ids, workers=n_workers,
+                                          device=device, then_exit=False, table=not as_json))
+        if todo:
+            code = max(code, _train_batch(store, ex, todo, workers=n_workers, device=device, then_exit=False,
+                                          table=not as_json))  # this process coordinates, as `run --headless`
+    reports = []
+    paths = rp.plot_paths(fig_path, chosen) if fig_path is not None else [None] * len(plans)
+    for p, path in zip(plans, paths):
+        ids = rp.plan_run_ids(store, p)
+        if not ids:
+            err.print(f"{p.entry.key}: no finished run to report", markup=False)
+            code = max(code, ExitCode.RUN_FAILED)
+            continue
+        if x is not None and p.entry.key not in refit:
+            err.print(f"{p.entry.key}: a {p.entry.kind} entry, reported at its preset's threshold (--threshold "
+                      "re-reads fitted laws only)", markup=False)
+        try:
+            rep = rp.report(store, p.entry, ids, threshold=x if p.entry.key in refit else None)
+        except (atlas.AtlasError, ValueError) as e:
+            raise _fit_error(e) from None
+        reports.append(rep)
+        if not as_json:
+            out.print(rep.text, markup=False)
+            out.print("")
+        if path is not None:
+            from sparse_tui.reports.figures import FigureError
+
+            with _refused(FigureError):
+                rp.draw(store, rep, path)
+            err.print(f"wrote {path}")
+    if as_json:
+        from sparse_tui.reports.fitreport import json_safe
+
+        sys.stdout.write(json.dumps(json_safe([r.data for r in reports]), indent=1) + "\n")
+    raise typer.Exit(int(code))
+
+
+presets_app = typer.Typer(cls=_Commands, add_completion=False, rich_markup_mode=None, invoke_without_command=True,
+                          help="List the presets (bundled and your own), grouped; 'presets copy' writes an editable "
+                          "copy.")
+app.add_typer(presets_app, name="presets", short_help="List the presets, grouped, with the figure each reproduces; "
+              "copy one to edit.")
+
+
+PresetsDirOpt = typer.Option(Path("presets"), "--presets-dir", help="Your own preset files (listed first).")
+
+
+@presets_app.callback()
+def presets(ctx: typer.Context, presets_dir: Path = PresetsDirOpt) -> None:
+    """Every preset sparse-tui ships and your own (./presets), grouped: yours, checks, theory, paper (CPU), paper
+    (GPU), blogs; each with the figure it reproduces and the CPU time its header records ("-": none measured).
+    `sparse-tui run NAME` runs one; `sparse-tui presets copy NAME [DIR]` copies one to edit."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from sparse_tui.presets.catalog import bundled_dir, catalogue
+
+    t = Table(title=f"presets (bundled: {_esc(bundled_dir())}; yours: {_esc(presets_dir)}/)", title_justify="left")
+    for col in ("group", "preset", "reproduces", "CPU time"):  # names and times never split: the figure wraps
+        t.add_column(col, no_wrap=col != "reproduces")
+    group = None
+    for item in catalogue(presets_dir):
+        if item.group != group and group is not None:
+            t.add_section()
+        t.add_row(_cell(item.group if item.group != group else ""), _cell(item.name), _cell(item.figure or "-"),
+                  _cell(item.cpu_time))
+        group = item.group
+    out.print(t)
+    out.print("sparse-tui run NAME --headless runs one; sparse-tui presets copy NAME [DIR] writes a copy to edit "
+              "(default ./presets, looked up before the bundled one)", markup=False)
+
+
+@presets_app.command("copy")
+def presets_copy(
+    name: str = typer.Argument(..., help="A preset name (sparse-tui presets lists them).", show_default=False),
+    dest: Optional[Path] = typer.Argument(None, help="Folder to write NAME.toml into (default: ./presets).",
+                                          show_default=False),
+    presets_dir: Path = PresetsDirOpt,
+) -> None:
+    """Write an editable copy of a preset as DIR/NAME.toml; an existing file is never overwritten."""
+    from sparse_tui.presets.catalog import CatalogError, copy
+
+    with _refused(CatalogError):
+        target = copy(name, dest, presets_dir)
+    out.print(f"wrote {_esc(target)}: edit it, then: sparse-tui run {_esc(target)} --headless", markup=False)
+
+
+def _reproduce_store(runs_dir: Optional[Path], chosen, size: str, presets_dir: Optional[Path]):
+    """The store ``reproduce`` trains into; a read-only one is used when it holds every run the entries need
+    (``reproduce.read_only_problem``: then it only reports)."""
+    from sparse_tui import atlas
+    from sparse_tui.reports import reproduce as rp
+    from sparse_tui.store import RunStore, StoreError
+
+    where = _runs_dir(runs_dir)
+    try:
+        return RunStore(where, create=True)
+    except StoreError as e:
+        if not (where / "runs.db").is_file():
+            raise fail(str(e)) from None
+        store = _open_store(runs_dir)
+        if not store.read_only:
+            raise fail(str(e)) from None
+    with _refused(atlas.AtlasError):
+        why = rp.read_only_problem(store, chosen, size, presets_dir)
+    if why:
+        raise fail(why)
+    return store

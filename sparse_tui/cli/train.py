@@ -1,0 +1,246 @@
+"""Training commands: ``run`` (here, detached or in the console), ``resume``, and the hidden ``work`` / ``worker``."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.table import Table
+
+from sparse_tui.base.exitcodes import ExitCode
+from sparse_tui.cli.common import (
+    RayAddressOpt,
+    RunsDirOpt,
+    _cell,
+    _device_flag,
+    _esc,
+    _executor_options,
+    _exit_now,
+    _one_of,
+    _open_store,
+    _open_tui,
+    _preflight,
+    _preset_refused,
+    _refused,
+    _runs_dir,
+    _say,
+    _train_batch,
+    _workers_flag,
+    app,
+    fail,
+    out,
+)
+
+ExecutorOpt = typer.Option(
+    "local", "--executor", help="Where the stacks train: local (this machine) or ray (a Ray cluster: docs/CLUSTER.md)."
+)
+
+
+def _add_tags(loaded, tags: list[str], preset: Path):
+    """The preset's ``tags`` followed by the ``--tag`` ones (a tag already in the preset is not repeated)."""
+    from sparse_tui.presets.errors import PresetError
+    from sparse_tui.presets.loading import validate_preset_data
+
+    raw = dict(loaded.raw)
+    old = raw.get("tags") or []
+    raw["tags"] = list(old) + [t for t in tags if t not in old]
+    try:
+        out = validate_preset_data(raw, preset.name, path=loaded.path)
+    except PresetError as e:  # e.g. more than MAX_TAGS in all
+        raise fail(f"--tag: {e.lines[0]}") from None
+    out.file_raw = loaded.file_raw
+    return out
+
+
+def _load(preset: Path, overrides: list[str]):
+    from sparse_tui.presets.loading import load_preset
+
+    with _preset_refused():
+        return load_preset(preset, overrides)
+
+
+@app.command(short_help="Run a preset's runs (sweep x seeds) here, in the background, or in the console.")
+def run(
+    preset: Path = typer.Argument(..., help="Preset TOML file.", show_default=False),
+    headless: bool = typer.Option(False, "--headless", help="Train here, without the console; progress on stderr."),
+    set_: List[str] = typer.Option([], "--set", help="Override a key: --set train.lr=1e-3 (repeatable)."),
+    runs_dir: Optional[Path] = RunsDirOpt,
+    presets_dir: Path = typer.Option(Path("presets"), "--presets-dir", help="Your own preset files: a bare PRESET "
+                                     "name is looked up there before the bundled presets; the console lists them."),
+    device: Optional[str] = typer.Option(None, "--device", help="Override train.device: auto, cpu, cuda, cuda:N."),
+    workers: str = typer.Option(
+        "auto", "--workers", help="Worker processes: a number, or auto (the sweep scheduler decides)."
+    ),
+    detach: bool = typer.Option(False, "--detach", help="Start the runs in the background and return at once."),
+    schedule: str = typer.Option(
+        "auto",
+        "--schedule",
+        help="How a sweep is trained: auto, sequential, processes (one per core) or stacked (same-shape runs as one "
+        "stacked model; the GPU default). See docs/PERFORMANCE.md.",
+    ),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Validate and list the runs, train nothing."),
+    tag: List[str] = typer.Option([], "--tag", help="Add a tag to every run (repeatable; after the preset's tags)."),
+    executor: str = ExecutorOpt,
+    address: Optional[str] = RayAddressOpt,
+    verbose: bool = typer.Option(False, "--verbose", help="Print each training process's start-up phases (imports, "
+                                 "CUDA context, trial step, first capture) in the batch log."),
+) -> None:
+    """Run every run of a preset (sweep x seeds), recording them in the run store."""
+    if verbose:  # read by every process that trains (workers and a detached coordinator inherit it): startup.py
+        os.environ["SPARSE_TUI_VERBOSE"] = "1"
+    opts = _executor_options(executor, address)
+    overrides = list(set_)
+    if tag:
+        from sparse_tui.presets.schema import tag_problem
+
+        for t in tag:
+            problem = tag_problem(t)
+            if problem:
+                raise fail(f"--tag: {problem}")
+        if len(set(tag)) != len(tag):
+            raise fail(f"--tag: {next(t for t in tag if tag.count(t) > 1)!r} given twice")
+    if device is not None:
+        overrides.append(f"train.device={json.dumps(device)}")
+    preset = _preset_file(preset, presets_dir)
+    loaded = _load(preset, overrides)
+    if tag:
+        loaded = _add_tags(loaded, list(tag), preset)
+    if not headless and not dry_run and not detach:
+        _open_tui(_runs_dir(runs_dir), presets_dir, preset, list(set_), opts)
+    n_workers = _workers_flag(workers)
+    from sparse_tui.training.scheduler import SCHEDULES
+
+    _one_of("--schedule", schedule, SCHEDULES)
+    from sparse_tui.lifecycle import runner
+    from sparse_tui.presets.loading import expand
+
+    specs = expand(loaded)
+    if dry_run:  # the preset on this machine; no cluster is asked
+        _preflight(None, specs, device, preset.name)
+        t = Table(title=_esc(f"{loaded.name}: {len(specs)} run(s)"))
+        for col in ("#", "run", "task", "model", "steps", "device"):
+            t.add_column(col)
+        for i, s in enumerate(specs):
+            c = s.config
+            t.add_row(str(i), _cell(s.label()), c.task.kind, c.model.kind, str(c.train.steps), c.train.device)
+        out.print(t)
+        from sparse_tui.lifecycle.estimate import project_h100, time_estimate
+
+        line = time_estimate(specs, schedule, n_workers, device)
+        if line:
+            out.print(line, markup=False)
+        projection = project_h100(specs)
+        if projection is not None:
+            out.print(projection.line(), markup=False)
+        raise typer.Exit(0)
+
+    # The executor is checked before the store is opened: nothing is written when it refuses.
+    ex = _preflight(opts, specs, device, preset.name, detached=detach)
+    store = _open_store(runs_dir, create=True)
+    if detach:
+        batch_id, ids, pid = runner.start_detached(
+            store, specs, schedule=schedule, workers=n_workers or None, device=device, executor=opts,
+        )
+        out.print(f"batch {batch_id}: {len(ids)} run(s) started in the background (pid {pid})")
+        out.print(f"log: {runner.log_path(store, batch_id)} (its first line is the schedule the coordinator chose)")
+        raise typer.Exit(0)
+    _train_batch(store, ex, specs, schedule=schedule, workers=n_workers, device=device)
+
+
+def _preset_file(preset: Path, local_dir: Optional[Path] = None) -> Path:
+    """The file a preset argument names (``catalog.resolve``: a path, else your ./presets/NAME.toml, else the
+    bundled NAME.toml); a name resolved to a file says which, in one line on stderr."""
+    from sparse_tui.presets.catalog import CatalogError, resolve
+
+    with _refused(CatalogError):
+        found = resolve(preset, local_dir)
+    if found.origin != "file":
+        _say(found.line())
+    return found.path
+
+
+@app.command(hidden=True)
+def work(
+    batch_id: str = typer.Argument(...),
+    runs_dir: Optional[Path] = RunsDirOpt,
+    workers: int = typer.Option(0, "--workers", help="0: as the sweep scheduler plans."),
+    device: Optional[str] = typer.Option(None, "--device"),
+    group: int = typer.Option(0, "--group", help="Stacks of up to this many same-shape runs (0: as planned)."),
+    schedule: str = typer.Option("auto", "--schedule"),
+    executor: str = ExecutorOpt,
+    address: Optional[str] = RayAddressOpt,
+) -> None:
+    """Coordinator of a detached batch (started by run --detach and by the console): plans when the runs start."""
+    from sparse_tui.executors import ExecutorError, executor_for
+
+    ex = executor_for(_executor_options(executor, address))
+    store = _open_store(runs_dir)
+    with _refused(ExecutorError):  # (the launcher checked this machine's device and memory)
+        _train_batch(store, ex, batch_id=batch_id, schedule=schedule, workers=workers, group=group, device=device,
+                     preflight=ex.options.kind != "local")
+
+
+@app.command(hidden=True)
+def worker(
+    batch_id: str = typer.Argument(...),
+    runs_dir: Optional[Path] = RunsDirOpt,
+    device: Optional[str] = typer.Option(None, "--device"),
+    threads: Optional[int] = typer.Option(None, "--threads"),
+    group: int = typer.Option(1, "--group", help="Train up to this many same-shape runs stacked."),
+) -> None:
+    """A worker process: claims queued runs of a batch and trains them."""
+    import torch
+
+    from sparse_tui.lifecycle import runner
+
+    if threads:
+        torch.set_num_threads(threads)
+    store = _open_store(runs_dir)
+    flag = runner.StopFlag()
+    runner.install_signal_handlers(flag)
+    try:
+        runner.work(store, batch_id, device=device, should_stop=flag, group=group)
+    except KeyboardInterrupt:
+        _exit_now(ExitCode.INTERRUPTED)
+    if flag.status:
+        _exit_now(ExitCode.INTERRUPTED)
+    raise typer.Exit(0)
+
+
+@app.command(short_help="Continue failed and interrupted runs from their latest checkpoints.")
+def resume(
+    target: str = typer.Argument(..., help="A run id or a batch id (or a unique prefix of either).", show_default=False),
+    runs_dir: Optional[Path] = RunsDirOpt,
+    device: Optional[str] = typer.Option(None, "--device", help="Override train.device: auto, cpu, cuda, cuda:N."),
+    workers: str = typer.Option("auto", "--workers", help="Worker processes: a number, or auto."),
+    schedule: str = typer.Option("auto", "--schedule", help="auto, sequential, processes or stacked."),
+    detach: bool = typer.Option(False, "--detach", help="Continue in the background and return at once."),
+    executor: str = ExecutorOpt,
+    address: Optional[str] = RayAddressOpt,
+) -> None:
+    """Continue the failed and interrupted runs (and runs left queued) of a batch, or one run, from their latest
+    checkpoints, through the same launch path as 'run'."""
+    opts = _executor_options(executor, address)
+    from sparse_tui.lifecycle import runner
+    from sparse_tui.store import StoreError
+    from sparse_tui.training.scheduler import SCHEDULES
+
+    n_workers = _workers_flag(workers)
+    _one_of("--schedule", schedule, SCHEDULES)
+    _device_flag(device)
+    store = _open_store(runs_dir)
+    with _refused(StoreError):
+        batch_id, ids = runner.resume_targets(store, target)
+        specs = runner.check_resumable(store, ids)
+    ex = _preflight(opts, specs, device, specs[0].preset)
+    if detach:
+        [(batch_id, ids, pid)] = runner.resume_runs_detached(store, ids, schedule=schedule, workers=n_workers,
+                                                             device=device, executor=opts)
+        out.print(f"batch {batch_id}: {len(ids)} run(s) resumed in the background (pid {pid})")
+        out.print(f"log: {_esc(runner.log_path(store, batch_id))}")
+        raise typer.Exit(0)
+    _train_batch(store, ex, specs, batch_id=batch_id, resume=ids, schedule=schedule, workers=n_workers,
+                 device=device)

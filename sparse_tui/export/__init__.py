@@ -1,0 +1,1 @@
+"""Runs out of the store: tables (CSV, JSON lines, Parquet) and bridges to TensorBoard and MLflow."""
