@@ -77,7 +77,8 @@ def runs(
     if as_json:
         from sparse_tui.export.tables import run_row
 
-        sys.stdout.write(json.dumps([{**run_row(r, store), "forecast": fc[r.run_id]} for r in recs], indent=1) + "\n")
+        rows = [_finite({**run_row(r, store), "forecast": fc[r.run_id]}) for r in recs]
+        sys.stdout.write(json.dumps(rows, indent=1, allow_nan=False) + "\n")
         return
     cols = ("run_id", "preset", "run", "status", "step", "plateau", "forecast", "test/loss", "test/acc", "device")
     annotated = any(r.tags or r.note for r in recs)
@@ -86,12 +87,27 @@ def runs(
                                 "_forecast": fc[r.run_id]})
 
 
-def _forecasts(store, recs) -> dict:
-    """Each run's emergence forecast (forecast.py) from the store's runs of its preset."""
-    from sparse_tui.science.forecast import forecast
+def _finite(v):
+    """A JSON value with every NaN / infinity replaced by null (JSON has none; a reader's parser would refuse the
+    file): a non-finite number is no measurement to show."""
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {k: _finite(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_finite(x) for x in v]
+    return v
 
-    everyone = store.runs()  # the peers of a listed run may be filtered out of the listing
-    return {r.run_id: forecast(r, everyone) for r in recs}
+
+def _forecasts(store, recs) -> dict:
+    """Each run's emergence forecast (forecast.py) from the store's runs of its preset: one fit per preset; the rows
+    it cannot use are named on stderr (their forecast says why)."""
+    from sparse_tui.science.forecast import forecasts
+
+    fc = forecasts(recs, store.runs())  # the peers of a listed run may be filtered out of the listing
+    for w in fc.warnings:
+        err.print(_esc(f"warning: {w}"), markup=False)
+    return fc
 
 
 def _records(store, run_ids: list[str]) -> list:

@@ -1,20 +1,31 @@
-"""Live emergence forecast: when will a run leave its plateau? (issue 33; the laws are arXiv 2505.17863's subject)
+"""Live emergence forecast: when will a run leave its plateau? (issues 33, 41; the laws are arXiv 2505.17863's subject)
 
 For a run whose preset belongs to an atlas entry with a law (``atlas.law_of_presets``), or a toy / ODE run, the
-forecast plateau step with an interval, from the first source that applies:
+forecast plateau step with an interval of stated coverage (``NOMINAL``, 80 %), from the first source that applies:
 
-* ``refit``: the power law refitted (App. D.2, ``fitting.fit_power_law``) on the preset's other runs that have left
-  their plateau, when at least 3 have; on the entry's ``fit_vars`` that vary among them (none vary: their geometric
-  mean); not when the run differs from them in a variable they do not vary (no slope for it: the next source). Interval: exp(+-2 s) around the fit, s the residual standard deviation of log plateau (at least 5%).
-* ``paper``: the paper's law (``theory.PAPER_FITS``) scaled by the prefactor the preset measured: the geometric mean
-  of plateau / law over the preset's runs that left their plateau (1 or 2 of them). Interval: exp(+-2 s) of those
-  ratios (one run: x/÷ 2).
+* ``refit`` (3 or more of the preset's runs ended with a plateau) and ``paper`` (1 or 2): one Bayesian least-squares
+  fit of log plateau = log C + sum_i beta_i log x_i (App. D.2) over the entry's fit variables, on the preset's finished
+  runs that left their plateau, each seed a row. The exponents have the paper's law (``theory.PAPER_FITS``) as a
+  normal prior of standard deviation ``TAU`` each; log C is free. With few runs the exponents are the paper's, with
+  many the data's (docs/THEORY.md, "Live emergence forecast", says the weights). The interval is the posterior
+  predictive: Student t with the residual scatter (seed scatter and misfit; ``SIGMA0`` as a weak prior of ``NU0``
+  residuals) plus the exponents' uncertainty at the run's point, which grows with its log distance from the runs
+  fitted; out of their range a misfit allowance ``KAPPA`` per e-fold is added (power laws bend).
 * ``theory``: a toy or ODE run trained by SGD / integrated: the reduced flow's time scale sqrt(d) T / (B f(p, d))
   (App. A.3.2, A.4.2, sqrt(dT) read as sqrt(d) T) x 1.39, divided by lr; interval x 1.27 .. 1.50, the range of
   integrated plateau / time scale over d 16-256, T 64-4096 (docs/THEORY.md, "Closed forms").
 
-``eta_s``: seconds from the run's last heartbeat to the forecast step, at its speed so far (running runs). After the plateau: ``ratio`` =
-measured / forecast. ``loo`` measures the forecast's accuracy leave-one-out on a set of runs.
+Scale: ``forecasts`` fits once per preset and group of peers (cached by the peers' plateaus) and forecasts every run
+from that fit; a peer's own forecast is its exact leave-one-out prediction (the hat matrix, no refit). ``FITS``
+counts the fits.
+
+Rows it cannot use: a run whose fit variable or plateau is not a finite positive number (d = 0, a negative d, a
+missing key, a plateau stored as text or infinite) is left out of its peers' fit, named in ``Forecasts.warnings``, and
+its own forecast is ``{"step": None, "reason": ...}``.
+
+``eta_s``: seconds from the run's last heartbeat to the forecast step, at its speed so far (running runs). After the
+plateau: ``ratio`` = measured / forecast. ``where``: ``in-grid`` (inside the range of the fitted runs in every fit
+variable) or ``extrapolated``, with ``beyond`` = {variable: factor outside that range}.
 
 No torch, no textual; reads records (``store.RunRecord``-like: ``run_id``, ``preset``, ``params``, ``plateau_step``,
 ``status``, ``step``, ``started_at``, ``heartbeat_at``).
@@ -22,175 +33,424 @@ No torch, no textual; reads records (``store.RunRecord``-like: ``run_id``, ``pre
 
 from __future__ import annotations
 
+import functools
 import math
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
+import numpy as np
+
 from sparse_tui import atlas
-from sparse_tui.science.fitting import FitError, Resolver, fit_power_law
+from sparse_tui.science.fitting import FitError, Resolver
 from sparse_tui.science.repetition import Schedule, initial
 from sparse_tui.science.theory import PAPER_FITS, f_rep
 
-MIN_REFIT = 3  # runs that left their plateau before the law is refitted on them
+NOMINAL = 0.80  # the interval's coverage: the forecast's displayed range holds 80 % of plateaus
+MIN_REFIT = 3  # runs that left their plateau before the source is called a refit (below: "paper")
+TAU = 0.30  # prior standard deviation of each exponent around the paper's (docs/THEORY.md)
+SIGMA0, NU0 = 0.20, 2.0  # prior residual scatter of log plateau, worth NU0 residuals
+KAPPA = 0.10  # misfit allowance of log plateau per e-fold outside the fitted runs' range
 FLOW_RATIO = (1.27, 1.39, 1.50)  # integrated plateau / (sqrt(d) T / (B f)): low, mid, high (docs/THEORY.md)
+FITS = 0  # fits made (tests bound it per call)
+
+
+class Unusable(ValueError):
+    """A run row the forecast cannot use; the message names the key and the value."""
+
+
+class Forecasts(dict):
+    """run id -> forecast dict or None; ``warnings``: the rows left out of a fit, one line each."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.warnings: list[str] = []
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Rows
+# ---------------------------------------------------------------------------------------------------------------
 
 
 def _row(rec: Any) -> dict:
     """A run as a fitting row; a repetition schedule (stored as its string) counts as its start value."""
-    row = {f"params.{k}": v for k, v in rec.params.items()}
+    params = rec.params if isinstance(rec.params, dict) else {}
+    row = {f"params.{k}": v for k, v in params.items()}
     for k in ("params.task.p", "params.task.B"):
         if isinstance(row.get(k), str):
             try:
                 row[k] = Schedule.model_validate(row[k]).initial
             except ValueError:
                 row.pop(k)
-    return {**row, "plateau_step": rec.plateau_step}
+    return row
 
 
-def _value(row: dict, name: str) -> float:
-    return Resolver([row]).value(row, name, 0)
+def _positive(v: Any, what: str) -> float:
+    if isinstance(v, bool):
+        raise Unusable(f"{what} = {v!r} is not a number")
+    try:
+        x = float(v)
+    except (TypeError, ValueError, OverflowError):
+        raise Unusable(f"{what} = {v!r} is not a number") from None
+    if not (math.isfinite(x) and x > 0):
+        raise Unusable(f"{what} = {x:g} is not a finite positive number")
+    return x
 
 
-def _law(rec: Any) -> tuple[str | None, tuple[str, ...]]:
-    """The paper law's key and the fit variables of the atlas entry of the run's preset."""
-    law, _ = atlas.law_of_presets([rec.preset])
-    hits = atlas.entries_of_preset(rec.preset)
+def _x(row: dict, name: str) -> float:
+    """A fit variable of a row, a finite positive number, else ``Unusable`` naming it."""
+    try:
+        if name == "f":
+            p, d = Resolver([row]).value(row, "p", 0), _x(row, "d")
+            if not (math.isfinite(p) and 0 <= p <= 1):
+                raise Unusable(f"task.p = {p:g} is not in [0, 1]")
+            v = float(f_rep(p, d))
+        else:
+            v = Resolver([row]).value(row, name, 0)
+    except FitError as e:
+        raise Unusable(str(e).replace(" in row 0", "")) from None
+    except (ZeroDivisionError, OverflowError, TypeError, ValueError) as e:
+        if isinstance(e, Unusable):
+            raise
+        raise Unusable(f"{name}: {e}") from None
+    return _positive(v, name)
+
+
+def _plateau(rec: Any) -> float:
+    return _positive(rec.plateau_step, "plateau_step")
+
+
+@functools.lru_cache(maxsize=512)
+def _law(preset: str) -> tuple[str | None, tuple[str, ...]]:
+    """The paper law's key and the fit variables of the atlas entry of the preset."""
+    law, _ = atlas.law_of_presets([preset])
+    hits = atlas.entries_of_preset(preset)
     fit_vars = next((e.fit_vars for e in hits if e.law == law and e.fit_vars), ())
     return law, tuple(fit_vars)
 
 
-def _interval(center: float, s: float) -> tuple[float, float]:
-    k = math.exp(2.0 * max(s, 0.05))
-    return center / k, center * k
+def prior_exponents(law: str | None, fit_vars: Sequence[str]) -> dict[str, float]:
+    """The theory's exponent of each fit variable that has one: the paper law's (a ratio X/Y when the law's X and Y
+    exponents are opposite)."""
+    if law is None or law not in PAPER_FITS:
+        return {}
+    exps = PAPER_FITS[law].exponents
+    out = {}
+    for v in fit_vars:
+        if v in exps:
+            out[v] = exps[v]
+        elif "/" in v:
+            a, b = v.split("/", 1)
+            if a in exps and b in exps and abs(exps[a] + exps[b]) < 1e-9:
+                out[v] = exps[a]
+    return out
 
 
-def _refit(row: dict, peers: list[dict], fit_vars: Sequence[str]) -> tuple[float, tuple[float, float]] | None:
-    logs = [math.log(p["plateau_step"]) for p in peers]
-    try:
-        varying = [v for v in fit_vars if len({_value(p, v) for p in peers}) > 1]
-        if any(_value(row, v) != _value(peers[0], v) for v in fit_vars if v not in varying):
-            return None  # the run lies off the peers in a variable they do not vary: no slope for it (-> paper)
-    except FitError:
-        return None
-    if len(peers) >= len(varying) + 2 and varying:
+# ---------------------------------------------------------------------------------------------------------------
+# The fit: Bayesian least squares with the theory's exponents as the prior
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Law:
+    """log y = beta . [1, log x] fitted on ``n`` runs; predictive Student t (``dof``) of scale s * sqrt(1 + ...)."""
+
+    variables: list[str]
+    beta: np.ndarray
+    cov: np.ndarray  # posterior covariance of beta
+    s2: float  # residual variance of log plateau
+    dof: float
+    n: int
+    lo: np.ndarray  # the fitted runs' range of log x, per variable
+    hi: np.ndarray
+    prior_weight: dict[str, float]  # share of each exponent's posterior precision that is the prior's
+    fixed: dict[str, float] = field(default_factory=dict)  # variables the runs do not vary and the law has no slope
+    hat: np.ndarray | None = None  # leverage of each fitted run
+    resid: np.ndarray | None = None
+    ids: list[str] = field(default_factory=list)
+    ly: np.ndarray | None = None  # the fitted runs' log plateaus
+
+    @property
+    def exponents(self) -> dict[str, float]:
+        return dict(zip(self.variables, self.beta[1:].tolist()))
+
+    def exponent_sd(self) -> dict[str, float]:
+        return {v: math.sqrt(self.cov[i + 1, i + 1]) for i, v in enumerate(self.variables)}
+
+    def predict(self, lx: np.ndarray, nominal: float = NOMINAL) -> tuple[float, float, float, dict[str, float]]:
+        """Centre, low and high (plateau steps) at log x ``lx``, and how far beyond the runs' range (factor) it is."""
+        z = np.concatenate(([1.0], lx))
+        mean = float(z @ self.beta)
+        out = np.maximum(0.0, np.maximum(lx - self.hi, self.lo - lx))
+        var = self.s2 + float(z @ self.cov @ z) + (KAPPA * float(out.sum())) ** 2
+        return (*_band(mean, var, self.dof, nominal), _beyond(self.variables, out))
+
+    def predict_left_out(self, i: int, nominal: float = NOMINAL) -> tuple[float, float, float, dict[str, float]]:
+        """The exact leave-one-out prediction of fitted run ``i`` (ridge hat matrix): y_i - e_i / (1 - h_i), with
+        the predictive band of a left-out run, s^2 / (1 - h_i), and how far it lies beyond the other runs' range."""
+        h = min(float(self.hat[i]), 1.0 - 1e-9)
+        mean = float(self.ly[i]) - float(self.resid[i]) / (1.0 - h)
+        lx = self.lx[i]
+        lo = np.array([s[1] if x == s[0] and c == 1 else s[0] for x, s, c in zip(lx, self.lows, self.n_low)])
+        hi = np.array([s[1] if x == s[0] and c == 1 else s[0] for x, s, c in zip(lx, self.highs, self.n_high)])
+        out = np.maximum(0.0, np.maximum(lx - hi, lo - lx))
+        var = self.s2 / (1.0 - h) + (KAPPA * float(out.sum())) ** 2
+        return (*_band(mean, var, max(1.0, self.dof - 1), nominal), _beyond(self.variables, out))
+
+    def index_ranges(self, LX: np.ndarray) -> None:
+        """The two smallest and two largest values of each variable (and how often the extreme occurs), so that a
+        left-out run's distance from the others' range costs O(1)."""
+        self.lx = LX
+        self.lows, self.highs, self.n_low, self.n_high = [], [], [], []
+        for col in LX.T:
+            u = np.unique(col)
+            self.lows.append((u[0], u[1] if len(u) > 1 else u[0]))
+            self.highs.append((u[-1], u[-2] if len(u) > 1 else u[-1]))
+            self.n_low.append(int((col == u[0]).sum()))
+            self.n_high.append(int((col == u[-1]).sum()))
+
+
+def _band(mean: float, var: float, dof: float, nominal: float) -> tuple[float, float, float]:
+    from scipy import stats
+
+    q = float(stats.t.ppf(0.5 + nominal / 2, max(dof, 1.0)))
+    sd = math.sqrt(max(var, 0.0))
+    return math.exp(mean), math.exp(mean - q * sd), math.exp(mean + q * sd)
+
+
+def _beyond(variables: Sequence[str], out: np.ndarray) -> dict[str, float]:
+    return {v: round(math.exp(o), 3) for v, o in zip(variables, out.tolist()) if o > 1e-9}
+
+
+def fit_law(LX: np.ndarray, ly: np.ndarray, variables: Sequence[str], prior: dict[str, float],
+            tau: float = TAU, sigma0: float = SIGMA0, nu0: float = NU0) -> Law:
+    """The posterior of log y = b0 + sum b_j log x_j: b0 flat; b_j ~ N(prior[v], tau^2) for a variable with a theory
+    exponent, flat otherwise; residuals N(0, s^2) with s^2 given a scaled inverse chi^2 prior (sigma0, nu0). s^2 and
+    the prior's weight (s^2 / tau^2 against the data's X'X) are solved together (a few fixed-point steps). Raises
+    FitError when the flat parameters are not identified by the runs."""
+    global FITS
+    FITS += 1
+    n, k = LX.shape
+    X = np.column_stack([np.ones(n), LX])
+    P = np.zeros((k + 1, k + 1))  # prior precision (times tau^2)
+    b0 = np.zeros(k + 1)
+    for j, v in enumerate(variables):
+        if v in prior:
+            P[j + 1, j + 1] = 1.0
+            b0[j + 1] = prior[v]
+    XtX, Xty = X.T @ X, X.T @ ly
+    s2 = sigma0 ** 2
+    for _ in range(4):
+        lam = s2 / tau ** 2
+        A = XtX + lam * P
         try:
-            fit = fit_power_law(peers, varying)
-            center = fit.predict(**{v: _value(row, v) for v in varying})
-            return center, _interval(center, fit.residual_std)
-        except FitError:
-            pass
-    if varying and any(_value(row, v) != _value(peers[0], v) for v in varying):
-        return None  # the run sits where the peers' variables vary, with too few of them for a law
-    mean = sum(logs) / len(logs)
-    s = math.sqrt(sum((x - mean) ** 2 for x in logs) / max(1, len(logs) - 1))
-    return math.exp(mean), _interval(math.exp(mean), s)
+            beta = np.linalg.solve(A, Xty + lam * P @ b0)
+            Ainv = np.linalg.inv(A)
+        except np.linalg.LinAlgError:
+            raise FitError("the runs do not identify the law's free parameters") from None
+        if np.linalg.cond(A) > 1e12:
+            raise FitError("the runs do not identify the law's free parameters")
+        resid = ly - X @ beta
+        H = X @ Ainv @ X.T
+        nu = max(0.0, n - float(np.trace(H)))
+        pen = float((beta - b0) @ (lam * P) @ (beta - b0))
+        s2 = (nu0 * sigma0 ** 2 + float(resid @ resid) + pen) / (nu0 + nu) if nu0 + nu > 0 else sigma0 ** 2
+    lam = s2 / tau ** 2
+    A = XtX + lam * P
+    Ainv = np.linalg.inv(A)
+    beta = Ainv @ (Xty + lam * P @ b0)
+    resid = ly - X @ beta
+    hat = np.einsum("ij,jk,ik->i", X, Ainv, X)
+    nu = max(0.0, n - float(hat.sum()))
+    data_prec = ((LX - LX.mean(axis=0)) ** 2).sum(axis=0) if n else np.zeros(k)  # the data's, per exponent
+    weight = {v: float(lam / (lam + data_prec[j])) for j, v in enumerate(variables) if v in prior}
+    law = Law(list(variables), beta, s2 * Ainv, s2, nu0 + nu, n, LX.min(axis=0) if n else np.zeros(k),
+              LX.max(axis=0) if n else np.zeros(k), weight, hat=hat, resid=resid, ly=ly)
+    law.index_ranges(LX)
+    return law
 
 
-def _paper(row: dict, peers: list[dict], law: str) -> tuple[float, tuple[float, float]] | None:
-    fit = PAPER_FITS[law]
-    try:
-        x = {v: _value(row, v) if v != "f" else float(f_rep(_value(row, "p"), _value(row, "d")))
-             for v in fit.exponents}
-        ratios = []
-        for p in peers:
-            xp = {v: _value(p, v) if v != "f" else float(f_rep(_value(p, "p"), _value(p, "d"))) for v in fit.exponents}
-            ratios.append(math.log(p["plateau_step"] / fit.predict(**xp)))
-    except (FitError, KeyError, ValueError, ZeroDivisionError):
+# ---------------------------------------------------------------------------------------------------------------
+# One preset's group of runs
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Group:
+    law: Law | None
+    why: str  # when law is None
+    index: dict[str, int]  # a fitted run's row in the law
+    skipped: dict[str, str]  # run id -> why it is left out
+
+
+_CACHE: dict[tuple, _Group] = {}
+_NO_GROUP = _Group(None, "", {}, {})
+
+
+def _is_peer(r: Any) -> bool:
+    return r.status == "finished" and r.plateau_step is not None
+
+
+def _group(preset: str, peers: list[Any], rows: dict[str, dict]) -> _Group:
+    key = (preset, tuple(sorted((str(p.run_id), repr(p.plateau_step)) for p in peers)))
+    if key in _CACHE:
+        return _CACHE[key]
+    law_key, fit_vars = _law(preset)
+    prior = prior_exponents(law_key, fit_vars)
+    used, xs, ys, skipped = [], [], [], {}
+    for p in peers:
+        try:
+            y = _plateau(p)
+            x = [_x(rows[p.run_id], v) for v in fit_vars]
+        except Unusable as e:
+            skipped[p.run_id] = str(e)
+            continue
+        used.append(p.run_id)
+        xs.append(x)
+        ys.append(math.log(y))
+    g = _Group(None, "", {}, skipped)
+    if not used:
+        g.why = "none of its preset's runs has ended with a plateau"
+    else:
+        LX, ly = np.log(np.array(xs, dtype=float)).reshape(len(used), len(fit_vars)), np.array(ys)
+        keep = [j for j, v in enumerate(fit_vars) if v in prior or np.ptp(LX[:, j]) > 0]
+        fixed = {v: float(LX[0, j]) for j, v in enumerate(fit_vars) if j not in keep}
+        try:
+            g.law = fit_law(LX[:, keep], ly, [fit_vars[j] for j in keep], prior)
+            g.law.fixed, g.law.ids = fixed, used
+            g.index = {rid: i for i, rid in enumerate(used)}
+        except FitError as e:
+            g.why = str(e)
+    if len(_CACHE) > 2_000:
+        _CACHE.clear()
+    _CACHE[key] = g
+    return g
+
+
+def _from_group(rec: Any, row: dict, g: _Group) -> dict | None:
+    law = g.law
+    if law is None:
         return None
-    c = math.exp(sum(ratios) / len(ratios))
-    center = c * fit.predict(**x)
-    if len(ratios) == 1:
-        return center, (center / 2.0, center * 2.0)
-    m = sum(ratios) / len(ratios)
-    return center, _interval(center, math.sqrt(sum((r - m) ** 2 for r in ratios) / (len(ratios) - 1)))
+    for v, lv in law.fixed.items():
+        if abs(math.log(_x(row, v)) - lv) > 1e-12:
+            return {"step": None, "reason": f"{v} differs from its preset's finished runs, which do not vary it, "
+                                            "and the paper's law has no exponent for it"}
+    lx = np.log(np.array([_x(row, v) for v in law.variables], dtype=float))
+    if rec.run_id in g.index:  # a fitted run: its exact leave-one-out forecast (its own plateau hidden)
+        i = g.index[rec.run_id]
+        step, lo, hi, beyond = law.predict_left_out(i)
+        n = law.n - 1
+        if n < 1:
+            return None
+    else:
+        step, lo, hi, beyond = law.predict(lx)
+        n = law.n
+    return {"step": step, "low": lo, "high": hi, "source": "refit" if n >= MIN_REFIT else "paper", "n": n,
+            "coverage": NOMINAL, "where": "extrapolated" if beyond else "in-grid", "beyond": beyond,
+            "exponents": {v: round(b, 4) for v, b in law.exponents.items()},
+            "prior_weight": {v: round(w, 3) for v, w in law.prior_weight.items()}}
 
 
-def _flow(rec: Any) -> tuple[float, tuple[float, float]] | None:
-    p = rec.params
+def _flow(rec: Any) -> dict | None:
+    p = rec.params if isinstance(rec.params, dict) else {}
     if p.get("model.kind") not in ("toy", "ode") or p.get("task.kind") != "linreg":
         return None
     if p.get("model.kind") == "toy" and p.get("train.optimizer") != "sgd":
         return None
     try:
-        d, T, lr = float(p["task.d"]), float(p["task.T"]), float(p["train.lr"])
-        B, rep = float(initial(p.get("task.B", 1))), float(initial(p.get("task.p", 0.0)))
-    except (KeyError, TypeError, ValueError):
-        return None
+        d, T, lr = (_positive(p.get(k), k) for k in ("task.d", "task.T", "train.lr"))
+        B = _positive(initial(p.get("task.B", 1)), "task.B")
+        rep = float(initial(p.get("task.p", 0.0)))
+        if not 0 <= rep <= 1:
+            raise Unusable(f"task.p = {rep:g} is not in [0, 1]")
+    except (Unusable, TypeError, ValueError) as e:
+        return {"step": None, "reason": str(e)}
     scale = math.sqrt(d) * T / (B * float(f_rep(rep, d))) / lr
-    return scale * FLOW_RATIO[1], (scale * FLOW_RATIO[0], scale * FLOW_RATIO[2])
+    return {"step": scale * FLOW_RATIO[1], "low": scale * FLOW_RATIO[0], "high": scale * FLOW_RATIO[2],
+            "source": "theory", "n": 0, "coverage": None, "where": "theory", "beyond": {}}
 
 
-_CACHE: dict[tuple, tuple | None] = {}  # (run, its params, its peers' plateaus) -> (step, interval, source, n)
-
-
-def _predict(rec: Any, others: Iterable[Any]) -> tuple | None:
-    peer_recs = [o for o in others if o.preset == rec.preset and o.run_id != rec.run_id and o.status == "finished"
-                 and o.plateau_step is not None and o.plateau_step > 0]
-    key = (rec.run_id, rec.preset, repr(sorted(rec.params.items())),
-           tuple(sorted((o.run_id, o.plateau_step) for o in peer_recs)))
-    if key in _CACHE:
-        return _CACHE[key]
-    peers, row = [_row(o) for o in peer_recs], _row(rec)
-    law, fit_vars = _law(rec)
-    got, source = None, None
-    if len(peers) >= MIN_REFIT and law is not None:
-        got, source = _refit(row, peers, fit_vars), "refit"
-    if got is None and peers and law is not None:
-        got, source = _paper(row, peers, law), "paper"
-    if got is None:
-        got, source = _flow(rec), "theory"
-    out = None if got is None else (got[0], got[1], source, len(peers) if source != "theory" else 0)
-    if len(_CACHE) > 20_000:
-        _CACHE.clear()
-    _CACHE[key] = out
+def _finish(rec: Any, out: dict | None) -> dict | None:
+    if out is None or out.get("step") is None:
+        return out
+    if rec.plateau_step is not None:
+        try:
+            out["ratio"] = _plateau(rec) / out["step"]
+        except Unusable as e:
+            return {"step": None, "reason": str(e)}
+    elif rec.status == "running" and rec.step and rec.started_at is not None and rec.heartbeat_at is not None:
+        # at the speed of the run so far, as of its last heartbeat (when its step was written)
+        try:
+            speed = float(rec.step) / max(1e-9, float(rec.heartbeat_at) - float(rec.started_at))
+            if speed > 0:
+                out["eta_s"] = max(0.0, (out["step"] - float(rec.step)) / speed)
+        except (TypeError, ValueError):
+            pass
     return out
 
 
-def forecasts(recs: Sequence[Any]) -> dict[str, dict | None]:
-    """``forecast`` of every run of ``recs`` from the others (the console's Runs table, ``runs``). Each run is given
-    only its own preset's runs (the only peers ``_predict`` uses), so a store of n runs costs O(n), not O(n²), per
-    refresh of the table."""
+def forecasts(recs: Sequence[Any], pool: Iterable[Any] | None = None) -> Forecasts:
+    """The forecast of every run of ``recs``, from the runs of ``pool`` (default: ``recs``) of its preset: one fit
+    per preset (cached by its finished runs' plateaus), so a store of n runs costs O(n) per refresh. The one call
+    behind ``runs``, ``runs --json`` and the console's poller."""
+    pool = list(recs) if pool is None else list(pool)
     by_preset: dict[Any, list[Any]] = {}
-    for r in recs:
+    for r in pool:
         by_preset.setdefault(r.preset, []).append(r)
-    return {r.run_id: forecast(r, by_preset[r.preset]) for r in recs}
+    rows = {r.run_id: _row(r) for r in pool}
+    out = Forecasts()
+    groups: dict[Any, _Group | None] = {}
+    for r in recs:
+        if r.run_id not in rows:
+            rows[r.run_id] = _row(r)
+        try:
+            law_key = _law(r.preset)[0] if isinstance(r.preset, str) else None
+        except Exception:  # noqa: BLE001 - an odd preset name is no reason to stop the listing
+            law_key = None
+        got = None
+        if law_key is not None:
+            if r.preset not in groups:
+                peers = [p for p in by_preset.get(r.preset, []) if _is_peer(p)]
+                g = groups[r.preset] = _group(r.preset, peers, rows)
+                out.warnings += [f"run {rid}: left out of preset {r.preset}'s forecast: {why}"
+                                 for rid, why in g.skipped.items()]
+            try:
+                got = _from_group(r, rows[r.run_id], groups[r.preset])
+            except Unusable as e:
+                got = {"step": None, "reason": str(e)}
+            if r.run_id in groups[r.preset].skipped:
+                got = {"step": None, "reason": groups[r.preset].skipped[r.run_id]}
+        if got is None:
+            got = _flow(r)
+        got = out[r.run_id] = _finish(r, got)
+        if got is not None and got.get("step") is None and r.run_id not in groups.get(r.preset, _NO_GROUP).skipped:
+            out.warnings.append(f"run {r.run_id}: no forecast: {got['reason']}")
+    return out
 
 
 def forecast(rec: Any, others: Iterable[Any]) -> dict | None:
     """The forecast of run ``rec`` from ``others`` (any runs; the finished runs of its preset that left their
-    plateau are used, never itself), or None when no source applies. Keys: ``step``, ``low``, ``high``, ``source``, ``n``
-    (runs it used), and ``eta_s`` (running, before its plateau) or ``ratio`` (after it)."""
-    got = _predict(rec, others)
-    if got is None:
-        return None
-    step, (lo, hi), source, n = got
-    out = {"step": step, "low": lo, "high": hi, "source": source, "n": n}
-    if rec.plateau_step is not None:
-        out["ratio"] = rec.plateau_step / step
-    elif rec.status == "running" and rec.step and rec.started_at is not None and rec.heartbeat_at is not None:
-        # at the speed of the run so far, as of its last heartbeat (when its step was written)
-        speed = rec.step / max(1e-9, rec.heartbeat_at - rec.started_at)
-        out["eta_s"] = max(0.0, (step - rec.step) / speed)
-    return out
+    plateau are used, never itself), or None when no source applies. Keys: ``step``, ``low``, ``high`` (the
+    ``coverage`` interval), ``source``, ``n`` (runs it used), ``where`` / ``beyond``, and ``eta_s`` (running, before
+    its plateau) or ``ratio`` (after it); ``{"step": None, "reason": ...}`` for a row it cannot use."""
+    pool = [o for o in others if o.run_id != rec.run_id] + [rec]
+    return forecasts([rec], pool)[rec.run_id]
 
 
 def loo(recs: Sequence[Any]) -> list[tuple[Any, float | None]]:
     """Leave-one-out: each run that left its plateau, forecast from the others, with measured / forecast."""
+    fc = forecasts(recs)
     out = []
     for r in recs:
         if r.plateau_step is None:
             continue
-        blind = _Blind(r)
-        f = forecast(blind, [o for o in recs if o is not r])
-        out.append((r, None if f is None else r.plateau_step / f["step"]))
+        f = fc.get(r.run_id)
+        out.append((r, None if not f or f.get("step") is None else f.get("ratio")))
     return out
 
 
-class _Blind:
-    """A run as its forecast sees it before its plateau (the plateau hidden)."""
-
-    def __init__(self, rec: Any):
-        self.run_id, self.preset, self.params, self.status = rec.run_id, rec.preset, rec.params, "finished"
-        self.plateau_step, self.step, self.started_at, self.heartbeat_at = None, rec.step, None, None
+# ---------------------------------------------------------------------------------------------------------------
+# Text
+# ---------------------------------------------------------------------------------------------------------------
 
 
 def _steps(x: float) -> str:
@@ -199,24 +459,36 @@ def _steps(x: float) -> str:
 
 def short(f: dict | None) -> str:
     """The forecast step alone, '~1.2k' (the console's plateau cell before the plateau), or '-'."""
-    return "-" if f is None else "~" + _steps(f["step"])
+    return "-" if f is None or f.get("step") is None else "~" + _steps(f["step"])
+
+
+def where_text(f: dict) -> str:
+    """'in-grid' or 'extrapolated d ×2' (the factor beyond the fitted runs' range in each variable)."""
+    if f.get("where") != "extrapolated":
+        return f.get("where") or ""
+    return "extrapolated " + ", ".join(f"{v} ×{k:.3g}" for v, k in f["beyond"].items())
 
 
 def detail(f: dict) -> str:
-    """One phrase for the console's detail line: the forecast with its interval, source and ETA, or after the
-    plateau measured / forecast."""
+    """One phrase for the console's detail line: the forecast with its interval (and coverage), in-grid or how far
+    extrapolated, source and ETA, or after the plateau measured / forecast; why not, for a row it cannot use."""
+    if f.get("step") is None:
+        return f"no forecast: {f.get('reason', '')}"
     src = {"refit": f"refit on {f['n']} runs", "paper": f"paper's law × {f['n']} run(s)",
            "theory": "√d·T/(B·f)"}[f["source"]]
+    if f.get("where") and f["source"] != "theory":
+        src += ", " + where_text(f)
     if "ratio" in f:
         return f"plateau {f['ratio']:.2f}× its forecast {_steps(f['step'])} ({src})"
     eta = f.get("eta_s")
     when = "" if eta is None else f", in {eta / 60:.0f} min" if eta >= 60 else f", in {eta:.0f} s"
-    return f"forecast plateau ~{_steps(f['step'])} ({_steps(f['low'])}–{_steps(f['high'])}, {src}{when})"
+    cov = "" if not f.get("coverage") else f" {f['coverage'] * 100:.0f}%"
+    return f"forecast plateau ~{_steps(f['step'])} ({_steps(f['low'])}–{_steps(f['high'])}{cov}, {src}{when})"
 
 
 def cell(f: dict | None) -> str:
     """The Runs table's cell: '~1.2k' (forecast, running), '0.93x' (measured / forecast), or '-'."""
-    if f is None:
+    if f is None or f.get("step") is None:
         return "-"
     if "ratio" in f:
         return f"{f['ratio']:.2f}x"

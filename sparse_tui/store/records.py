@@ -127,6 +127,9 @@ def _row_to_record(row: sqlite3.Row) -> RunRecord:
     d = {k: row[k] for k in row.keys() if k in _FIELDS}
     for key in ("config", "params", "swept", "versions", "summary"):
         d[key] = json.loads(d[key]) if d.get(key) else {}
+    if d.get("plateau_step") is not None and (isinstance(d["plateau_step"], bool)
+                                              or not isinstance(d["plateau_step"], (int, float))):
+        raise ValueError(f"plateau_step {d['plateau_step']!r} is not a number")
     d["cancel_requested"] = bool(d["cancel_requested"])
     d["archived"] = bool(d.get("archived"))
     tags = json.loads(d["tags"]) if d.get("tags") is not None else (d["config"] or {}).get("tags")
