@@ -124,3 +124,35 @@ def test_one_odd_row_does_not_stop_the_poller_s_forecasts(tmp_path, kind):
     assert named or (fc[odd]["step"] is None and fc[odd]["reason"])
     assert fc[ids[5]]["step"] > 0 and fc[ids[5]]["low"] < fc[ids[5]]["step"] < fc[ids[5]]["high"]
     store.close()
+
+
+def test_runs_json_fits_once_per_preset_on_a_500_run_store(tmp_path, monkeypatch):
+    """Issue 41: `runs --json` on a store of 500 runs (Fig. 15's 6 runs copied with SQL, as
+    benchmarks/large_store.py builds its 2,000-run store) fits the law once per preset, not once per run; a second
+    call with nothing changed fits nothing (cached by the peers' plateaus). Counted, not timed."""
+    import sparse_tui.science.forecast as fmod
+    from typer.testing import CliRunner
+
+    from sparse_tui.cli import app
+
+    sys.path.insert(0, str(Path(__file__).parent.parent / "benchmarks"))
+    from large_store import copy_runs
+
+    runs, ids = _store(tmp_path)
+    n_runs, _ = copy_runs(runs / "runs.db", 84)
+    assert n_runs == 504
+    store = RunStore(runs)  # the copies run "in" this process (their pid is ours): nothing reaps them
+    store.con.execute("UPDATE runs SET pid=? WHERE status='running'", (os.getpid(),))
+    store.con.commit()
+    store.close()
+    fmod._CACHE.clear()
+    calls = []
+    real = fmod.fit_law
+    monkeypatch.setattr(fmod, "fit_law", lambda *a, **k: calls.append(1) or real(*a, **k))
+    res = CliRunner().invoke(app, ["runs", "--json", "--runs-dir", str(runs)])
+    assert res.exit_code == 0, res.output
+    rows = _no_nan(res.stdout)
+    assert len(rows) == 504 and all(r["forecast"]["step"] > 0 for r in rows)
+    assert len(calls) == 1  # one preset, one fit
+    res = CliRunner().invoke(app, ["runs", "--json", "--runs-dir", str(runs)])
+    assert res.exit_code == 0 and len(calls) == 1

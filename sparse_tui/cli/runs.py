@@ -66,14 +66,15 @@ def runs(
     if limit < 0:
         raise fail(f"--limit: must be >= 0 (0 = all), got {limit}")
     store = _open_store(runs_dir)
-    recs = store.runs(status=status, preset=preset)
+    everyone = store.runs()  # one read: the listing is filtered from it, the forecasts' peers are all of it
+    recs = [r for r in everyone if (not status or r.status == status) and (not preset or r.preset == preset)]
     _store_warnings(store)
     if isinstance(tag, (list, tuple)) and tag:  # (called as a function, the default is typer's OptionInfo)
         recs = [r for r in recs if set(tag) <= set(r.tags)]
     recs = [r for r in recs if r.archived == (archived is True)]
     if limit:
         recs = recs[:limit]
-    fc = _forecasts(store, recs)
+    fc = _forecasts(recs, everyone)
     if as_json:
         from sparse_tui.export.tables import run_row
 
@@ -99,12 +100,12 @@ def _finite(v):
     return v
 
 
-def _forecasts(store, recs) -> dict:
+def _forecasts(recs, everyone) -> dict:
     """Each run's emergence forecast (forecast.py) from the store's runs of its preset: one fit per preset; the rows
     it cannot use are named on stderr (their forecast says why)."""
     from sparse_tui.science.forecast import forecasts
 
-    fc = forecasts(recs, store.runs())  # the peers of a listed run may be filtered out of the listing
+    fc = forecasts(recs, everyone)  # the peers of a listed run may be filtered out of the listing
     for w in fc.warnings:
         err.print(_esc(f"warning: {w}"), markup=False)
     return fc

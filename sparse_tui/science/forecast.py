@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 import numpy as np
+from scipy.special import stdtrit
 
 from sparse_tui import atlas
 from sparse_tui.science.fitting import FitError, Resolver
@@ -187,7 +188,9 @@ class Law:
     def predict_left_out(self, i: int, nominal: float = NOMINAL) -> tuple[float, float, float, dict[str, float]]:
         """The exact leave-one-out prediction of fitted run ``i`` (ridge hat matrix): y_i - e_i / (1 - h_i), with
         the predictive band of a left-out run, s^2 / (1 - h_i), and how far it lies beyond the other runs' range."""
-        h = min(float(self.hat[i]), 1.0 - 1e-9)
+        h = float(self.hat[i])
+        if h > 1.0 - 1e-6:
+            raise ValueError("the fit without this run is not determined (it alone fixes a free parameter)")
         mean = float(self.ly[i]) - float(self.resid[i]) / (1.0 - h)
         lx = self.lx[i]
         lo = np.array([s[1] if x == s[0] and c == 1 else s[0] for x, s, c in zip(lx, self.lows, self.n_low)])
@@ -210,9 +213,7 @@ class Law:
 
 
 def _band(mean: float, var: float, dof: float, nominal: float) -> tuple[float, float, float]:
-    from scipy import stats
-
-    q = float(stats.t.ppf(0.5 + nominal / 2, max(dof, 1.0)))
+    q = float(stdtrit(max(dof, 1.0), 0.5 + nominal / 2))  # the Student t quantile
     sd = math.sqrt(max(var, 0.0))
     return math.exp(mean), math.exp(mean - q * sd), math.exp(mean + q * sd)
 
@@ -222,13 +223,16 @@ def _beyond(variables: Sequence[str], out: np.ndarray) -> dict[str, float]:
 
 
 def fit_law(LX: np.ndarray, ly: np.ndarray, variables: Sequence[str], prior: dict[str, float],
-            tau: float = TAU, sigma0: float = SIGMA0, nu0: float = NU0) -> Law:
+            tau: float | None = None, sigma0: float | None = None, nu0: float | None = None) -> Law:
     """The posterior of log y = b0 + sum b_j log x_j: b0 flat; b_j ~ N(prior[v], tau^2) for a variable with a theory
     exponent, flat otherwise; residuals N(0, s^2) with s^2 given a scaled inverse chi^2 prior (sigma0, nu0). s^2 and
     the prior's weight (s^2 / tau^2 against the data's X'X) are solved together (a few fixed-point steps). Raises
     FitError when the flat parameters are not identified by the runs."""
     global FITS
     FITS += 1
+    tau = TAU if tau is None else tau
+    sigma0 = SIGMA0 if sigma0 is None else sigma0
+    nu0 = NU0 if nu0 is None else nu0
     n, k = LX.shape
     X = np.column_stack([np.ones(n), LX])
     P = np.zeros((k + 1, k + 1))  # prior precision (times tau^2)
@@ -238,6 +242,7 @@ def fit_law(LX: np.ndarray, ly: np.ndarray, variables: Sequence[str], prior: dic
             P[j + 1, j + 1] = 1.0
             b0[j + 1] = prior[v]
     XtX, Xty = X.T @ X, X.T @ ly
+    n_flat = 1 + sum(1 for v in variables if v not in prior)
     s2 = sigma0 ** 2
     for _ in range(4):
         lam = s2 / tau ** 2
@@ -250,8 +255,9 @@ def fit_law(LX: np.ndarray, ly: np.ndarray, variables: Sequence[str], prior: dic
         if np.linalg.cond(A) > 1e12:
             raise FitError("the runs do not identify the law's free parameters")
         resid = ly - X @ beta
-        H = X @ Ainv @ X.T
-        nu = max(0.0, n - float(np.trace(H)))
+        # residuals' degrees of freedom: n less the flat parameters (log C, exponents without a prior); the
+        # prior's pull on the others is counted in the scatter (pen), as in the conjugate normal-inverse-gamma fit
+        nu = max(0.0, n - n_flat)
         pen = float((beta - b0) @ (lam * P) @ (beta - b0))
         s2 = (nu0 * sigma0 ** 2 + float(resid @ resid) + pen) / (nu0 + nu) if nu0 + nu > 0 else sigma0 ** 2
     lam = s2 / tau ** 2
@@ -260,7 +266,7 @@ def fit_law(LX: np.ndarray, ly: np.ndarray, variables: Sequence[str], prior: dic
     beta = Ainv @ (Xty + lam * P @ b0)
     resid = ly - X @ beta
     hat = np.einsum("ij,jk,ik->i", X, Ainv, X)
-    nu = max(0.0, n - float(hat.sum()))
+    nu = max(0.0, n - n_flat)
     data_prec = ((LX - LX.mean(axis=0)) ** 2).sum(axis=0) if n else np.zeros(k)  # the data's, per exponent
     weight = {v: float(lam / (lam + data_prec[j])) for j, v in enumerate(variables) if v in prior}
     law = Law(list(variables), beta, s2 * Ainv, s2, nu0 + nu, n, LX.min(axis=0) if n else np.zeros(k),
@@ -336,11 +342,10 @@ def _from_group(rec: Any, row: dict, g: _Group) -> dict | None:
                                             "and the paper's law has no exponent for it"}
     lx = np.log(np.array([_x(row, v) for v in law.variables], dtype=float))
     if rec.run_id in g.index:  # a fitted run: its exact leave-one-out forecast (its own plateau hidden)
-        i = g.index[rec.run_id]
-        step, lo, hi, beyond = law.predict_left_out(i)
         n = law.n - 1
         if n < 1:
-            return None
+            return None  # its own plateau is all the fit has
+        step, lo, hi, beyond = law.predict_left_out(g.index[rec.run_id])
     else:
         step, lo, hi, beyond = law.predict(lx)
         n = law.n
@@ -417,6 +422,8 @@ def forecasts(recs: Sequence[Any], pool: Iterable[Any] | None = None) -> Forecas
                 got = _from_group(r, rows[r.run_id], groups[r.preset])
             except Unusable as e:
                 got = {"step": None, "reason": str(e)}
+            except (ArithmeticError, ValueError, np.linalg.LinAlgError) as e:  # one run's numbers, not the listing
+                got = {"step": None, "reason": f"{type(e).__name__}: {e}"}
             if r.run_id in groups[r.preset].skipped:
                 got = {"step": None, "reason": groups[r.preset].skipped[r.run_id]}
         if got is None:
