@@ -171,6 +171,12 @@ def reproduce(
     device: Optional[str] = typer.Option(None, "--device", help="Override train.device: auto, cpu, cuda, cuda:N."),
     threshold: Optional[str] = ThresholdOpt,
     as_json: bool = typer.Option(False, "--json", help="Print the reports as JSON."),
+    budget: Optional[str] = typer.Option(None, "--budget", help="Spend this much time (30m, 1h, 90s) where it buys the "
+                                         "most precision on the panel's exponents (chosen runs and seeds, in order, "
+                                         "steps capped at the forecast, re-planned as runs end), then report.",
+                                         show_default=False),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print what would be trained (with --budget: the plan, its "
+                                 "projected time and each exponent's projected interval width); train nothing."),
 ) -> None:
     """Reproduce a figure of the paper: train the runs of its preset that the store lacks (runs of the same
     configuration are reused, whoever trained them), fit or summarise them, print the paper's numbers beside the
@@ -216,6 +222,8 @@ def reproduce(
     with _refused(atlas.AtlasError), _preset_refused():  # every named preset loads before the store is opened
         for entry in chosen:
             rp.plan(None, entry, size, presets_dir)
+    if budget is not None or dry_run:
+        _reproduce_planned(chosen, size, presets_dir, runs_dir, budget, dry_run, device, fig_path, as_json)
     store = _reproduce_store(runs_dir, chosen, size, presets_dir)
     plans = []
     code = ExitCode.OK
@@ -316,6 +324,48 @@ def presets_copy(
     with _refused(CatalogError):
         target = copy(name, dest, presets_dir)
     out.print(f"wrote {_esc(target)}: edit it, then: sparse-tui run {_esc(target)} --headless", markup=False)
+
+
+def _reproduce_planned(chosen, size, presets_dir, runs_dir, budget, dry_run, device, fig_path, as_json) -> None:
+    """``reproduce KEY --budget T [--dry-run]`` and ``reproduce KEY --dry-run``: the budget's plan (printed, or trained
+    re-planned as runs end, then the entry's usual report and verdict), or the runs a reproduce would train."""
+    from sparse_tui import atlas
+    from sparse_tui.cli.train import _run_budget
+    from sparse_tui.reports import reproduce as rp
+
+    if budget is not None and len(chosen) != 1:
+        raise fail(f"--budget: name one panel ({', '.join(e.key for e in chosen)})")
+    have = _runs_dir(runs_dir).joinpath("runs.db").exists()
+    store = _open_store(runs_dir) if have else None
+    for entry in chosen:
+        with _refused(atlas.AtlasError), _preset_refused():
+            p = rp.plan(store, entry, size, presets_dir)
+        _say(p.describe())
+        if budget is None:
+            continue
+        if not entry.law:
+            raise fail(f"--budget: {entry.key} has no fitted law: a budget buys precision on a law's exponents")
+        ids = _run_budget(p.specs, p.preset, budget, dry_run, runs_dir, device, None, p.preset, then_exit=False,
+                          taken=sorted(p.reused))
+        if dry_run:
+            break
+        store = _open_store(runs_dir)
+        found = rp.plan_run_ids(store, rp.plan(store, entry, size, presets_dir))
+        run_ids = list(dict.fromkeys(found + ids))
+        rep = rp.report(store, entry, [i for i in run_ids if store.get(i).status == "finished"])
+        if as_json:
+            from sparse_tui.reports.fitreport import json_safe
+
+            sys.stdout.write(json.dumps(json_safe([rep.data]), indent=1) + "\n")
+        else:
+            out.print(rep.text, markup=False)
+        if fig_path is not None:
+            from sparse_tui.reports.figures import FigureError
+
+            with _refused(FigureError):
+                rp.draw(store, rep, fig_path)
+            err.print(f"wrote {fig_path}")
+    raise typer.Exit(0)
 
 
 def _reproduce_store(runs_dir: Optional[Path], chosen, size: str, presets_dir: Optional[Path]):

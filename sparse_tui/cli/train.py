@@ -25,6 +25,7 @@ from sparse_tui.cli.common import (
     _preflight,
     _preset_refused,
     _refused,
+    _run_table,
     _runs_dir,
     _say,
     _train_batch,
@@ -82,6 +83,10 @@ def run(
         "stacked model; the GPU default). See docs/PERFORMANCE.md.",
     ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Validate and list the runs, train nothing."),
+    budget: Optional[str] = typer.Option(None, "--budget", help="Spend this much time (30m, 1h, 90s) where it buys the "
+                                         "most precision on the law's exponents: chosen runs and seeds, in order, "
+                                         "steps capped at the forecast (lifecycle/budget.py); --dry-run prints the "
+                                         "plan.", show_default=False),
     tag: List[str] = typer.Option([], "--tag", help="Add a tag to every run (repeatable; after the preset's tags)."),
     executor: str = ExecutorOpt,
     address: Optional[str] = RayAddressOpt,
@@ -108,7 +113,9 @@ def run(
     loaded = _load(preset, overrides)
     if tag:
         loaded = _add_tags(loaded, list(tag), preset)
-    if not headless and not dry_run and not detach:
+    if budget is not None and detach:
+        raise fail("--budget trains here, re-planning as runs end: not with --detach")
+    if not headless and not dry_run and not detach and budget is None:
         _open_tui(_runs_dir(runs_dir), presets_dir, preset, list(set_), opts)
     n_workers = _workers_flag(workers)
     from sparse_tui.training.scheduler import SCHEDULES
@@ -118,6 +125,8 @@ def run(
     from sparse_tui.presets.loading import expand
 
     specs = expand(loaded)
+    if budget is not None:
+        _run_budget(specs, loaded.name, budget, dry_run, runs_dir, device, opts, preset.name)
     if dry_run:  # the preset on this machine; no cluster is asked
         _preflight(None, specs, device, preset.name)
         t = Table(title=_esc(f"{loaded.name}: {len(specs)} run(s)"))
@@ -148,6 +157,55 @@ def run(
         out.print(f"log: {runner.log_path(store, batch_id)} (its first line is the schedule the coordinator chose)")
         raise typer.Exit(0)
     _train_batch(store, ex, specs, schedule=schedule, workers=n_workers, device=device)
+
+
+def _budget_plan(specs, name: str, budget: str, device, store=None, taken=()):
+    """The budget in seconds, the cost of a step (``run --dry-run``'s cost model) and the plan."""
+    from sparse_tui.lifecycle import budget as bd
+    from sparse_tui.lifecycle.estimate import step_seconds
+
+    with _refused(bd.BudgetError):
+        seconds = bd.parse_budget(budget)
+    step_s, source = step_seconds(specs, device)
+    ended = [r for r in store.runs(preset=name) if r.status == "finished"] if store is not None else []
+    return seconds, step_s, source, bd.plan(specs, seconds, step_s, name, ended, taken)
+
+
+def _run_budget(specs, name: str, budget: str, dry_run: bool, runs_dir, device, opts, file_name: str,
+                then_exit: bool = True, taken: list[int] | None = None) -> list[str]:
+    """``run PRESET --budget T`` (and ``reproduce KEY --budget T``): print the plan (--dry-run), or train it,
+    re-planned as each run ends; returns the run ids trained (``then_exit`` False) or exits."""
+    from sparse_tui.lifecycle import budget as bd
+
+    store = _open_store(runs_dir) if (dry_run and _runs_dir(runs_dir).joinpath("runs.db").exists()) else None
+    seconds, step_s, source, p = _budget_plan(specs, name, budget, device, store, taken or [])
+    for line in bd.lines(p, name):
+        out.print(_esc(line), markup=False)
+    out.print(f"cost model: {source}", markup=False)
+    if dry_run:
+        if not then_exit:
+            return []
+        raise typer.Exit(0)
+    ex = _preflight(opts, specs, device, file_name)
+    store = _open_store(runs_dir, create=True)
+    ids = bd.spend(store, specs, seconds, step_s, name,
+                   lambda spec: _trained(store, ex, spec, device), say=_say, taken=taken or [])
+    if not then_exit:
+        return ids
+    _run_table(f"{len(ids)} run(s) trained within the budget", [store.get(i) for i in ids],
+               ("run_id", "run", "status", "plateau", "test/loss", "test/acc", "time"))
+    raise typer.Exit(0)
+
+
+def _trained(store, ex, spec, device) -> list[str]:
+    """Train one run here; its run id (the batch's)."""
+    from sparse_tui.base.exitcodes import ExitCode
+
+    before = {r.run_id for r in store.runs()}
+    code = _train_batch(store, ex, [spec], workers=1, device=device, then_exit=False, table=False)
+    if code == ExitCode.INTERRUPTED:
+        raise typer.Exit(int(code))
+    return [r.run_id for r in store.runs() if r.run_id not in before]
 
 
 def _preset_file(preset: Path, local_dir: Optional[Path] = None) -> Path:

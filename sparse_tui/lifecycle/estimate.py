@@ -36,6 +36,24 @@ def time_estimate(specs: list, schedule: str = "auto", workers: int = 0, device:
             f" counted, and other load on the machine slows it)")
 
 
+def step_seconds(specs: list, device: str | None = None) -> tuple[float, str]:
+    """Seconds per training step of the preset's typical run, from ``run --dry-run``'s cost model: on a CPU the
+    scheduler's calibration (one step timed now on one thread), on a GPU the H100 projection's steps; an integrated
+    ODE run costs ~1e-4 s a step (Fig. 1c's 20 runs take seconds). With the line that says where it came from."""
+    from sparse_tui.training import scheduler
+
+    typical = scheduler._typical([s.config for s in specs])
+    if typical.model.kind == "ode":
+        return 1e-4, "an ODE step ~0.1 ms (integrated, not trained)"
+    if scheduler._device_type(specs, device) != "cpu":
+        p = project_h100(specs)
+        steps = sum(s.config.train.steps for s in specs)
+        if p is not None and steps:
+            return (p.train_s + p.eval_s) / steps, "the H100 projection (docs/PERFORMANCE.md, GPU)"
+    t1, _ = scheduler.measure_thread_speedup(typical, 1)
+    return t1, f"a typical step timed now on one CPU thread: {t1 * 1e3:.2f} ms"
+
+
 # -- a projected time on one H100 -------------------------------------------------------------------------------
 # A cost model fitted on the one GPU this project has measured (docs/PERFORMANCE.md, section "GPU": NVIDIA H100 80GB
 # HBM3, torch 2.11, 2026-11-26), for the plan the scheduler would make there (``auto`` on CUDA: stacks by

@@ -332,6 +332,14 @@ def _group(preset: str, peers: list[Any], rows: dict[str, dict]) -> _Group:
     return g
 
 
+def fitted(preset: str, recs: Iterable[Any]) -> Law | None:
+    """The law the forecast fits for ``preset`` on the finished runs of ``recs`` (cached), or None."""
+    peers = [r for r in recs if r.preset == preset and _is_peer(r)]
+    if not peers or _law(preset)[0] is None:
+        return None
+    return _group(preset, peers, {r.run_id: _row(r) for r in peers}).law
+
+
 def _from_group(rec: Any, row: dict, g: _Group) -> dict | None:
     law = g.law
     if law is None:
