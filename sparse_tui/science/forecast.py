@@ -50,6 +50,7 @@ NOMINAL = 0.80  # the interval's coverage: the forecast's displayed range holds 
 MIN_REFIT = 3  # runs that left their plateau before the source is called a refit (below: "paper")
 TAU = 0.30  # prior standard deviation of each exponent around the paper's (docs/THEORY.md)
 SIGMA0, NU0 = 0.20, 2.0  # prior residual scatter of log plateau, worth NU0 residuals
+PRIOR_NU = 4.0  # the exponents' prior is Student t with this many degrees of freedom (0: normal), docs/THEORY.md
 KAPPA = 0.10  # misfit allowance of log plateau per e-fold outside the fitted runs' range
 FLOW_RATIO = (1.27, 1.39, 1.50)  # integrated plateau / (sqrt(d) T / (B f)): low, mid, high (docs/THEORY.md)
 FITS = 0  # fits made (tests bound it per call)
@@ -244,12 +245,12 @@ def fit_law(LX: np.ndarray, ly: np.ndarray, variables: Sequence[str], prior: dic
     XtX, Xty = X.T @ X, X.T @ ly
     n_flat = 1 + sum(1 for v in variables if v not in prior)
     s2 = sigma0 ** 2
-    for _ in range(4):
+    u = np.ones(k + 1)  # each exponent's prior precision scale: a Student t prior as a scale mixture of normals
+    for _ in range(8):
         lam = s2 / tau ** 2
-        A = XtX + lam * P
+        A = XtX + lam * P * u
         try:
-            beta = np.linalg.solve(A, Xty + lam * P @ b0)
-            Ainv = np.linalg.inv(A)
+            beta = np.linalg.solve(A, Xty + lam * (P * u) @ b0)
         except np.linalg.LinAlgError:
             raise FitError("the runs do not identify the law's free parameters") from None
         if np.linalg.cond(A) > 1e12:
@@ -258,17 +259,20 @@ def fit_law(LX: np.ndarray, ly: np.ndarray, variables: Sequence[str], prior: dic
         # residuals' degrees of freedom: n less the flat parameters (log C, exponents without a prior); the
         # prior's pull on the others is counted in the scatter (pen), as in the conjugate normal-inverse-gamma fit
         nu = max(0.0, n - n_flat)
-        pen = float((beta - b0) @ (lam * P) @ (beta - b0))
+        pen = float((beta - b0) @ (lam * P * u) @ (beta - b0))
         s2 = (nu0 * sigma0 ** 2 + float(resid @ resid) + pen) / (nu0 + nu) if nu0 + nu > 0 else sigma0 ** 2
+        if PRIOR_NU:  # an exponent far from the paper's (in units of tau) loosens its own prior (EM weight)
+            u = (PRIOR_NU + 1) / (PRIOR_NU + (beta - b0) ** 2 / tau ** 2)
     lam = s2 / tau ** 2
-    A = XtX + lam * P
+    A = XtX + lam * P * u
     Ainv = np.linalg.inv(A)
-    beta = Ainv @ (Xty + lam * P @ b0)
+    beta = Ainv @ (Xty + lam * (P * u) @ b0)
     resid = ly - X @ beta
     hat = np.einsum("ij,jk,ik->i", X, Ainv, X)
     nu = max(0.0, n - n_flat)
     data_prec = ((LX - LX.mean(axis=0)) ** 2).sum(axis=0) if n else np.zeros(k)  # the data's, per exponent
-    weight = {v: float(lam / (lam + data_prec[j])) for j, v in enumerate(variables) if v in prior}
+    weight = {v: float(lam * u[j + 1] / (lam * u[j + 1] + data_prec[j])) for j, v in enumerate(variables)
+              if v in prior}
     law = Law(list(variables), beta, s2 * Ainv, s2, nu0 + nu, n, LX.min(axis=0) if n else np.zeros(k),
               LX.max(axis=0) if n else np.zeros(k), weight, hat=hat, resid=resid, ly=ly)
     law.index_ranges(LX)
