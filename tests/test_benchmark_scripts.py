@@ -60,3 +60,23 @@ def test_entry_report_reads_the_runs_where_selects(tmp_path):
     assert "runs: 9 matching" in out.stdout and out.stdout.strip().splitlines()[-1].strip().startswith("verdict: reproduced")
     both = _script("entry_report.py", "--runs-dir", str(tmp_path), "--entry", "fig15_sgd")
     assert "runs: 18 matching" in both.stdout and "verdict: reproduced" not in both.stdout
+
+
+def test_forecast_eval_scores_held_out_runs_on_a_known_law(tmp_path):
+    """benchmarks/forecast_eval.py (issue 41) on Fig. 15 right's grid with plateaus exactly on the paper's law: every
+    scenario's forecasts are within +-30 % (the exact law comes back), counted per scenario."""
+    _store(tmp_path, "paper_fig15_adam_cpu.toml", [],
+           lambda c: 1.45 * c["task"]["d"] ** 1.31 * c["task"]["T"] ** 0.57)
+    out = _script("forecast_eval.py", "--store", f"fig15_adam={tmp_path}", "--json")
+    assert out.returncode == 0, out.stderr
+    import json
+
+    res = json.loads(out.stdout)
+    row = res["fig15_adam"]
+    assert row["runs"] == 18
+    assert row["loo"]["n"] == 18 and row["out-hi"]["n"] == 12 and row["out-lo"]["n"] == 12  # 6 per variable
+    assert row["first3"]["n"] == 15 and row["first8"]["n"] == 10
+    for s in ("loo", "out-hi", "out-lo", "first3", "first5", "first8"):
+        assert row[s]["within_30"] == 1.0 and row[s]["median_abs_log"] < 0.01 and row[s]["nominal"] == 0.8
+    bad = _script("forecast_eval.py", "--store", f"fig1ab={tmp_path}")
+    assert bad.returncode == 2 and "ENTRY=RUNS_DIR" in bad.stderr
