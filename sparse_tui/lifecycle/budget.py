@@ -201,9 +201,10 @@ def lines(p: Plan, preset: str) -> list[str]:
     for n, r in enumerate(p.runs, 1):
         fcast = "" if r.forecast is None else f"  forecast ~{r.forecast:.0f} (80% up to {r.high:.0f})"
         cap = " cap" if r.capped else "    "
-        out.append(f"  {n:>2}. #{r.index:<3} {r.label:<24} {r.steps:>6} steps{cap}  ~{fmt_duration(r.seconds):<9}{fcast}")
-    out.append(f"  cap: steps stop at the forecast's 80% upper bound x {MARGIN:g} (+ the preset's stop_after); a capped "
-               "run that has not left its plateau by then ends censored")
+        out.append(f"  {n:>2}. #{r.index:<3} {r.label:<24} {r.steps:>6} steps{cap}  "
+                   f"~{fmt_duration(r.seconds):<9}{fcast}")
+    out.append(f"  cap: steps stop at the forecast's 80% upper bound x {MARGIN:g} (+ the preset's stop_after); a "
+               "capped run that has not left its plateau by then ends censored")
     for v in p.variables:
         out.append(f"  exponent {v}: projected 95% interval width {p.widths[v]:.3f} (whole grid: {p.full[v]:.3f}, "
                    f"{p.widths[v] / p.full[v]:.2f}x)")
