@@ -9,8 +9,8 @@ is trained but the 20.
 
 ``--dir`` keeps the stores between calls (built when missing): DIR/template (the 20 runs) and DIR/store (the
 copies). Each command is timed on both, side by side, and the ratio printed. Times are wall seconds of each
-command run as a user runs it (a fresh ``python -m sparse_tui`` process); the console's first draw is the time from the app's start to a
-Runs table with every run, in a headless Textual app (``run_test``), in a fresh process too.
+command run as a user runs it (a fresh ``python -m sparse_tui`` process); the console's first draw is the time from
+the app's start to a Runs table with every run, in a headless Textual app (``run_test``), in a fresh process too.
 """
 
 from __future__ import annotations
