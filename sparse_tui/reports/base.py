@@ -6,6 +6,7 @@ No torch, no textual, no matplotlib at import."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
@@ -115,22 +116,51 @@ RECALL_LEVEL = 0.6
 
 @dataclass
 class Report:
-    """What ``reproduce`` prints for one entry (``text``), as data (``data``), and how to draw it (``draw``)."""
+    """What ``reproduce`` prints for one entry (``text``), its numbers (``data``: the report's own small dataclass),
+    the fit of a law entry (``fit``: fitreport.FitReport) and its verdict (``verdict.Verdict``, set by
+    ``library.report``)."""
 
     entry: Entry
     text: str
-    data: dict[str, Any]
-    fit: Any = None  # fitreport.FitReport for law entries
+    data: Any
+    fit: Any = None
     run_ids: tuple[str, ...] = ()
-    verdict: Any = None  # verdict.Verdict, set by ``report``
+    verdict: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """``reproduce --json``: the entry's key, the data's fields (a field named for a Python keyword ends in _,
+        its key does not) and the verdict."""
+        data = dataclasses.asdict(self.data)
+        out = {"entry": self.entry.key, **{k.removesuffix("_"): v for k, v in data.items()}}
+        if self.verdict is not None:
+            out.update(verdict=self.verdict.word, verdict_detail=self.verdict.to_dict())
+        return out
 
 
-def make_report(entry: Entry, run_ids: Sequence[str], lines: list[str], data: dict[str, Any], fit: Any = None
-                ) -> Report:
-    """The report of ``entry`` every report function returns: its head line, then ``lines``; ``data`` under the
-    entry's key."""
-    return Report(entry, "\n".join([f"{entry.key} — {entry.figure}: {entry.shows}", *lines]),
-                  {"entry": entry.key, **data}, fit=fit, run_ids=tuple(run_ids))
+def make_report(entry: Entry, run_ids: Sequence[str], lines: list[str], data: Any, fit: Any = None) -> Report:
+    """The report of ``entry`` every report function returns: its head line, then ``lines``; ``data`` a dataclass."""
+    return Report(entry, "\n".join([f"{entry.key} — {entry.figure}: {entry.shows}", *lines]), data, fit=fit,
+                  run_ids=tuple(run_ids))
+
+
+@dataclass
+class Runs:
+    """The data of a report that is one row per run."""
+
+    runs: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What an atlas entry claims and how its verdict is decided (``Entry.claim`` names it, "module:NAME"): the
+    source's claim in words, with the thresholds that make it decidable (ours) named in it; ``check(store,
+    report) -> (word of verdict.WORDS, the numbers that decide it)``; the entry's report and figure where they are
+    not its kind's (``reports.library``: ``LAW``, ``CURVES``)."""
+
+    text: str
+    check: Callable[[Any, Report], tuple[str, str]] | None = None
+    report: Callable[..., Report] | None = None
+    figure: Callable[..., Any] | None = None
 
 
 def _gmean(xs: Iterable[float | None]) -> float | None:

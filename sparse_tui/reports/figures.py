@@ -1,10 +1,7 @@
-"""Publication-style figures with matplotlib (``sparse-tui fit --plot FILE`` and ``sparse-tui show RUN --plot FILE``).
-
-matplotlib is an optional extra (``pip install "sparse-tui[plot]"``): it is imported inside the functions, never at
-module import, so ``sparse-tui --help`` and the rest of the core stay light. ``require_matplotlib`` raises
-``FigureError`` with the one line that says how to install it. Figures are built with ``matplotlib.figure.Figure``
-(no pyplot, no GUI backend) and written atomically (a temporary file, then a rename), so a failed write leaves
-nothing half-written.
+"""Publication-style figures with matplotlib (``sparse-tui fit --plot FILE``, ``sparse-tui show RUN --plot FILE``, the
+console's Curves, Fit, Scatter and Phase panels): the generic kinds' figures. A figure of one atlas entry lives in
+its module (reports/entries/); the writer every figure is, ``figure_writer``, and ``FigureError`` live in
+reports/base.py (matplotlib imported inside the functions, never at module import; written atomically).
 
 * ``fit_figure``: the plateau length against each fitted variable on log-log axes (App. D.2): one panel per
   variable, runs coloured by the values of the other variables, the fitted law as solid lines, the paper's law
@@ -26,18 +23,9 @@ import numpy as np
 from sparse_tui.base.numbers import fmt_plain
 from sparse_tui.base.plotting import fmt_r2
 from sparse_tui.presets.loading import config_get
-from sparse_tui.reports.base import (
-    FORMATS,
-    INSTALL_HINT,
-    FigureError,
-    _fig,
-    check_path,
-    figure_writer,
-    require_matplotlib,
-)
+from sparse_tui.reports.base import FigureError, _fig, figure_writer
 
-__all__ = ["FigureError", "FORMATS", "INSTALL_HINT", "require_matplotlib", "check_path", "fit_figure",
-           "curves_figure", "phase_figure"]
+__all__ = ["FigureError", "fit_figure", "curves_figure", "phase_figure"]
 
 
 def _decades(ax: Any) -> float:

@@ -6,6 +6,7 @@ No torch, no textual at import."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -13,7 +14,19 @@ from sparse_tui.atlas import AtlasError, Entry
 from sparse_tui.presets.loading import config_get
 from sparse_tui.reports import figures
 from sparse_tui.reports import verdict as verdicts
-from sparse_tui.reports.base import Report, _gmean, _num, make_report
+from sparse_tui.reports.base import Claim, Report, Runs, _gmean, _num, make_report
+
+
+@dataclass
+class LawData:
+    """A fitted law's report: per exponent the paper's value, the measured one, its interval and target (``rows``),
+    the plateau per grid point beside the law (``points``), the fit itself."""
+
+    figure: str
+    law: str | None
+    rows: list[dict[str, Any]]
+    points: list[dict[str, Any]]
+    fit: dict[str, Any]
 
 
 def law_report(store: Any, entry: Entry, run_ids: Sequence[str], threshold: float | None = None) -> Report:
@@ -70,8 +83,7 @@ def law_report(store: Any, entry: Entry, run_ids: Sequence[str], threshold: floa
             lines.append("    " + "  ".join(f"{pt['x'][n]:>8g}" for n in names)
                          + f"  {pt['n']:>5}  {_num(pt['measured'], '9.1f')}  {_num(pt['paper'], '9.1f')}  "
                          + f"{_num(pt['ratio'], '6.2f')}")
-    data = {"figure": entry.figure, "law": entry.law, "rows": rows, "points": points, "fit": rep.to_dict()}
-    return make_report(entry, run_ids, lines, data, fit=rep)
+    return make_report(entry, run_ids, lines, LawData(entry.figure, entry.law, rows, points, rep.to_dict()), fit=rep)
 
 
 def _per_point(rows: Sequence[dict], entry: Entry, pf: Any) -> list[dict[str, Any]]:
@@ -140,7 +152,7 @@ def curves_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
         lines.append(f"  {name:<{w}} {_num(pl, '8g')} {_num(tpl, '9g')} {_num(drop, '10g')} "
                      f"{_num(ratio, '12.2f')} {_num(final.get('test/loss'), '10.3g')} "
                      f"{_num(final.get('train/loss'), '11.3g')}")
-    return make_report(entry, run_ids, lines, {"runs": out})
+    return make_report(entry, run_ids, lines, Runs(out))
 
 
 def train_plateau(series: dict, rec: Any) -> float | None:
@@ -193,13 +205,11 @@ def report(store: Any, entry: Entry, run_ids: Sequence[str], threshold: float | 
 
 def _with_verdict(store: Any, rep: Report, v: "verdicts.Verdict | None" = None, note: str = "") -> Report:
     """``rep`` ending with its verdict line (``verdict.verdict``): the claim checked (curves entries), then the
-    word and the numbers that decide it; ``data['verdict']`` holds the same."""
+    word and the numbers that decide it."""
     v = v or verdicts.verdict(store, rep)
     tail = [f"  claim: {v.claim}"] if v.claim else []
     rep.text = "\n".join([rep.text, *tail, f"  {v.line()}{note}"])
     rep.verdict = v
-    rep.data["verdict"] = v.word
-    rep.data["verdict_detail"] = v.to_dict()
     return rep
 
 
@@ -216,3 +226,14 @@ def plot_paths(path: Path, entries_: Sequence[Entry]) -> list[Path]:
     if len(entries_) == 1:
         return [path]
     return [path.with_name(f"{path.stem}-{e.key}{path.suffix}") for e in entries_]
+
+
+def _law_check(store: Any, rep: Report) -> tuple[str, str]:
+    v = verdicts.law_verdict(rep.data.rows)
+    return v.word, v.why
+
+
+# The generic kinds (``atlas.CLAIMS``): a fitted law is checked by the one rule for laws (``verdict.law_verdict``);
+# learning curves have no claim of their own: an entry of curves names its claim (reports/entries/).
+LAW = Claim("", _law_check, law_report, figures.fit_figure)
+CURVES = Claim("", None, curves_report, figures.curves_figure)

@@ -7,7 +7,7 @@ from typing import Any, Sequence
 
 from sparse_tui.atlas import Entry
 from sparse_tui.presets.loading import config_get
-from sparse_tui.reports.base import FigureError, Report, _fig, _fmt, _num, figure_writer, make_report
+from sparse_tui.reports.base import Claim, FigureError, Report, Runs, _fig, _fmt, _num, figure_writer, make_report
 from sparse_tui.science import geometry
 
 
@@ -35,7 +35,7 @@ def geometry_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
                      f" {_num(r['rho'], '6.2f')} {_num(r['neighbours'], '10.2f')} {_num(r['explained'], '9.2f')}")
     if any(r["rho"] is None for r in rows):
         lines.append("  (—: no stored embedding; runs store theirs when they end)")
-    return make_report(entry, run_ids, lines, {"runs": rows})
+    return make_report(entry, run_ids, lines, Runs(rows))
 
 
 @figure_writer()
@@ -70,7 +70,7 @@ def geometry_figure(store: Any, run_ids: Sequence[str], *, title: str | None = N
 
 
 def _check_geometry(store, rep):
-    rows = rep.data["runs"]
+    rows = rep.data.runs
     ns = sorted({r["n_embd"] for r in rows})
     rho = [_mean([r["rho"] for r in rows if r["n_embd"] == n]) for n in ns]
     pos = all(v is not None and v > 0 for v in rho)
@@ -82,3 +82,6 @@ def _check_geometry(store, rep):
 def _mean(xs):
     xs = [x for x in xs if x is not None]
     return sum(xs) / len(xs) if xs else None
+
+
+CLAIM = Claim("close tokens sit close, more so at larger n_embd", _check_geometry, geometry_report, geometry_figure)

@@ -3,18 +3,26 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from sparse_tui.atlas import Entry
-from sparse_tui.reports.base import FigureError, Report, _fig, _num, figure_writer, make_report
+from sparse_tui.reports.base import Claim, FigureError, Report, _fig, _num, figure_writer, make_report
 from sparse_tui.reports.figures import _phase_panel
 from sparse_tui.science.phase import cell_note, phase_grid, sweep_axes
+
+
+@dataclass
+class PhaseData:
+    x: str  # the swept parameters (phase.sweep_axes)
+    y: str
+    cells: list[dict[str, Any]]  # per cell: its x and y values, plateau, final accuracy, runs
 
 
 def phase_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     """Blog 6's suggested phase diagram: over the two swept parameters (``phase.sweep_axes``, e.g. N × lr) the
     plateau step (first evaluation at the preset's threshold; — never) and the final test accuracy, each cell the
-    mean over its seeds (``phase.phase_grid``, as the console's Phase panel and ``figures.phase_entry_figure``)."""
+    mean over its seeds (``phase.phase_grid``, as the console's Phase panel and ``phase_entry_figure``)."""
     recs = [store.get(r) for r in run_ids]
     x, y = sweep_axes(recs)
     xs, ys, plateau, counts = phase_grid(recs, x, y, "plateau")
@@ -29,7 +37,7 @@ def phase_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     cells = [{x: xv, y: yv, "plateau": None if math.isnan(plateau[j][i]) else plateau[j][i],
               "acc": None if math.isnan(acc[j][i]) else acc[j][i], "n": counts[j][i]}
              for j, yv in enumerate(ys) for i, xv in enumerate(xs)]
-    return make_report(entry, run_ids, lines, {"x": x, "y": y, "cells": cells})
+    return make_report(entry, run_ids, lines, PhaseData(x, y, cells))
 
 
 @figure_writer()
@@ -54,7 +62,10 @@ def phase_entry_figure(store: Any, run_ids: Sequence[str], *, title: str | None 
 
 
 def _check_phase(store, rep):
-    cells = rep.data["cells"]
+    cells = rep.data.cells
     on = [c for c in cells if c["acc"] is not None and c["acc"] >= 0.5]
     word = "reproduced" if on and len(on) < len(cells) else ("in kind" if on else "not reproduced")
     return word, f"{len(on)} of {len(cells)} cells end at test accuracy ≥ 0.5"
+
+
+CLAIM = Claim("recall emerges in part of the N × lr plane", _check_phase, phase_report, phase_entry_figure)

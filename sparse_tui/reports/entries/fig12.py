@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from sparse_tui.presets.loading import config_get
-from sparse_tui.reports.base import _cfg, _colours, _fig, figure_writer
+from sparse_tui.reports.base import Claim, _cfg, _colours, _fig, figure_writer
 
 
 @figure_writer()
@@ -36,7 +36,7 @@ def fig12_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None
 
 def _check_fig12(store, rep):
     runs = [(_cfg(store, r["run_id"], "task.p") or 0.0, store.get(r["run_id"]).seed, r["plateau"])
-            for r in rep.data["runs"]]
+            for r in rep.data.runs]
     base = {s: pl for p, s, pl in runs if p == 0}
     rows = [(p, pl < base[s] if (pl and base.get(s)) else False, base.get(s), pl) for p, s, pl in runs if p > 0]
     top = max((p for p, *_ in rows), default=None)
@@ -45,3 +45,6 @@ def _check_fig12(store, rep):
     word = "reproduced" if every else ("in kind" if top_ok else "not reproduced")
     return word, "plateau (test, no repetition) vs p = 0: " + ", ".join(
         f"p = {p:g}: {pl:g} vs {b:g}" if (pl and b) else f"p = {p:g}: —" for p, _, b, pl in rows)
+
+
+CLAIM = Claim("repetition leaves the plateau earlier (App. B.2)", _check_fig12, figure=fig12_figure)

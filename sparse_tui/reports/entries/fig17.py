@@ -6,7 +6,7 @@ import re
 from typing import Any, Sequence
 
 from sparse_tui.atlas import Entry
-from sparse_tui.reports.base import RECALL_LEVEL, Report, _colours, _fig, _num, figure_writer, make_report
+from sparse_tui.reports.base import RECALL_LEVEL, Claim, Report, Runs, _colours, _fig, _num, figure_writer, make_report
 
 
 def _at(series: dict, name: str, step: float | None) -> float | None:
@@ -52,7 +52,7 @@ def probes_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
         row["acc"] = {k: _at(series, "test/acc", st) for k, st in points.items()}
         lines.append("    acc    test/acc         " + "  ".join(f"{k} {_num(v, '.3f')}" for k, v in row["acc"].items()))
         out.append(row)
-    return make_report(entry, run_ids, lines, {"runs": out})
+    return make_report(entry, run_ids, lines, Runs(out))
 
 
 @figure_writer()
@@ -86,10 +86,13 @@ def fig17_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None
 
 def _check_fig17(store, rep):
     ok, vals = True, []
-    for r in rep.data["runs"]:
+    for r in rep.data.runs:
         for kind in ("copy", "select"):
             v = r.get(kind, {})
             s, a, e = v.get("start"), v.get("acc60"), v.get("end")
             ok = ok and None not in (s, a, e) and a > s and e > s
             vals.append(f"{kind} {s or 0:.2f}→{a or 0:.2f}→{e or 0:.2f}")
     return ("reproduced" if ok else "not reproduced"), "start → 60% accuracy → end: " + ", ".join(vals)
+
+
+CLAIM = Claim("copy and selection attention rise with accuracy (App. C.2)", _check_fig17, probes_report, fig17_figure)

@@ -7,7 +7,7 @@ from typing import Any, Sequence
 
 from sparse_tui.atlas import Entry
 from sparse_tui.base.numbers import fmt_plain
-from sparse_tui.reports.base import Report, _colours, _fig, _fmt, _num, figure_writer
+from sparse_tui.reports.base import Claim, Report, Runs, _colours, _fig, _fmt, _num, figure_writer
 from sparse_tui.reports.flows import _theory_report, _time_axis, sorted_flows
 from sparse_tui.reports.library import transition_steps
 
@@ -25,7 +25,7 @@ def fig1a_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
                     f"{_num(drop, '10g')} {_num(drop / pl if (drop and pl) else None, '12.3f')}")
     return _theory_report(entry, run_ids, "a plateau at 0.5, then a sharp drop (no numbers)",
                           f"{'d':>6} {'plateau':>10} {'pl/(√d·T)':>12} {'drop':>10} {'drop/plateau':>12}", rows,
-                          {"runs": data})
+                          Runs(data))
 
 
 @figure_writer()
@@ -47,9 +47,13 @@ def fig1a_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None
 
 
 def _check_fig1a(store, rep):
-    runs = rep.data["runs"]
+    runs = rep.data.runs
     ratio = [r["drop"] / r["plateau"] if (r["drop"] is not None and r["plateau"]) else None for r in runs]
     if any(r["plateau"] is None for r in runs):
         return "not reproduced", "a run without a plateau"
     word = "reproduced" if all(x is not None and x <= 0.25 for x in ratio) else "in kind"
     return word, f"every d has a plateau; drop ÷ plateau {_fmt(ratio, '.3f')}"
+
+
+CLAIM = Claim("a plateau, then a sharp drop (drop ≤ 25% of the plateau, ours)", _check_fig1a, fig1a_report,
+              fig1a_figure)

@@ -3,14 +3,27 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
 
 from sparse_tui.atlas import Entry
 from sparse_tui.base.numbers import fmt_plain
-from sparse_tui.reports.base import Report, _fig, _first, _num, figure_writer
+from sparse_tui.reports.base import Claim, Report, _fig, _first, _num, figure_writer
 from sparse_tui.reports.flows import _theory_report, _time_axis, sorted_flows
+
+
+@dataclass
+class Fig1bData:
+    d: float
+    T: float
+    t_w_tenth: float | None  # flow time at which w reaches 10% of √d
+    t_alpha_tenth: float | None  # ... and α 10% of 1
+    alpha_when_w_tenth: float | None
+    w_when_alpha_tenth: float | None
+    w_max_over_sqrt_d: float
+    plateau: float | None
 
 
 def fig1b_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
@@ -20,14 +33,14 @@ def fig1b_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     t_a = _first(f["t"], f["alpha"] >= 0.1)
     alpha_at_tw = float(np.interp(t_w, f["t"], f["alpha"])) if t_w is not None else None
     w_at_ta = float(np.interp(t_a, f["t"], f["w"])) / sd if t_a is not None else None
-    data = {"d": f["d"], "T": f["T"], "t_w_tenth": t_w, "t_alpha_tenth": t_a,
-            "alpha_when_w_tenth": alpha_at_tw, "w_when_alpha_tenth": w_at_ta,
-            "w_max_over_sqrt_d": float(np.nanmax(f["w"])) / sd, "plateau": f["plateau"]}
+    data = Fig1bData(d=f["d"], T=f["T"], t_w_tenth=t_w, t_alpha_tenth=t_a,
+            alpha_when_w_tenth=alpha_at_tw, w_when_alpha_tenth=w_at_ta,
+            w_max_over_sqrt_d=float(np.nanmax(f["w"])) / sd, plateau=f["plateau"])
     rows = [f"w reaches 10% of its optimum √d at t = {_num(t_w, '.0f')}, when α = {_num(alpha_at_tw, '.4f')} "
             f"(initial 1/T = {1 / f['T']:.4f});",
             f"α reaches 10% of its optimum 1 at t = {_num(t_a, '.0f')}, when w = {_num(w_at_ta, '.2f')} × √d; "
             f"plateau {_num(f['plateau'], '.0f')}",
-            f"w peaks at {data['w_max_over_sqrt_d']:.3f} × √d, then decreases towards √d (App. A.3.3)"]
+            f"w peaks at {data.w_max_over_sqrt_d:.3f} × √d, then decreases towards √d (App. A.3.3)"]
     return _theory_report(entry, run_ids, "w begins learning before α (T = 512, d = 64)",
                           f"measured (T = {f['T']:g}, d = {f['d']:g}):", rows, data)
 
@@ -55,6 +68,9 @@ def fig1b_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None
 
 def _check_fig1b(store, rep):
     d = rep.data
-    ok = d["t_w_tenth"] is not None and (d["t_alpha_tenth"] is None or d["t_w_tenth"] < d["t_alpha_tenth"])
-    return ("reproduced" if ok else "not reproduced"), (f"w at 10% at t = {d['t_w_tenth'] or float('nan'):.0f}, "
-                                                        f"α at 10% at t = {d['t_alpha_tenth'] or float('nan'):.0f}")
+    ok = d.t_w_tenth is not None and (d.t_alpha_tenth is None or d.t_w_tenth < d.t_alpha_tenth)
+    return ("reproduced" if ok else "not reproduced"), (f"w at 10% at t = {d.t_w_tenth or float('nan'):.0f}, "
+                                                        f"α at 10% at t = {d.t_alpha_tenth or float('nan'):.0f}")
+
+
+CLAIM = Claim("w begins learning before α", _check_fig1b, fig1b_report, fig1b_figure)

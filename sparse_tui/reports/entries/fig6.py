@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
 
 from sparse_tui.atlas import Entry
 from sparse_tui.base.numbers import fmt_plain
-from sparse_tui.reports.base import Report, _fig, figure_writer
+from sparse_tui.reports.base import Claim, Report, _fig, figure_writer
 from sparse_tui.reports.flows import _theory_report, sorted_flows
+
+
+@dataclass
+class Fig6Data:
+    path: list[dict[str, float]]  # (w, Δa) at fractions of the plateau
+    w_max_over_sqrt_d: float
+    da_at_w_max: float
+    w_end_over_sqrt_d: float
+    da_end: float
 
 
 def fig6_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
@@ -23,12 +33,12 @@ def fig6_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
         pts.append({"t_over_plateau": frac, "w": float(np.interp(t, f["t"], f["w"])),
                     "da": float(np.interp(t, f["t"], f["da"]))})
     k = int(np.nanargmax(f["w"]))
-    data = {"path": pts, "w_max_over_sqrt_d": float(f["w"][k]) / sd, "da_at_w_max": float(f["da"][k]),
-            "w_end_over_sqrt_d": float(f["w"][-1]) / sd, "da_end": float(f["da"][-1])}
+    data = Fig6Data(path=pts, w_max_over_sqrt_d=float(f["w"][k]) / sd, da_at_w_max=float(f["da"][k]),
+            w_end_over_sqrt_d=float(f["w"][-1]) / sd, da_end=float(f["da"][-1]))
     rows = ["(w, Δa) at " + ", ".join(f"{p['t_over_plateau']:g} × plateau: ({p['w']:.2f}, {p['da']:.2f})"
                                       for p in pts),
-            f"w peaks at {data['w_max_over_sqrt_d']:.3f} × √d (Δa = {data['da_at_w_max']:.2f}), ends at "
-            f"{data['w_end_over_sqrt_d']:.3f} × √d with Δa = {data['da_end']:.2f}"]
+            f"w peaks at {data.w_max_over_sqrt_d:.3f} × √d (Δa = {data.da_at_w_max:.2f}), ends at "
+            f"{data.w_end_over_sqrt_d:.3f} × √d with Δa = {data.da_end:.2f}"]
     return _theory_report(entry, run_ids, "the flow from (0, 0) over the landscape (T = 256, d = 64)",
                           "measured path:", rows, data)
 
@@ -58,7 +68,10 @@ def fig6_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None)
 
 def _check_fig6(store, rep):
     d = rep.data
-    ok = d["w_max_over_sqrt_d"] > d["w_end_over_sqrt_d"] and d["da_end"] > 0
-    why = (f"w peaks at {d['w_max_over_sqrt_d']:.3f} √d, ends at {d['w_end_over_sqrt_d']:.3f} √d; Δa ends at "
-           f"{d['da_end']:.2f}")
+    ok = d.w_max_over_sqrt_d > d.w_end_over_sqrt_d and d.da_end > 0
+    why = (f"w peaks at {d.w_max_over_sqrt_d:.3f} √d, ends at {d.w_end_over_sqrt_d:.3f} √d; Δa ends at "
+           f"{d.da_end:.2f}")
     return ("reproduced" if ok else "not reproduced"), why
+
+
+CLAIM = Claim("after the transition w decreases while Δa grows (App. A.3.3)", _check_fig6, fig6_report, fig6_figure)

@@ -3,14 +3,27 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
 
 from sparse_tui.atlas import Entry
 from sparse_tui.base.numbers import fmt_plain
-from sparse_tui.reports.base import Report, _colours, _fig, _num, figure_writer
+from sparse_tui.reports.base import Claim, Report, _colours, _fig, _num, figure_writer
 from sparse_tui.reports.flows import _theory_report, _time_axis, sorted_flows
+
+
+@dataclass
+class Fig8Data:
+    w_over_winf_plateau_max: float | None
+    w_over_winf_late_maxdev: float | None
+    eig_start: list[float]
+    lambda_: float  # B/(√d·T); "lambda" in --json
+    eig_max: float
+    t_eig_max_over_plateau: float
+    eig_end: list[float]
+    one_over_d: float
 
 
 def fig8_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
@@ -26,15 +39,15 @@ def fig8_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     ev = np.linalg.eigvalsh(hessian_eq12(f["w"][ok], f["da"][ok], f["d"], f["T"], f["B"]))
     lam = f["B"] / (math.sqrt(f["d"]) * f["T"])
     k = int(np.argmax(ev[:, 1]))
-    data = {"w_over_winf_plateau_max": float(np.nanmax(ratio[early][1:])) if early.sum() > 1
-            else None, "w_over_winf_late_maxdev": float(np.nanmax(np.abs(ratio[late] - 1))) if late.any() else None,
-            "eig_start": [float(ev[0, 0]), float(ev[0, 1])], "lambda": lam, "eig_max": float(ev[k, 1]),
-            "t_eig_max_over_plateau": float(f["t"][ok][k]) / pl, "eig_end": [float(ev[-1, 0]), float(ev[-1, 1])],
-            "one_over_d": 1 / f["d"]}
-    rows = [f"w / w∞(α): at most {_num(data['w_over_winf_plateau_max'], '.3f')} in the first half of the plateau; "
-            f"within {_num(data['w_over_winf_late_maxdev'], '.1e')} of 1 after 1.5 × the plateau",
+    data = Fig8Data(w_over_winf_plateau_max=float(np.nanmax(ratio[early][1:])) if early.sum() > 1
+            else None, w_over_winf_late_maxdev=float(np.nanmax(np.abs(ratio[late] - 1))) if late.any() else None,
+            eig_start=[float(ev[0, 0]), float(ev[0, 1])], lambda_=lam, eig_max=float(ev[k, 1]),
+            t_eig_max_over_plateau=float(f["t"][ok][k]) / pl, eig_end=[float(ev[-1, 0]), float(ev[-1, 1])],
+            one_over_d=1 / f["d"])
+    rows = [f"w / w∞(α): at most {_num(data.w_over_winf_plateau_max, '.3f')} in the first half of the plateau; "
+            f"within {_num(data.w_over_winf_late_maxdev, '.1e')} of 1 after 1.5 × the plateau",
             f"Hessian eigenvalues at t = 0: {ev[0, 0]:+.3e}, {ev[0, 1]:+.3e} (±1/(√d·T) = ±{lam:.3e}); largest "
-            f"{data['eig_max']:.3e} at {data['t_eig_max_over_plateau']:.2f} × the plateau; at the end "
+            f"{data.eig_max:.3e} at {data.t_eig_max_over_plateau:.2f} × the plateau; at the end "
             f"{ev[-1, 0]:+.2e}, {ev[-1, 1]:.4f} (1/d = {1 / f['d']:.4f})"]
     return _theory_report(entry, run_ids, "w at its equilibrium after the transition; Hessian ±B/√(dT) early, "
                           "sharpest in the middle, 1/d and ~0 late", f"measured (T = {f['T']:g}, d = {f['d']:g}):",
@@ -81,8 +94,12 @@ def fig8_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None)
 
 def _check_fig8(store, rep):
     d = rep.data
-    late = d["w_over_winf_late_maxdev"]
-    mid = d["t_eig_max_over_plateau"]
+    late = d.w_over_winf_late_maxdev
+    mid = d.t_eig_max_over_plateau
     ok = late is not None and late <= 1e-3 and 0.5 <= mid <= 1.5
     return ("reproduced" if ok else "not reproduced"), (f"|w ÷ w∞ − 1| late {late:.1e}; largest eigenvalue at "
                                                         f"{mid:.2f} × the plateau")
+
+
+CLAIM = Claim("w at its equilibrium late; the Hessian sharpest around the transition", _check_fig8, fig8_report,
+              fig8_figure)

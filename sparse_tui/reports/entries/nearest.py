@@ -5,11 +5,18 @@ euclidean, euclidean_ordered: one report, one figure, a claim each)."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from sparse_tui.atlas import Entry
 from sparse_tui.presets.loading import config_get
-from sparse_tui.reports.base import Report, _fig, _fmt, _gmean, _loglog_slope, _num, figure_writer, make_report
+from sparse_tui.reports.base import Claim, Report, _fig, _fmt, _gmean, _loglog_slope, _num, figure_writer, make_report
+
+
+@dataclass
+class NearestData:
+    runs: list[dict[str, Any]]  # nearest_rows
+    n_embd_slope: float | None  # log-log slope of the best perplexity against n_embd
 
 
 def nearest_rows(store: Any, run_ids: Sequence[str]) -> list[dict[str, Any]]:
@@ -58,7 +65,7 @@ def nearest_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     if slope is not None:
         lines.append(f"  best perplexity ∝ n_embd^{slope:.2f} over n_embd {sorted({r['n_embd'] for r in rows})} "
                      "(V/n_embd: exponent −1; the blog: faster)")
-    return make_report(entry, run_ids, lines, {"runs": rows, "n_embd_slope": slope})
+    return make_report(entry, run_ids, lines, NearestData(rows, slope))
 
 
 @figure_writer()
@@ -91,13 +98,13 @@ def _near_half_v(rows):
 
 
 def _check_blog3_V(store, rep):
-    x = _near_half_v(rep.data["runs"])
+    x = _near_half_v(rep.data.runs)
     ok = all(v is not None and 0.5 <= v <= 1.5 for v in x)
     return ("reproduced" if ok else "not reproduced"), f"final perplexity ÷ (V/2): {_fmt(x)} (near: 0.5-1.5, ours)"
 
 
 def _check_blog3_C(store, rep):
-    rows = rep.data["runs"]
+    rows = rep.data.runs
     x = [r["final"] / r["guess"] if (r["final"] and r["guess"]) else None for r in rows]
     by_c = sorted({r["C"] for r in rows})
     means = [_gmean([r["final"] for r in rows if r["C"] == c]) for c in by_c]
@@ -109,7 +116,7 @@ def _check_blog3_C(store, rep):
 
 
 def _check_blog3_nembd(store, rep):
-    s = rep.data["n_embd_slope"]
+    s = rep.data.n_embd_slope
     word = "reproduced" if s is not None and s < -1 else ("in kind" if s is not None and s < 0 else "not reproduced")
     return word, f"best perplexity ∝ n_embd^{s:.2f} (the blog: steeper than −1)" if s is not None else "no slope"
 
@@ -119,7 +126,7 @@ def _check_euclidean(store, rep):
     Euclidean run at n_embd 1 ends at a perplexity <= 0.5 x V/2 (ours); in kind: below V/2 (the blog's failure
     level) in every seed of some configuration."""
     groups: dict[bool, list[float | None]] = {}
-    for r in rep.data["runs"]:
+    for r in rep.data.runs:
         if r["attention"] == "euclidean" and r["n_embd"] == 1:
             groups.setdefault(bool(r["self_key"]), []).append(r["final"] / (r["V"] / 2) if r["final"] else None)
     if not groups:
@@ -129,3 +136,10 @@ def _check_euclidean(store, rep):
             else "in kind" if any(max(v) < 1 for v in ok.values()) else "not reproduced")
     return word, "Euclidean at n_embd 1, final perplexity ÷ (V/2): " + "; ".join(
         f"{'with' if k else 'without'} the self key {_fmt(v)}" for k, v in sorted(groups.items(), reverse=True))
+
+
+V = Claim("perplexity converges near V/2", _check_blog3_V, nearest_report)
+C = Claim("perplexity follows (C−2)/(C−1)·V, rising with C", _check_blog3_C, nearest_report, nearest_figure)
+NEMBD = Claim("best perplexity falls faster than V/n_embd", _check_blog3_nembd, nearest_report, nearest_figure)
+EUCLIDEAN = Claim("with distance attention a 1-D embedding suffices (held: ≤ 0.5 × V/2 in every seed of some readout "
+                  "configuration, ours)", _check_euclidean, nearest_report)
