@@ -98,17 +98,17 @@ def _blind(i: int, spec: Any, preset: str) -> SimpleNamespace:
 PAPER_SPREAD = 1.0  # before any run ends: the paper's law as the forecast, 80 % within x/÷ exp(1.28 * this)
 
 
-def _paper_guess(law: str | None, fit_vars: Sequence[str], point: np.ndarray | None) -> dict | None:
+def _paper_guess(law: str | None, spec: Any) -> dict | None:
     """Before any run of the preset has ended: the paper's law itself (its prefactor unmeasured here), with a wide
     80 % band (x/÷ 3.6), so that a run's cap still bounds a plateau the law misjudges 3-fold."""
     from sparse_tui.science.theory import PAPER_FITS
 
-    if law not in PAPER_FITS or point is None:
+    if law not in PAPER_FITS:
         return None
-    x = dict(zip(fit_vars, np.exp(point).tolist()))
-    try:
-        step = PAPER_FITS[law].predict(**{k: x[k] for k in PAPER_FITS[law].exponents})
-    except (KeyError, ValueError, OverflowError):
+    row = {f"params.{k}": v for k, v in spec.params.items()}
+    try:  # every variable of the paper's law, fitted or not (Fig. 2 left's T, fixed in its d x B grid)
+        step = PAPER_FITS[law].predict(**{k: fc._x(row, k) for k in PAPER_FITS[law].exponents})
+    except (fc.Unusable, KeyError, ValueError, OverflowError):
         return None
     return {"step": step, "high": step * math.exp(1.2816 * PAPER_SPREAD)}
 
@@ -152,7 +152,7 @@ def plan(specs: Sequence[Any], budget_s: float, step_s: float, preset: str, ende
         steps = int(spec.config.train.steps)
         f = got.get(f"planned-{i}") if got else None
         if not f or f.get("step") is None or f.get("source") == "theory":
-            f = _paper_guess(law, fit_vars, points[i])
+            f = _paper_guess(law, spec)
         if f is None:
             return steps, steps * step_s, None, None, False
         cap = min(steps, int(math.ceil(f["high"] * margin)) + stop_after[i])
