@@ -121,3 +121,20 @@ def test_reproduce_budget_trains_and_ends_with_the_report_and_verdict(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "budget 2 min 00 s for paper_fig1c_theory" in out.stdout
     assert "fig1c" in out.stdout and "verdict:" in out.stdout and "measured: plateau_step" in out.stdout
+
+
+def test_run_budget_dry_run_and_a_bad_budget(tmp_path):
+    """`run PRESET --budget T --dry-run` prints the plan and writes nothing; a budget that is no duration is one
+    line naming --budget, exit 2."""
+    runs = tmp_path / "runs"
+    out = subprocess.run([sys.executable, "-m", "sparse_tui", "run", str(ROOT / "presets" / "paper_fig2_B.toml"),
+                          "--budget", "1m", "--dry-run", "--runs-dir", str(runs)], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "budget 60 s for paper_fig2_B" in out.stdout and " cap " in out.stdout
+    assert "cost model: an ODE step" in out.stdout and not runs.exists()
+    bad = subprocess.run([sys.executable, "-m", "sparse_tui", "run", str(ROOT / "presets" / "paper_fig2_B.toml"),
+                          "--budget", "soon", "--dry-run", "--runs-dir", str(runs)], capture_output=True, text=True,
+                         timeout=300)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert bad.stderr.strip().splitlines()[-1].endswith("--budget: 'soon' is not a duration (e.g. 30m, 1h, 90s, 1h30m)")
