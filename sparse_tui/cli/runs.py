@@ -78,8 +78,9 @@ def runs(
     if as_json:
         from sparse_tui.export.tables import run_row
 
-        rows = [_finite({**run_row(r, store), "forecast": fc[r.run_id]}) for r in recs]
-        sys.stdout.write(json.dumps(rows, indent=1, allow_nan=False) + "\n")
+        # one run a line: json's C encoder (indent= falls back to the pure-Python one: 1.6 s of 2,000 runs)
+        rows = [json.dumps(_finite({**run_row(r, store), "forecast": fc[r.run_id]}), allow_nan=False) for r in recs]
+        sys.stdout.write("[\n" + ",\n".join(rows) + "\n]\n" if rows else "[]\n")
         return
     cols = ("run_id", "preset", "run", "status", "step", "plateau", "forecast", "test/loss", "test/acc", "device")
     annotated = any(r.tags or r.note for r in recs)
