@@ -46,7 +46,7 @@ from sparse_tui.presets.schema import RunConfig
 from sparse_tui.science.repetition import Switcher, scheduled
 from sparse_tui.science.schedule import lr_factor, lr_table
 from sparse_tui.tasks import make_task
-from sparse_tui.training import cudagraph
+from sparse_tui.training import calibration, cudagraph
 from sparse_tui.training.checkpoint import Checkpointer
 from sparse_tui.training.metrics import evaluate, evaluate_stack, toy_metrics
 from sparse_tui.training.optim import StackOptimizer
@@ -689,18 +689,27 @@ def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_m
     context.update({"cuda_graph": graphed} if graph else {}, notes=notes)
     for tr in runs:
         tr.begin(context, on_done)
+    card = calibration.card_of(device)  # a GPU: this stack's first seconds calibrate the projections (per card)
+    cal = calibration.Calibrator(card, device, cfgs, graphed, startup.since_start()) if card else None
     if start == 0:
+        t0 = time.perf_counter()
         with startup.timed("first evaluation"):
             evaluate_due(prep, runs, 0)
+        if cal is not None:
+            cal.evaluated(time.perf_counter() - t0)
         heartbeat_all([tr.logger for tr in runs], 0, force=True)
     startup.report(device.type)
     sync_every = 1 if reads_every_step(device) else min(c.eval.every for c in cfgs)
     restack_failed = False
+    if cal is not None:
+        cal.begin(start)
     for step in range(start + 1, steps + 1):
         prep.opt.set_lr(step, prep.lr_dev)
         for tr in switching:
             tr.schedule_to(step)
         step_fn()
+        if cal is not None and cal.step(step):
+            cal = None
         # the loss sums are read back at evaluations (and every step on CPUs: a NaN stops a run where it appears)
         synced = step % sync_every == 0
         sums = prep.loss_sum.tolist() if synced or any(step in tr.ev_steps for tr in live) else None
