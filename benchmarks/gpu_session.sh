@@ -221,7 +221,8 @@ for s in $ALL; do
       t=$(left); [ "${CAP[paper]}" -lt "$t" ] && t=${CAP[paper]}
       run_step paper "$((t + 60))" bash -c "SPARSE_TUI_RUNS='$WORK/runs' timeout -s TERM -k 10 $t '$PY' -m sparse_tui \
         run '$PAPER_PRESET' --headless --device '$DEVICE'; '$PY' benchmarks/projection_check.py '$PAPER_PRESET' \
-        --runs-dir '$WORK/runs' --json '$WORK/paper.json'" ;;
+        --runs-dir '$WORK/runs' --card \"\$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)\" \
+        --json '$WORK/paper.json'" ;;
     atlas)
       if [ $CPU = 1 ]; then
         run_step atlas 60 bash -c "'$PY' benchmarks/projection_check.py --atlas-plan > '$WORK/atlas_plan.txt' && echo 'cpu mode: the atlas plan only, nothing trained' && tail -n 2 '$WORK/atlas_plan.txt'"

@@ -8,7 +8,8 @@ runs reached (each run's last heartbeat step, or its end) over the wall time fro
 record, against the steps the projection puts in the same time (its start-up first, then its training and
 evaluations at an even pace). Prints one line and writes the JSON: ``measured_fraction``, ``projected_fraction``,
 ``ratio`` (measured / projected pace: 1.0 = the projection held; the issue's target is within 20 %) and the
-whole-preset time extrapolated from the measured pace.
+whole-preset time extrapolated from the measured pace, and whether that lies in the range ``estimate.project`` gives
+on ``--card`` (default the lent H200; a name a calibration was recorded under works too).
 
 ``--atlas-plan``: one line ``KEY PRESET SECONDS`` per GPU-sized atlas entry, cheapest first by the projection; an
 entry whose runs an earlier entry trains (the same configurations: reproduce reuses them) costs 0 s.
@@ -29,7 +30,7 @@ def atlas_plan() -> list[tuple[str, str, int]]:
     from sparse_tui import atlas
     from sparse_tui.lifecycle.estimate import project_h100
     from sparse_tui.presets.loading import expand, load_preset
-    from sparse_tui.reports.reproduce import config_key
+    from sparse_tui.reports.planner import config_key
 
     rows = []
     for e in atlas.entries():
@@ -48,8 +49,8 @@ def atlas_plan() -> list[tuple[str, str, int]]:
     return out
 
 
-def check(preset: str, runs_dir: str) -> dict:
-    from sparse_tui.lifecycle.estimate import project_h100
+def check(preset: str, runs_dir: str, card: str | None = None) -> dict:
+    from sparse_tui.lifecycle.estimate import project, project_h100
     from sparse_tui.presets.loading import expand, load_preset
     from sparse_tui.store import RunStore
 
@@ -79,6 +80,12 @@ def check(preset: str, runs_dir: str) -> dict:
             out["ratio"] = out["measured_fraction"] / pf
             out["extrapolated_s"] = round(proj.start_s + max(0.0, elapsed - proj.start_s) / out["measured_fraction"], 1)
             out["within_20_percent"] = abs(out["ratio"] - 1) <= 0.2
+    cp = project(specs, card)
+    if cp is not None:
+        out.update(card=cp.card, card_projection=cp.short(), card_range_s=[round(cp.low, 1), round(cp.high, 1)],
+                   card_calibrated=cp.calibrated)
+        if "extrapolated_s" in out:
+            out["within_card_range"] = cp.low <= out["extrapolated_s"] <= cp.high
     return out
 
 
@@ -88,6 +95,7 @@ def main() -> int:
     ap.add_argument("--runs-dir", default=None)
     ap.add_argument("--json", default=None)
     ap.add_argument("--atlas-plan", action="store_true")
+    ap.add_argument("--card", default=None, help="the card whose projected range is checked (default: the lent one)")
     args = ap.parse_args()
     if args.atlas_plan:
         for key, p, secs in atlas_plan():
@@ -95,7 +103,7 @@ def main() -> int:
         return 0
     if not args.preset or not args.runs_dir:
         ap.error("PRESET and --runs-dir are needed (or --atlas-plan)")
-    r = check(args.preset, args.runs_dir)
+    r = check(args.preset, args.runs_dir, args.card)
     if args.json:
         Path(args.json).write_text(json.dumps(r, indent=1))
     if "error" in r:
@@ -106,6 +114,8 @@ def main() -> int:
     if "ratio" in r:
         line += (f"; the projection ({r['projected_s']:.0f} s in all) put {r['projected_fraction']:.1%} there: "
                  f"pace x{r['ratio']:.2f}, whole preset about {r['extrapolated_s']:.0f} s at this pace")
+    if "card_projection" in r:
+        line += f"; {r['card_projection']} projected"
     print(line)
     return 0
 

@@ -110,5 +110,5 @@ def test_the_whole_session_on_cpu_brings_its_evidence_home(tmp_path):
         assert json.loads(read("eval_bench.json"))["rows"][0]["preset"] == "presets/blog_n80.toml"
         paper = json.loads(read("paper.json"))
         assert 0 < paper["model_steps_done"] < paper["model_steps_total"]  # stopped at its cap: the first seconds
-        assert paper["projected_s"] > 0 and "H100" in paper["projection"]
+        assert paper["projected_s"] > 0 and "H100" in paper["projection"] and paper["card"] == "H200"
         assert len(read("atlas_plan.txt").splitlines()) >= 10
