@@ -34,5 +34,11 @@ rm -rf "$dest"; mkdir -p "$dest"
 "$PY" -m pip download -q --disable-pip-version-check --only-binary=:all: --python-version 3.12 --implementation cp \
   --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
   -d "$dest" "${reqs[@]}" 2> >(grep -v "^WARNING: Location" >&2)
+# the check the GPU machine cannot make: the set installs for Python 3.12 from DIR alone (no index)
+names=$(for r in "${reqs[@]}"; do echo "${r%%[<>=]*}"; done)
+"$PY" -m pip install -q --disable-pip-version-check --dry-run --no-index --find-links "$dest" --only-binary=:all: \
+  --python-version 3.12 --implementation cp --platform manylinux2014_x86_64 --target "$dest/.check" $names \
+  2> >(grep -v "^WARNING: Location" >&2) || { echo "gpu_wheels.sh: the wheels in $dest do not install offline for Python 3.12" >&2; exit 1; }
+rm -rf "$dest/.check"
 n=$(ls "$dest"/*.whl | wc -l)
 echo "gpu_wheels.sh: $n wheels for Python 3.12 x86-64 in $dest ($(du -sh "$dest" | cut -f1)): ${reqs[*]}"
