@@ -107,3 +107,16 @@ def test_dry_run_names_every_calibrated_card(cache, tiny_preset):
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("GPU projection:")]
     assert [ln.split(":")[1].strip() for ln in lines] == ["H200", "FAKE CARD 9000"]
     assert "calibrated on this card" in lines[1]
+
+
+def test_evaluations_inside_the_timed_steps_are_not_step_time(cache, monkeypatch):
+    clock = iter([0.0, 1.0, 11.0, 21.0])  # begin, pause (an evaluation), resume 10 s later, the last step
+    monkeypatch.setattr(calibration.time, "perf_counter", lambda: next(clock))
+    cal = calibration.Calibrator("FAKE CARD 9000", type("D", (), {"type": "cpu"})(), _cfgs(), False, 3.0)
+    cal.begin(0)
+    assert not cal.step(calibration.STEPS - 1)
+    cal.pause()
+    cal.resume()
+    assert cal.step(calibration.STEPS)
+    p = calibration.load()["FAKE CARD 9000"][-1]
+    assert p["ms_per_step"] == pytest.approx(1e3 * (21.0 - 10.0) / calibration.STEPS)

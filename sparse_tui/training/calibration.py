@@ -98,8 +98,9 @@ _FIRST = [True]  # the process's first stack records the start-up (later ones st
 
 class Calibrator:
     """One stack's first seconds on a card (training/loop.py): ``evaluated(seconds)`` after its first evaluation,
-    ``begin(step)`` before its first timed step, ``step(step)`` after each; at ``STEPS`` steps it synchronises the
-    device once and records the point. Never raises: a calibration that fails is not recorded."""
+    ``begin(step)`` before its first timed step, ``step(step)`` after each (``pause`` / ``resume`` around an
+    evaluation among them: not counted as step time); at ``STEPS`` steps it synchronises the device and records the
+    point. Never raises: a calibration that fails is not recorded."""
 
     def __init__(self, card: str, device, cfgs: list, graphed: bool, since_start: float) -> None:
         from sparse_tui.training.flops import stack_flops
@@ -111,7 +112,7 @@ class Calibrator:
         self.start_s = since_start if _FIRST[0] else None
         _FIRST[0] = False
         self.eval_s: float | None = None
-        self.t0 = self.first = None
+        self.t0 = self.first = self.paused = None
 
     def evaluated(self, seconds: float) -> None:
         self.eval_s = seconds / max(1, self.runs)  # per evaluation of one run, as the projection counts them
@@ -125,6 +126,18 @@ class Calibrator:
     def begin(self, step: int) -> None:
         self._sync()
         self.t0, self.first = time.perf_counter(), step
+
+    def pause(self) -> None:
+        """Before an evaluation inside the timed steps (the projection counts evaluations apart): the steps queued
+        so far finish first, then the clock stops until ``resume``."""
+        if self.t0 is not None:
+            self._sync()
+            self.paused = time.perf_counter()
+
+    def resume(self) -> None:
+        if self.t0 is not None and self.paused is not None:
+            self.t0 += time.perf_counter() - self.paused
+            self.paused = None
 
     def step(self, step: int) -> bool:
         """After training step ``step``; True once the point is recorded (the caller then drops this)."""

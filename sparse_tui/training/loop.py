@@ -708,8 +708,6 @@ def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_m
         for tr in switching:
             tr.schedule_to(step)
         step_fn()
-        if cal is not None and cal.step(step):
-            cal = None
         # the loss sums are read back at evaluations (and every step on CPUs: a NaN stops a run where it appears)
         synced = step % sync_every == 0
         sums = prep.loss_sum.tolist() if synced or any(step in tr.ev_steps for tr in live) else None
@@ -719,7 +717,13 @@ def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_m
                 tr.end("diverged", step, f"non-finite training loss at step {step}")
         reset: set[int] = set()  # whose loss sums were logged (zeroed below by one multiply on the device)
         due = [tr for tr in live if tr.result is None and step in tr.ev_steps]
+        if cal is not None and due:
+            cal.pause()
         evaluate_due(prep, due, step, sums)
+        if cal is not None and due:
+            cal.resume()
+        if cal is not None and cal.step(step):
+            cal = None
         for tr in due:
             reset.add(tr.slot)
             after = tr.cfg.plateau.stop_after
