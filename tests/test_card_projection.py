@@ -48,7 +48,8 @@ def test_a_range_on_the_lent_card_from_the_h100_model(cache):
 def _cfgs(n: int = 2, steps: int = 30):
     return [s.config for s in expand(load_preset(ROOT / "presets" / "blog_n80.toml",
                                                  [f"train.steps={steps}", "eval.every=10", "eval.snapshot_every=0",
-                                                  f"seeds={list(range(n))}", 'sweep={}']))]
+                                                  f"seeds={list(range(n))}", 'sweep={}', "model.d_model=16",
+                                                  "task.n_pairs=8", "train.batch_size=16", "eval.test_size=32"]))]
 
 
 def test_a_stack_calibrates_its_card(cache, monkeypatch):
