@@ -164,7 +164,9 @@ run_step() {  # name cap command...: the step under timeout, its log, its line i
   printf "%s\t%s\t%s\t%s\n" "$name" "$RC" "$secs" "$cap" >> "$SUMMARY"
   pack "$log"
   echo "=== $name rc=$RC in $secs s (cap $t s)$([ $RC = 124 ] && echo ': stopped at its cap')"
-  tail -n 3 "$log" | cut -c1-200 | awk '{print "  " $0} END {for (i = NR; i < 3; i++) print ""}'
+  tail -n 3 "$log" | python3 -c "import sys  # 3 lines of 200 characters (not bytes: no broken UTF-8)
+ls = [ln[:200] for ln in sys.stdin.buffer.read().decode('utf-8', 'replace').splitlines()[-3:]]
+print('\n'.join('  ' + ln for ln in ls + [''] * (3 - len(ls))))"
   echo "--- packed: $(du -h "$OUT/session.tgz" | cut -f1) session.tgz, $(($(wc -l < "$SUMMARY") - 4)) step(s) in summary.tsv"
 }
 whole_command() {  # NAME DEVICE [--set ...]: the blog sweep's whole command, timed from outside, its JSON in WORK
