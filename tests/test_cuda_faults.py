@@ -109,7 +109,8 @@ def test_the_batched_evaluation_costs_no_more_operations_than_one_member_at_a_ti
         prep = Prepared([cfg(s, task) for s in range(M)], torch.device("cpu"))
         prep.batched_eval = True
         # the memory budget chunks the stack to 2 test sequences (the long-sequence case: Fig. 3 right, Fig. 12)
-        monkeypatch.setattr(metrics, "_ATTN_BUDGET", 2 * metrics._attn_elements(prep.stack, prep.test_inputs().shape[2]))
+        L = prep.test_inputs().shape[2]
+        monkeypatch.setattr(metrics, "_ATTN_BUDGET", 2 * metrics._attn_elements(prep.stack, L))
         prep.measure(prep.members)  # the cached masks built once
         reads = []
         real = torch.Tensor.tolist
@@ -317,5 +318,6 @@ def test_one_nvml_not_supported_drops_only_its_own_reading(monkeypatch):
     got = SystemSampler(no_mem).sample("cuda", 0)
     assert got["sys/gpu_util"] == 41 and "sys/gpu_mem_mb" not in got
     assert no_mem.summary() == "GPU0 H200 41% ?"
-    neither = Nvml(types.SimpleNamespace(**{**base, "nvmlDeviceGetMemoryInfo": no, "nvmlDeviceGetUtilizationRates": no}))
+    neither = Nvml(types.SimpleNamespace(**{**base, "nvmlDeviceGetMemoryInfo": no,
+                                            "nvmlDeviceGetUtilizationRates": no}))
     assert neither.read(0) is None and neither.summary() is None

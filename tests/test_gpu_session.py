@@ -23,8 +23,8 @@ STEPS = ["blog", "tf32", "doctor", "tests", "bench", "evalbench", "paper", "atla
 
 def session(*args: str, cwd: Path = ROOT, env: dict | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
     e = {**os.environ, "PYTHON": sys.executable, "OMP_NUM_THREADS": "1", **(env or {})}
-    return subprocess.run(["bash", str(SCRIPT), *args], check=False, capture_output=True, text=True, timeout=timeout, cwd=cwd,
-                          env=e)
+    return subprocess.run(["bash", str(SCRIPT), *args], check=False, capture_output=True, text=True, timeout=timeout,
+                          cwd=cwd, env=e)
 
 
 def test_dry_run_lists_steps_in_order_of_value(tmp_path):
@@ -95,7 +95,7 @@ def test_the_whole_session_on_cpu_brings_its_evidence_home(tmp_path):
 
     with tarfile.open(out / "session.tgz") as tar:
         names = {n.lstrip("./") for n in tar.getnames()}
-        read = lambda n: tar.extractfile("./" + n).read().decode()
+        read = lambda n: tar.extractfile("./" + n).read().decode()  # noqa: E731
         assert {f"logs/{i + 1:02d}_{s}.log" for i, s in enumerate(["imports", *STEPS])} <= names
         assert {"summary.tsv", "blog.json", "tf32.json", "bench.json", "eval_bench.json", "paper.json",
                 "atlas_plan.txt", "runs_blog/runs.db", "runs_tf32/runs.db", "runs/runs.db"} <= names

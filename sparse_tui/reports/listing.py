@@ -23,7 +23,7 @@ class StatusRow:
     stored: dict[str, str]  # size -> "12/30" finished runs of that preset in the store, "" when unknown
     verdict: "verdicts.Verdict | None" = None  # computed from the store's runs (``with_verdicts``), else the record's
     cpu_minutes: float | None = None  # the stored CPU runs' summed wall time, else the record's
-    gpu_projection: "CardProjection | None" = None  # the GPU preset's projected range on the lent card (estimate.project)
+    gpu_projection: "CardProjection | None" = None  # the GPU preset's range on the lent card (estimate.project)
 
 
 def status_rows(store: Any | None, presets_dir: Path | None = None, only: Iterable[Entry] | None = None,
