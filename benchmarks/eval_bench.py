@@ -1,7 +1,7 @@
 """Batched against per-member evaluation of one stack (training/loop.py ``Prepared.measure``), alternated in one
 process: the time of evaluating every member of a preset's stack, both ways, best and median of ``--rounds``.
 
-    python benchmarks/eval_bench.py [--device cpu|cuda] [--rounds 3] [--json FILE]
+    python benchmarks/eval_bench.py [--device cpu|cuda] [--rounds 3] [--cases 0,2] [--json FILE]
 
 CPU: process CPU time on one thread; CUDA: wall time with the device synchronised. The stacks are blog_nembd's 24
 widths (padded to 80), 8 seeds of its width 48 (no padding), blog_n80's 4 runs and paper_fig4_recall_cpu's 18.
@@ -27,14 +27,16 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--json", default=None)
+    ap.add_argument("--json", default=None, help="write the rows here (rewritten after each case)")
+    ap.add_argument("--cases", default=None, help="only these cases, by index: e.g. 2 or 0,2 (a quick check)")
     args = ap.parse_args()
     dev = torch.device(args.device)
     if dev.type == "cpu":
         torch.set_num_threads(1)
     clock = time.process_time if dev.type == "cpu" else time.perf_counter
     rows = []
-    for preset, sets in CASES:
+    picked = [CASES[int(i)] for i in args.cases.split(",")] if args.cases else CASES
+    for preset, sets in picked:
         cfgs = [s.config for s in expand(load_preset(preset, sets + [f'train.device="{args.device}"']))]
         prep = Prepared(cfgs, dev)
         prep.measure(prep.members)  # warm-up, both paths
@@ -59,9 +61,9 @@ def main() -> int:
         print(f"{preset} {' '.join(sets)}: {len(cfgs)} runs{' (padded)' if row['padded'] else ''}, batched "
               f"{med['batched']:.3f} s, per member {med['per_member']:.3f} s: x{row['batched_over_per_member']:.2f}",
               flush=True)
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump({"device": str(dev), "rows": rows}, fh, indent=1)
+        if args.json:  # as it goes: stopped at a time limit, it keeps the cases it measured
+            with open(args.json, "w") as fh:
+                json.dump({"device": str(dev), "rows": rows}, fh, indent=1)
     return 0
 
 

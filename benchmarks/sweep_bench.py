@@ -83,18 +83,26 @@ OK_STATUSES = ("finished", "diverged")
 # ------------------------------------------------------------------------------------------------------------
 
 
+# --set KEY=VALUE (repeatable): overrides applied to every phase's preset after the suite's own (the CPU mode of
+# benchmarks/gpu_session.sh trims the blog suite to one tiny run with them); children get them as JSON.
+SETS: list[str] = []
+
+
 def load_specs(suite: str, quick: bool, device: str, extra: list[str] | None = None):
     from sparse_tui.presets.loading import expand, load_preset
 
     s = SUITES[suite]
     size = "quick" if quick else ("cuda" if device.startswith("cuda") else "full")
-    overrides = s[size] + [f'train.device="{device}"'] + list(extra or [])
+    overrides = s[size] + [f'train.device="{device}"'] + SETS + list(extra or [])
     return expand(load_preset(ROOT / s["preset"], overrides))
 
 
-def plain_specs(suite: str, quick: bool, device: str):
-    """The runs the plain loop trains: all of the suite on CPU, one seed of every sweep point on CUDA."""
-    return load_specs(suite, quick, device, PLAIN + (PLAIN_CUDA_SUBSET if device.startswith("cuda") else []))
+def plain_specs(suite: str, quick: bool, device: str, plain_steps: int | None = None):
+    """The runs the plain loop trains: all of the suite on CPU, one seed of every sweep point on CUDA;
+    ``plain_steps``: each for that many steps (its model-steps/s is what is compared: a plain loop's rate is the
+    same at 300 steps as at 2,000, and the 2,000 cost about 155 s on the H100 of 2026-11-26)."""
+    steps = [f"train.steps={plain_steps}"] if plain_steps else []
+    return load_specs(suite, quick, device, PLAIN + (PLAIN_CUDA_SUBSET if device.startswith("cuda") else []) + steps)
 
 
 def matmul_gflops(threads: int, device: str = "cpu", n: int = 2048) -> float:
@@ -166,7 +174,7 @@ def phase_plain(args) -> dict:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    specs = plain_specs(args.suite, args.quick, args.device)
+    specs = plain_specs(args.suite, args.quick, args.device, args.plain_steps)
     if args.device.startswith("cuda"):
         torch.cuda.reset_peak_memory_stats()
     t = time.perf_counter()
@@ -290,7 +298,7 @@ def phase_anchor(args) -> dict:
 
 
 def child(phase: str, **kw) -> dict:
-    cmd = [sys.executable, __file__, "--phase", phase]
+    cmd = [sys.executable, __file__, "--phase", phase, "--sets-json", json.dumps(SETS)]
     for k, v in kw.items():
         if v is None or v is False:
             continue
@@ -350,13 +358,21 @@ def main() -> int:
     ap.add_argument("--suites", default="blog,paper", help="comma list: blog, paper")
     ap.add_argument("--device", default="auto", help="cpu, cuda or auto (= cpu, plus cuda when available)")
     ap.add_argument("--schedules", default="auto", help="scheduler schedules to time, e.g. auto,stacked,processes")
-    ap.add_argument("--json", default=None, help="also write the results here")
+    ap.add_argument("--json", default=None, help="also write the results here (rewritten after every phase)")
+    ap.add_argument("--plain-steps", type=int, default=None,
+                    help="train the plain loop's runs for this many steps (its rate is compared per model-step)")
+    ap.add_argument("--set", action="append", default=[], dest="sets", metavar="KEY=VALUE",
+                    help="override a preset key in every phase (repeatable)")
+    ap.add_argument("--no-single", action="store_true", help="skip the single N = 64 model's timing")
+    ap.add_argument("--matmul-n", type=int, default=2048, help="the CPU reference matmul's size (n x n)")
     # internal: one phase in a child process
     ap.add_argument("--phase", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--suite", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--schedule", default="auto", help=argparse.SUPPRESS)
     ap.add_argument("--threads", type=int, default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--sets-json", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    SETS[:] = json.loads(args.sets_json) if args.sets_json else args.sets
 
     if args.phase:
         fn = {"plain": phase_plain, "scheduler": phase_scheduler, "single": phase_single, "graph": phase_graph,
@@ -375,17 +391,23 @@ def main() -> int:
     print(f"sweep_bench {when}  torch {torch.__version__}  python {platform.python_version()}")
     print(f"cpu: {cpu_name()}, {cores} core(s) usable; load average at start: {load_avg()}")
     results: dict = {"date": when, "torch": torch.__version__, "cpu": cpu_name(), "cores": cores, "runs": []}
-    mm = {"cpu_1": matmul_gflops(1), f"cpu_{cores}": matmul_gflops(cores)}
+    mm = {"cpu_1": matmul_gflops(1, n=args.matmul_n), f"cpu_{cores}": matmul_gflops(cores, n=args.matmul_n)}
     for d in devices:
         if d.startswith("cuda"):
             mm[d] = matmul_gflops(1, d, n=8192)
             print(f"gpu: {torch.cuda.get_device_name(d)}")
     results["matmul_gflops"] = mm
+
+    def save() -> None:  # the JSON as it goes: a benchmark stopped at a time limit keeps the phases it measured
+        if args.json:
+            Path(args.json).write_text(json.dumps(results, indent=1))
+
+    save()
     print("matmul throughput (float32, 2048^2; GPU 8192^2): " + ", ".join(f"{k} {v:.1f} GFLOP/s" for k, v in mm.items()))
 
     # a single N = 64 model
     for th in (1, None):
-        if "cpu" not in devices:
+        if "cpu" not in devices or args.no_single:
             break
         r = child("single", device="cpu", threads=th, quick=args.quick)
         if "error" in r:
@@ -401,6 +423,7 @@ def main() -> int:
         )
         print(line)
         results["runs"].append({"suite": "single_n64", "device": "cpu", **r, "matmul_fraction": frac})
+        save()
 
     for device in devices:
         if device.startswith("cuda"):  # the plain-PyTorch anchor: one blog model, eager and as a CUDA graph
@@ -413,6 +436,7 @@ def main() -> int:
                       f"{r['eager_ms']:.2f} ms/step ({1e3 / r['eager_ms']:.0f} model-steps/s), CUDA graph "
                       f"{r['graph_ms']:.2f} ms/step ({1e3 / r['graph_ms']:.0f} model-steps/s)")
                 results["runs"].append({"suite": "anchor", "device": device, **r})
+                save()
         if device.startswith("cuda"):  # one paper-size run: eager against the whole step as a CUDA graph
             r = child("graph", device=device, quick=args.quick)
             if "error" in r:
@@ -423,6 +447,7 @@ def main() -> int:
                       f"{r['graph_ms']:.2f} ms/step: x{r['eager_ms'] / r['graph_ms']:.2f} (graph captured: "
                       f"{r['captured']})")
                 results["runs"].append({"suite": "paper_single_graph", "device": device, **r})
+                save()
         for suite in args.suites.split(","):
             specs = load_specs(suite, args.quick, device)
             steps = sum(s.config.train.steps for s in specs)
@@ -431,14 +456,14 @@ def main() -> int:
                   f"{flops / 1e12:.3f} TFLOP of training matmuls; load {load_avg()}")
             # the machine's matmul throughput: the best measured (on a busy machine N threads can lose to one)
             ref = mm[device] if device.startswith("cuda") else max(mm[f"cpu_{cores}"], mm["cpu_1"])
-            psp = plain_specs(suite, args.quick, device)
+            psp = plain_specs(suite, args.quick, device, args.plain_steps)
             p_steps = sum(s.config.train.steps for s in psp)
             p_flops = sum(step_flops(s.config, "cpu") * s.config.train.steps for s in psp)
-            plain = child("plain", suite=suite, device=device, quick=args.quick)
+            plain = child("plain", suite=suite, device=device, quick=args.quick, plain_steps=args.plain_steps)
             rows = [(f"plain loop ({len(psp)} runs)" if len(psp) != len(specs) else "plain loop", plain)]
             if device == "cpu" and plain.get("threads", 1) != 1:  # the plain loop as it would run best on one thread
                 rows.append(("plain loop, 1 thread", child("plain", suite=suite, device=device, quick=args.quick,
-                                                           threads=1)))
+                                                           threads=1, plain_steps=args.plain_steps)))
             for sched in args.schedules.split(","):
                 rows.append((f"scheduler ({sched})", child("scheduler", suite=suite, device=device, quick=args.quick,
                                                           schedule=sched)))
@@ -451,6 +476,7 @@ def main() -> int:
                     print(f"  {'':24s} {r['plan']}")
                 results["runs"].append({"suite": suite, "device": device, "phase": name, "model_steps": steps,
                                         "tflop": flops / 1e12, **row, **r})
+                save()
             if len(rows) > 1 and rows[1][0] == "plain loop, 1 thread" and "error" not in rows[1][1] \
                     and "error" not in plain:
                 # One single-thread process per core can at best divide the one-thread time by the core count.
@@ -461,8 +487,7 @@ def main() -> int:
     print(f"\nload average at end: {load_avg()}")
     results["load_end"] = load_avg()
     results["failed"] = failed
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=1))
+    save()
     if failed:
         print("FAILED: at least one phase had a run that did not train (see the FAILED lines); no speed is claimed "
               "for it", file=sys.stderr)

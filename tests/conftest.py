@@ -14,6 +14,12 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 # Runs record no sys/* metrics (CPU %, RSS, NVML: sparse_tui/base/sysmetrics.py) in the suite: tests compare whole metric
 # series bit for bit, and the console's snapshots show them. tests/test_sysmetrics.py turns them on.
 os.environ["SPARSE_TUI_SYSTEM_METRICS"] = "0"
+# GPU calibrations (sparse_tui/training/calibration.py) go to a cache of the suite's own: a developer's cached card
+# never changes what --dry-run prints here.
+if "SPARSE_TUI_CACHE" not in os.environ:
+    import tempfile
+
+    os.environ["SPARSE_TUI_CACHE"] = tempfile.mkdtemp(prefix="sparse-tui-cache-")
 
 def pytest_sessionstart(session) -> None:
     """``SPARSE_TUI_REQUIRE_RAY=1`` (``make test``, CI): the Ray tests must run, so a missing extra is an error here

@@ -241,27 +241,21 @@ def test_host_syncs_counts_synchronizing_calls_not_torchs_notice(monkeypatch):
 
 def test_evaluations_run_in_float32_under_tf32():
     """train.precision = "tf32" rounds the training steps' matmuls; an evaluation switches TF32 off and puts the
-    flags back (the docs promise float32 evaluations)."""
-    before = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-    try:
-        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+    setting back (the docs promise float32 evaluations). Through torch's fp32_precision where it has it (reading the
+    legacy flags raises once anything used it: tests/test_cuda_faults.py)."""
+    with loop._tf32(True):
+        assert loop.tf32_enabled()
         with loop.full_fp32(torch.device("cuda")):
-            assert not torch.backends.cuda.matmul.allow_tf32 and not torch.backends.cudnn.allow_tf32
-        assert torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32
-    finally:
-        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
+            assert not loop.tf32_enabled()
+        assert loop.tf32_enabled()
 
 
 def test_tf32_precision_switches_tf32_on_for_the_steps_and_puts_the_flags_back():
-    before = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-    try:
-        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    with loop._tf32(False):
         with loop.precision_mode("tf32", torch.device("cuda")) as autocast:
-            assert torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32
+            assert loop.tf32_enabled()
             assert autocast is loop.nullcontext  # tf32 needs no autocast (bf16 does)
-        assert not torch.backends.cuda.matmul.allow_tf32 and not torch.backends.cudnn.allow_tf32
-    finally:
-        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
+        assert not loop.tf32_enabled()
 
 
 def test_the_optimiser_is_capturable_only_when_the_step_is_graphed(monkeypatch):

@@ -257,25 +257,29 @@ def test_every_report_ends_with_its_verdict_and_a_reread_never_sets_it(tmp_path)
 
 
 def test_list_shows_the_gpu_projection_of_each_gpu_preset():
-    """``reproduce --list`` carries estimate.project_h100's projection of an entry's GPU preset, labelled as one;
-    an entry without a GPU preset of its own (theory) has none."""
+    """``reproduce --list`` carries estimate.project's range for an entry's GPU preset on the lent card, named, and
+    labelled as a projection; an entry without a GPU preset of its own (theory) has none."""
     import json
+    import math
 
     from typer.testing import CliRunner
 
     from sparse_tui.atlas import ENTRIES
     from sparse_tui.cli import app
-    from sparse_tui.lifecycle.estimate import project_h100
+    from sparse_tui.lifecycle.estimate import LENT_CARD, project
     from sparse_tui.presets.catalog import bundled_dir
 
     r = CliRunner().invoke(app, ["reproduce", "--list", "--json"])
     assert r.exit_code == 0, r.output
     by_key = {e["key"]: e for e in json.loads(r.output)}
-    want = project_h100(bundled_dir() / f"{ENTRIES['fig15_adam'].preset('gpu')}.toml")
+    want = project(bundled_dir() / f"{ENTRIES['fig15_adam'].preset('gpu')}.toml")
     cost = by_key["fig15_adam"]["cost"]
-    assert cost["gpu_minutes_projected"] == round(want.seconds / 60, 1) > 0
-    assert "on one H100" in cost["gpu_projection"] and "not measured" in cost["gpu_projection"]
+    assert cost["gpu_minutes_projected"] == round(want.seconds / 60, 1) > 0 and cost["gpu_card"] == LENT_CARD == "H200"
+    assert cost["gpu_minutes_range"] == [round(want.low / 60, 1), round(want.high / 60, 1)]
+    assert "H200: " in cost["gpu_projection"] and "not measured" in cost["gpu_projection"]
     assert by_key["fig1a"]["cost"]["gpu_minutes_projected"] is None
     text = CliRunner().invoke(app, ["reproduce", "--list"]).output
+    head = next(line for line in text.splitlines() if line.startswith("key "))
+    assert head.split()[4] == "H200" and "H200: projected minutes" in " ".join(text.split())
     row = next(line for line in text.splitlines() if line.startswith("fig15_adam "))
-    assert f"~{want.seconds / 60:.0f}m" in row
+    assert f"{int(want.low / 60)}–{math.ceil(want.high / 60)}" in row

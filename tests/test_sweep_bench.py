@@ -30,7 +30,7 @@ def test_a_phase_with_an_injected_failure_prints_failed_and_no_speed(bench, monk
     from sparse_tui.training import loop
 
     monkeypatch.setitem(bench.SUITES, "blog", {**bench.SUITES["blog"], "quick": TINY})
-    args = SimpleNamespace(suite="blog", quick=True, device="cpu", threads=1, schedule="stacked")
+    args = SimpleNamespace(suite="blog", quick=True, device="cpu", threads=1, schedule="stacked", plain_steps=None)
     good = bench.phase_plain(args)
     assert good["statuses"] == ["finished", "finished"]
 

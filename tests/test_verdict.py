@@ -96,7 +96,8 @@ def test_list_json_gives_every_entry_a_verdict_and_a_cost(tmp_path):
     assert len(data) == len(atlas.ENTRIES)
     for d in data:
         assert d["verdict"] in WORDS and d["verdict_source"] == "record", d["key"]
-        assert set(d["cost"]) == {"cpu_minutes", "cpu_source", "gpu_minutes_projected", "gpu_projection"}
+        assert set(d["cost"]) == {"cpu_minutes", "cpu_source", "gpu_minutes_projected", "gpu_projection", "gpu_card",
+                                  "gpu_minutes_range"}
         assert d["cost"]["cpu_minutes"] > 0 and d["verdict"] != "not run", d["key"]  # every entry has a record
     assert {d["key"]: d["verdict"] for d in data}["fig4_right"] in WORDS
 

@@ -48,26 +48,39 @@ class Nvml:
         except Exception:  # noqa: BLE001 - NVMLError (no driver, no GPU): "no GPU"
             self.ok = False
 
-    def read(self, i: int) -> tuple[float, float, float] | None:
-        """GPU ``i``'s (utilisation %, memory used MiB, memory total MiB); None without it or when NVML fails."""
+    def read(self, i: int) -> tuple[float | None, float | None, float | None] | None:
+        """GPU ``i``'s (utilisation %, memory used MiB, memory total MiB); None without it or when NVML fails. The
+        utilisation and the memory are read apart: a card or a driver that answers NotSupported for one (MIG
+        slices, some virtual GPUs) still gives the other, the missing one None."""
         if not self.ok or not 0 <= i < self.count:
             return None
         try:
             h = self.nv.nvmlDeviceGetHandleByIndex(i)
-            util = self.nv.nvmlDeviceGetUtilizationRates(h).gpu
-            mem = self.nv.nvmlDeviceGetMemoryInfo(h)
         except Exception:  # noqa: BLE001 - a GPU gone or a driver reset: say nothing rather than something wrong
             return None
-        return float(util), mem.used / 2**20, mem.total / 2**20
+        util = used = total = None
+        try:
+            util = float(self.nv.nvmlDeviceGetUtilizationRates(h).gpu)
+        except Exception:  # noqa: BLE001 - NVMLError_NotSupported and the like: this one stays unknown
+            pass
+        try:
+            mem = self.nv.nvmlDeviceGetMemoryInfo(h)
+            used, total = mem.used / 2**20, mem.total / 2**20
+        except Exception:  # noqa: BLE001
+            pass
+        return None if util is None and used is None else (util, used, total)
 
     def summary(self) -> str | None:
-        """``GPU0 H100 37% 12.1/80G`` per GPU; None without a GPU or when NVML fails now."""
+        """``GPU0 H100 37% 12.1/80G`` per GPU (``?`` for what the card does not report); None without a GPU or
+        when NVML fails now."""
         parts = []
         for i in range(self.count if self.ok else 0):
             r = self.read(i)
             if r is None:
                 return None
-            parts.append(f"GPU{i} {self.names[i]} {r[0]:.0f}% {r[1] / 1024:.1f}/{r[2] / 1024:.0f}G")
+            util = "?" if r[0] is None else f"{r[0]:.0f}"
+            mem = "?" if r[1] is None else f"{r[1] / 1024:.1f}/{r[2] / 1024:.0f}G"
+            parts.append(f"GPU{i} {self.names[i]} {util}% {mem}")
         return "  ".join(parts) or None
 
     def close(self) -> None:
@@ -118,8 +131,9 @@ class SystemSampler:
             if self.nvml is None:
                 self.nvml = Nvml()
             r = self.nvml.read(nvml_index(index))
-            if r is not None:
-                out["sys/gpu_util"], out["sys/gpu_mem_mb"] = r[0], r[1]
+            for key, v in zip(("sys/gpu_util", "sys/gpu_mem_mb"), r or ()):
+                if v is not None:
+                    out[key] = v
         return out
 
 

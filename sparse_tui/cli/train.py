@@ -136,13 +136,12 @@ def run(
             c = s.config
             t.add_row(str(i), _cell(s.label()), c.task.kind, c.model.kind, str(c.train.steps), c.train.device)
         out.print(t)
-        from sparse_tui.lifecycle.estimate import project_h100, time_estimate
+        from sparse_tui.lifecycle.estimate import projections, time_estimate
 
         line = time_estimate(specs, schedule, n_workers, device)
         if line:
             out.print(line, markup=False)
-        projection = project_h100(specs)
-        if projection is not None:
+        for projection in projections(specs):  # the lent card's range, and any card calibrated here
             out.print(projection.line(), markup=False)
         raise typer.Exit(0)
 

@@ -1,9 +1,12 @@
-"""``run --dry-run``'s time estimates, torch-free: the CPU estimate from the sweep scheduler's calibration, and a
-GPU projection (``project_h100``) from a cost model fitted on the H100 measured 2026-11-26 (a module of its own:
-the scheduler imports ``resources``, and this needs the scheduler)."""
+"""``run --dry-run``'s time estimates, torch-free: the CPU estimate from the sweep scheduler's calibration, and GPU
+projections: ``project_h100`` (the cost model fitted on the H100 measured 2026-11-26) and ``project`` (a range on a
+named card, ``H200: 8–25 min``: from the card's own calibration when a GPU run left one, training/calibration.py,
+else from the H100 model scaled to the card). A module of its own: the scheduler imports ``resources``, and this
+needs the scheduler."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,7 +111,7 @@ def project_h100(preset) -> Projection | None:
     from sparse_tui.presets.loading import expand, load_preset
     from sparse_tui.presets.resources import MEMORY_FRACTION
     from sparse_tui.presets.schema import n_eval_steps
-    from sparse_tui.training import scheduler
+    from sparse_tui.training import flops, scheduler
 
     if isinstance(preset, (str, Path)):
         preset = load_preset(preset)
@@ -121,8 +124,146 @@ def project_h100(preset) -> Projection | None:
     train = 0.0
     for g in groups:
         members = [cfgs[i] for i in g]
-        ms = H100_STACK_MS + H100_MS_PER_GFLOP * scheduler.stack_flops(members) / 1e9
+        ms = H100_STACK_MS + H100_MS_PER_GFLOP * flops.stack_flops(members) / 1e9
         train += members[0].train.steps * ms / 1e3
     n_evals = sum(n_eval_steps(c.train.steps, c.eval.every) for c in cfgs)
     ev = n_evals * H100_EVAL_S
     return Projection(train + ev + H100_START_S, train, ev, H100_START_S, len(cfgs), len(groups), n_evals)
+
+
+# -- a range on a named card ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Card:
+    """A card a projection can name: ``key`` as printed (``H200``), NVIDIA's name, its memory, and its memory
+    bandwidth relative to the H100 the cost model was fitted on (the H200's compute is the H100's; its bandwidth
+    about 1.4x: 4.8 against 3.35 TB/s in NVIDIA's data sheets)."""
+
+    key: str
+    name: str
+    memory_bytes: int
+    bandwidth: float
+
+
+CARDS = (Card("H100", H100, H100_MEMORY_BYTES, 1.0), Card("H200", "NVIDIA H200", int(139 * 2**30), 1.43))
+LENT_CARD = "H200"  # the card this project is lent now (issue 44): what --dry-run and reproduce --list name
+# Without a calibration on the card, the high end of the range: the H100 model was fitted on two sweeps and checked
+# on nothing else (a stated margin, not a measured error).
+MODEL_MARGIN = 1.5
+# With a calibration: the range held to +-20 % (the issue's tolerance; benchmarks/projection_check.py measures it).
+CALIBRATED_MARGIN = 1.2
+
+
+def card_for(name: str) -> Card | None:
+    """The known card whose key appears in ``name`` (a key, or a name as ``torch.cuda.get_device_name`` gives it)."""
+    for c in CARDS:
+        if c.key.lower() in name.lower():
+            return c
+    return None
+
+
+def fmt_range(low: float, high: float) -> str:
+    """``12–30 s``, ``8–25 min`` or ``1.5–3.0 h`` (seconds)."""
+    if high < 90:
+        return f"{max(1, int(low))}–{math.ceil(high)} s"
+    if high < 90 * 60:
+        return f"{max(1, int(low / 60))}–{math.ceil(high / 60)} min"
+    return f"{low / 3600:.1f}–{high / 3600:.1f} h"
+
+
+@dataclass(frozen=True)
+class CardProjection:
+    """A preset's projected wall time on one card as a range (``low`` to ``high`` seconds, ``seconds`` between)."""
+
+    card: str
+    low: float
+    seconds: float
+    high: float
+    runs: int
+    stacks: int
+    evaluations: int
+    calibrated: bool
+    basis: str
+
+    def short(self) -> str:
+        """For a table cell or a list: ``H200: 8–25 min``."""
+        return f"{self.card}: {fmt_range(self.low, self.high)}"
+
+    def line(self) -> str:
+        return (f"GPU projection: {self.short()} ({self.runs} run(s) in {self.stacks} stack(s), {self.evaluations} "
+                f"evaluations; {self.basis}; {'calibrated, ' if self.calibrated else ''}not measured for this preset)")
+
+
+def _cfgs(preset) -> list:
+    from sparse_tui.presets.loading import expand, load_preset
+
+    if isinstance(preset, (str, Path)):
+        preset = load_preset(preset)
+    specs = preset if isinstance(preset, list) else expand(preset)
+    cfgs = [s.config for s in specs if s.config.model.kind != "ode"]
+    return [c.model_copy(update={"train": c.train.model_copy(update={"device": "cuda"})}) for c in cfgs]
+
+
+def project(preset, card: str | None = None) -> CardProjection | None:
+    """The projected wall time of ``preset`` on ``card`` (a key such as ``H200``, or a name a calibration was
+    recorded under; default ``LENT_CARD``) as a range. From the card's calibration points when it has them (its
+    fitted step line, its evaluations and start-up, +-20 %), else from the H100 cost model above with the card's
+    memory for the stacks: from every step at the card's memory bandwidth to the H100's time plus ``MODEL_MARGIN``.
+    None when nothing in the preset trains step by step. Torch-free."""
+    from sparse_tui.training import calibration
+    from sparse_tui.presets.resources import MEMORY_FRACTION
+    from sparse_tui.presets.schema import n_eval_steps
+    from sparse_tui.training import flops, scheduler
+
+    cfgs = _cfgs(preset)
+    if not cfgs:
+        return None
+    want = card or LENT_CARD
+    known = card_for(want)
+    points = [p for name, pts in calibration.load().items()
+              if name == want or (known is not None and card_for(name) == known) for p in pts]
+    label = known.key if known is not None else want
+    memory = known.memory_bytes if known is not None else (
+        int(calibration.mean_of(points, "memory_bytes") or H100_MEMORY_BYTES))
+    groups = scheduler.group_runs(cfgs, budget_bytes=int(MEMORY_FRACTION * memory))
+    n_evals = sum(n_eval_steps(c.train.steps, c.eval.every) for c in cfgs)
+    line = calibration.step_line(points)
+    if line is None and calibration.fp32_points(points):  # one size: the H100 line's shape through its points
+        pts = calibration.fp32_points(points)
+        mx, my = sum(x for x, _ in pts) / len(pts), sum(y for _, y in pts) / len(pts)
+        k = my / (H100_STACK_MS + H100_MS_PER_GFLOP * mx)
+        line = H100_STACK_MS * k, H100_MS_PER_GFLOP * k
+    if line is not None:
+        a, b = line
+        train = sum(cfgs[g[0]].train.steps * (a + b * flops.stack_flops([cfgs[i] for i in g]) / 1e9) / 1e3
+                    for g in groups)
+        ev = n_evals * (calibration.mean_of(points, "eval_s") or H100_EVAL_S)
+        start = calibration.mean_of(points, "start_s") or H100_START_S
+        mid = start + train + ev
+        basis = (f"calibrated on this card: {len(points)} stack(s) timed, the latest {points[-1].get('date', '?')} "
+                 f"(training/calibration.py), held to +-{CALIBRATED_MARGIN - 1:.0%}")
+        return CardProjection(label, mid / CALIBRATED_MARGIN, mid, mid * CALIBRATED_MARGIN, len(cfgs), len(groups),
+                              n_evals, True, basis)
+    train = sum(cfgs[g[0]].train.steps * (H100_STACK_MS + H100_MS_PER_GFLOP * flops.stack_flops(
+        [cfgs[i] for i in g]) / 1e9) / 1e3 for g in groups)
+    ev = n_evals * H100_EVAL_S
+    bw = known.bandwidth if known is not None else 1.0
+    mid = H100_START_S + train + ev
+    low = H100_START_S + train / bw + ev
+    scaled = f", steps down to 1/{bw:.2f} at the {label}'s memory bandwidth" if bw != 1.0 else ""
+    basis = (f"from the {H100} measured {H100_DATE} (docs/PERFORMANCE.md, GPU){scaled}, up to +{MODEL_MARGIN - 1:.0%} "
+             f"for what that model has not seen; no calibration on this card yet")
+    return CardProjection(label, low, mid, mid * MODEL_MARGIN, len(cfgs), len(groups), n_evals, False, basis)
+
+
+def projections(preset) -> list[CardProjection]:
+    """``run --dry-run``'s GPU lines: the lent card's range (``LENT_CARD``), then every other card a calibration was
+    recorded for on this machine (lifecycle: training/calibration.py), each once."""
+    from sparse_tui.training import calibration
+
+    cards = [LENT_CARD]
+    for name in calibration.load():
+        c = card_for(name)
+        key = c.key if c is not None else name
+        if key not in cards:
+            cards.append(key)
+    return [p for p in (project(preset, c) for c in cards) if p is not None]

@@ -113,10 +113,17 @@ class _AttentionCore(torch.autograd.Function):
     def backward(ctx, dy: Tensor, _dp: Tensor):
         q, k, v, p = ctx.saved_tensors
         dy = dy.contiguous()
-        dv = torch.bmm(p.transpose(1, 2), dy)
-        dp = torch.bmm(dy, v.transpose(1, 2))
-        ds = torch.ops.aten._softmax_backward_data(dp, p, -1, p.dtype)
-        return torch.bmm(ds, k), torch.bmm(ds.transpose(1, 2), q), dv, None
+        # Under CUDA's bf16 autocast the softmax ran in float32 (autocast's float32 list) and the matmuls in
+        # bfloat16: p is float32 while dy, q, k, v are bfloat16. Each product then runs in the matmuls' type and
+        # the softmax backward in p's, every gradient in its input's type; in one type (fp32, tf32, the CPU's
+        # bf16 autocast) every ``.to`` below is a no-op.
+        pm = p.to(dy.dtype)
+        dv = torch.bmm(pm.transpose(1, 2), dy)
+        dp = torch.bmm(dy, v.to(dy.dtype).transpose(1, 2))
+        ds = torch.ops.aten._softmax_backward_data(dp.to(p.dtype), p, -1, p.dtype).to(dy.dtype)
+        dq = torch.bmm(ds, k.to(dy.dtype))
+        dk = torch.bmm(ds.transpose(1, 2), q.to(dy.dtype))
+        return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype), None
 
 
 def attention_core(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None) -> Tensor:

@@ -5,12 +5,13 @@ No torch, no textual at import."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from sparse_tui.atlas import SIZES, AtlasError, Entry, entries
-from sparse_tui.lifecycle.estimate import Projection, project_h100
+from sparse_tui.lifecycle.estimate import LENT_CARD, CardProjection, project
 from sparse_tui.reports import verdict as verdicts
 from sparse_tui.reports.library import report
 from sparse_tui.reports.planner import index_runs, load_specs, match_runs
@@ -22,7 +23,7 @@ class StatusRow:
     stored: dict[str, str]  # size -> "12/30" finished runs of that preset in the store, "" when unknown
     verdict: "verdicts.Verdict | None" = None  # computed from the store's runs (``with_verdicts``), else the record's
     cpu_minutes: float | None = None  # the stored CPU runs' summed wall time, else the record's
-    gpu_projection: "Projection | None" = None  # the GPU preset's projected time on one H100 (estimate.project_h100)
+    gpu_projection: "CardProjection | None" = None  # the GPU preset's range on the lent card (estimate.project)
 
 
 def status_rows(store: Any | None, presets_dir: Path | None = None, only: Iterable[Entry] | None = None,
@@ -37,7 +38,7 @@ def status_rows(store: Any | None, presets_dir: Path | None = None, only: Iterab
         row = StatusRow(e, stored)
         if e.preset("gpu") not in (None, e.preset("cpu")) and not e.built:
             try:
-                row.gpu_projection = project_h100(load_specs(e, "gpu", presets_dir)[1])
+                row.gpu_projection = project(load_specs(e, "gpu", presets_dir)[1])
             except Exception:  # noqa: BLE001 - a preset that cannot be projected shows "—" (its size shows why)
                 pass
         for size in SIZES:
@@ -81,11 +82,13 @@ def _minutes(m: float | None) -> str:
     return "—" if m is None else (f"{m:.1f}" if m < 10 else f"{m:.0f}")
 
 
-def _gpu_cell(p: "Projection | None") -> str:
+def _gpu_cell(p: "CardProjection | None") -> str:
+    """The range in minutes (``3–7``), or hours past 99 minutes (``1.2–2.5h``)."""
     if p is None:
         return "—"
-    m = p.seconds / 60
-    return f"~{m:.0f}m" if m < 99.5 else f"~{m / 60:.1f}h"
+    if p.high < 99.5 * 60:
+        return f"{max(1, int(p.low / 60))}–{max(1, math.ceil(p.high / 60))}"
+    return f"{p.low / 3600:.1f}–{p.high / 3600:.1f}h"
 
 
 def list_lines(rows: Sequence[StatusRow], with_store: bool, width: int = 80) -> list[str]:
@@ -93,7 +96,8 @@ def list_lines(rows: Sequence[StatusRow], with_store: bool, width: int = 80) -> 
     runs, figure), the figure wrapped at word boundaries within ``width``; a record's verdict is marked ``*``."""
     import textwrap
 
-    head = f"{'key':<17} {'verdict':<15} {'CPU min':>7} {'GPU':>5} {'stored':>7}  "
+    gpu_head = LENT_CARD  # the card the projections name (minutes, a range)
+    head = f"{'key':<17} {'verdict':<15} {'CPU min':>7} {gpu_head:>5} {'stored':>7}  "
     fig_w = max(12, width - len(head))
     out = [head + "figure", "-" * min(width, len(head) + fig_w)]
     for r in rows:
@@ -106,9 +110,10 @@ def list_lines(rows: Sequence[StatusRow], with_store: bool, width: int = 80) -> 
         out.extend(" " * len(head) + f for f in fig[1:])
     out.extend(f"{r.entry.key}: {r.entry.built}" for r in rows if r.entry.built)
     out.append("* the record's verdict (docs/REPRODUCTION.md): no complete set of stored CPU runs here. CPU min: the "
-               "stored runs' wall time, else the record's (shared 2-core CPU). GPU: projected time of the GPU preset "
-               "on one H100 from the card's measurements of 2026-11-26 (estimate.project_h100; a projection, not a measurement; "
-               "— where the entry has no GPU preset or nothing steps). sparse-tui reproduce KEY prints the numbers behind each verdict.")
+               f"stored runs' wall time, else the record's (shared 2-core CPU). {gpu_head}: projected minutes "
+               f"of the GPU preset on one {LENT_CARD}, a range (estimate.project: from the card's own calibration "
+               "where a GPU run here left one, else from the H100 measured 2026-11-26; a projection, not a "
+               "measurement; — where the entry has no GPU preset or nothing steps). sparse-tui reproduce KEY prints the numbers behind each verdict.")
     return [w for line in out for w in (textwrap.wrap(line, width, break_long_words=False, break_on_hyphens=False)
                                         if len(line) > width else [line])]
 
@@ -131,5 +136,9 @@ def list_json(rows: Sequence[StatusRow], with_store: bool) -> list[dict[str, Any
                              "cpu_source": "store" if (r.verdict and r.verdict.source == "runs") else "record",
                              "gpu_minutes_projected": (round(r.gpu_projection.seconds / 60, 1)
                                                        if r.gpu_projection else None),
-                             "gpu_projection": r.gpu_projection.line() if r.gpu_projection else None}})
+                             "gpu_projection": r.gpu_projection.line() if r.gpu_projection else None,
+                             "gpu_card": r.gpu_projection.card if r.gpu_projection else None,
+                             "gpu_minutes_range": ([round(r.gpu_projection.low / 60, 1),
+                                                    round(r.gpu_projection.high / 60, 1)]
+                                                   if r.gpu_projection else None)}})
     return out

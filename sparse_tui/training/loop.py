@@ -46,12 +46,12 @@ from sparse_tui.presets.schema import RunConfig
 from sparse_tui.science.repetition import Switcher, scheduled
 from sparse_tui.science.schedule import lr_factor, lr_table
 from sparse_tui.tasks import make_task
-from sparse_tui.training import cudagraph
+from sparse_tui.training import calibration, cudagraph
 from sparse_tui.training.checkpoint import Checkpointer
 from sparse_tui.training.metrics import evaluate, evaluate_stack, toy_metrics
 from sparse_tui.training.optim import StackOptimizer
 from sparse_tui.training.plateau import PlateauDetector
-from sparse_tui.training.runlog import RunLogger, RunResult, together
+from sparse_tui.training.runlog import RunLogger, RunResult, heartbeat_all, together
 
 startup.record("imports", startup.since_start())  # process start to torch and the training code imported
 
@@ -159,13 +159,39 @@ def precision_mode(precision: str, device: torch.device):
 
 def full_fp32(device: torch.device):
     """Evaluations run in float32 whatever ``train.precision`` says: TF32 matmuls are switched off inside."""
-    tf32 = torch.backends.cuda.matmul.allow_tf32 or torch.backends.cudnn.allow_tf32
-    return _tf32(False) if device.type == "cuda" and tf32 else nullcontext()
+    return _tf32(False) if device.type == "cuda" and tf32_enabled() else nullcontext()
+
+
+def _new_precision_api() -> bool:
+    """Whether this torch has the ``fp32_precision`` switches (2.9 and later). Once anything in the process set one,
+    reading the legacy ``allow_tf32`` raises ("mix of the legacy and new APIs"), so where they exist they are the
+    only ones read or written here; older torch has the legacy flags only."""
+    return hasattr(torch.backends.cuda.matmul, "fp32_precision")
+
+
+def tf32_enabled() -> bool:
+    """Whether CUDA float32 matmuls run in TensorFloat-32 now."""
+    if _new_precision_api():
+        p = torch.backends.cuda.matmul.fp32_precision
+        if p == "none":  # inherits the global setting
+            p = getattr(torch.backends, "fp32_precision", "none")
+        return p == "tf32"
+    return bool(torch.backends.cuda.matmul.allow_tf32 or torch.backends.cudnn.allow_tf32)
 
 
 @contextmanager
 def _tf32(on: bool):
-    """CUDA matmuls and cuDNN in TensorFloat-32 (``on``) or not inside; the flags as they were after."""
+    """CUDA matmuls in TensorFloat-32 (``on``) or in full float32 inside (the legacy flags: and cuDNN's; the
+    models here run no convolution); the setting as it was after."""
+    if _new_precision_api():
+        m = torch.backends.cuda.matmul
+        before = m.fp32_precision
+        m.fp32_precision = "tf32" if on else "ieee"
+        try:
+            yield
+        finally:
+            m.fp32_precision = before
+        return
     before = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = on
     try:
@@ -265,14 +291,17 @@ class Tracker:
             v = sw.value(step)
             setattr(self.task, key, int(v) if isinstance(getattr(self.task, key), int) else float(v))
 
-    def log_train(self, step: int, loss_sum: float) -> None:
-        """A train/loss point between evaluations: the mean since the last one (stored at the next ``flush``)."""
+    def log_train(self, step: int, loss_sum: float | torch.Tensor) -> None:
+        """A train/loss point between evaluations: the mean since the last one (stored at the next ``flush``).
+        ``loss_sum``: a float, or on GPUs a 0-d tensor on the device (read back at the next evaluation with the
+        others: ``read_back``)."""
         self.train_log.append((step, loss_sum / self.n_since))
         self.n_since = 0
 
     def flush(self) -> None:
         """Store the buffered train/loss points in one transaction (at evaluations, checkpoints and the end)."""
         if self.train_log:
+            read_back([self])
             self.logger.series([p[0] for p in self.train_log], {"train/loss": [p[1] for p in self.train_log]})
             self.train_log.clear()
 
@@ -310,6 +339,23 @@ class Tracker:
         self.best, self.last, self.n_since = dict(state["best"]), dict(state["last"]), state["n_since"]
         for key, st in state.get("sched", {}).items():
             self.switchers[key].load_state_dict(st)
+
+
+def read_back(trackers: list[Tracker]) -> None:
+    """The train/loss points ``trackers`` keep on the device, read back to the host in one transfer."""
+    held = [(tr, i) for tr in trackers for i, p in enumerate(tr.train_log) if torch.is_tensor(p[1])]
+    if not held:
+        return
+    vals = torch.stack([tr.train_log[i][1].reshape(()) for tr, i in held]).tolist()
+    for (tr, i), v in zip(held, vals):
+        tr.train_log[i] = (tr.train_log[i][0], v)
+
+
+def reads_every_step(device: torch.device) -> bool:
+    """Whether the loop reads the loss sums back every step: on CPUs, where reading costs nothing (a NaN then
+    stops a run at the step it appears); on GPUs only at evaluations, and train/loss points between them stay on the
+    device until then."""
+    return device.type == "cpu"
 
 
 def build_members(cfgs: list[RunConfig], device: torch.device, loggers, dtype=None) -> list[Tracker]:
@@ -386,6 +432,7 @@ def trial_step(prep: "Prepared", stream=None, warmup: int = 1, check_syncs: bool
     opt_saved = prep.opt.snapshot()
     sums = prep.loss_sum.clone()
     synced = None
+    failed: StackFailed | None = None
     try:
         if stream is not None:
             stream.wait_stream(torch.cuda.current_stream(prep.device))
@@ -404,10 +451,12 @@ def trial_step(prep: "Prepared", stream=None, warmup: int = 1, check_syncs: bool
             torch.cuda.synchronize(prep.device)
     except Exception as e:  # noqa: BLE001 - any failure of the trial is a reason to fall back
         oom = isinstance(e, torch.cuda.OutOfMemoryError) or "out of memory" in str(e).lower()
-        raise StackFailed(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}".strip(), oom) from None
+        failed = StackFailed(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}".strip(), oom)
     finally:
         for p in params:
             p.grad = None
+    # put back even after a failure: a restack's trial runs mid-training, on the random streams of members that
+    # go on training in the old stack
     with torch.no_grad():
         for p, s in zip(params, saved):
             p.copy_(s)
@@ -415,6 +464,8 @@ def trial_step(prep: "Prepared", stream=None, warmup: int = 1, check_syncs: bool
     prep.opt.restore(opt_saved)
     for (owner, name), st in zip(slots, states):
         getattr(owner, name).set_state(st)
+    if failed is not None:
+        raise failed
     return synced
 
 
@@ -608,6 +659,7 @@ def evaluate_due(prep: Prepared, due: list[Tracker], step: int, sums: list[float
     in one transaction."""
     if not due:
         return
+    read_back(due)
     vals = prep.measure(due)
     snaps = prep.snapshots([tr for tr in due if step in tr.snaps])
     system = SYSTEM.sample(prep.device.type, prep.device.index)
@@ -637,13 +689,20 @@ def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_m
     context.update({"cuda_graph": graphed} if graph else {}, notes=notes)
     for tr in runs:
         tr.begin(context, on_done)
+    card = calibration.card_of(device)  # a GPU: this stack's first seconds calibrate the projections (per card)
+    cal = calibration.Calibrator(card, device, cfgs, graphed, startup.since_start()) if card else None
     if start == 0:
+        t0 = time.perf_counter()
         with startup.timed("first evaluation"):
             evaluate_due(prep, runs, 0)
-        for tr in runs:
-            tr.logger.heartbeat(0, force=True)
+        if cal is not None:
+            cal.evaluated(time.perf_counter() - t0)
+        heartbeat_all([tr.logger for tr in runs], 0, force=True)
     startup.report(device.type)
-    sync_every = 1 if device.type == "cpu" else min(c.eval.every for c in cfgs)
+    sync_every = 1 if reads_every_step(device) else min(c.eval.every for c in cfgs)
+    restack_failed = False
+    if cal is not None:
+        cal.begin(start)
     for step in range(start + 1, steps + 1):
         prep.opt.set_lr(step, prep.lr_dev)
         for tr in switching:
@@ -658,17 +717,25 @@ def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_m
                 tr.end("diverged", step, f"non-finite training loss at step {step}")
         reset: set[int] = set()  # whose loss sums were logged (zeroed below by one multiply on the device)
         due = [tr for tr in live if tr.result is None and step in tr.ev_steps]
+        if cal is not None and due:
+            cal.pause()
         evaluate_due(prep, due, step, sums)
+        if cal is not None and due:
+            cal.resume()
+        if cal is not None and cal.step(step):
+            cal = None
         for tr in due:
             reset.add(tr.slot)
             after = tr.cfg.plateau.stop_after
             if after >= 0 and tr.det.step is not None and step - tr.det.step >= after:
                 tr.end("finished", step, f"stopped at step {step}, {step - tr.det.step} steps after its"
                                          " plateau (plateau.stop_after)")
+        held = None  # the loss sums copied on the device, for points read back at the next evaluation (GPUs)
         for tr in [tr for tr in live if tr.result is None and step not in tr.ev_steps]:
             if step % tr.cfg.eval.train_every == 0 and tr.n_since:  # train/loss between evaluations
-                sums = prep.loss_sum.tolist() if sums is None else sums
-                tr.log_train(step, sums[tr.slot])
+                if sums is None and held is None:
+                    held = prep.loss_sum.clone()
+                tr.log_train(step, sums[tr.slot] if sums is not None else held[tr.slot])
                 reset.add(tr.slot)
         if reset:
             prep.loss_sum.mul_(prep.reset_masks(frozenset(reset)))
@@ -678,22 +745,41 @@ def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_m
         live = [tr for tr in live if tr.result is None]
         if ckpt is not None:
             ckpt.maybe_save(step, prep, live, now=bool(why_all))
-        for tr in live:
-            why = "cancelled" if tr.logger.heartbeat(step) else why_all
+        cancelled = heartbeat_all([tr.logger for tr in live], step)  # one transaction for the stack
+        for j, tr in enumerate(live):
+            why = "cancelled" if j in cancelled else why_all
             if why:
                 tr.end(why, step, f"{why} at step {step}")
         live = [tr for tr in live if tr.result is None]
         if not live:
             break
-        if 2 * len(live) <= prep.M and steps - step >= RESTACK_MIN_STEPS:
+        if 2 * len(live) <= prep.M and steps - step >= RESTACK_MIN_STEPS and not restack_failed:
             # continue with a stack of the live runs only (its graph captured anew), checkpointed at once
-            why = f"stack of {prep.M} runs rebuilt as {len(live)} at step {step} (the others ended)"
-            prep = Prepared.restack(prep, live)
-            step_fn, graphed = _engine(prep, graph, "auto", notes)
+            step_fn = None  # the old stack's graph is let go before the new one is captured: never two at once
+            try:
+                new = Prepared.restack(prep, live)
+                step_fn, graphed = _engine(new, graph, "auto", notes)
+            except Exception as e:  # noqa: BLE001 - the trial's StackFailed, or the new stack's allocation
+                # Training began: the old stack goes on (its runs never restart from a checkpoint or step 0 while
+                # the store holds later points); no second attempt
+                restack_failed, new = True, None
+                for slot, mb in enumerate(prep.members):
+                    mb.slot, mb.stack = slot, prep.stack
+                reason = e.reason if isinstance(e, StackFailed) else f"{type(e).__name__}: {e}"
+                why = f"stack of {prep.M} runs not rebuilt at step {step} ({reason}): kept the stack of {prep.M}"
+                step_fn, graphed = prep.step_fn, False
+                if graph:
+                    try:
+                        step_fn, graphed = _engine(prep, graph, "auto", notes)  # its graph captured anew
+                    except StackFailed:
+                        pass  # it goes on eagerly
+            else:
+                why = f"stack of {prep.M} runs rebuilt as {len(live)} at step {step} (the others ended)"
+                prep = new
+                ckpt = ckpt.handover(step, prep, live) if ckpt is not None else None
             context.update({"cuda_graph": graphed} if graph else {})
             notes.append(why)
             print(f"sparse-tui: {why}", file=sys.stderr, flush=True)
-            ckpt = ckpt.handover(step, prep, live) if ckpt is not None else None
     for tr in live:
         bad = [k for k in ("test/loss", "train/loss") if k in tr.last and not math.isfinite(tr.last[k])]
         if bad:

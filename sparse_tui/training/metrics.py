@@ -49,64 +49,95 @@ def eval_chunk_size(model: torch.nn.Module, n: int, seq_len: int) -> int:
 
 
 def _slice(batch: Batch, i: int, j: int) -> Batch:
-    s = lambda t: None if t is None else t[i:j]  # noqa: E731
-    return Batch(batch.x[i:j], batch.y[i:j], batch.relevant[i:j], s(batch.copy_q), s(batch.copy_k))
+    """Sequences i to j of labels stacked with a leading [W] (``_stacked``)."""
+    s = lambda t: None if t is None else t[:, i:j]  # noqa: E731
+    return Batch(s(batch.x), s(batch.y), s(batch.relevant), s(batch.copy_q), s(batch.copy_k))
 
 
 def _accumulate(sums: dict[str, Tensor], out: Tensor, attn, b: Batch, probe: str, classification: bool) -> None:
-    """Add one chunk's sums (loss, accuracy, probes, entropy) to ``sums``: ``out`` [m, C], ``attn`` per layer
-    [m, H, Lq, L] (or None), ``b`` the chunk's labels with ``relevant`` / ``copy_q`` / ``copy_k`` in the
-    attention's position coordinates (left-padded in a stack)."""
+    """Add one chunk's sums (loss, accuracy, probes, entropy) to ``sums``, for W models at once (the members of a
+    stack being evaluated, or one model as W = 1): ``out`` [W, m, C], ``attn`` per layer [W, m, H, Lq, L] (or
+    None), ``b`` the chunk's labels stacked the same way (``y`` [W, m] or [W, m, C], ``relevant`` [W, m, L],
+    ``copy_q`` / ``copy_k`` [W, m]) in the attention's position coordinates (left-padded in a stack). Each sum has
+    a leading [W]. The number of operations does not depend on W, and nothing is read back to the host here (the
+    copy probe's selection is a mask, not a ``bool()``)."""
 
     def add(name: str, value: Tensor) -> None:
         sums[name] = sums[name] + value if name in sums else value
 
-    m = len(b)
+    W, m = out.shape[0], out.shape[1]
     if classification:
-        add("test/loss", F.cross_entropy(out, b.y, reduction="sum"))
-        add("test/acc", (out.argmax(-1) == b.y).float().sum())
+        ce = F.cross_entropy(out.reshape(W * m, -1), b.y.reshape(W * m), reduction="none")
+        add("test/loss", ce.view(W, m).sum(1))
+        add("test/acc", (out.argmax(-1) == b.y).float().sum(1))
     else:
-        add("test/loss", 0.5 * ((out - b.y) ** 2).sum())
-    rel = b.relevant.to(torch.float32)  # [m, L]
+        add("test/loss", 0.5 * ((out - b.y) ** 2).sum(-1).sum(-1))
+    rel = b.relevant.to(torch.float32)  # [W, m, L]
     for li, a in enumerate(attn, start=1):
         if a is None:
             continue
         L = a.shape[-1]
-        row = a[:, :, -1, :].float()  # readout position: [m, H, L]
-        add(f"attn/L{li}/{probe}", (row * rel[:, None, :]).sum(-1).sum(0))  # per head, summed over seqs
-        ent = -(row * torch.log(row.clamp_min(1e-30))).sum(-1)  # [m, H]
-        add(f"attn/entropy/L{li}", ent.mean(1).sum())
+        row = a[:, :, :, -1, :].float()  # readout position: [W, m, H, L]
+        add(f"attn/L{li}/{probe}", (row * rel[:, :, None, :]).sum(-1).sum(1))  # [W, H], summed over seqs
+        ent = -(row * torch.log(row.clamp_min(1e-30))).sum(-1)  # [W, m, H]
+        add(f"attn/entropy/L{li}", ent.mean(2).sum(1))
         if b.copy_q is not None and b.copy_k is not None:
-            lq = a.shape[2]
+            lq = a.shape[3]
             qi = b.copy_q - (L - lq)  # index among the computed query rows
-            ok = (qi >= 0) & (b.copy_q >= 0)
-            if bool(ok.any()):
-                idx = torch.arange(m, device=a.device)[ok]
-                vals = a[idx, :, qi[ok], b.copy_k[ok]].float()  # [k, H]
-                add(f"attn/L{li}/copy", vals.sum(0))
-                add(f"attn/L{li}/copy_n", torch.tensor(float(idx.numel()), device=a.device))
+            ok = (qi >= 0) & (b.copy_q >= 0)  # [W, m]
+            wi = torch.arange(W, device=a.device)[:, None]
+            mi = torch.arange(m, device=a.device)[None, :]
+            vals = a[wi, mi, :, qi.clamp_min(0), b.copy_k.clamp_min(0)].float()  # [W, m, H]
+            add(f"attn/L{li}/copy", (vals * ok[:, :, None]).sum(1))
+            add(f"attn/L{li}/copy_n", ok.sum(1).to(torch.float32))
 
 
-def _finish(sums: dict[str, Tensor], n: int, classification: bool) -> dict[str, float]:
-    metrics: dict[str, float] = {}
-    for name, total in sums.items():
-        if name.endswith("copy_n"):
-            continue
-        if name.endswith("/copy"):
-            cnt = float(sums[name + "_n"])
-            per_head = (total / cnt).tolist()
-        else:
-            per_head = (total / n).tolist() if total.ndim else float(total) / n
-        if isinstance(per_head, list):
-            base, kind = name.rsplit("/", 1)
-            for h, v in enumerate(per_head):
-                metrics[f"{base}/H{h}/{kind}"] = v
-            metrics[name] = sum(per_head) / len(per_head)
-        else:
-            metrics[name] = per_head
-    if classification:
-        metrics["test/ppl"] = math.exp(min(metrics["test/loss"], 700.0))
-    return metrics
+def _finish(sums: dict[str, Tensor], n: int, classification: bool) -> list[dict[str, float]]:
+    """The metrics of each of the W models of ``sums`` (each sum [W] or [W, H]), read back to the host in one
+    transfer."""
+    names = list(sums)
+    W = sums[names[0]].shape[0]
+    flat = torch.cat([sums[k].reshape(W, -1).double() for k in names], 1).cpu().tolist()  # the one transfer
+    widths = [sums[k].reshape(W, -1).shape[1] for k in names]
+    out = []
+    for row in flat:
+        vals, i = {}, 0
+        for k, w in zip(names, widths):
+            vals[k], i = row[i:i + w], i + w
+        metrics: dict[str, float] = {}
+        for name in names:
+            if name.endswith("copy_n"):
+                continue
+            if name.endswith("/copy"):
+                cnt = vals[name + "_n"][0]
+                if not cnt:  # no test sequence has a copy position the computed rows reach
+                    continue
+                per_head = [v / cnt for v in vals[name]]
+            else:
+                per_head = [v / n for v in vals[name]]
+            if sums[name].dim() > 1:
+                base, kind = name.rsplit("/", 1)
+                for h, v in enumerate(per_head):
+                    metrics[f"{base}/H{h}/{kind}"] = v
+                metrics[name] = sum(per_head) / len(per_head)
+            else:
+                metrics[name] = per_head[0]
+        if classification:
+            metrics["test/ppl"] = math.exp(min(metrics["test/loss"], 700.0))
+        out.append(metrics)
+    return out
+
+
+def _stacked(labels: list[Batch], width: int | None = None) -> Batch:
+    """W models' test labels as one batch with a leading [W] (same number of sequences); regression targets
+    zero-padded to ``width`` outputs (the stack's: a padded output is 0 against a 0 target)."""
+    ys = [b.y for b in labels]
+    if width is not None and ys[0].is_floating_point() and ys[0].dim() == 2:
+        ys = [F.pad(y, (0, width - y.shape[1])) for y in ys]
+    st = lambda ts: None if ts[0] is None else torch.stack(ts)  # noqa: E731
+    y = torch.stack(ys)
+    return Batch(y, y, st([b.relevant for b in labels]),  # x: unused here
+                 st([b.copy_q for b in labels]), st([b.copy_k for b in labels]))
 
 
 @torch.no_grad()
@@ -117,11 +148,12 @@ def evaluate(model: torch.nn.Module, batch: Batch, kind: str, classification: bo
     chunk = eval_chunk_size(model, n, batch.x.shape[1])
     sums: dict[str, Tensor] = {}
     probe = task_kind(kind).probes[0]  # the readout's mass on ``relevant`` (presets.TaskKind.probes)
+    labels = _stacked([batch])
     for i in range(0, n, chunk):
-        b = _slice(batch, i, i + chunk)
-        out, attn = model(b.x)
-        _accumulate(sums, out, attn, b, probe, classification)
-    return _finish(sums, n, classification)
+        out, attn = model(batch.x[i:i + chunk])
+        _accumulate(sums, out.unsqueeze(0), [None if a is None else a.unsqueeze(0) for a in attn],
+                    _slice(labels, i, i + chunk), probe, classification)
+    return _finish(sums, n, classification)[0]
 
 
 def _padded_labels(b: Batch, L: int) -> Batch:
@@ -139,19 +171,24 @@ def evaluate_stack(stack: torch.nn.Module, x: Tensor, tests: list[Batch], which:
     """The metrics of members ``which`` of ``stack`` (models/stack.py) from one forward of the whole stack per
     chunk of test sequences: ``x`` the members' test inputs stacked as for training ([M, n, L, ...], left-padded),
     ``tests`` each member's own test batch. Equal to ``evaluate`` of each member's own module within float rounding
-    (tests/test_batched_eval.py); members not in ``which`` (ended runs) ride along in the forward."""
-    n = x.shape[1]
-    chunk = eval_chunk_size(stack, n, x.shape[2])
+    (tests/test_batched_eval.py); members not in ``which`` (ended runs) ride along in the forward.
+
+    The sums of all members ``which`` are accumulated together (``_accumulate`` on [W, ...] tensors: per chunk as
+    many operations as for one member, so a long-sequence stack, chunked to a few sequences by the memory budget,
+    costs no more operations than evaluating its members one at a time), and read back in one transfer."""
+    n, L = x.shape[1], x.shape[2]
+    chunk = eval_chunk_size(stack, n, L)
     probe = task_kind(kind).probes[0]
-    sums: dict[int, dict[str, Tensor]] = {i: {} for i in which}
-    labels = {i: _padded_labels(tests[i], x.shape[2]) for i in which}
+    labels = _stacked([_padded_labels(tests[i], L) for i in which], getattr(stack, "C", None))
+    pick = None if list(which) == list(range(x.shape[0])) else torch.tensor(which, device=x.device)
+    sums: dict[str, Tensor] = {}
     for j in range(0, n, chunk):
         out, attn = stack(x[:, j:j + chunk], need_attn=True)
-        for i in which:
-            C = stack.outs[i] if hasattr(stack, "outs") else out.shape[-1]  # its own outputs (padded: -inf / 0)
-            _accumulate(sums[i], out[i, :, :C], [None if a is None else a[i] for a in attn],
-                        _slice(labels[i], j, j + chunk), probe, classification)
-    return {i: _finish(sums[i], n, classification) for i in which}
+        if pick is not None:
+            out = out.index_select(0, pick)
+            attn = [None if a is None else a.index_select(0, pick) for a in attn]
+        _accumulate(sums, out, attn, _slice(labels, j, j + chunk), probe, classification)
+    return dict(zip(which, _finish(sums, n, classification)))
 
 
 @torch.no_grad()

@@ -54,13 +54,26 @@ class RunLogger:
         if self.store is not None:
             self.store.log_array(self.run_id, name, value)
 
+    def beat_due(self) -> bool:
+        """Whether a heartbeat is due (one per ``HEARTBEAT_SECONDS``; never without a store)."""
+        return self.store is not None and time.monotonic() - self._last_beat >= HEARTBEAT_SECONDS
+
     def heartbeat(self, step: int, force: bool = False) -> bool:
         """Rate-limited heartbeat; True when the store says this run should be cancelled."""
-        now = time.monotonic()
-        if self.store is None or (not force and now - self._last_beat < HEARTBEAT_SECONDS):
+        if self.store is None or not (force or self.beat_due()):
             return False
-        self._last_beat = now
+        self._last_beat = time.monotonic()
         return self.store.heartbeat(self.run_id, step)
+
+
+def heartbeat_all(loggers: list[RunLogger], step: int, force: bool = False) -> set[int]:
+    """The heartbeats of a stack's runs that are due, in one store transaction (``together``; before, one per run
+    per second); returns the indices of the loggers whose run the store says to cancel."""
+    due = [i for i, lg in enumerate(loggers) if lg.store is not None and (force or lg.beat_due())]
+    if not due:
+        return set()
+    with together([loggers[i] for i in due]):
+        return {i for i in due if loggers[i].heartbeat(step, force=True)}
 
 
 @contextmanager
