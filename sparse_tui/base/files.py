@@ -70,6 +70,9 @@ def problem(path: Path | str, *, through: bool = False, mkdir: bool = False) -> 
         if stat.S_ISDIR(st.st_mode):
             return "is a directory"
         return f"is {kind_of(st.st_mode) or 'not a regular file'}, not a file to write; refused"
+    if st is not None and not writable_by_mode(st):
+        return (f"is read-only (mode {stat.S_IMODE(st.st_mode):04o}); not replaced (make it writable, or write "
+                "another file)")
     real = Path(os.path.realpath(path))
     parent = real.parent
     while mkdir and not parent.exists() and parent != parent.parent:
@@ -79,6 +82,20 @@ def problem(path: Path | str, *, through: bool = False, mkdir: bool = False) -> 
     if not os.access(parent, os.W_OK):
         return f"directory {parent} is not writable"
     return None
+
+
+def writable_by_mode(st: os.stat_result) -> bool:
+    """Whether the file's mode lets this process write it, by the write bit of the class it falls in (owner,
+    group, others): the shell's rule for ``>``. Root, whom the kernel lets through anything, is held to the mode
+    too: it may replace a file that someone may write, never one with no write bit at all (a 0444 file; issue 45).
+    A rename would replace the file whatever its mode, so the writer asks this first."""
+    if os.geteuid() == 0:
+        return bool(st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+    if st.st_uid == os.geteuid():
+        return bool(st.st_mode & stat.S_IWUSR)
+    if st.st_gid == os.getegid() or st.st_gid in os.getgroups():
+        return bool(st.st_mode & stat.S_IWGRP)
+    return bool(st.st_mode & stat.S_IWOTH)
 
 
 def write_file(path: Path | str, write: Callable[[IO], T], *, binary: bool = False, through: bool = False,

@@ -152,7 +152,7 @@ def fit(
             fit_figure(rep, fig_path)
         except FigureError as e:
             raise fail(str(e)) from None
-        err.print(f"wrote {fig_path}")
+        err.print(f"wrote {_esc(fig_path)}", markup=False)
 
 
 @app.command(short_help="Reproduce a figure of the paper: train what the store lacks, fit, compare; --list.")
@@ -261,7 +261,7 @@ def reproduce(
 
             with _refused(FigureError):
                 rp.draw(store, rep, path)
-            err.print(f"wrote {path}")
+            err.print(f"wrote {_esc(path)}", markup=False)
     if as_json:
         from sparse_tui.reports.fitreport import json_safe
 

@@ -25,6 +25,7 @@ from sparse_tui.presets.schema import (
     default_kind,
     kind_classes,
 )
+from sparse_tui.science.repetition import REPEAT_KEYS, Schedule
 
 
 def parse_value(text: str) -> Any:
@@ -276,7 +277,7 @@ def validate_preset_data(
         if not values:
             errors.append(f"{src}: sweep.{key}: must have at least 1 value")
             continue
-        twice = _first_duplicate(values)
+        twice = _first_duplicate(values, schedules=key.split(".")[-1] in REPEAT_KEYS)
         if twice is not None:
             errors.append(f"{src}: sweep.{key}: value {_show(twice)} appears twice (two identical runs)")
             continue
@@ -305,12 +306,17 @@ def validate_preset_data(
     return loaded
 
 
-def _first_duplicate(values: list) -> Any:
+def _first_duplicate(values: list, schedules: bool = False) -> Any:
     """The first value of a sweep list that appears twice (1e-2 and 0.01, 1 and 1.0 are the same value; true and 1
-    are not), else None."""
+    are not; with ``schedules``, two spellings of one repetition schedule are too), else None."""
     seen = []
     for v in values:
         key = ("bool", v) if isinstance(v, bool) else ("num", v) if isinstance(v, (int, float)) else ("other", repr(v))
+        if schedules and key[0] == "other":
+            try:
+                key = ("schedule", str(Schedule.model_validate(v)))
+            except ValidationError:
+                pass  # the point's own validation names what is wrong with it
         if key in seen:
             return v
         seen.append(key)
