@@ -28,7 +28,9 @@ _DIGITS = re.compile(r"[+-]?\d+")
 ops = 0  # characters handed to a regular expression, float() or int() since import (the fuzz test's counter)
 
 
-def _spend(n: int) -> None:
+def spend(n: int) -> None:
+    """Count ``n`` characters handed to a linear primitive (str.split, an unambiguous pattern, float()): the
+    operation counter the fuzz test budgets."""
     global ops
     ops += n + 1
 
@@ -86,18 +88,18 @@ def number(v: Any, what: str = "value", *, lo: float = -math.inf, hi: float = ma
 
 def _text_number(text: str, what: str, integer: bool, lo: float, hi: float) -> float | int:
     if len(text) > MAX_CHARS:  # refused on its length alone: nothing below ever sees a long text
-        _spend(0)
+        spend(0)
         raise ValueError(f"{what}: {_shown(text)} is too long to be a number (at most {MAX_CHARS} characters)")
     s = text.strip()
-    _spend(2 * len(s))
+    spend(2 * len(s))
     if _DIGITS.fullmatch(s):
-        _spend(len(s))
+        spend(len(s))
         return int(s) if integer else float(s)  # an integer keeps its digits exactly
     if _NUMBER.fullmatch(s):
-        _spend(len(s))
+        spend(len(s))
         return float(s)
     if _INF.fullmatch(s):
-        _spend(len(s))
+        spend(len(s))
         return float(s)
     raise ValueError(f"{what}: {_shown(text)} is not {'an integer' if integer else 'a number'}"
                      f"{' (nan is not a number here)' if s.lower().lstrip('+-') == 'nan' else ''}")

@@ -241,13 +241,24 @@ def _figure_size(size: Optional[str]) -> Optional[tuple[float, float]]:
     """``--size WxH`` in inches, checked before any work is done."""
     if size is None:
         return None
-    w, x, h = size.strip().partition("x")
     try:
-        if not x:
-            raise ValueError
-        return float(number(w, "W", lo=0.5, hi=40)), float(number(h, "H", lo=0.5, hi=40))
+        return figure_size(size)
     except ValueError:
         raise fail(f"--size: WxH in inches between 0.5 and 40 (7x4), got {_esc(repr(size[:60]))}") from None
+
+
+def figure_size(text: str) -> tuple[float, float]:
+    """``--size WxH`` as typed: (W, H) in inches, each in [0.5, 40] (base/parse.py); ValueError otherwise."""
+    w, x, h = text.strip().partition("x")
+    if not x:
+        raise ValueError("--size: expected WxH")
+    return float(number(w, "--size W", lo=0.5, hi=40)), float(number(h, "--size H", lo=0.5, hi=40))
+
+
+def timeout_seconds(text: str) -> float:
+    """``export --timeout S`` as typed: seconds in (0, a day] (threading's join() overflows near 1e10 s, and a day
+    is more than any MLflow call should take); ValueError in one line otherwise."""
+    return float(number(text, "--timeout", lo=0, above=True, hi=MAX_TIMEOUT))
 
 
 @app.command(short_help="Summary and terminal plots of a run; --plot FILE writes a figure.")
@@ -380,8 +391,8 @@ def export_cmd(
 
     _one_of("--status", status, STATUSES)
     if to is not None:
-        try:  # threading's join() overflows near 1e10 s; a day is more than any MLflow call should take
-            secs = float(number(timeout, "--timeout", lo=0, above=True, hi=MAX_TIMEOUT))
+        try:
+            secs = timeout_seconds(timeout)
         except ValueError as e:
             raise fail(f"{e} (seconds)") from None
         _export_to(to, list(run_ids or []), runs_dir, preset, status, output,

@@ -32,7 +32,7 @@ from typing import Any, Mapping
 
 from pydantic import BaseModel, ConfigDict, model_serializer, model_validator
 
-from sparse_tui.base.parse import number
+from sparse_tui.base.parse import number, spend
 
 REPEAT_KEYS = ("p", "B")  # the task keys that accept a schedule (recall and linreg)
 
@@ -55,6 +55,7 @@ def _num(v: Any, what: str) -> float:
 def parse_condition(text: str) -> tuple:
     """``("cmp", metric, op, x)``, ``("stuck", k, metric | None)`` or ``("plateau",)``; ValueError otherwise."""
     s = " ".join(str(text).split())
+    spend(3 * len(s))  # the split and join above, and at most one of the two patterns below
     if s == "plateau":
         return ("plateau",)
     m = _STUCK.match(s)
@@ -177,6 +178,7 @@ class Schedule(BaseModel):
 def _parse_string(text: str) -> dict:
     """The string form, read in one pass: words split by str.split, each number by base/parse.py."""
     s = " ".join(text.split())
+    spend(3 * len(s))  # the split and join above, and the split / partition of its words below
     if s.startswith("steps"):
         pairs = []
         for item in s[len("steps"):].split():
