@@ -199,3 +199,63 @@ def _link_fd(fd: int, name: Path) -> None:
     if libc.linkat(AT_FDCWD, f"/proc/self/fd/{fd}".encode(), AT_FDCWD, os.fsencode(name), AT_SYMLINK_FOLLOW) != 0:
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err), str(name))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The one reader of files a user names or drops in a folder (issue 45): presets, their copies and headers,
+# checkpoints and their step headers. A regular file only (a FIFO is opened without waiting for a writer and then
+# refused; a device, a socket or a directory is refused), at most ``limit`` bytes.
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class ReadError(OSError):
+    """A file that could not be read as a regular file of at most its limit: one line naming it."""
+
+    def __init__(self, path: Path | str, reason: str, errno: int | None = None):
+        super().__init__(errno, reason)
+        self.path, self.reason = Path(path), reason
+        self.line = f"{path}: {reason}"
+
+    def __str__(self) -> str:
+        return self.line
+
+
+def open_regular(path: Path | str, what: str = "a file to read") -> IO[bytes]:
+    """``path`` opened for binary reading if it is a regular file (following links: a link to /dev/zero is
+    /dev/zero); ``ReadError`` otherwise. Never blocks: a FIFO opens at once (``O_NONBLOCK``) and is refused."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except FileNotFoundError:
+        raise ReadError(path, "file not found" if not os.path.islink(path) else "a link to nothing (dangling)",
+                        _errno.ENOENT) from None
+    except OSError as e:
+        raise ReadError(path, f"cannot read: {e.strerror or e}", e.errno) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise ReadError(path, f"is a directory, not {what}", _errno.EISDIR)
+        if not stat.S_ISREG(mode):
+            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) \
+                else "a socket" if stat.S_ISSOCK(mode) else "not a regular file"
+            raise ReadError(path, f"{kind}, not {what}", _errno.EINVAL)
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        fh = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fh
+
+
+def read_regular(path: Path | str, limit: int | None, what: str = "a file to read") -> bytes:
+    """The bytes of ``path`` (``open_regular``), refused with ``ReadError`` when it holds more than ``limit``
+    bytes (None: no limit) or cannot be read."""
+    with open_regular(path, what) as fh:
+        try:
+            data = fh.read() if limit is None else fh.read(limit + 1)
+        except OSError as e:
+            raise ReadError(path, f"cannot read: {e.strerror or e}", e.errno) from None
+    if limit is not None and len(data) > limit:
+        size = f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit} bytes"
+        raise ReadError(path, f"more than {size}; not {what}", _errno.EFBIG)
+    return data

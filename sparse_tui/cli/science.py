@@ -25,6 +25,7 @@ from sparse_tui.cli.common import (
     _open_store,
     _preflight,
     _preset_refused,
+    _presets_dir,
     _refused,
     _runs_dir,
     _say,
@@ -183,6 +184,8 @@ def reproduce(
     from sparse_tui.science.fitting import FitError
     from sparse_tui.store import StoreError
 
+    if presets_dir is not None:
+        presets_dir = _presets_dir(presets_dir)
     if list_:
         if name is not None:
             raise fail("reproduce --list: takes no figure name")
@@ -276,11 +279,12 @@ app.add_typer(presets_app, name="presets", short_help="List the presets, grouped
               "copy one to edit.")
 
 
-PresetsDirOpt = typer.Option(Path("presets"), "--presets-dir", help="Your own preset files (listed first).")
+PresetsDirOpt = typer.Option(None, "--presets-dir", help="Your own preset files (listed first; default ./presets).",
+                             show_default=False)
 
 
 @presets_app.callback()
-def presets(ctx: typer.Context, presets_dir: Path = PresetsDirOpt) -> None:
+def presets(ctx: typer.Context, presets_dir: Optional[Path] = PresetsDirOpt) -> None:
     """Every preset sparse-tui ships and your own (./presets), grouped: yours, checks, theory, paper (CPU), paper
     (GPU), blogs; each with the figure it reproduces and the CPU time its header records ("-": none measured).
     `sparse-tui run NAME` runs one; `sparse-tui presets copy NAME [DIR]` copies one to edit."""
@@ -288,6 +292,7 @@ def presets(ctx: typer.Context, presets_dir: Path = PresetsDirOpt) -> None:
         return
     from sparse_tui.presets.catalog import bundled_dir, catalogue
 
+    presets_dir = _presets_dir(presets_dir)
     t = Table(title=f"presets (bundled: {_esc(bundled_dir())}; yours: {_esc(presets_dir)}/)", title_justify="left")
     for col in ("group", "preset", "reproduces", "CPU time"):  # names and times never split: the figure wraps
         t.add_column(col, no_wrap=col != "reproduces")
@@ -308,11 +313,13 @@ def presets_copy(
     name: str = typer.Argument(..., help="A preset name (sparse-tui presets lists them).", show_default=False),
     dest: Optional[Path] = typer.Argument(None, help="Folder to write NAME.toml into (default: ./presets).",
                                           show_default=False),
-    presets_dir: Path = PresetsDirOpt,
+    presets_dir: Optional[Path] = PresetsDirOpt,
 ) -> None:
-    """Write an editable copy of a preset as DIR/NAME.toml; an existing file is never overwritten."""
+    """Write an editable copy of a preset (a bundled or your own preset's name, or a .toml file that is a valid
+    preset) as DIR/NAME.toml; an existing file is never overwritten."""
     from sparse_tui.presets.catalog import CatalogError, copy
 
+    presets_dir = _presets_dir(presets_dir)
     with _refused(CatalogError):
         target = copy(name, dest, presets_dir)
     out.print(f"wrote {_esc(target)}: edit it, then: sparse-tui run {_esc(target)} --headless", markup=False)

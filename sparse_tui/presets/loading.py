@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import copy
+import errno
 import itertools
-import os
-import stat
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any, Mapping
 
 from pydantic import ValidationError
 
+from sparse_tui.base.files import ReadError, read_regular
 from sparse_tui.presets.errors import PresetError, _loc, format_validation_error
 from sparse_tui.presets.schema import (
     KIND_SECTIONS,
@@ -183,6 +183,9 @@ def load_preset(path: str | Path, overrides: list[str] | None = None) -> LoadedP
     return loaded
 
 
+PRESET_FILE = "a preset file (a preset is a TOML file)"
+
+
 def _read_preset_file(path: Path) -> bytes:
     """A preset file's bytes: a regular file (a FIFO, a device or a socket is refused before it is read, so that
     ``run /dev/zero`` or a FIFO nobody writes cannot hang or fill the memory) of at most ``MAX_PRESET_BYTES``,
@@ -193,30 +196,12 @@ def _read_preset_file(path: Path) -> bytes:
         raise PresetError([f"{path}: the file name is not valid UTF-8 (run names and preset paths are stored as"
                            " UTF-8); rename the file"]) from None
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO opens at once, to be refused
-    except FileNotFoundError:
-        raise PresetError([f"{path}: file not found"]) from None
-    except OSError as e:
-        raise PresetError([f"{path}: cannot read: {e.strerror}"]) from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
-            raise PresetError([f"{path}: is a directory, not a preset file"])
-        if not stat.S_ISREG(mode):
-            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) \
-                else "a socket" if stat.S_ISSOCK(mode) else "not a regular file"
-            raise PresetError([f"{path}: {kind}, not a preset file (a preset is a TOML file)"])
-        with os.fdopen(fd, "rb", closefd=True) as fh:
-            fd = -1
-            data = fh.read(MAX_PRESET_BYTES + 1)
-    except OSError as e:
-        raise PresetError([f"{path}: cannot read: {e.strerror}"]) from None
-    finally:
-        if fd >= 0:
-            os.close(fd)
-    if len(data) > MAX_PRESET_BYTES:
-        raise PresetError([f"{path}: more than {MAX_PRESET_BYTES >> 20} MiB; a preset is a small TOML file"])
-    return data
+        return read_regular(path, MAX_PRESET_BYTES, PRESET_FILE)  # base/files.py: the one reader of users' files
+    except ReadError as e:
+        if e.errno == errno.EFBIG:
+            raise PresetError([f"{path}: more than {MAX_PRESET_BYTES >> 20} MiB; a preset is a small TOML file"]) \
+                from None
+        raise PresetError([str(e)]) from None
 
 
 def validate_preset_data(
@@ -361,7 +346,7 @@ def edited_keys(loaded: LoadedPreset) -> dict[str, Any]:
     base = loaded.file_raw
     if base is None:
         try:
-            base = tomllib.loads(Path(loaded.path).read_text(encoding="utf-8"))
+            base = tomllib.loads(read_regular(loaded.path, MAX_PRESET_BYTES).decode("utf-8"))
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
             return {}
     old = flatten({k: v for k, v in base.items() if k not in _NOT_EDITS and isinstance(k, str)})
