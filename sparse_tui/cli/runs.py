@@ -438,8 +438,8 @@ def _export_to(to: str, args: list[str], runs_dir: Optional[Path], preset: Optio
         raise fail("export: no runs to export")
     try:
         line = export_to(to, store, recs, dest, say=lambda t: err.print(_esc(t), markup=False), **how)
-    except BridgeError as e:
-        exit_ = fail(str(e))
+    except BridgeError as e:  # a full disk is exit 1, as for training (docs/USAGE.md); the rest is a usage error
+        exit_ = fail(str(e), ExitCode.RUN_FAILED if e.disk_full else ExitCode.USAGE)
         if e.stuck:  # a call still hangs in its thread: leave without waiting for it
             _exit_now(exit_.exit_code)
         raise exit_ from None
