@@ -172,6 +172,9 @@ def reproduce(
     device: Optional[str] = typer.Option(None, "--device", help="Override train.device: auto, cpu, cuda, cuda:N."),
     threshold: Optional[str] = ThresholdOpt,
     as_json: bool = typer.Option(False, "--json", help="Print the reports as JSON."),
+    verdict_now: bool = typer.Option(False, "--verdict-now", help="Give the verdict over the points stored even while "
+                                     "some still train in another process (default: the report says how many and "
+                                     "withholds the verdict)."),
 ) -> None:
     """Reproduce a figure of the paper: train the runs of its preset that the store lacks (runs of the same
     configuration are reused, whoever trained them), fit or summarise them, print the paper's numbers beside the
@@ -236,7 +239,12 @@ def reproduce(
         codes = [_train_batch(store, ex, specs, batch_id=batch_id, resume=ids, **how) for batch_id, ids, specs in batches]
         return max([*codes, _train_batch(store, ex, todo, **how) if todo else ExitCode.OK])
 
-    outcomes = run_reproduce(store, chosen, size, presets_dir=presets_dir, threshold=x, train=train, said=said)
+    def waiting(entry) -> None:
+        _say(f"{entry.key}: another reproduce of it is training on this store; waiting for it (its runs are then "
+             "reused, never trained twice)")
+
+    outcomes = run_reproduce(store, chosen, size, presets_dir=presets_dir, threshold=x, train=train, said=said,
+                             verdict_now=verdict_now, waiting=waiting)
     code = max([ExitCode.OK, *(o.trained for o in outcomes if o.trained is not None)])
     paths = plot_paths(fig_path, chosen) if fig_path is not None else [None] * len(outcomes)
     for o, path in zip(outcomes, paths):
