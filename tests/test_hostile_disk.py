@@ -85,12 +85,19 @@ def test_readers_open_a_store_on_a_full_disk(full_store):
     assert (runs / "runs.db").read_bytes() == before  # nothing written (SQLite's failed try may leave a stub -shm)
 
 
-def test_export_to_tensorboard_on_a_full_disk_exits_1(full_store, small_disk):
-    pytest.importorskip("tensorboard")
-    runs, _ = full_store
-    r = _cli("export", "--runs-dir", str(runs), "--to", "tensorboard", str(small_disk / "tb"))
-    assert r.exit_code == 1, r.output
-    assert "Traceback" not in r.output
+@pytest.mark.parametrize("to", ["tensorboard", "mlflow"])
+def test_export_to_a_full_disk_exits_1(tmp_path, small_disk, to):
+    pytest.importorskip(to)
+    _, runs, store, _, ids = stored_preset(tmp_path, TINY_PRESET)  # the store on a disk with room
+    store.log_metrics_many(ids[0], [0, 20], {"test/loss": [3.0, 1.0], "test/acc": [0.1, 0.6]})
+    store.finish(ids[0], "finished", step=20)
+    store.close()
+    (small_disk / "out").mkdir()
+    _fill(small_disk)
+    dest = str(small_disk / "out" / ("tb" if to == "tensorboard" else "m.db"))
+    r = _cli("export", "--runs-dir", str(runs), "--to", to, dest)
+    assert r.exit_code == 1, r.output  # docs/USAGE.md: a full disk is exit 1, not a usage error
+    assert "Traceback" not in r.output and "error: --to" in r.stderr
 
 
 @pytest.mark.parametrize("value", ["0", "off", "OFF", "false", "False", "no", " 0", "0 "])
