@@ -16,6 +16,8 @@ import pytest
 
 from sparse_tui.base import parse
 from sparse_tui.cli.runs import figure_size, timeout_seconds
+from sparse_tui.reports import fitreport
+from sparse_tui.science.theory import parse_grid
 from sparse_tui.science.repetition import Schedule, parse_condition
 from sparse_tui.tui.render import filters
 
@@ -54,6 +56,12 @@ def _filter(text: str) -> None:
         filters._holds(c, row.params["task.d"])
 
 
+def _where(text: str) -> None:
+    for w in fitreport.parse_where([text]):
+        for v in (10**400, 0.5):
+            fitreport._match(v, w)
+
+
 FIELDS = {
     # field: (callable, the syntax wrapped around a generated number)
     "schedule steps": (Schedule.model_validate, lambda r, t: f"steps 0:{t}" if r.random() < 0.8 else f"steps {t}"),
@@ -64,6 +72,9 @@ FIELDS = {
     "export --timeout": (timeout_seconds, lambda r, t: t),
     "show --size": (figure_size, lambda r, t: r.choice([f"{t}x4", f"7x{t}", t])),
     "filter value": (_filter, lambda r, t: r.choice([f"d>{t}", f"lr<={t}", f"d={t},{t}", f"d!={t}"])),
+    "fit/reproduce --threshold": (fitreport.parse_threshold, lambda r, t: t),
+    "fit --where": (_where, lambda r, t: r.choice([f"task.d>{t}", f"seed={t},{t}", f"task.B <= {t}", f"x!={t}"])),
+    "theory --grid": (parse_grid, lambda r, t: r.choice([f"d={t}", f"T=64,{t}", f"p={t}"])),
 }
 
 
@@ -103,3 +114,12 @@ def test_every_number_field_survives_10000_generated_strings(field):
         signal.signal(signal.SIGALRM, old)
     assert (crashes, over, timeouts) == ([], [], 0)
     assert 0 < refused < N  # the generator reaches both sides of every field
+
+
+def test_fit_where_compares_an_integer_above_1e308_without_overflow():
+    (w,) = fitreport.parse_where(["task.d>5"])
+    assert fitreport._match(10**400, w) is False  # not a finite number: no match, no OverflowError
+    (w,) = fitreport.parse_where([f"task.d={10**400}"])
+    assert fitreport._match(10**400, w) is True and fitreport._match(5, w) is False
+    with pytest.raises(ValueError, match="more than 1000 values"):
+        fitreport.parse_where(["seed=" + "1," * 5000])

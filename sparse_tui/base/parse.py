@@ -20,6 +20,7 @@ import re
 from typing import Any
 
 MAX_CHARS = 100
+MAX_VALUES = 1000  # items in one typed list: a filter's alternatives, a grid's values
 # One way to read each character: digits, an optional fraction, an optional exponent (no `\d+\.?\d*`, whose two
 # digit runs can split a long number in n ways).
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
@@ -103,6 +104,15 @@ def _text_number(text: str, what: str, integer: bool, lo: float, hi: float) -> f
         return float(s)
     raise ValueError(f"{what}: {_shown(text)} is not {'an integer' if integer else 'a number'}"
                      f"{' (nan is not a number here)' if s.lower().lstrip('+-') == 'nan' else ''}")
+
+
+def values(text: str, what: str = "value") -> list[str]:
+    """A typed comma-separated list (``d=16,32``, ``--grid d=16,32,64``, ``--where seed=0,1``), its empty items
+    dropped; at most ``MAX_VALUES`` items, counted before the list is built (ValueError in one line otherwise)."""
+    spend(len(text))
+    if text.count(",") >= MAX_VALUES:
+        raise ValueError(f"{what}: more than {MAX_VALUES} values")
+    return [v for v in text.split(",") if v.strip()]
 
 
 def maybe_number(v: Any) -> float | None:

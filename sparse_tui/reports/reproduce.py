@@ -48,13 +48,16 @@ def reproduce(store: Any, chosen: Sequence[Entry], size: str, *, presets_dir: Pa
     of its points that another process is training without the lock (a console launch, ``run --detach``) are
     joined, never trained again (``Plan.elsewhere``); while some still train, the report says how many and gives
     no verdict, unless ``verdict_now``."""
+    from contextlib import nullcontext
+
     from sparse_tui.store.locks import held
 
     outcomes = []
     for entry in chosen:
-        with held(store.runs_dir, f"reproduce-{entry.key}",
-                  on_wait=(lambda e=entry: waiting(e)) if waiting is not None else None):
-            if not getattr(store, "read_only", False):
+        tell = (lambda e=entry: waiting(e)) if waiting is not None else None
+        # a pass that only reports trains nothing, so it takes no lock (the console's report never waits)
+        with held(store.runs_dir, f"reproduce-{entry.key}", on_wait=tell) if train is not None else nullcontext():
+            if train is not None and not getattr(store, "read_only", False):
                 store.reap()  # a run whose process is gone is resumable, not "training elsewhere"
             p = plan(store, entry, size, presets_dir)
             if said is not None:

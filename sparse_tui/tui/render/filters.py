@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Collection, Iterable
 
 from sparse_tui.base.parse import maybe_number
+from sparse_tui.base.parse import values as split_values
 from sparse_tui.tui.render.runs import COLUMNS, STATUS, Row
 
 OPS = (">=", "<=", "!=", ">", "<", "=", "~")
@@ -77,7 +78,7 @@ def _cond(word: str, key: str, op: str, value: str, params: Collection[str]) -> 
     if not keys and key not in RESULTS and key not in FIELDS:
         raise ValueError(f"filter '{word}': no key '{key}' (a result {'/'.join(RESULTS)}, a field "
                          f"{'/'.join(FIELDS)} or a parameter of the runs; → completes)")
-    values = tuple(v for v in value.split(",") if v) if op in ("=", "!=", "~") else (value,)
+    values = tuple(split_values(value, f"filter '{word[:40]}'")) if op in ("=", "!=", "~") else (value,)
     if op in (">", "<", ">=", "<=") and _number(value) is None:
         raise ValueError(f"filter '{word}': {op} needs a number, not '{value}'")
     return Cond(key, op, values, keys)
