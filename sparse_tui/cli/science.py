@@ -217,6 +217,13 @@ def reproduce(
         if x is not None and not any(refits(e) for e in chosen):
             raise atlas.AtlasError(f"--threshold: {name} has no panel with a fitted law (its plateaus are not "
                                    "fitted; sparse-tui reproduce --list shows each kind)")
+    if fig_path is not None:  # every figure file is checked before any training, and before the first is written
+        from sparse_tui.base.files import problem
+
+        for path in plot_paths(fig_path, chosen):
+            why = problem(path)
+            if why:
+                raise fail(f"--plot {path}: {why}")
     if size == "auto":
         import torch
 
