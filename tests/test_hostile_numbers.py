@@ -123,3 +123,20 @@ def test_fit_where_compares_an_integer_above_1e308_without_overflow():
     assert fitreport._match(10**400, w) is True and fitreport._match(5, w) is False
     with pytest.raises(ValueError, match="more than 1000 values"):
         fitreport.parse_where(["seed=" + "1," * 5000])
+
+
+def test_an_integer_beyond_4300_digits_in_a_preset_or_set_is_one_line(tmp_path):
+    """Found while fixing issue 45: tomllib raises Python's int() limit as a bare ValueError (a traceback, exit 1)."""
+    from conftest import TINY_PRESET
+
+    from sparse_tui.presets.errors import PresetError
+    from sparse_tui.presets.loading import load_preset
+
+    big = "1" + "0" * 5000
+    p = tmp_path / "big.toml"
+    p.write_text(TINY_PRESET.replace("steps = 20", f"steps = {big}"))
+    with pytest.raises(PresetError, match="big.toml: an integer of more than 4300 digits"):
+        load_preset(p)
+    p.write_text(TINY_PRESET)
+    with pytest.raises((PresetError, ValueError), match="more than 4300 digits"):
+        load_preset(p, [f"task.n_pairs={big}"])

@@ -38,6 +38,10 @@ def parse_value(text: str) -> Any:
         return text
     except RecursionError:
         raise ValueError("value is nested too deeply") from None
+    except ValueError as e:  # Python's int() limit (4300 digits): no key takes such a number
+        if "4300" not in str(e) and "digits" not in str(e):
+            raise
+        raise ValueError("an integer of more than 4300 digits; no key takes one") from None
 
 
 def _get_section_model(path: list[str], data: dict) -> bool:
@@ -176,6 +180,8 @@ def load_preset(path: str | Path, overrides: list[str] | None = None) -> LoadedP
         raise PresetError([f"{src}: TOML syntax error: {str(e).splitlines()[0]}"]) from None
     except RecursionError:
         raise PresetError([f"{src}: TOML nested too deeply"]) from None
+    except ValueError:  # Python's int() limit (4300 digits), raised by tomllib past its own checks
+        raise PresetError([f"{src}: an integer of more than 4300 digits; no key takes one"]) from None
     if not raw:
         raise PresetError([f"{src}: empty preset (no keys); a preset needs at least a [task] or [train] table"])
     loaded = validate_preset_data(raw, src, overrides, path=path)
@@ -347,7 +353,7 @@ def edited_keys(loaded: LoadedPreset) -> dict[str, Any]:
     if base is None:
         try:
             base = tomllib.loads(read_regular(loaded.path, MAX_PRESET_BYTES).decode("utf-8"))
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
+        except (OSError, ValueError, RecursionError):  # UnicodeDecodeError and TOMLDecodeError are ValueErrors
             return {}
     old = flatten({k: v for k, v in base.items() if k not in _NOT_EDITS and isinstance(k, str)})
     new = flatten({k: v for k, v in loaded.raw.items() if k not in _NOT_EDITS and isinstance(k, str)})

@@ -148,6 +148,9 @@ class PresetDraft:
         except tomllib.TOMLDecodeError as e:
             self.raw = {}
             self.parse_error = f"{self.path.name}: TOML syntax error: {e}"
+        except ValueError:  # Python's int() limit (4300 digits), past tomllib's own checks
+            self.raw = {}
+            self.parse_error = f"{self.path.name}: an integer of more than 4300 digits; no key takes one"
         self.doc = None
         self.original: dict[str, str] = self._texts_from_file()
         self.values: dict[str, str] = dict(self.original)
