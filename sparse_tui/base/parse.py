@@ -1,6 +1,7 @@
 """The one parser of user-typed numbers: schedules (``task.p`` / ``task.B`` strings), thresholds (``--threshold``, a
-schedule's ``METRIC >= X``, ``stuck K``), timeouts (``export --timeout``), sizes (``show --size``) and the runs
-filter's values (``acc>0.9``). Issue 45: a schedule's number pattern backtracked quadratically (a 30,000-digit
+schedule's ``METRIC >= X``, ``stuck K``), timeouts (``export --timeout``), sizes (``show --size``), grids
+(``theory --grid``) and filters (``fit --where``, the console's ``acc>0.9``); ``values`` splits their typed lists.
+TOML numbers (presets, ``--set``) are tomllib's, then checked here where a schedule holds them. Issue 45: a schedule's number pattern backtracked quadratically (a 30,000-digit
 number hung validation), ``float()`` let NaN into a schedule, and an integer above 1e308 raised OverflowError in the
 filter.
 
