@@ -381,8 +381,8 @@ def export_cmd(
     update: bool = typer.Option(False, "--update", help="--to mlflow: bring runs exported before up to date (tags, "
                                 "note, new metric points, status) instead of skipping them."),
     mkdir: bool = typer.Option(False, "--mkdir", help="--to: create the target's missing parent folders."),
-    timeout: str = typer.Option("30", "--timeout", help="--to mlflow: seconds each MLflow call may take (at most "
-                                "a day)."),
+    timeout: Optional[str] = typer.Option(None, "--timeout", help="--to mlflow: seconds each MLflow call may take "
+                                          "(default 30, at most a day).", show_default=False),
 ) -> None:
     """Export the run table (or the per-step metrics) as CSV, JSON lines or Parquet, or (--to) write the runs as
     TensorBoard event files or MLflow runs."""
@@ -392,14 +392,15 @@ def export_cmd(
 
     _one_of("--status", status, STATUSES)
     if to is not None:
-        try:
-            secs = timeout_seconds(timeout)
-        except ValueError as e:
-            raise fail(f"{e} (seconds)") from None
-        _export_to(to, list(run_ids or []), runs_dir, preset, status, output,
-                   dict(update=update, mkdir=mkdir, timeout=secs))
+        how = dict(update=update, mkdir=mkdir)
+        if timeout is not None:  # else the bridge's own default (bridges.TIMEOUT)
+            try:
+                how["timeout"] = timeout_seconds(timeout)
+            except ValueError as e:
+                raise fail(f"{e} (seconds)") from None
+        _export_to(to, list(run_ids or []), runs_dir, preset, status, output, how)
         return
-    for flag, given in (("--update", update), ("--mkdir", mkdir), ("--timeout", timeout != "30")):
+    for flag, given in (("--update", update), ("--mkdir", mkdir), ("--timeout", timeout is not None)):
         if given:
             raise fail(f"{flag}: only with --to tensorboard / --to mlflow")
     _one_of("--format", fmt, FORMATS)
