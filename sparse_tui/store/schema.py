@@ -176,11 +176,12 @@ class StoreFile:
             con = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=30.0)
             con.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
         except sqlite3.OperationalError as e:
-            if not create and self._without_shm(e):
-                pass  # a full disk: read the file as it was last closed (immutable, below)
-            elif "unable to open" not in str(e) or os.access(self.runs_dir, os.W_OK) and not _read_only_fs(self.runs_dir):
+            media_ro = "unable to open" in str(e) and (not os.access(self.runs_dir, os.W_OK)
+                                                       or _read_only_fs(self.runs_dir))
+            full_disk = not media_ro and not create and self._without_shm(e)  # read immutable, below
+            if not media_ro and not full_disk:
                 raise StoreError(f"{self.path}: cannot open: {e}") from None
-            elif create:  # a WAL store on read-only media can be read, never written
+            if media_ro and create:  # a WAL store on read-only media can be read, never written
                 raise StoreError(f"{self.path}: the run store is read-only (read-only file system or permissions);"
                                  " cannot record runs here (pass another --runs-dir)") from None
             self.read_only = True
