@@ -188,7 +188,7 @@ FLAG_CASES = [
     ("runs-dir-empty-resume", ["resume", "{run}", "--runs-dir", ""], "--runs-dir: must not be empty"),
     ("theory-d-nan", ["theory", "--d", "nan", "--T", "4"], "--d: must be a positive integer, got nan"),
     ("theory-T-inf", ["theory", "--d", "4", "--T", "inf"], "--T: must be a positive integer, got inf"),
-    ("theory-grid-nan", ["theory", "--grid", "d=nan", "T=4"], "--grid: d must be a positive integer, got nan"),
+    ("theory-grid-nan", ["theory", "--grid", "d=nan", "T=4"], "--grid: grid item 'd=nan': values must be numbers"),
     ("export-block-device", ["export", "--runs-dir", "{store}", "-o", "{blockdev}"], "a block device, not a file"),
 ]
 

@@ -70,6 +70,9 @@ def problem(path: Path | str, *, through: bool = False, mkdir: bool = False) -> 
         if stat.S_ISDIR(st.st_mode):
             return "is a directory"
         return f"is {kind_of(st.st_mode) or 'not a regular file'}, not a file to write; refused"
+    if st is not None and not writable_by_mode(st):
+        return (f"is read-only (mode {stat.S_IMODE(st.st_mode):04o}); not replaced (make it writable, or write "
+                "another file)")
     real = Path(os.path.realpath(path))
     parent = real.parent
     while mkdir and not parent.exists() and parent != parent.parent:
@@ -79,6 +82,20 @@ def problem(path: Path | str, *, through: bool = False, mkdir: bool = False) -> 
     if not os.access(parent, os.W_OK):
         return f"directory {parent} is not writable"
     return None
+
+
+def writable_by_mode(st: os.stat_result) -> bool:
+    """Whether the file's mode lets this process write it, by the write bit of the class it falls in (owner,
+    group, others): the shell's rule for ``>``. Root, whom the kernel lets through anything, is held to the mode
+    too: it may replace a file that someone may write, never one with no write bit at all (a 0444 file; issue 45).
+    A rename would replace the file whatever its mode, so the writer asks this first."""
+    if os.geteuid() == 0:
+        return bool(st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+    if st.st_uid == os.geteuid():
+        return bool(st.st_mode & stat.S_IWUSR)
+    if st.st_gid == os.getegid() or st.st_gid in os.getgroups():
+        return bool(st.st_mode & stat.S_IWGRP)
+    return bool(st.st_mode & stat.S_IWOTH)
 
 
 def write_file(path: Path | str, write: Callable[[IO], T], *, binary: bool = False, through: bool = False,
@@ -182,3 +199,63 @@ def _link_fd(fd: int, name: Path) -> None:
     if libc.linkat(AT_FDCWD, f"/proc/self/fd/{fd}".encode(), AT_FDCWD, os.fsencode(name), AT_SYMLINK_FOLLOW) != 0:
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err), str(name))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The one reader of files a user names or drops in a folder (issue 45): presets, their copies and headers,
+# checkpoints and their step headers. A regular file only (a FIFO is opened without waiting for a writer and then
+# refused; a device, a socket or a directory is refused), at most ``limit`` bytes.
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class ReadError(OSError):
+    """A file that could not be read as a regular file of at most its limit: one line naming it."""
+
+    def __init__(self, path: Path | str, reason: str, errno: int | None = None):
+        super().__init__(errno, reason)
+        self.path, self.reason = Path(path), reason
+        self.line = f"{path}: {reason}"
+
+    def __str__(self) -> str:
+        return self.line
+
+
+def open_regular(path: Path | str, what: str = "a file to read") -> IO[bytes]:
+    """``path`` opened for binary reading if it is a regular file (following links: a link to /dev/zero is
+    /dev/zero); ``ReadError`` otherwise. Never blocks: a FIFO opens at once (``O_NONBLOCK``) and is refused."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except FileNotFoundError:
+        raise ReadError(path, "file not found" if not os.path.islink(path) else "a link to nothing (dangling)",
+                        _errno.ENOENT) from None
+    except OSError as e:
+        raise ReadError(path, f"cannot read: {e.strerror or e}", e.errno) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise ReadError(path, f"is a directory, not {what}", _errno.EISDIR)
+        if not stat.S_ISREG(mode):
+            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) \
+                else "a socket" if stat.S_ISSOCK(mode) else "not a regular file"
+            raise ReadError(path, f"{kind}, not {what}", _errno.EINVAL)
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        fh = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fh
+
+
+def read_regular(path: Path | str, limit: int | None, what: str = "a file to read") -> bytes:
+    """The bytes of ``path`` (``open_regular``), refused with ``ReadError`` when it holds more than ``limit``
+    bytes (None: no limit) or cannot be read."""
+    with open_regular(path, what) as fh:
+        try:
+            data = fh.read() if limit is None else fh.read(limit + 1)
+        except OSError as e:
+            raise ReadError(path, f"cannot read: {e.strerror or e}", e.errno) from None
+    if limit is not None and len(data) > limit:
+        size = f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit} bytes"
+        raise ReadError(path, f"more than {size}; not {what}", _errno.EFBIG)
+    return data

@@ -9,8 +9,9 @@ loop, which records ``sys/*`` metrics with every evaluation of a run (training/l
 * ``sys/gpu_util`` / ``sys/gpu_mem_mb`` (CUDA runs, NVML present): the GPU's utilisation over NVML's last sample
   period, %, and the memory in use on that GPU (every process on it), MiB.
 
-``SPARSE_TUI_SYSTEM_METRICS=0`` turns the recording off (the test suite does, so that the runs it compares bit for
-bit carry only deterministic metrics; tests/test_sysmetrics.py turns it on). Reading them costs microseconds and never waits for the GPU (tests/test_no_host_sync.py runs the evaluation
+``SPARSE_TUI_SYSTEM_METRICS=0`` (or ``off``, ``false``, ``no``, any case) turns the recording off (the test suite
+does, so that the runs it compares bit for bit carry only deterministic metrics; tests/test_sysmetrics.py turns it
+on). Reading them costs microseconds and never waits for the GPU (tests/test_no_host_sync.py runs the evaluation
 path's sample under its sync guard). Without NVML, without a GPU, or when NVML fails, the GPU metrics are absent.
 """
 
@@ -19,6 +20,8 @@ from __future__ import annotations
 import os
 import time
 from typing import Any
+
+OFF = ("0", "off", "false", "no")  # SPARSE_TUI_SYSTEM_METRICS values that turn the recording off
 
 import psutil
 
@@ -111,7 +114,8 @@ class SystemSampler:
 
     @staticmethod
     def enabled() -> bool:
-        return os.environ.get("SPARSE_TUI_SYSTEM_METRICS", "1") != "0"
+        """Off for ``0``, ``off``, ``false`` or ``no`` (any case, spaces around ignored: ``' 0'`` is off too)."""
+        return os.environ.get("SPARSE_TUI_SYSTEM_METRICS", "1").strip().lower() not in OFF
 
     def sample(self, device_type: str = "cpu", index: int | None = None) -> dict[str, float]:
         """The ``sys/*`` metrics now; {} when recording is off (``SPARSE_TUI_SYSTEM_METRICS=0``)."""

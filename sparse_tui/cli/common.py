@@ -119,6 +119,18 @@ def _runs_dir(value: Optional[Path]) -> Path:
     return value if value is not None else default_runs_dir()
 
 
+def _presets_dir(value: Optional[Path]) -> Path:
+    """``--presets-dir``: left out, ./presets (which may not exist); given, a folder that exists, or exit 2 (a typo
+    must not fall back to the bundled presets without a word; issue 45)."""
+    if value is None:
+        return Path("presets")
+    if not value.is_dir():
+        why = ("a link to nothing (dangling)" if value.is_symlink() and not value.exists()
+               else "not a folder" if value.exists() else "no such folder")
+        raise fail(f"--presets-dir {value}: {why}")
+    return value
+
+
 def fail(message: str, code: ExitCode = ExitCode.USAGE) -> "typer.Exit":
     """Print a one-line error to stderr and return the exit to raise."""
     err.print(f"error: {_esc(message)}", markup=False)
@@ -165,8 +177,9 @@ def _preset_refused():
 def main_callback(
     ctx: typer.Context,
     runs_dir: Optional[Path] = RunsDirOpt,
-    presets_dir: Path = typer.Option(Path("presets"), "--presets-dir", help="Your own preset files (the console "
-                                     "lists them first, then the bundled presets)."),
+    presets_dir: Optional[Path] = typer.Option(None, "--presets-dir", help="Your own preset files (the console "
+                                               "lists them first, then the bundled presets; default ./presets).",
+                                               show_default=False),
     version: bool = typer.Option(False, "--version", help="Print the version and exit."),
     executor: str = typer.Option("local", "--executor", help="Where the console's launches train: local or ray."),
     address: Optional[str] = RayAddressOpt,
@@ -177,7 +190,7 @@ def main_callback(
         out.print(f"sparse-tui {__version__}")
         raise typer.Exit(0)
     if ctx.invoked_subcommand is None:
-        _open_tui(_runs_dir(runs_dir), presets_dir, None, [], _executor_options(executor, address))
+        _open_tui(_runs_dir(runs_dir), _presets_dir(presets_dir), None, [], _executor_options(executor, address))
 
 
 def _open_tui(runs_dir: Path, presets_dir: Path, preset: Optional[Path], overrides: list[str], executor) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import sys
@@ -17,6 +16,7 @@ from rich.text import Text
 
 from sparse_tui.base.exitcodes import ExitCode
 from sparse_tui.base.numbers import fmt_or
+from sparse_tui.base.parse import number
 from sparse_tui.cli.common import (
     PlotOpt,
     RunsDirOpt,
@@ -252,14 +252,31 @@ def _store_warnings(store) -> None:
         err.print(_esc(line), markup=False)
 
 
+MAX_TIMEOUT = 86400.0  # export --timeout: seconds, at most a day
+
+
 def _figure_size(size: Optional[str]) -> Optional[tuple[float, float]]:
     """``--size WxH`` in inches, checked before any work is done."""
     if size is None:
         return None
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)x(\d+(?:\.\d+)?)", size.strip())
-    if not m or not all(0.5 <= float(v) <= 40 for v in m.groups()):
-        raise fail(f"--size: WxH in inches between 0.5 and 40 (7x4), got {size!r}")
-    return float(m.group(1)), float(m.group(2))
+    try:
+        return figure_size(size)
+    except ValueError:
+        raise fail(f"--size: WxH in inches between 0.5 and 40 (7x4), got {_esc(repr(size[:60]))}") from None
+
+
+def figure_size(text: str) -> tuple[float, float]:
+    """``--size WxH`` as typed: (W, H) in inches, each in [0.5, 40] (base/parse.py); ValueError otherwise."""
+    w, x, h = text.strip().partition("x")
+    if not x:
+        raise ValueError("--size: expected WxH")
+    return float(number(w, "--size W", lo=0.5, hi=40)), float(number(h, "--size H", lo=0.5, hi=40))
+
+
+def timeout_seconds(text: str) -> float:
+    """``export --timeout S`` as typed: seconds in (0, a day] (threading's join() overflows near 1e10 s, and a day
+    is more than any MLflow call should take); ValueError in one line otherwise."""
+    return float(number(text, "--timeout", lo=0, above=True, hi=MAX_TIMEOUT))
 
 
 @app.command(short_help="Summary and terminal plots of a run; --plot FILE writes a figure.")
@@ -279,6 +296,7 @@ def show(
     the plateau marked (several runs: overlaid in one figure, or one mean ± std per group with --mean-by) and, for
     runs of token tasks, FILE_embedding (same suffix): their final token embeddings in a plane (PCA above 2
     dimensions), labelled by token value."""
+    from sparse_tui.base.files import problem
     from sparse_tui.base.plotting import chart
     from sparse_tui.store import StoreError
 
@@ -288,6 +306,8 @@ def show(
     inches = _figure_size(size)
     if len(run_ids) > 1 and fig_path is None:
         raise fail("show: give one run, or several with --plot FILE")
+    if mean_by is not None and fig_path is None:
+        raise fail("--mean-by: only with --plot FILE (it groups the runs' curves in the figure)")
     store = _open_store(runs_dir)
     store.reap()
     with _refused(StoreError):
@@ -299,13 +319,16 @@ def show(
 
         embedded = [r.run_id for r in recs if store.array(r.run_id, ARRAY) is not None]
         geo_path = fig_path.with_name(f"{fig_path.stem}_embedding{fig_path.suffix}")
+        why = problem(geo_path) if embedded else None  # every output path is checked before the first is written
+        if why:
+            raise fail(f"--plot {_esc(geo_path)} (the embedding figure beside {_esc(fig_path.name)}): {why}")
         with _refused(FigureError):
             curves_figure(store, [r.run_id for r in recs], fig_path, size=inches,
                           groups=[k.strip() for k in mean_by.split(",") if k.strip()] if mean_by else None)
-            err.print(f"wrote {fig_path}")
+            err.print(f"wrote {_esc(fig_path)}", markup=False)
             if embedded:  # token-input runs: their final embedding beside (blog 3's geometry view)
                 geometry_figure(store, embedded, geo_path)
-                err.print(f"wrote {geo_path}")
+                err.print(f"wrote {_esc(geo_path)}", markup=False)
         if len(recs) > 1:
             return
     rec = recs[0]
@@ -376,7 +399,8 @@ def export_cmd(
     update: bool = typer.Option(False, "--update", help="--to mlflow: bring runs exported before up to date (tags, "
                                 "note, new metric points, status) instead of skipping them."),
     mkdir: bool = typer.Option(False, "--mkdir", help="--to: create the target's missing parent folders."),
-    timeout: float = typer.Option(30.0, "--timeout", help="--to mlflow: seconds each MLflow call may take."),
+    timeout: Optional[str] = typer.Option(None, "--timeout", help="--to mlflow: seconds each MLflow call may take "
+                                          "(default 30, at most a day).", show_default=False),
 ) -> None:
     """Export the run table (or the per-step metrics) as CSV, JSON lines or Parquet, or (--to) write the runs as
     TensorBoard event files or MLflow runs."""
@@ -386,11 +410,17 @@ def export_cmd(
 
     _one_of("--status", status, STATUSES)
     if to is not None:
-        if not (math.isfinite(timeout) and timeout > 0):
-            raise fail(f"--timeout: must be a positive number of seconds, got {timeout:g}")
-        _export_to(to, list(run_ids or []), runs_dir, preset, status, output,
-                   dict(update=update, mkdir=mkdir, timeout=timeout))
+        how = dict(update=update, mkdir=mkdir)
+        if timeout is not None:  # else the bridge's own default (bridges.TIMEOUT)
+            try:
+                how["timeout"] = timeout_seconds(timeout)
+            except ValueError as e:
+                raise fail(f"{e} (seconds)") from None
+        _export_to(to, list(run_ids or []), runs_dir, preset, status, output, how)
         return
+    for flag, given in (("--update", update), ("--mkdir", mkdir), ("--timeout", timeout is not None)):
+        if given:
+            raise fail(f"{flag}: only with --to tensorboard / --to mlflow")
     _one_of("--format", fmt, FORMATS)
     why = problem(output, through=True) if output is not None else None
     if why:
@@ -428,8 +458,8 @@ def _export_to(to: str, args: list[str], runs_dir: Optional[Path], preset: Optio
         raise fail("export: no runs to export")
     try:
         line = export_to(to, store, recs, dest, say=lambda t: err.print(_esc(t), markup=False), **how)
-    except BridgeError as e:
-        exit_ = fail(str(e))
+    except BridgeError as e:  # a full disk is exit 1, as for training (docs/USAGE.md); the rest is a usage error
+        exit_ = fail(str(e), ExitCode.RUN_FAILED if e.disk_full else ExitCode.USAGE)
         if e.stuck:  # a call still hangs in its thread: leave without waiting for it
             _exit_now(exit_.exit_code)
         raise exit_ from None

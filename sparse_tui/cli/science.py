@@ -25,6 +25,7 @@ from sparse_tui.cli.common import (
     _open_store,
     _preflight,
     _preset_refused,
+    _presets_dir,
     _refused,
     _runs_dir,
     _say,
@@ -152,7 +153,7 @@ def fit(
             fit_figure(rep, fig_path)
         except FigureError as e:
             raise fail(str(e)) from None
-        err.print(f"wrote {fig_path}")
+        err.print(f"wrote {_esc(fig_path)}", markup=False)
 
 
 @app.command(short_help="Reproduce a figure of the paper: train what the store lacks, fit, compare; --list.")
@@ -177,6 +178,9 @@ def reproduce(
                                          show_default=False),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print what would be trained (with --budget: the plan, its "
                                  "projected time and each exponent's projected interval width); train nothing."),
+    verdict_now: bool = typer.Option(False, "--verdict-now", help="Give the verdict over the points stored even while "
+                                     "some still train in another process (default: the report says how many and "
+                                     "withholds the verdict)."),
 ) -> None:
     """Reproduce a figure of the paper: train the runs of its preset that the store lacks (runs of the same
     configuration are reused, whoever trained them), fit or summarise them, print the paper's numbers beside the
@@ -192,6 +196,8 @@ def reproduce(
     from sparse_tui.science.fitting import FitError
     from sparse_tui.store import StoreError
 
+    if presets_dir is not None:
+        presets_dir = _presets_dir(presets_dir)
     if list_:
         if name is not None:
             raise fail("reproduce --list: takes no figure name")
@@ -217,6 +223,13 @@ def reproduce(
         if x is not None and not any(refits(e) for e in chosen):
             raise atlas.AtlasError(f"--threshold: {name} has no panel with a fitted law (its plateaus are not "
                                    "fitted; sparse-tui reproduce --list shows each kind)")
+    if fig_path is not None:  # every figure file is checked before any training, and before the first is written
+        from sparse_tui.base.files import problem
+
+        for path in plot_paths(fig_path, chosen):
+            why = problem(path)
+            if why:
+                raise fail(f"--plot {path}: {why}")
     if size == "auto":
         import torch
 
@@ -241,7 +254,12 @@ def reproduce(
         codes = [_train_batch(store, ex, specs, batch_id=batch_id, resume=ids, **how) for batch_id, ids, specs in batches]
         return max([*codes, _train_batch(store, ex, todo, **how) if todo else ExitCode.OK])
 
-    outcomes = run_reproduce(store, chosen, size, presets_dir=presets_dir, threshold=x, train=train, said=said)
+    def waiting(entry) -> None:
+        _say(f"{entry.key}: another reproduce of it is training on this store; waiting for it (its runs are then "
+             "reused, never trained twice)")
+
+    outcomes = run_reproduce(store, chosen, size, presets_dir=presets_dir, threshold=x, train=train, said=said,
+                             verdict_now=verdict_now, waiting=waiting)
     code = max([ExitCode.OK, *(o.trained for o in outcomes if o.trained is not None)])
     paths = plot_paths(fig_path, chosen) if fig_path is not None else [None] * len(outcomes)
     for o, path in zip(outcomes, paths):
@@ -263,7 +281,7 @@ def reproduce(
 
             with _refused(FigureError):
                 draw(store, o.report, path)
-            err.print(f"wrote {path}")
+            err.print(f"wrote {_esc(path)}", markup=False)
     if as_json:
         reports = [o.report.to_dict() for o in outcomes if o.report is not None]
         sys.stdout.write(json.dumps(json_safe(reports), indent=1) + "\n")
@@ -277,11 +295,12 @@ app.add_typer(presets_app, name="presets", short_help="List the presets, grouped
               "copy one to edit.")
 
 
-PresetsDirOpt = typer.Option(Path("presets"), "--presets-dir", help="Your own preset files (listed first).")
+PresetsDirOpt = typer.Option(None, "--presets-dir", help="Your own preset files (listed first; default ./presets).",
+                             show_default=False)
 
 
 @presets_app.callback()
-def presets(ctx: typer.Context, presets_dir: Path = PresetsDirOpt) -> None:
+def presets(ctx: typer.Context, presets_dir: Optional[Path] = PresetsDirOpt) -> None:
     """Every preset sparse-tui ships and your own (./presets), grouped: yours, checks, theory, paper (CPU), paper
     (GPU), blogs; each with the figure it reproduces and the CPU time its header records ("-": none measured).
     `sparse-tui run NAME` runs one; `sparse-tui presets copy NAME [DIR]` copies one to edit."""
@@ -289,6 +308,7 @@ def presets(ctx: typer.Context, presets_dir: Path = PresetsDirOpt) -> None:
         return
     from sparse_tui.presets.catalog import bundled_dir, catalogue
 
+    presets_dir = _presets_dir(presets_dir)
     t = Table(title=f"presets (bundled: {_esc(bundled_dir())}; yours: {_esc(presets_dir)}/)", title_justify="left")
     for col in ("group", "preset", "reproduces", "CPU time"):  # names and times never split: the figure wraps
         t.add_column(col, no_wrap=col != "reproduces")
@@ -309,11 +329,13 @@ def presets_copy(
     name: str = typer.Argument(..., help="A preset name (sparse-tui presets lists them).", show_default=False),
     dest: Optional[Path] = typer.Argument(None, help="Folder to write NAME.toml into (default: ./presets).",
                                           show_default=False),
-    presets_dir: Path = PresetsDirOpt,
+    presets_dir: Optional[Path] = PresetsDirOpt,
 ) -> None:
-    """Write an editable copy of a preset as DIR/NAME.toml; an existing file is never overwritten."""
+    """Write an editable copy of a preset (a bundled or your own preset's name, or a .toml file that is a valid
+    preset) as DIR/NAME.toml; an existing file is never overwritten."""
     from sparse_tui.presets.catalog import CatalogError, copy
 
+    presets_dir = _presets_dir(presets_dir)
     with _refused(CatalogError):
         target = copy(name, dest, presets_dir)
     out.print(f"wrote {_esc(target)}: edit it, then: sparse-tui run {_esc(target)} --headless", markup=False)

@@ -24,6 +24,7 @@ from sparse_tui.cli.common import (
     _open_tui,
     _preflight,
     _preset_refused,
+    _presets_dir,
     _refused,
     _run_table,
     _runs_dir,
@@ -69,8 +70,9 @@ def run(
     headless: bool = typer.Option(False, "--headless", help="Train here, without the console; progress on stderr."),
     set_: List[str] = typer.Option([], "--set", help="Override a key: --set train.lr=1e-3 (repeatable)."),
     runs_dir: Optional[Path] = RunsDirOpt,
-    presets_dir: Path = typer.Option(Path("presets"), "--presets-dir", help="Your own preset files: a bare PRESET "
-                                     "name is looked up there before the bundled presets; the console lists them."),
+    presets_dir: Optional[Path] = typer.Option(None, "--presets-dir", help="Your own preset files: a bare PRESET "
+                                               "name is looked up there before the bundled presets; the console "
+                                               "lists them (default ./presets).", show_default=False),
     device: Optional[str] = typer.Option(None, "--device", help="Override train.device: auto, cpu, cuda, cuda:N."),
     workers: str = typer.Option(
         "auto", "--workers", help="Worker processes: a number, or auto (the sweep scheduler decides)."
@@ -109,6 +111,7 @@ def run(
             raise fail(f"--tag: {next(t for t in tag if tag.count(t) > 1)!r} given twice")
     if device is not None:
         overrides.append(f"train.device={json.dumps(device)}")
+    presets_dir = _presets_dir(presets_dir)
     preset = _preset_file(preset, presets_dir)
     loaded = _load(preset, overrides)
     if tag:

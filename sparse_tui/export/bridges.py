@@ -57,11 +57,26 @@ EVENTS = "events.out.tfevents.sparse-tui"  # our event files' names start so (Te
 
 class BridgeError(Exception):
     """A bridge that cannot run (missing extra, unwritable target, a call that failed or did not answer): one
-    line. ``stuck``: a call is still running in its thread (the caller should leave without waiting for it)."""
+    line. ``stuck``: a call is still running in its thread (the caller should leave without waiting for it).
+    ``disk_full``: the disk (or quota) ran out, exit 1 as for training (docs/USAGE.md), not a usage error."""
 
-    def __init__(self, message: str, stuck: bool = False):
+    def __init__(self, message: str, stuck: bool = False, cause: BaseException | None = None):
         super().__init__(message)
         self.stuck = stuck
+        self.disk_full = cause is not None and _disk_full(cause)
+
+
+def _disk_full(e: BaseException) -> bool:
+    """Whether ``e`` (or what it was raised from) says the disk is full: ENOSPC / EDQUOT, or SQLite's words."""
+    from sparse_tui.store.records import is_disk_full
+
+    seen = set()
+    while e is not None and id(e) not in seen:
+        if is_disk_full(e) or "disk is full" in str(e).lower() or "no space left" in str(e).lower():
+            return True
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return False
 
 
 def run_dir_name(rec: RunRecord) -> str:
@@ -202,7 +217,7 @@ def _write_events(path: Path, events: list) -> None:
     try:
         write_file(path, fill, binary=True)
     except WriteError as e:
-        raise BridgeError(f"--to tensorboard {e}") from None
+        raise BridgeError(f"--to tensorboard {e}", cause=e) from None
 
 
 def _replace_events(folder: Path, name: str, events: list) -> None:
@@ -266,7 +281,8 @@ def to_tensorboard(store: RunStore, runs: list[RunRecord], folder: Path, say: Ca
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise BridgeError(f"--to tensorboard {folder}: cannot create the folder: {e.strerror or e}") from None
+        raise BridgeError(f"--to tensorboard {folder}: cannot create the folder: {e.strerror or e}", cause=e) \
+            from None
     values = {r.run_id: hparam_values(r) for r in runs}
     finals = {r.run_id: final_values(store, r) for r in runs}
     top_name = f"{EVENTS}.experiment"
@@ -308,7 +324,8 @@ def to_tensorboard(store: RunStore, runs: list[RunRecord], folder: Path, say: Ca
         try:
             run_folder.mkdir(exist_ok=True)
         except OSError as e:
-            raise BridgeError(f"--to tensorboard {run_folder}: cannot create the folder: {e.strerror or e}") from None
+            raise BridgeError(f"--to tensorboard {run_folder}: cannot create the folder: {e.strerror or e}",
+                              cause=e) from None
         _replace_events(run_folder, f"{EVENTS}.{rec.run_id}", events)
         say(f"{rec.run_id} -> {run_folder}")
     return len(runs)
@@ -391,7 +408,8 @@ class _Limited:
             raise BridgeError(f"--to mlflow {self.uri}: {what} did not answer within {self.timeout:g} s (--timeout "
                               "to wait longer)", stuck=True)
         if "error" in box:
-            raise BridgeError(f"--to mlflow {self.uri}: {what} failed: {_first_line(box['error'])}")
+            raise BridgeError(f"--to mlflow {self.uri}: {what} failed: {_first_line(box['error'])}",
+                              cause=box["error"])
         return box.get("value")
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
@@ -445,7 +463,7 @@ def to_mlflow(store: RunStore, runs: list[RunRecord], uri: str | None = None,
         try:
             Path(os.path.abspath(local[1])).parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
-            raise BridgeError(f"--to mlflow {uri}: cannot create its folder: {e.strerror or e}") from None
+            raise BridgeError(f"--to mlflow {uri}: cannot create its folder: {e.strerror or e}", cause=e) from None
     client, E = _mlflow_client(uri, timeout, say)
     logged = updated = skipped = 0
     experiments: dict[str, str] = {}

@@ -26,6 +26,9 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from sparse_tui.base.files import ReadError, open_regular, read_regular
+
+HEADER_BYTES = 64 << 10  # cpu_time reads at most this much of a preset's header
 LOCAL_DIR = Path("presets")  # the user's own presets: ./presets, as the console and `run NAME` look for them
 
 # The groups in the order they are listed; "yours" is the user's own folder, the others are bundled presets.
@@ -129,13 +132,14 @@ def cpu_time(path: Path) -> str:
     (``8.4 s``, ``about 4 min``; not one run's ``9-17 s each``), or "-" when the header states none (only a GPU
     estimate, "not measured", or no ``Time:``)."""
     lines = []
-    try:
-        with open(path, encoding="utf-8") as fh:
-            for raw in fh:
-                if not raw.startswith("#"):
-                    break
-                lines.append(raw.lstrip("#").strip())
-    except (OSError, UnicodeDecodeError):
+    try:  # base/files.py: a FIFO or a link to /dev/zero dropped in ./presets is refused, never waited on or read
+        with open_regular(path, "a preset file") as fh:
+            head = fh.read(HEADER_BYTES)
+        for raw in head.decode("utf-8", errors="replace").splitlines():
+            if not raw.startswith("#"):
+                break
+            lines.append(raw.lstrip("#").strip())
+    except OSError:
         return "-"
     m = re.search(r"\bTime:\s*(.*)", " ".join(lines))
     text = m.group(1).split("GPU")[0] if m else ""  # what follows "GPU" is a GPU time or an estimate
@@ -155,6 +159,8 @@ def catalogue(local_dir: Path | None = None) -> list[Item]:
     bundled = bundled_dir()
     if local.is_dir() and not _same_dir(local, bundled):
         for p in sorted(local.glob("*.toml")):
+            if not p.is_file():  # a FIFO, a device, a folder or a dangling link is no preset (stat: nothing opened)
+                continue
             items.append(Item(p.stem, p, "yours", _group_and_figure(p.stem)[1], cpu_time(p)))
     for p in sorted(bundled.glob("*.toml")):
         group, figure = _group_and_figure(p.stem)
@@ -176,18 +182,40 @@ def _same_dir(a: Path, b: Path) -> bool:
 
 def copy(name: str, dest: Path | None = None, local_dir: Path | None = None) -> Path:
     """Write an editable copy of preset ``name`` (resolved as ``resolve`` does) to ``dest`` (a folder, default
-    ./presets, created when missing) as ``NAME.toml``; never overwrites. Raises ``CatalogError``."""
-    src = resolve(name, local_dir).path
+    ./presets, created when missing) as ``NAME.toml``; never overwrites. Copies presets only: a bundled or local
+    preset's name, or a ``.toml`` file the validator accepts, read by the one safe reader (a regular file of at most
+    ``MAX_PRESET_BYTES``; a FIFO or a device is refused, never waited on). Raises ``CatalogError``."""
+    from sparse_tui.presets.errors import PresetError
+    from sparse_tui.presets.loading import load_preset
+    from sparse_tui.presets.schema import MAX_PRESET_BYTES
+
+    if not str(name).strip():
+        raise CatalogError("presets copy: give a preset name (sparse-tui presets lists them)")
+    found = resolve(name, local_dir)
+    src = found.path
+    if found.origin == "file":  # a path, not a name: copied only if it is a preset
+        if src.suffix != ".toml":
+            raise CatalogError(f"{src}: not a preset (a .toml file); presets copy copies presets only")
+        try:
+            load_preset(src)
+        except PresetError as e:
+            raise CatalogError(f"{str(e).splitlines()[0]} (presets copy copies valid presets only)") from None
     folder = Path(dest) if dest is not None else LOCAL_DIR
+    if folder.is_symlink() and not folder.exists():
+        raise CatalogError(f"{folder}: a link to nothing (dangling), not a folder")
     if folder.exists() and not folder.is_dir():
         raise CatalogError(f"{folder}: not a folder")
     target = folder / f"{src.stem}.toml"
-    if target.exists():
+    if target.exists() or target.is_symlink():
         raise CatalogError(f"{target}: exists; not overwritten (edit it, or copy into another folder)")
+    try:
+        data = read_regular(src, MAX_PRESET_BYTES, "a preset file")
+    except ReadError as e:
+        raise CatalogError(str(e)) from None
     tmp = folder / f".{src.stem}.toml.{os.getpid()}.tmp"
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        tmp.write_bytes(src.read_bytes())
+        tmp.write_bytes(data)
         os.link(tmp, target)  # whole or not at all, and never over a file that appeared meanwhile
     except FileExistsError:
         raise CatalogError(f"{target}: exists; not overwritten") from None

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import copy
+import errno
 import itertools
-import os
-import stat
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any, Mapping
 
 from pydantic import ValidationError
 
+from sparse_tui.base.files import ReadError, read_regular
 from sparse_tui.presets.errors import PresetError, _loc, format_validation_error
 from sparse_tui.presets.schema import (
     KIND_SECTIONS,
@@ -25,6 +25,7 @@ from sparse_tui.presets.schema import (
     default_kind,
     kind_classes,
 )
+from sparse_tui.science.repetition import REPEAT_KEYS, Schedule
 
 
 def parse_value(text: str) -> Any:
@@ -37,6 +38,10 @@ def parse_value(text: str) -> Any:
         return text
     except RecursionError:
         raise ValueError("value is nested too deeply") from None
+    except ValueError as e:  # Python's int() limit (4300 digits): no key takes such a number
+        if "4300" not in str(e) and "digits" not in str(e):
+            raise
+        raise ValueError("an integer of more than 4300 digits; no key takes one") from None
 
 
 def _get_section_model(path: list[str], data: dict) -> bool:
@@ -175,11 +180,16 @@ def load_preset(path: str | Path, overrides: list[str] | None = None) -> LoadedP
         raise PresetError([f"{src}: TOML syntax error: {str(e).splitlines()[0]}"]) from None
     except RecursionError:
         raise PresetError([f"{src}: TOML nested too deeply"]) from None
+    except ValueError:  # Python's int() limit (4300 digits), raised by tomllib past its own checks
+        raise PresetError([f"{src}: an integer of more than 4300 digits; no key takes one"]) from None
     if not raw:
         raise PresetError([f"{src}: empty preset (no keys); a preset needs at least a [task] or [train] table"])
     loaded = validate_preset_data(raw, src, overrides, path=path)
     loaded.file_raw = raw
     return loaded
+
+
+PRESET_FILE = "a preset file (a preset is a TOML file)"
 
 
 def _read_preset_file(path: Path) -> bytes:
@@ -192,30 +202,12 @@ def _read_preset_file(path: Path) -> bytes:
         raise PresetError([f"{path}: the file name is not valid UTF-8 (run names and preset paths are stored as"
                            " UTF-8); rename the file"]) from None
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO opens at once, to be refused
-    except FileNotFoundError:
-        raise PresetError([f"{path}: file not found"]) from None
-    except OSError as e:
-        raise PresetError([f"{path}: cannot read: {e.strerror}"]) from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
-            raise PresetError([f"{path}: is a directory, not a preset file"])
-        if not stat.S_ISREG(mode):
-            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) \
-                else "a socket" if stat.S_ISSOCK(mode) else "not a regular file"
-            raise PresetError([f"{path}: {kind}, not a preset file (a preset is a TOML file)"])
-        with os.fdopen(fd, "rb", closefd=True) as fh:
-            fd = -1
-            data = fh.read(MAX_PRESET_BYTES + 1)
-    except OSError as e:
-        raise PresetError([f"{path}: cannot read: {e.strerror}"]) from None
-    finally:
-        if fd >= 0:
-            os.close(fd)
-    if len(data) > MAX_PRESET_BYTES:
-        raise PresetError([f"{path}: more than {MAX_PRESET_BYTES >> 20} MiB; a preset is a small TOML file"])
-    return data
+        return read_regular(path, MAX_PRESET_BYTES, PRESET_FILE)  # base/files.py: the one reader of users' files
+    except ReadError as e:
+        if e.errno == errno.EFBIG:
+            raise PresetError([f"{path}: more than {MAX_PRESET_BYTES >> 20} MiB; a preset is a small TOML file"]) \
+                from None
+        raise PresetError([str(e)]) from None
 
 
 def validate_preset_data(
@@ -276,7 +268,7 @@ def validate_preset_data(
         if not values:
             errors.append(f"{src}: sweep.{key}: must have at least 1 value")
             continue
-        twice = _first_duplicate(values)
+        twice = _first_duplicate(values, schedules=key.split(".")[-1] in REPEAT_KEYS)
         if twice is not None:
             errors.append(f"{src}: sweep.{key}: value {_show(twice)} appears twice (two identical runs)")
             continue
@@ -305,12 +297,17 @@ def validate_preset_data(
     return loaded
 
 
-def _first_duplicate(values: list) -> Any:
+def _first_duplicate(values: list, schedules: bool = False) -> Any:
     """The first value of a sweep list that appears twice (1e-2 and 0.01, 1 and 1.0 are the same value; true and 1
-    are not), else None."""
+    are not; with ``schedules``, two spellings of one repetition schedule are too), else None."""
     seen = []
     for v in values:
         key = ("bool", v) if isinstance(v, bool) else ("num", v) if isinstance(v, (int, float)) else ("other", repr(v))
+        if schedules and key[0] == "other":
+            try:
+                key = ("schedule", str(Schedule.model_validate(v)))
+            except ValidationError:
+                pass  # the point's own validation names what is wrong with it
         if key in seen:
             return v
         seen.append(key)
@@ -355,8 +352,8 @@ def edited_keys(loaded: LoadedPreset) -> dict[str, Any]:
     base = loaded.file_raw
     if base is None:
         try:
-            base = tomllib.loads(Path(loaded.path).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
+            base = tomllib.loads(read_regular(loaded.path, MAX_PRESET_BYTES).decode("utf-8"))
+        except (OSError, ValueError, RecursionError):  # UnicodeDecodeError and TOMLDecodeError are ValueErrors
             return {}
     old = flatten({k: v for k, v in base.items() if k not in _NOT_EDITS and isinstance(k, str)})
     new = flatten({k: v for k, v in loaded.raw.items() if k not in _NOT_EDITS and isinstance(k, str)})

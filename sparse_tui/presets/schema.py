@@ -11,7 +11,7 @@ from typing import Annotated, Any, Callable, Literal, Union, get_args, get_origi
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from sparse_tui.base.numbers import fmt_plain
-from sparse_tui.science.repetition import Schedule, all_values, coerce, scheduled
+from sparse_tui.science.repetition import Schedule, all_values, coerce, parse_condition, scheduled
 
 # Integers are stored in SQLite (signed 64-bit); larger values are refused when the preset is read.
 INT64_MAX = 2**63 - 1
@@ -575,6 +575,30 @@ class _Experiment(_Section):
                 raise ValueError("task.p: the reduced flow follows one schedule at a time (p or B)")
             if self.model.kind == "ode" and any(w.startswith("stuck") for w in sched.when):
                 raise ValueError(f"task.{key}: the reduced flow improves at every step; 'stuck' never fires there")
+            why = self._never_acts(sched)
+            if why:
+                raise ValueError(f"task.{key}: {why}, so the schedule never acts within the run (schedule {sched})")
+
+    def _never_acts(self, sched: Schedule) -> str | None:
+        """Why a part of ``sched`` can never act within ``train.steps`` (issue 45), else None: a switch at or past
+        the last step, 'stuck K' with fewer than K evaluations after the first, a threshold outside its metric's
+        range."""
+        steps = self.train.steps
+        for s, _ in sched.steps[1:]:
+            if s >= steps:
+                return f"the switch at step {s} is at or past train.steps = {steps}"
+        evals = n_eval_steps(steps, self.eval.every) - 1
+        for w in sched.when:
+            c = parse_condition(w)
+            if c[0] == "stuck" and c[1] > evals:
+                return f"'{w}' needs {c[1]} evaluations after the first and the run has {evals}"
+            if c[0] == "cmp":
+                lo, hi = metric_range(self, c[1]) or (-math.inf, math.inf)
+                op, x = c[2], c[3]
+                if (op == ">=" and x > hi) or (op == ">" and x >= hi) or (op == "<=" and x < lo) or (
+                        op == "<" and x <= lo):
+                    return f"'{w}' can never hold ({c[1]} lies in [{fmt_plain(lo)}, {fmt_plain(hi)}])"
+        return None
 
     def _check_plateau(self) -> None:
         """``plateau.metric`` must be a metric this task and model log; ``plateau.value`` must lie in its range."""

@@ -126,14 +126,18 @@ class Report:
     fit: Any = None
     run_ids: tuple[str, ...] = ()
     verdict: Any = None
+    elsewhere: tuple[str, ...] = ()  # its points' runs still training in another process (reproduce.py)
 
     def to_dict(self) -> dict[str, Any]:
         """``reproduce --json``: the entry's key, the data's fields (a field named for a Python keyword ends in _,
-        its key does not) and the verdict."""
+        its key does not) and the verdict (null while points still train elsewhere, with their runs)."""
         data = dataclasses.asdict(self.data)
         out = {"entry": self.entry.key, **{k.removesuffix("_"): v for k, v in data.items()}}
         if self.verdict is not None:
             out.update(verdict=self.verdict.word, verdict_detail=self.verdict.to_dict())
+        if self.elsewhere:
+            out.update(training_elsewhere=list(self.elsewhere))
+            out.setdefault("verdict", None)
         return out
 
 

@@ -43,6 +43,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from sparse_tui.base.numbers import fmt_or, fmt_plain
+from sparse_tui.base.parse import maybe_number, number, values
 from sparse_tui.science.fitting import FitError, FitResult, compare_to_theory, fit_power_law, format_comparison
 from sparse_tui.science.theory import (
     PAPER_FITS,
@@ -121,7 +122,9 @@ def parse_tie(text: str | None) -> list[tuple[str, float]] | None:
 _OPS: dict[str, Callable[[Any, Any], bool]] = {
     "!=": operator.ne, "<=": operator.le, ">=": operator.ge, "=": operator.eq, "<": operator.lt, ">": operator.gt,
 }
-_WHERE_RE = re.compile(r"^\s*([A-Za-z_][\w./]*)\s*(!=|<=|>=|==|=|<|>)\s*(.*?)\s*$")
+# KEY OP VALUE: the value is the rest, stripped after the match (a lazy `(.*?)\s*$` backtracked quadratically over
+# a long run of spaces inside the value; issue 45). Numbers are read by base/parse.py.
+_WHERE_RE = re.compile(r"^\s*([A-Za-z_][\w./]*)\s*(!=|<=|>=|==|=|<|>)(.*)$", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -141,28 +144,34 @@ def _parse_scalar(text: str) -> Any:
         return t[1:-1]
     if t.lower() in ("true", "false"):
         return t.lower() == "true"
-    try:
-        return int(t)
-    except ValueError:
-        pass
-    try:
-        return float(t)
-    except ValueError:
-        return t
+    for kw in ({"integer": True}, {"infinite": True}):  # 3 stays an int, 0.5 a float; a long text stays a text
+        try:
+            return number(t, **kw)
+        except ValueError:
+            pass
+    return t
 
 
 def parse_where(items: Iterable[str] | None) -> list[Where]:
     """``['task.B=2', 'seed<3', 'model.kind=toy,ode']`` -> filters (see the module doc)."""
     out = []
     for it in items or []:
+        shown = repr(str(it)) if len(str(it)) <= 60 else repr(f"{str(it)[:40]}…")
         m = _WHERE_RE.match(str(it))
-        if not m or not m.group(3):
-            raise FitError(f"--where {it!r}: expected KEY=VALUE (also !=, <, <=, >, >=), e.g. --where task.B=2")
-        key, op, val = m.groups()
+        val = m.group(3).strip() if m else ""
+        if not val:
+            raise FitError(f"--where {shown}: expected KEY=VALUE (also !=, <, <=, >, >=), e.g. --where task.B=2")
+        key, op = m.group(1), m.group(2)
         op = "=" if op == "==" else op
-        vals = tuple(_parse_scalar(v) for v in val.split(",")) if op in ("=", "!=") else (_parse_scalar(val),)
+        try:
+            parts = values(val, f"--where {shown}") if op in ("=", "!=") else [val]
+        except ValueError as e:
+            raise FitError(str(e)) from None
+        if not parts:
+            raise FitError(f"--where {shown}: no value after {op}")
+        vals = tuple(_parse_scalar(v) for v in parts)
         if op in ("<", "<=", ">", ">=") and not _is_num(vals[0]):
-            raise FitError(f"--where {it!r}: {op} needs a number")
+            raise FitError(f"--where {shown}: {op} needs a number")
         out.append(Where(key, op, vals))
     return out
 
@@ -191,11 +200,8 @@ def _match(v: Any, w: Where) -> bool:
         return hit if w.op == "=" else not hit
     if v is None or isinstance(v, bool):
         return False
-    try:
-        fv = float(v)
-    except (TypeError, ValueError):
-        return False
-    return _OPS[w.op](fv, float(w.values[0]))
+    fv, fx = maybe_number(v), maybe_number(w.values[0])  # None, never OverflowError, for an int above 1e308
+    return fv is not None and fx is not None and _OPS[w.op](fv, fx)
 
 
 def _equal(v: Any, x: Any) -> bool:
@@ -204,10 +210,12 @@ def _equal(v: Any, x: Any) -> bool:
             return v.lower() == str(x).lower()
         return v is not None and bool(v) == x and isinstance(v, bool) == isinstance(x, bool)
     if _is_num(x):
-        try:
-            return v is not None and not isinstance(v, bool) and math.isclose(float(v), float(x), rel_tol=1e-12)
-        except (TypeError, ValueError):
+        if v is None or isinstance(v, bool):
             return False
+        fv, fx = maybe_number(v), maybe_number(x)
+        if fv is None or fx is None:
+            return not isinstance(v, str) and v == x  # exact for ints beyond a float's range
+        return math.isclose(fv, fx, rel_tol=1e-12)
     return v is not None and str(v) == str(x)
 
 
@@ -454,13 +462,15 @@ def parse_threshold(value: float | str | None) -> float | None:
     """``--threshold X`` as typed: None, or a positive finite number (raises ``FitError`` in one line)."""
     if value is None:
         return None
-    try:
-        x = float(str(value).strip())
+    try:  # base/parse.py: the one parser of typed numbers
+        x = float(number(str(value), "--threshold", infinite=True))
     except ValueError:
-        raise FitError(f"--threshold: {value!r} is not a number (an absolute value of the plateau metric, "
-                       "e.g. --threshold 0.4)") from None
+        if str(value).strip().lower() == "nan":
+            raise FitError("--threshold: must be a positive number, got nan") from None
+        raise FitError(f"--threshold: {str(value)[:40]!r} is not a number (an absolute value of the plateau "
+                       "metric, e.g. --threshold 0.4)") from None
     if not math.isfinite(x) or x <= 0:
-        raise FitError(f"--threshold: must be a positive number, got {value}")
+        raise FitError(f"--threshold: must be a positive number, got {str(value)[:40]}")
     return x
 
 

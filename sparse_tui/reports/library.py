@@ -186,19 +186,24 @@ def refits(entry: Entry) -> bool:
     return entry.report_fn() is law_report
 
 
-def report(store: Any, entry: Entry, run_ids: Sequence[str], threshold: float | None = None) -> Report:
+def report(store: Any, entry: Entry, run_ids: Sequence[str], threshold: float | None = None,
+           verdict: bool = True) -> Report:
     """The report of ``entry`` over ``run_ids`` (``Entry.report_fn``: its own or its kind's). ``threshold`` (law
-    reports only, ``refits``): re-read the plateaus at that absolute value."""
+    reports only, ``refits``): re-read the plateaus at that absolute value. ``verdict`` False: the report without
+    its verdict line (points still training elsewhere: reproduce.py)."""
     fn = entry.report_fn()
     if threshold is None:
-        return _with_verdict(store, fn(store, entry, run_ids))
+        rep = fn(store, entry, run_ids)
+        return _with_verdict(store, rep) if verdict else rep
     if fn is not law_report:
         raise AtlasError(f"{entry.key}: --threshold re-reads the plateaus of a fitted law; {entry.figure} is a "
                          f"{entry.kind} entry")
     # A re-read at another threshold is a diagnosis: the verdict is the fit at the preset's own threshold.
-    own = verdicts.verdict(store, law_report(store, entry, run_ids))
     rep = law_report(store, entry, run_ids, threshold=threshold)
     rep.text = rep.text.replace(f"{entry.key} — ", f"{entry.key} (diagnosis: plateaus re-read at {threshold:g}) — ", 1)
+    if not verdict:
+        return rep
+    own = verdicts.verdict(store, law_report(store, entry, run_ids))
     return _with_verdict(store, rep, own, note=f" (at the preset's threshold; the re-read at {threshold:g} above "
                                                "is a diagnosis)")
 

@@ -98,21 +98,50 @@ class Plan:
     missing: list[int]
     resumable: dict[int, Any] = field(default_factory=dict)
     checkpointed: int = 0  # how many of ``resumable`` have a checkpoint to continue from
+    elsewhere: dict[int, Any] = field(default_factory=dict)  # queued or running in another process: never trained here
 
     def to_train(self) -> list[Any]:
         """The specs to create as new runs (those with no row in the store at all)."""
-        return [self.specs[i] for i in self.missing if i not in self.resumable]
+        return [self.specs[i] for i in self.missing if i not in self.resumable and i not in self.elsewhere]
 
     def describe(self) -> str:
         cont = ""
         if self.resumable:
             ckpt = f" ({self.checkpointed} from a checkpoint)" if self.checkpointed else ""
             cont = f", {len(self.resumable)} resumed in their own rows{ckpt}"
+        if self.elsewhere:
+            cont += f", {len(self.elsewhere)} training elsewhere (not trained again)"
         return (f"{self.entry.key} ({self.entry.figure}): preset {self.preset} ({self.size}), {len(self.specs)} "
                 f"run(s): {len(self.reused)} already in the store{cont}, {len(self.to_train())} to train")
 
 
 RESUMED = ("interrupted", "failed")  # statuses of a run that reproduce continues in place (runner.RESUMABLE's ended)
+TRAINING = ("queued", "running")  # a run another process is training (or about to): joined, never trained again
+
+
+def training_runs(store: Any, specs: Sequence[Any], missing: Sequence[int]) -> dict[int, Any]:
+    """For each of ``missing`` (spec indices), a store run of the same configuration that is queued or running (in
+    another ``reproduce``, a console launch, a ``run``): the point is joined, not trained a second time."""
+    by_key: dict[str, list[Any]] = {}
+    for r in store.runs(status=list(TRAINING)):
+        by_key.setdefault(config_key(_canonical(r.config)), []).append(r)
+    out: dict[int, Any] = {}
+    taken: set[str] = set()
+    for i in missing:
+        recs = [r for r in by_key.get(config_key(specs[i].config.model_dump(mode="json")), []) if r.run_id not in taken]
+        if recs:
+            out[i] = max(recs, key=lambda r: r.created_at)
+            taken.add(out[i].run_id)
+    return out
+
+
+def still_training(store: Any, p: Plan) -> list[str]:
+    """The runs of ``p.elsewhere`` that are still queued or running now (read again: they may have ended since)."""
+    ids = [r.run_id for r in p.elsewhere.values()]
+    if not ids:
+        return []
+    now = {r.run_id: r.status for r in store.runs(status=list(TRAINING))}
+    return [i for i in ids if i in now]
 
 
 def resumable_runs(store: Any, specs: Sequence[Any], missing: Sequence[int]) -> dict[int, Any]:
@@ -157,7 +186,9 @@ def plan(store: Any, entry: Entry, size: str, presets_dir: Path | None = None) -
     reused, missing = match_runs(store, specs) if store is not None else ({}, list(range(len(specs))))
     resumable = resumable_runs(store, specs, missing) if store is not None else {}
     ckpt = sum(1 for r in resumable.values() if has_checkpoint(store.runs_dir, r.run_id) is not None)
-    return Plan(entry, size, loaded.name, specs, reused, missing, resumable, ckpt)
+    rest = [i for i in missing if i not in resumable]
+    elsewhere = training_runs(store, specs, rest) if store is not None else {}
+    return Plan(entry, size, loaded.name, specs, reused, missing, resumable, ckpt, elsewhere)
 
 
 def read_only_problem(store: Any, chosen: Sequence[Entry], size: str, presets_dir: Path | None = None

@@ -32,34 +32,54 @@ from typing import Any, Mapping
 
 from pydantic import BaseModel, ConfigDict, model_serializer, model_validator
 
+from sparse_tui.base.parse import number, spend
+
 REPEAT_KEYS = ("p", "B")  # the task keys that accept a schedule (recall and linreg)
 
-_NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
-_CMP = re.compile(rf"^(?P<m>[A-Za-z][\w/]*)\s*(?P<op>>=|<=|>|<)\s*(?P<x>{_NUM})$")
-_STUCK = re.compile(r"^stuck\s+(?P<k>\d+)(?:\s+(?P<m>[A-Za-z][\w/]*))?$")
+# Numbers are read by base/parse.py (linear, finite, NaN refused); these patterns only split a condition into its
+# parts, and each part's characters can be read one way only (no backtracking beyond one character).
+_CMP = re.compile(r"^(?P<m>[A-Za-z][\w/]*)\s*(?P<op>>=|<=|>|<)\s*(?P<x>\S+)$")
+_STUCK = re.compile(r"^stuck\s+(?P<k>\S+)(?:\s+(?P<m>[A-Za-z][\w/]*))?$")
+MAX_STEP = 2**63 - 1  # a step or an evaluation count as the store keeps it
 
 
 def _num(v: Any, what: str) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(float(v)):
+    if isinstance(v, str):  # a table's value is a TOML number; a text is the string form's business
         raise ValueError(f"{what} must be a finite number, got {v!r}")
-    return float(v)
+    try:
+        return float(number(v, what))
+    except ValueError:
+        raise ValueError(f"{what} must be a finite number, got {v!r}") from None
 
 
 def parse_condition(text: str) -> tuple:
     """``("cmp", metric, op, x)``, ``("stuck", k, metric | None)`` or ``("plateau",)``; ValueError otherwise."""
     s = " ".join(str(text).split())
+    spend(3 * len(s))  # the split and join above, and at most one of the two patterns below
     if s == "plateau":
         return ("plateau",)
     m = _STUCK.match(s)
     if m:
-        k = int(m["k"])
-        if k < 1:
-            raise ValueError(f"when {s!r}: stuck needs K >= 1 evaluations")
+        try:
+            k = number(m["k"], "stuck K", integer=True)
+        except ValueError as e:
+            raise ValueError(f"when {_short(s)}: {e}") from None
+        if not 1 <= k <= MAX_STEP:
+            raise ValueError(f"when {_short(s)}: stuck needs K >= 1 evaluations (and fewer than the run has)")
         return ("stuck", k, m["m"])
     m = _CMP.match(s)
     if m:
-        return ("cmp", m["m"], m["op"], float(m["x"]))
-    raise ValueError(f"when {s!r}: expected 'METRIC >= X' (or <=, >, <), 'stuck K [METRIC]' or 'plateau'")
+        try:
+            x = float(number(m["x"], "the threshold"))
+        except ValueError as e:
+            raise ValueError(f"when {_short(s)}: {e}") from None
+        return ("cmp", m["m"], m["op"], x)
+    raise ValueError(f"when {_short(s)}: expected 'METRIC >= X' (or <=, >, <), 'stuck K [METRIC]' or 'plateau'")
+
+
+def _short(s: str) -> str:
+    """A condition or schedule for an error line: at most about 60 characters."""
+    return repr(s if len(s) <= 60 else f"{s[:40]}…{s[-10:]}")
 
 
 def _fmt(v: float) -> str:
@@ -156,29 +176,38 @@ class Schedule(BaseModel):
 
 
 def _parse_string(text: str) -> dict:
+    """The string form, read in one pass: words split by str.split, each number by base/parse.py."""
     s = " ".join(text.split())
+    spend(3 * len(s))  # the split and join above, and the split / partition of its words below
     if s.startswith("steps"):
         pairs = []
         for item in s[len("steps"):].split():
-            m = re.fullmatch(rf"(\d+):({_NUM})", item)
-            if not m:
-                raise ValueError(f"schedule {s!r}: expected 'steps STEP:VALUE STEP:VALUE ...'")
-            pairs.append([int(m[1]), float(m[2])])
+            step, colon, value = item.partition(":")
+            if not colon:
+                raise ValueError(f"schedule {_short(s)}: expected 'steps STEP:VALUE STEP:VALUE ...'")
+            try:
+                pairs.append([number(step, "a step", integer=True, lo=0, hi=MAX_STEP),
+                              float(number(value, f"the value at step {step}"))])
+            except ValueError as e:
+                raise ValueError(f"schedule {_short(s)}: {e}") from None
         return {"steps": tuple(tuple(p) for p in pairs)} if pairs else {"steps": ()}
     parts = [p.strip() for p in s.split("->")]
     if len(parts) < 2:
-        raise ValueError(f"schedule {s!r}: expected 'START -> VALUE when CONDITION [-> ...]' or 'steps 0:V S:V'")
+        raise ValueError(f"schedule {_short(s)}: expected 'START -> VALUE when CONDITION [-> ...]' or 'steps 0:V S:V'")
     try:
-        start = float(parts[0])
-    except ValueError:
-        raise ValueError(f"schedule {s!r}: {parts[0]!r} is not a number") from None
+        start = float(number(parts[0], "the start value"))
+    except ValueError as e:
+        raise ValueError(f"schedule {_short(s)}: {e}") from None
     then, when = [], []
     for seg in parts[1:]:
-        m = re.fullmatch(rf"({_NUM})\s+when\s+(.+)", seg)
-        if not m:
-            raise ValueError(f"schedule {s!r}: expected 'VALUE when CONDITION' after '->', got {seg!r}")
-        then.append(float(m[1]))
-        when.append(m[2])
+        value, sep, cond = seg.partition(" when ")
+        if not sep or not cond.strip():
+            raise ValueError(f"schedule {_short(s)}: expected 'VALUE when CONDITION' after '->', got {_short(seg)}")
+        try:
+            then.append(float(number(value, "a value after '->'")))
+        except ValueError as e:
+            raise ValueError(f"schedule {_short(s)}: {e}") from None
+        when.append(cond.strip())
     return {"start": start, "then": then, "when": when}
 
 
@@ -190,8 +219,7 @@ def coerce(v: Any) -> Any:
     if isinstance(v, bool):
         raise ValueError(f"must be a number or a schedule, got {'true' if v else 'false'}")
     if isinstance(v, (int, float)):
-        if not math.isfinite(float(v)):
-            raise ValueError(f"must be a finite number, got {v}")
+        number(v, "value")  # NaN and infinity refused; a huge int compared exactly (no OverflowError)
         return v
     if isinstance(v, (str, Mapping)):
         return Schedule.model_validate(v)

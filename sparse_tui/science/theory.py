@@ -104,6 +104,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 from scipy.special import expit
 
+from sparse_tui.base.parse import number, values
+
 __all__ = [
     "f_rep",
     "forecast_exponents",
@@ -660,10 +662,10 @@ def parse_grid(items: Sequence[str] | str) -> dict[str, list[float]]:
         k = k.strip()
         if k not in ("d", "T", "B", "p"):
             raise ValueError(f"grid item {it!r}: key must be one of d, T, B, p")
-        try:
-            vals = [float(x) for x in v.split(",") if x.strip()]
+        try:  # base/parse.py: the one parser of typed numbers (NaN refused, a long text refused on its length)
+            vals = [float(number(x, infinite=True)) for x in values(v)]
         except ValueError:
-            raise ValueError(f"grid item {it!r}: values must be numbers") from None
+            raise ValueError(f"grid item {it[:60]!r}: values must be numbers") from None
         if not vals:
             raise ValueError(f"grid item {it!r}: no values")
         out[k] = [int(x) if x.is_integer() and k != "p" else x for x in vals]

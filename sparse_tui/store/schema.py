@@ -158,6 +158,10 @@ class StoreFile:
             else:
                 self.con  # WAL mode and pragmas
         except sqlite3.Error as e:
+            if not create and version == SCHEMA_VERSION and isinstance(e, sqlite3.OperationalError) \
+                    and self._without_shm(e):
+                self.close()
+                return
             raise StoreError(f"{self.path}: cannot open the run store: {e}") from None
 
     def _inspect(self, create: bool) -> int | None:
@@ -172,9 +176,12 @@ class StoreFile:
             con = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=30.0)
             con.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
         except sqlite3.OperationalError as e:
-            if "unable to open" not in str(e) or os.access(self.runs_dir, os.W_OK) and not _read_only_fs(self.runs_dir):
+            media_ro = "unable to open" in str(e) and (not os.access(self.runs_dir, os.W_OK)
+                                                       or _read_only_fs(self.runs_dir))
+            full_disk = not media_ro and not create and self._without_shm(e)  # read immutable, below
+            if not media_ro and not full_disk:
                 raise StoreError(f"{self.path}: cannot open: {e}") from None
-            if create:  # a WAL store on read-only media can be read, never written
+            if media_ro and create:  # a WAL store on read-only media can be read, never written
                 raise StoreError(f"{self.path}: the run store is read-only (read-only file system or permissions);"
                                  " cannot record runs here (pass another --runs-dir)") from None
             self.read_only = True
@@ -205,6 +212,20 @@ class StoreFile:
                 f" {SCHEMA_VERSION}); upgrade sparse-tui"
             )
         return version
+
+    def _without_shm(self, e: Exception) -> bool:
+        """A reader whose open failed because SQLite could not make ``runs.db-shm`` (a full disk, issue 45): when
+        no write-ahead log holds data the file alone is the whole store, so it is read as an immutable file (no
+        -shm needed; docs/USAGE.md: readers need no write) and True is returned, with a warning; else False."""
+        shm, wal = Path(f"{self.path}-shm"), Path(f"{self.path}-wal")
+        if self.read_only or (shm.exists() and shm.stat().st_size >= 32768):  # a failed attempt leaves a stub
+            return False
+        if wal.exists() and wal.stat().st_size > 0:
+            return False  # committed rows live in the log: the file alone would be stale
+        self.read_only = True
+        self.warnings.append(f"{self.path}: read as an immutable file (SQLite could not create {DB_NAME}-shm: {e}; "
+                             "a full disk?); nothing is written")
+        return True
 
     def _migrate(self, version: int) -> None:
         """Bring an older store up to ``SCHEMA_VERSION`` (one transaction per step)."""

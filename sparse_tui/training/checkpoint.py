@@ -39,6 +39,7 @@ the checkpoint bytes the coordinator read there (docs/CLUSTER.md).
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import io
 import json
@@ -46,13 +47,12 @@ import os
 import pickle
 import re
 import socket
-import stat
 import sys
 import time
 import warnings
 from pathlib import Path
 
-from sparse_tui.base.files import kind_of, write_file
+from sparse_tui.base.files import ReadError, open_regular, read_regular, write_file
 from sparse_tui.store import pid_alive
 
 CHECKPOINT_SECONDS = 300.0  # also save at least this often (5 minutes of training), whatever checkpoint_every says
@@ -107,7 +107,7 @@ def _versions(runs_dir: Path, first_run: str, strict: bool = False) -> list[tupl
             out.append((step, folder / name))
         elif name == f"{first_run}.pt":  # the layout before the step was in the name
             try:
-                step = int((folder / f"{first_run}.step").read_text().split()[0])
+                step = int(read_regular(folder / f"{first_run}.step", 64, "a step header").split()[0])
             except (OSError, ValueError, IndexError):
                 step = -1
             out.append((step if 0 <= step <= MAX_STEP else -1, folder / name))
@@ -125,16 +125,12 @@ def _open(path: Path):
     """``path`` opened for reading if it is a regular file: a FIFO (opened without waiting for a writer), a device
     or a socket is a ``CheckpointError``."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError as e:
-        raise CheckpointError(f"{path}: cannot read the checkpoint ({e.strerror or e})") from None
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        kind = kind_of(mode) or "not a regular file"
-        raise CheckpointError(f"{path}: {kind}, not a checkpoint file; refused (remove it to train the run from"
-                              " step 0)")
-    return os.fdopen(fd, "rb")
+        return open_regular(path, "a checkpoint file")  # base/files.py: the one reader of users' files
+    except ReadError as e:
+        if e.errno in (errno.EINVAL, errno.EISDIR):
+            raise CheckpointError(f"{e}; refused (remove it to train the run from step 0)") from None
+        raise CheckpointError(f"{path}: cannot read the checkpoint ({e.reason.removeprefix('cannot read: ')})") \
+            from None
 
 
 def _load(source, device):
@@ -270,7 +266,7 @@ class CheckpointFiles:
         """The latest checkpoint file's bytes (what the Ray coordinator hands a worker), None when there is none."""
         path = self.path
         try:
-            return path.read_bytes() if path is not None else None
+            return read_regular(path, None, "a checkpoint file") if path is not None else None
         except OSError:
             return None
 

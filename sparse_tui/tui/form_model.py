@@ -20,12 +20,13 @@ from typing import Any
 
 import tomlkit
 
-from sparse_tui.base.files import write_file
+from sparse_tui.base.files import read_regular, write_file
 from sparse_tui.presets.catalog import GROUPS, catalogue
 from sparse_tui.presets.errors import PresetError
 from sparse_tui.presets.loading import flatten, parse_value, set_dotted, validate_preset_data
 from sparse_tui.presets.schema import (
     KIND_SECTIONS,
+    MAX_PRESET_BYTES,
     EvalConfig,
     PlateauConfig,
     Preset,
@@ -140,13 +141,16 @@ class PresetDraft:
 
     def __init__(self, path: Path, overrides: list[str] | None = None):
         self.path = Path(path)
-        self.text = self.path.read_text(encoding="utf-8")
+        self.text = read_regular(self.path, MAX_PRESET_BYTES, "a preset file").decode("utf-8")
         self.parse_error: str | None = None
         try:
             self.raw = tomllib.loads(self.text)
         except tomllib.TOMLDecodeError as e:
             self.raw = {}
             self.parse_error = f"{self.path.name}: TOML syntax error: {e}"
+        except ValueError:  # Python's int() limit (4300 digits), past tomllib's own checks
+            self.raw = {}
+            self.parse_error = f"{self.path.name}: an integer of more than 4300 digits; no key takes one"
         self.doc = None
         self.original: dict[str, str] = self._texts_from_file()
         self.values: dict[str, str] = dict(self.original)

@@ -12,11 +12,13 @@ and left out. Pure: no Textual."""
 
 from __future__ import annotations
 
-import math
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any, Collection, Iterable
 
+from sparse_tui.base.parse import maybe_number
+from sparse_tui.base.parse import values as split_values
 from sparse_tui.tui.render.runs import COLUMNS, STATUS, Row
 
 OPS = (">=", "<=", "!=", ">", "<", "=", "~")
@@ -31,6 +33,11 @@ class Cond:
     op: str
     values: tuple[str, ...]  # '=' / '!=' / '~': any of these
     params: tuple[str, ...] = ()  # the full parameter keys a parameter's name means
+    nums: tuple[float | None, ...] = ()  # ``values`` read as numbers once (base/parse.py), not once per run
+
+    def __post_init__(self) -> None:
+        if len(self.nums) != len(self.values):
+            object.__setattr__(self, "nums", tuple(_number(v) for v in self.values))
 
 
 @dataclass
@@ -71,20 +78,15 @@ def _cond(word: str, key: str, op: str, value: str, params: Collection[str]) -> 
     if not keys and key not in RESULTS and key not in FIELDS:
         raise ValueError(f"filter '{word}': no key '{key}' (a result {'/'.join(RESULTS)}, a field "
                          f"{'/'.join(FIELDS)} or a parameter of the runs; → completes)")
-    values = tuple(v for v in value.split(",") if v) if op in ("=", "!=", "~") else (value,)
+    values = tuple(split_values(value, f"filter '{word[:40]}'")) if op in ("=", "!=", "~") else (value,)
     if op in (">", "<", ">=", "<=") and _number(value) is None:
         raise ValueError(f"filter '{word}': {op} needs a number, not '{value}'")
     return Cond(key, op, values, keys)
 
 
 def _number(v: Any) -> float | None:
-    if isinstance(v, bool):
-        return None
-    try:
-        x = float(v)
-    except (TypeError, ValueError):
-        return None
-    return x if math.isfinite(x) else None
+    """A finite number, or None: the one parser of typed numbers (an int above 1e308 is None, not an error)."""
+    return maybe_number(v)
 
 
 def _values(c: Cond, row: Row) -> list[Any]:
@@ -104,11 +106,11 @@ def _values(c: Cond, row: Row) -> list[Any]:
 def _holds(c: Cond, v: Any) -> bool:
     x = _number(v)
     if c.op in (">", "<", ">=", "<="):
-        y = float(c.values[0])
+        y = c.nums[0]
         return x is not None and {">": x > y, "<": x < y, ">=": x >= y, "<=": x <= y}[c.op]
     if c.op == "~":
         return any(s.lower() in str(v).lower() for s in c.values)
-    same = any((x is not None and _number(s) == x) or s.lower() == str(v).lower() for s in c.values)
+    same = any((x is not None and n == x) or s.lower() == str(v).lower() for s, n in zip(c.values, c.nums))
     return same if c.op == "=" else not same
 
 
@@ -119,12 +121,18 @@ def _holds_for(c: Cond, row: Row) -> bool:
 
 def matches(row: Row, query: Query | str) -> bool:
     """Every word occurs in the run's text and every condition holds. A text is parsed first (against the run's own
-    parameters); one with a condition it cannot read matches nothing."""
+    parameters, once per text and set of parameter keys, not once per run); one with a condition it cannot read
+    matches nothing."""
     if isinstance(query, str):
-        query = parse(query, row.params)
+        query = _parsed(query, frozenset(row.params))
         if query.errors:
             return False
     return all(w in row.text for w in query.words) and all(_holds_for(c, row) for c in query.conds)
+
+
+@functools.lru_cache(maxsize=32)
+def _parsed(text: str, params: frozenset[str]) -> Query:
+    return parse(text, params)
 
 
 def suggest(text: str, keys: dict[str, list[str]]) -> str | None:
