@@ -24,7 +24,7 @@ import argparse
 import math
 
 import torch
-import torch.nn as nn
+from torch import nn
 import torch.nn.functional as F
 
 import sparse_tui

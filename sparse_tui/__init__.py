@@ -10,6 +10,8 @@ the logging API when it is called.
 
 from sparse_tui.base.version import __version__
 
+__all__ = ["__version__", "init"]
+
 
 def init(*args, **kwargs):
     """Start a run of your own training code in the run store: ``sparse_tui.track.init`` (its arguments)."""

@@ -43,7 +43,8 @@ import threading
 import time
 from collections import deque
 from pathlib import Path
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from sparse_tui.base.version import __version__
 from sparse_tui.store import TERMINAL, RunStore, StoreError
@@ -130,7 +131,7 @@ class _Spec:
     """A logged run as ``store.create_runs`` reads a ``presets.RunSpec`` (preset, preset_path, label(), config
     (``model_dump``, ``train.steps``), params, swept, seed): the store's one way of recording a run."""
 
-    swept: dict = {}
+    swept: ClassVar[dict] = {}
 
     def __init__(self, preset: str, path: str | None, label: str, config: dict, params: dict, seed: int | None,
                  steps: int | None):
@@ -367,7 +368,7 @@ class Run:
             _OPEN.remove(self)
         return status
 
-    def __enter__(self) -> "Run":
+    def __enter__(self) -> Run:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
