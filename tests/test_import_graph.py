@@ -18,7 +18,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("sparse_tui.base", "sparse_tui.base.numbers", "sparse_tui.base.devices", "sparse_tui.base.exitcodes",
               "sparse_tui.science.schedule", "sparse_tui.science.repetition", "sparse_tui.science.theory", "sparse_tui.base.plotting",
               "sparse_tui.base.sysmetrics",
-              "sparse_tui.base.startup", "sparse_tui.base.files")),
+              "sparse_tui.base.startup", "sparse_tui.base.files", "sparse_tui.base.extras", "sparse_tui.base.version")),
     ("config and store", ("sparse_tui.presets", "sparse_tui.store", "sparse_tui.atlas", "sparse_tui.presets.catalog",
                           "sparse_tui.presets.resources")),
     ("science", ("sparse_tui.science", "sparse_tui.tasks", "sparse_tui.models", "sparse_tui.science.fitting", "sparse_tui.science.geometry")),

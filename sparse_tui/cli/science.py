@@ -210,9 +210,14 @@ def reproduce(
             raise atlas.AtlasError(f"--threshold: {name} has no panel with a fitted law (its plateaus are not "
                                    "fitted; sparse-tui reproduce --list shows each kind)")
     if size == "auto":
-        import torch
+        from sparse_tui.base.extras import missing_torch
 
-        size = "gpu" if torch.cuda.is_available() else "cpu"
+        if missing_torch():  # no torch, no GPU to train on: what the store holds is reported, training refused
+            size = "cpu"
+        else:
+            import torch
+
+            size = "gpu" if torch.cuda.is_available() else "cpu"
     with _refused(atlas.AtlasError), _preset_refused():  # every named preset loads before the store is opened
         for entry in chosen:
             rp.plan(None, entry, size, presets_dir)
