@@ -239,3 +239,21 @@ def test_fit_and_every_export_serve_logged_runs(tmp_path: Path):
     ea = EventAccumulator(str(run_dir))
     ea.Reload()
     assert [e.step for e in ea.Scalars("test/acc")] == RunStore(d).metrics(rec.run_id)["test/acc"][0]
+
+
+def test_the_live_forecast_serves_a_logged_sweep(tmp_path: Path):
+    """A logged group has no atlas law: the forecast refits plateau ~ C T^beta on its finished runs (the keys the
+    group varies) and forecasts the run still training."""
+    from sparse_tui.science.forecast import forecasts
+
+    d = tmp_path / "runs"
+    _sweep(d)
+    run = sparse_tui.init(name="T=64", group="mine", config={"task": {"T": 64}, "seed": 0}, runs_dir=d,
+                          plateau={"metric": "test/acc", "mode": "above", "value": 0.5})
+    run.log({"test/acc": 0.1}, step=10)
+    run.flush()
+    recs = RunStore(d).runs()
+    f = forecasts(recs)[run.id]
+    assert f["source"] == "refit" and f["n"] == 6
+    assert f["step"] == pytest.approx(3 * 64 + 1, rel=0.05) and f["low"] < f["step"] < f["high"]
+    run.finish()

@@ -4,7 +4,8 @@ For a run whose preset belongs to an atlas entry with a law (``atlas.law_of_pres
 forecast plateau step with an interval, from the first source that applies:
 
 * ``refit``: the power law refitted (App. D.2, ``fitting.fit_power_law``) on the preset's other runs that have left
-  their plateau, when at least 3 have; on the entry's ``fit_vars`` that vary among them (none vary: their geometric
+  their plateau, when at least 3 have; on the entry's ``fit_vars`` that vary among them (a run logged by the user's
+  own script, ``sparse_tui.init``, has no entry: on the numeric parameters its group varies) (none vary: their geometric
   mean); not when the run differs from them in a variable they do not vary (no slope for it: the next source). Interval: exp(+-2 s) around the fit, s the residual standard deviation of log plateau (at least 5%).
 * ``paper``: the paper's law (``theory.PAPER_FITS``) scaled by the prefactor the preset measured: the geometric mean
   of plateau / law over the preset's runs that left their plateau (1 or 2 of them). Interval: exp(+-2 s) of those
@@ -56,6 +57,17 @@ def _law(rec: Any) -> tuple[str | None, tuple[str, ...]]:
     hits = atlas.entries_of_preset(rec.preset)
     fit_vars = next((e.fit_vars for e in hits if e.law == law and e.fit_vars), ())
     return law, tuple(fit_vars)
+
+
+def _swept(rows: list[dict]) -> tuple[str, ...]:
+    """The numeric parameters that take more than one value over ``rows`` (the seed and the plateau rule left out):
+    the variables of a logged run's group (``sparse_tui.init``), which no atlas entry names."""
+    vals: dict[str, set] = {}
+    for r in rows:
+        for k, v in r.items():
+            if k.startswith("params.") and k != "params.seed" and not k.startswith("params.plateau."):
+                vals.setdefault(k, set()).add(v if isinstance(v, (int, float)) and not isinstance(v, bool) else None)
+    return tuple(sorted(k for k, s in vals.items() if len(s) > 1 and None not in s))
 
 
 def _interval(center: float, s: float) -> tuple[float, float]:
@@ -131,8 +143,10 @@ def _predict(rec: Any, others: Iterable[Any]) -> tuple | None:
         return _CACHE[key]
     peers, row = [_row(o) for o in peer_recs], _row(rec)
     law, fit_vars = _law(rec)
+    if law is None and (getattr(rec, "versions", None) or {}).get("logged_by"):
+        fit_vars = _swept(peers + [row])  # a run of the user's own script (track.py): its group's swept keys
     got, source = None, None
-    if len(peers) >= MIN_REFIT and law is not None:
+    if len(peers) >= MIN_REFIT and (law is not None or fit_vars):
         got, source = _refit(row, peers, fit_vars), "refit"
     if got is None and peers and law is not None:
         got, source = _paper(row, peers, law), "paper"
