@@ -11,4 +11,8 @@ TRAIN_HINT = ('training needs torch, which this install lacks: pip install "spar
 
 def missing_torch() -> str | None:
     """``TRAIN_HINT`` when torch cannot be imported here (None when it can); torch itself is not imported."""
-    return None if importlib.util.find_spec("torch") is not None else TRAIN_HINT
+    try:
+        found = importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):  # an import hook that refuses it, a half-removed install
+        found = False
+    return None if found else TRAIN_HINT
