@@ -24,8 +24,8 @@ import argparse
 import math
 
 import torch
-from torch import nn
 import torch.nn.functional as F
+from torch import nn
 
 import sparse_tui
 

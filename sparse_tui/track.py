@@ -42,8 +42,8 @@ import sys
 import threading
 import time
 from collections import deque
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, ClassVar
 
 from sparse_tui.base.version import __version__

@@ -257,3 +257,22 @@ def test_the_live_forecast_serves_a_logged_sweep(tmp_path: Path):
     assert f["source"] == "refit" and f["n"] == 6
     assert f["step"] == pytest.approx(3 * 64 + 1, rel=0.05) and f["low"] < f["step"] < f["high"]
     run.finish()
+
+
+def test_the_mlflow_bridge_exports_a_logged_run(tmp_path: Path):
+    pytest.importorskip("mlflow")
+    from mlflow import MlflowClient
+
+    d = tmp_path / "runs"
+    with sparse_tui.init(name="w8", group="mine", config={"model": {"d_model": 8}, "seed": 2}, runs_dir=d) as run:
+        _curve(run, n=10, at=5)
+    uri = f"sqlite:///{tmp_path / 'ml.db'}"
+    r = subprocess.run([sys.executable, "-m", "sparse_tui", "export", "--runs-dir", str(d), "--to", "mlflow", uri,
+                        "--timeout", "240"], capture_output=True, text=True, env=ENV, timeout=300)
+    assert r.returncode == 0, r.stderr
+    client = MlflowClient(tracking_uri=uri)
+    (got,) = client.search_runs([client.get_experiment_by_name("mine").experiment_id])
+    assert got.data.params["model.d_model"] == "8" and got.data.params["seed"] == "2"
+    assert got.data.tags["sparse_tui.run_id"] == run.id and got.info.status == "FINISHED"
+    hist = sorted(client.get_metric_history(got.info.run_id, "test/acc"), key=lambda m: m.step)
+    assert [m.step for m in hist] == list(range(10)) and hist[5].value == pytest.approx(0.9)
