@@ -68,13 +68,15 @@ def test_fit_prints_the_plateau_law_of_the_example(example_store: Path):
 
 @run_async
 async def test_the_console_shows_the_example_runs_in_runs_and_curves(example_store: Path, tmp_path: Path):
+    from sparse_tui.tui.messages import FitDone
     from sparse_tui.tui.widgets.curves import CurvesPanel
+    from sparse_tui.tui.widgets.fit_panel import FitPanel
     from sparse_tui.tui.widgets.run_table import RunsPanel
 
     presets = tmp_path / "presets"
     presets.mkdir()
     names = {f"copy-first T={t} seed=0" for t in LENGTHS}
-    async with opened(example_store, presets) as (app, pilot, seen):
+    async with opened(example_store, presets, size=(140, 45)) as (app, pilot, seen):
         await pilot.press("2")
         await pilot.pause(0.2)
         panel = app.query_one(RunsPanel)
@@ -89,6 +91,16 @@ async def test_the_console_shows_the_example_runs_in_runs_and_curves(example_sto
         await wait_for(pilot, lambda: getattr(curves, "data", None) is not None
                        and set(curves.data.labels.values()) == names, 30)
         assert {"test/acc", "train/loss"} <= {n for s in curves.data.series.values() for n in s}
+        # the Fit panel guesses the swept key (T) and fits the law over the marked runs, as `fit` does
+        await pilot.press("5")
+        fit = app.query_one(FitPanel)
+        await wait_for(pilot, lambda: fit.query_one("#fit-vars").value == "T", 20)
+        done = seen.count(FitDone)
+        fit.focus()
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: seen.count(FitDone) > done, 60)
+        rep = fit.result.report
+        assert rep is not None and rep.result.n == 3 and 0.2 < rep.result.exponents["T"] < 1.5
 
 
 def test_a_sigkilled_example_run_ends_failed_with_its_points_kept(tmp_path: Path):
