@@ -274,7 +274,7 @@ class Run:
 
     def _loop(self) -> None:
         while not self._stop.wait(self.flush_seconds):
-            self.flush()
+            self.flush()  # never raises: what cannot be written is kept for the next flush
 
     def flush(self) -> None:
         """Write what is buffered now (the thread does every ``FLUSH_SECONDS``), with the heartbeat, in one
@@ -305,7 +305,7 @@ class Run:
                     if self.ended is None:
                         self.cancel_requested = self.store.heartbeat(self.id, max(self._step, 0)) or \
                             self.cancel_requested
-            except (sqlite3.Error, OSError) as e:
+            except Exception as e:  # noqa: BLE001 - locked, disk full, ...: kept for the next flush
                 self._points.extendleft(reversed(points))
                 self._maps.extendleft(reversed(maps))
                 if not self._warned:
