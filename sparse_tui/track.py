@@ -290,10 +290,13 @@ class Run:
             series: dict[str, tuple[list[int], list[float]]] = {}
             for s, vals in points:
                 for k, v in vals.items():
-                    steps, values = series.setdefault(k, ([], []))
-                    steps.append(s)
-                    values.append(v)
-                    self._observe(k, s, v)
+                    e = series.get(k)
+                    if e is None:
+                        series[k] = e = ([], [])
+                    e[0].append(s)
+                    e[1].append(v)
+            for k, (steps, values) in series.items():
+                self._observe(k, steps, values)
             try:
                 with self.store.transaction():
                     for k, (steps, values) in series.items():
@@ -315,21 +318,24 @@ class Run:
                 return
             self._plateau_written = self.det.step is not None
 
-    def _observe(self, k: str, s: int, v: float) -> None:
-        """The run's last and best values and its plateau detector (``Tracker.record``'s rules: the lowest finite
-        ``*loss``, the highest finite ``*acc``)."""
-        self.last[k] = v
-        if k == self.metric:
-            self.det.update(s, v)
-        if not math.isfinite(v):
-            if k not in self.nonfinite:
-                self.nonfinite[k] = s
-                print(f"sparse-tui: run {self.id}: {k} is {v} at step {s} (kept as a gap in the curve)",
-                      file=sys.stderr, flush=True)
-        elif k.endswith("loss"):
-            self.best[k] = min(self.best.get(k, math.inf), v)
-        elif k.endswith("acc"):
-            self.best[k] = max(self.best.get(k, -math.inf), v)
+    def _observe(self, k: str, steps: list[int], values: list[float]) -> None:
+        """The run's last and best values and its plateau detector, from one metric's new points in step order
+        (``Tracker.record``'s rules: the lowest finite ``*loss``, the highest finite ``*acc``)."""
+        self.last[k] = values[-1]
+        if k == self.metric and self.det.step is None:
+            for s, v in zip(steps, values):
+                if self.det.update(s, v) is not None:
+                    break
+        finite = values if all(map(math.isfinite, values)) else [v for v in values if math.isfinite(v)]
+        if len(finite) < len(values) and k not in self.nonfinite:
+            s, v = next((s, v) for s, v in zip(steps, values) if not math.isfinite(v))
+            self.nonfinite[k] = s
+            print(f"sparse-tui: run {self.id}: {k} is {v} at step {s} (kept as a gap in the curve)",
+                  file=sys.stderr, flush=True)
+        if finite and k.endswith("loss"):
+            self.best[k] = min(self.best.get(k, math.inf), min(finite))
+        elif finite and k.endswith("acc"):
+            self.best[k] = max(self.best.get(k, -math.inf), max(finite))
 
     # -- the end -----------------------------------------------------------------------------------------------
 
