@@ -12,9 +12,11 @@ fresh store in a temporary folder:
 * ``mlflow``: ``mlflow.log_metric(name, value, step=i)`` for each scalar (the default, synchronous), and
   ``mlflow.log_metrics({...}, step=i)`` once per step; a local ``sqlite:///`` tracking store.
 
-Two numbers per tool: ``in loop`` (the time the training loop spends in the logging calls, per scalar) and ``total``
-(the same plus ending the run so that everything is on disk: ``run.finish()``, ``writer.close()``,
-``mlflow.end_run()``, per scalar). The median of the rounds is printed. The values are Python floats (a loop that
+Three numbers per tool, per scalar: ``in loop`` (the wall time the training loop spends in the logging calls),
+``total`` (the same plus ending the run so that everything is on disk: ``run.finish()``, ``writer.close()``,
+``mlflow.end_run()``) and ``cpu`` (the process's CPU time over ``total``, every thread: the background writers'
+work included; on a loaded machine the steadiest of the three, since wall times stretch with the time slices the
+process gets). The median of the rounds is printed. The values are Python floats (a loop that
 logs ``loss.item()``); the time a tensor's ``.item()`` takes is the training loop's, the same for every tool.
 Prints a table and the ratios to TensorBoard; no thresholds.
 """
@@ -42,14 +44,13 @@ def bench_sparse_tui(folder: str, steps: int, k: int) -> tuple[float, float]:
 
     keys = names(k)
     run = sparse_tui.init(name=f"bench k={k}", group="bench", config={"k": k}, runs_dir=folder)
-    t0 = time.perf_counter()
+    c0, t0 = time.process_time(), time.perf_counter()
     for i in range(steps):
         v = 1.0 / (i + 1)
         run.log({n: v for n in keys}, step=i)
     t1 = time.perf_counter()
     run.finish()
-    t2 = time.perf_counter()
-    return t1 - t0, t2 - t0
+    return t1 - t0, time.perf_counter() - t0, time.process_time() - c0
 
 
 def bench_sparse_tui_dict_only(steps: int, k: int) -> float:
@@ -68,15 +69,14 @@ def bench_tensorboard(folder: str, steps: int, k: int) -> tuple[float, float]:
 
     keys = names(k)
     w = SummaryWriter(log_dir=folder)
-    t0 = time.perf_counter()
+    c0, t0 = time.process_time(), time.perf_counter()
     for i in range(steps):
         v = 1.0 / (i + 1)
         for n in keys:
             w.add_scalar(n, v, i)
     t1 = time.perf_counter()
     w.close()
-    t2 = time.perf_counter()
-    return t1 - t0, t2 - t0
+    return t1 - t0, time.perf_counter() - t0, time.process_time() - c0
 
 
 def bench_mlflow(folder: str, steps: int, k: int, batched: bool) -> tuple[float, float]:
@@ -90,7 +90,7 @@ def bench_mlflow(folder: str, steps: int, k: int, batched: bool) -> tuple[float,
     mlflow.set_experiment("bench")
     keys = names(k)
     mlflow.start_run()
-    t0 = time.perf_counter()
+    c0, t0 = time.process_time(), time.perf_counter()
     for i in range(steps):
         v = 1.0 / (i + 1)
         if batched:
@@ -100,8 +100,7 @@ def bench_mlflow(folder: str, steps: int, k: int, batched: bool) -> tuple[float,
                 mlflow.log_metric(n, v, step=i)
     t1 = time.perf_counter()
     mlflow.end_run()
-    t2 = time.perf_counter()
-    return t1 - t0, t2 - t0
+    return t1 - t0, time.perf_counter() - t0, time.process_time() - c0
 
 
 def main() -> None:
@@ -131,25 +130,23 @@ def main() -> None:
             tools["mlflow log_metric"] = lambda f, k=k: bench_mlflow(f, msteps, k, False)
             tools["mlflow log_metrics"] = lambda f, k=k: bench_mlflow(f, msteps, k, True)
             n["mlflow log_metric"] = n["mlflow log_metrics"] = msteps * k
-        got: dict[str, list[tuple[float, float]]] = {t: [] for t in tools}
+        got: dict[str, list[tuple[float, float, float]]] = {t: [] for t in tools}
         for _ in range(rounds):
             for tool, fn in tools.items():  # interleaved: each round runs every tool under the same load
                 with tempfile.TemporaryDirectory() as folder:
                     got[tool].append(fn(folder))
         dict_us = bench_sparse_tui_dict_only(steps, k) / (steps * k) * 1e6
         for tool in tools:
-            loop = statistics.median(x[0] for x in got[tool]) / n[tool] * 1e6
-            total = statistics.median(x[1] for x in got[tool]) / n[tool] * 1e6
-            rows.append((k, tool, loop, total))
+            loop, total, cpu = (statistics.median(x[i] for x in got[tool]) / n[tool] * 1e6 for i in range(3))
+            rows.append((k, tool, loop, total, cpu))
         print(f"  (k={k}: building the dict alone costs {dict_us:.2f} us per scalar, inside the sparse-tui and"
               " log_metrics numbers)")
-    print(f"\n{'scalars/step':>12}  {'tool':<24} {'in loop us/scalar':>18} {'total us/scalar':>16} "
-          f"{'loop vs TB':>10} {'total vs TB':>11}")
-    for k, tool, loop, total in rows:
+    print(f"\n{'scalars/step':>12}  {'tool':<24} {'in loop us':>11} {'total us':>10} {'cpu us':>10}   "
+          f"{'vs TB: loop':>11} {'total':>6} {'cpu':>6}   (per scalar)")
+    for k, tool, loop, total, cpu in rows:
         tb = next((r for r in rows if r[0] == k and r[1] == "tensorboard add_scalar"), None)
-        ratio = f"{loop / tb[2]:10.2f}" if tb else f"{'-':>10}"
-        ratio_t = f"{total / tb[3]:11.2f}" if tb else f"{'-':>11}"
-        print(f"{k:>12}  {tool:<24} {loop:18.2f} {total:16.2f} {ratio} {ratio_t}")
+        ratios = " ".join(f"{a / b:{w}.2f}" for a, b, w in zip((loop, total, cpu), tb[2:], (11, 6, 6))) if tb else "-"
+        print(f"{k:>12}  {tool:<24} {loop:11.2f} {total:10.2f} {cpu:10.2f}   {ratios}")
 
 
 if __name__ == "__main__":
