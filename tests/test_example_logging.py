@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("torch")
+pytestmark = pytest.mark.xdist_group("example_logging")  # one worker: the example trains once (the module's fixture)
 
 from tui.conftest import opened, run_async, wait_for  # noqa: E402
 
