@@ -276,3 +276,11 @@ def test_the_mlflow_bridge_exports_a_logged_run(tmp_path: Path):
     assert got.data.tags["sparse_tui.run_id"] == run.id and got.info.status == "FINISHED"
     hist = sorted(client.get_metric_history(got.info.run_id, "test/acc"), key=lambda m: m.step)
     assert [m.step for m in hist] == list(range(10)) and hist[5].value == pytest.approx(0.9)
+
+
+def test_the_theory_overlay_ignores_a_logged_config_of_another_shape():
+    """The console's theory overlay reads a run's config; a logged run's ``task`` may be a string."""
+    from sparse_tui.models.ode import recorded_curve
+
+    assert recorded_curve({"task": "copy-first", "seed": 0}, 100) is None
+    assert recorded_curve({"task": {"T": 8}}, 100) is None
