@@ -14,7 +14,7 @@ PRESET ?= presets/blog_n80.toml
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install "$(TORCH)"
-	$(BIN)/python -m pip install -e ".[dev,parquet]"
+	$(BIN)/python -m pip install -e ".[train,dev,parquet]"
 	touch $(STAMP)
 
 setup: $(STAMP)

@@ -15,20 +15,22 @@ PKG = Path(__file__).resolve().parent.parent / "sparse_tui"
 
 # Lowest first. A name is a module or a package (with everything under it).
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("base", ("sparse_tui", "sparse_tui.base", "sparse_tui.base.numbers", "sparse_tui.base.devices", "sparse_tui.base.exitcodes",
+    ("base", ("sparse_tui.base", "sparse_tui.base.numbers", "sparse_tui.base.devices", "sparse_tui.base.exitcodes",
               "sparse_tui.science.schedule", "sparse_tui.science.repetition", "sparse_tui.science.theory", "sparse_tui.base.plotting",
               "sparse_tui.base.sysmetrics",
-              "sparse_tui.base.startup", "sparse_tui.base.files")),
+              "sparse_tui.base.startup", "sparse_tui.base.files", "sparse_tui.base.extras", "sparse_tui.base.version")),
     ("config and store", ("sparse_tui.presets", "sparse_tui.store", "sparse_tui.atlas", "sparse_tui.presets.catalog",
                           "sparse_tui.presets.resources")),
     ("science", ("sparse_tui.science", "sparse_tui.tasks", "sparse_tui.models", "sparse_tui.science.fitting", "sparse_tui.science.geometry")),
     ("training", ("sparse_tui.training",)),
     ("lifecycle and reports", ("sparse_tui.lifecycle", "sparse_tui.export", "sparse_tui.lifecycle.runner", "sparse_tui.executors", "sparse_tui.export.tables", "sparse_tui.science.forecast",
                                "sparse_tui.reports.fitreport", "sparse_tui.lifecycle.progress", "sparse_tui.lifecycle.annotate",
-                               "sparse_tui.export.bridges", "sparse_tui.lifecycle.estimate", "sparse_tui.science.phase")),
+                               "sparse_tui.export.bridges", "sparse_tui.lifecycle.estimate", "sparse_tui.science.phase",
+                               "sparse_tui.track")),
     ("commands", ("sparse_tui.reports", "sparse_tui.lifecycle.doctor")),
     ("console", ("sparse_tui.tui",)),
-    ("cli", ("sparse_tui.cli", "sparse_tui.__main__")),
+    # the package's face: its __init__ offers sparse_tui.init (the logging API, loaded when called) and the version
+    ("cli", ("sparse_tui.cli", "sparse_tui.__main__", "sparse_tui")),
 ]
 
 
@@ -53,7 +55,11 @@ def import_graph() -> dict[str, set[str]]:
                 if node.level:
                     up = package.split(".")[: len(package.split(".")) - (node.level - 1)]
                     base = ".".join(up + ([base] if base else []))
-                targets = [base] + [f"{base}.{a.name}" for a in node.names]
+                # ``from pkg import submodule`` imports the submodule, as ``import pkg.submodule`` does (the
+                # package's __init__ runs for both, and neither is counted as importing it); a name that is not
+                # a submodule is taken from the package (or module) itself
+                subs = [f"{base}.{a.name}" for a in node.names]
+                targets = ([base] if any(s not in modules for s in subs) else []) + subs
             for t in targets:
                 if t in modules and t != mod:
                     graph[mod].add(t)
@@ -153,6 +159,7 @@ def test_the_architecture_doc_names_the_layers_in_order():
 
 # Names a package's __init__ offers from its modules as the package's API (not used in the __init__ itself).
 PACKAGE_API: dict[str, set[str]] = {
+    "sparse_tui": {"__version__"},  # sparse_tui.__version__, as every Python package offers it
     "sparse_tui.store": {"DB_NAME", "STATUSES", "TERMINAL", "RunRecord", "StoreError", "default_runs_dir",
                          "is_disk_full", "pid_alive", "SCHEMA_VERSION"},
 }

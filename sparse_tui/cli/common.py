@@ -224,8 +224,11 @@ def _executor_options(executor: str, address: Optional[str]):
 def _preflight(opts, specs: list, device: Optional[str], source: str, detached: bool = False):
     """The executor ``opts`` names (None: this machine), after its preflight (the device, the memory; Ray: the
     cluster, joined), before anything is written; exit 2 with its one line otherwise."""
+    from sparse_tui.base.extras import missing_torch
     from sparse_tui.executors import ExecutorError, executor_for, options
 
+    if missing_torch():  # an install without the train extra: one line, exit 2, nothing written
+        raise fail(missing_torch())
     ex = executor_for(opts or options())
     with _refused(ExecutorError):
         ex.preflight(specs, device, source, detached=detached)

@@ -14,6 +14,11 @@ def doctor(
     """Check this machine before a real sweep: device, versions, free memory, then a tiny sweep trained with every
     schedule (sequential, stacked, CUDA-graphed) and compared with the sequential result. Exit 1 on any problem.
     Run it first on a new GPU server."""
+    from sparse_tui.base.extras import missing_torch
+    from sparse_tui.cli.common import fail
+
+    if missing_torch():
+        raise fail(missing_torch())
     from sparse_tui.lifecycle.doctor import diagnose
 
     code = diagnose(device, say=lambda line: out.print(line, markup=False, highlight=False))

@@ -231,9 +231,14 @@ def reproduce(
             if why:
                 raise fail(f"--plot {path}: {why}")
     if size == "auto":
-        import torch
+        from sparse_tui.base.extras import missing_torch
 
-        size = "gpu" if torch.cuda.is_available() else "cpu"
+        if missing_torch():  # no torch, no GPU to train on: what the store holds is reported, training refused
+            size = "cpu"
+        else:
+            import torch
+
+            size = "gpu" if torch.cuda.is_available() else "cpu"
     with _refused(atlas.AtlasError), _preset_refused():  # every named preset loads before the store is opened
         for entry in chosen:
             planner.plan(None, entry, size, presets_dir)

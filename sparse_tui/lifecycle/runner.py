@@ -645,6 +645,10 @@ def check_resumable(store: RunStore, run_ids: list[str]) -> list[RunSpec]:
         raise StoreError(f"{store.path}: the run store is read-only (file system or permissions); cannot resume"
                          " runs in it (copy it to a writable directory)")
     recs = [store.get(r) for r in run_ids]
+    for r in recs:  # a run of the user's own script (sparse_tui.init, track.py): only that script can continue it
+        if (r.versions or {}).get("logged_by"):
+            raise StoreError(f"run {r.run_id} was logged by its own script ({r.versions.get('script') or 'a script'})"
+                             " through sparse_tui.init; sparse-tui cannot train it (run the script again)")
     cfgs, bad = stored_configs(recs)
     if bad:
         raise StoreError(next(iter(bad.values())))

@@ -227,7 +227,8 @@ def recorded_curve(config: dict, total_steps: int | None, points: int = 300) -> 
     """The reduced dynamics' test loss (arXiv 2505.17863 Eqs. 12-14 and 17-21) for a recorded linreg run (toy, ode or
     transformer), from its stored config, at ``points`` + 1 evenly spaced steps up to ``total_steps``: the console's
     theory overlay (numpy only, no torch). None for other tasks, or when the config has no theory curve."""
-    if config.get("task", {}).get("kind") != "linreg":
+    task = config.get("task")
+    if not isinstance(task, dict) or task.get("kind") != "linreg":  # a logged run's config is the user's own
         return None
     try:
         cfg = config_from_json(config)

@@ -5,7 +5,8 @@ forecast plateau step with an interval of stated coverage (``NOMINAL``, 80 %), f
 
 * ``refit`` (3 or more of the preset's runs ended with a plateau) and ``paper`` (1 or 2): one Bayesian least-squares
   fit of log plateau = log C + sum_i beta_i log x_i (App. D.2) over the entry's fit variables, on the preset's finished
-  runs that left their plateau, each seed a row. The exponents have the paper's law (``theory.PAPER_FITS``) as a
+  runs that left their plateau, each seed a row. A run logged by the user's own script (``sparse_tui.init``) has no atlas entry:
+  its group is fitted on the numeric parameters the group varies, with no prior (``_swept``). The exponents have the paper's law (``theory.PAPER_FITS``) as a
   normal prior of standard deviation ``TAU`` each; log C is free. With few runs the exponents are the paper's, with
   many the data's (docs/THEORY.md, "Live emergence forecast", says the weights). The interval is the posterior
   predictive: Student t with the residual scatter (seed scatter and misfit; ``SIGMA0`` as a weak prior of ``NU0``
@@ -128,6 +129,22 @@ def _law(preset: str) -> tuple[str | None, tuple[str, ...]]:
     hits = atlas.entries_of_preset(preset)
     fit_vars = next((e.fit_vars for e in hits if e.law == law and e.fit_vars), ())
     return law, tuple(fit_vars)
+
+
+def _swept(rows: Iterable[dict]) -> tuple[str, ...]:
+    """The numeric parameters that take more than one value over ``rows`` (the seed and the plateau rule left out):
+    the variables of a logged run's group (``sparse_tui.init``), which no atlas entry names."""
+    vals: dict[str, set] = {}
+    for r in rows:
+        for k, v in r.items():
+            if k.startswith("params.") and k != "params.seed" and not k.startswith("params.plateau."):
+                vals.setdefault(k, set()).add(v if isinstance(v, (int, float)) and not isinstance(v, bool) else None)
+    return tuple(sorted(k[len("params."):] for k, s in vals.items() if len(s) > 1 and None not in s))
+
+
+def _logged(rec: Any) -> bool:
+    versions = getattr(rec, "versions", None)
+    return isinstance(versions, dict) and bool(versions.get("logged_by"))
 
 
 def prior_exponents(law: str | None, fit_vars: Sequence[str]) -> dict[str, float]:
@@ -300,11 +317,13 @@ def _is_peer(r: Any) -> bool:
     return r.status == "finished" and r.plateau_step is not None
 
 
-def _group(preset: str, peers: list[Any], rows: dict[str, dict]) -> _Group:
-    key = (preset, tuple(sorted((str(p.run_id), repr(p.plateau_step)) for p in peers)))
+def _group(preset: str, peers: list[Any], rows: dict[str, dict], swept: tuple[str, ...] | None = None) -> _Group:
+    """The fit of one preset's finished runs: on its atlas entry's variables, or (a logged group, ``swept``) on the
+    numeric parameters its runs vary, without a prior."""
+    key = (preset, swept, tuple(sorted((str(p.run_id), repr(p.plateau_step)) for p in peers)))
     if key in _CACHE:
         return _CACHE[key]
-    law_key, fit_vars = _law(preset)
+    law_key, fit_vars = (None, swept) if swept is not None else _law(preset)
     prior = prior_exponents(law_key, fit_vars)
     used, xs, ys, skipped = [], [], [], {}
     for p in peers:
@@ -424,10 +443,12 @@ def forecasts(recs: Sequence[Any], pool: Iterable[Any] | None = None) -> Forecas
         except Exception:  # noqa: BLE001 - an odd preset name is no reason to stop the listing
             law_key = None
         got = None
-        if law_key is not None:
+        logged = law_key is None and _logged(r)
+        if law_key is not None or logged:
             if r.preset not in groups:
                 peers = [p for p in by_preset.get(r.preset, []) if _is_peer(p)]
-                g = groups[r.preset] = _group(r.preset, peers, rows)
+                swept = _swept(rows[p.run_id] for p in by_preset.get(r.preset, [])) if logged else None
+                g = groups[r.preset] = _group(r.preset, peers, rows, swept)
                 out.warnings += [f"run {rid}: left out of preset {r.preset}'s forecast: {why}"
                                  for rid, why in g.skipped.items()]
             try:

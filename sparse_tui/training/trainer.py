@@ -13,7 +13,7 @@ from typing import Callable
 import numpy
 import torch
 
-import sparse_tui
+from sparse_tui.base.version import __version__
 from sparse_tui.presets.schema import RunConfig
 from sparse_tui.training.loop import Tracker, train_stack
 from sparse_tui.training.runlog import RunLogger, RunResult
@@ -26,7 +26,7 @@ def library_versions(device: torch.device | None = None) -> dict:
         "python": platform.python_version(),
         "torch": torch.__version__,
         "numpy": numpy.__version__,
-        "sparse_tui": sparse_tui.__version__,
+        "sparse_tui": __version__,
         "platform": platform.platform(),
     }
     if device is not None and device.type == "cuda":

@@ -44,7 +44,9 @@ from sparse_tui.tui.render.geometry import render_geometry
 def check_executor(executor: ExecutorOptions) -> None:
     """Refuse to launch while the executor cannot be used (Ray missing, its cluster unreachable: ``ExecutorError``,
     one line; nothing is recorded)."""
-    problem = executor_for(executor).probe()
+    from sparse_tui.base.extras import missing_torch
+
+    problem = missing_torch() or executor_for(executor).probe()  # an install without torch cannot train
     if problem:
         raise ExecutorError(problem)
 
