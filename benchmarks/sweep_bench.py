@@ -381,7 +381,8 @@ def main() -> int:
             mm[d] = matmul_gflops(1, d, n=8192)
             print(f"gpu: {torch.cuda.get_device_name(d)}")
     results["matmul_gflops"] = mm
-    print("matmul throughput (float32, 2048^2; GPU 8192^2): " + ", ".join(f"{k} {v:.1f} GFLOP/s" for k, v in mm.items()))
+    print("matmul throughput (float32, 2048^2; GPU 8192^2): "
+          + ", ".join(f"{k} {v:.1f} GFLOP/s" for k, v in mm.items()))
 
     # a single N = 64 model
     for th in (1, None):

@@ -10,7 +10,8 @@ loop, which records ``sys/*`` metrics with every evaluation of a run (training/l
   period, %, and the memory in use on that GPU (every process on it), MiB.
 
 ``SPARSE_TUI_SYSTEM_METRICS=0`` turns the recording off (the test suite does, so that the runs it compares bit for
-bit carry only deterministic metrics; tests/test_sysmetrics.py turns it on). Reading them costs microseconds and never waits for the GPU (tests/test_no_host_sync.py runs the evaluation
+bit carry only deterministic metrics; tests/test_sysmetrics.py turns it on). Reading them costs microseconds and never
+waits for the GPU (tests/test_no_host_sync.py runs the evaluation
 path's sample under its sync guard). Without NVML, without a GPU, or when NVML fails, the GPU metrics are absent.
 """
 

@@ -230,7 +230,8 @@ def reproduce(
         with _refused(StoreError):  # an interrupted or failed run continues in its own row (its checkpoint checked)
             batches = planner.resume_batches(store, p)
         how = dict(workers=n_workers, device=device, then_exit=False, table=not as_json)
-        codes = [_train_batch(store, ex, specs, batch_id=batch_id, resume=ids, **how) for batch_id, ids, specs in batches]
+        codes = [_train_batch(store, ex, specs, batch_id=batch_id, resume=ids, **how)
+                 for batch_id, ids, specs in batches]
         return max([*codes, _train_batch(store, ex, todo, **how) if todo else ExitCode.OK])
 
     outcomes = run_reproduce(store, chosen, size, presets_dir=presets_dir, threshold=x, train=train, said=said)

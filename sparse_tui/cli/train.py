@@ -212,7 +212,8 @@ def worker(
 
 @app.command(short_help="Continue failed and interrupted runs from their latest checkpoints.")
 def resume(
-    target: str = typer.Argument(..., help="A run id or a batch id (or a unique prefix of either).", show_default=False),
+    target: str = typer.Argument(..., help="A run id or a batch id (or a unique prefix of either).",
+                                 show_default=False),
     runs_dir: Optional[Path] = RunsDirOpt,
     device: Optional[str] = typer.Option(None, "--device", help="Override train.device: auto, cpu, cuda, cuda:N."),
     workers: str = typer.Option("auto", "--workers", help="Worker processes: a number, or auto."),

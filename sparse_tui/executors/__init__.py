@@ -5,7 +5,8 @@ implements is ``runner.Executor``, and ``runner.ExecutorOptions`` is the one val
 
 Whatever the executor, the coordinator claims the stacks (``runner.claim_next_stack``), every stack is trained by
 the one training loop (training/loop.py) through ``runner.train_claimed``, and the coordinator's process alone
-writes the run store on its machine. Nothing here imports Ray, torch or Textual: ``ray`` is imported when the Ray executor
+writes the run store on its machine. Nothing here imports Ray, torch or Textual: ``ray`` is imported when the Ray
+executor
 connects (``sparse-tui --help`` stays light; tests/test_cli.py).
 """
 

@@ -22,7 +22,6 @@ import numpy as np
 
 from sparse_tui.base.numbers import fmt_plain
 from sparse_tui.base.plotting import fmt_r2
-from sparse_tui.presets.loading import config_get
 from sparse_tui.reports.base import FigureError, _fig, figure_writer
 
 __all__ = ["FigureError", "fit_figure", "curves_figure", "phase_figure"]
@@ -254,8 +253,11 @@ def _partial_panel(ax: Any, v: str, others: Sequence[str], xs: Sequence[Mapping[
 def _threshold(rec: Any, series: Mapping[str, tuple[Sequence[int], Sequence[float]]]) -> tuple[str, float] | None:
     """The watched metric and its absolute threshold (App. D.1): for ``fraction`` the value times the first
     evaluated value of the metric."""
-    metric, mode, value = (config_get(rec.config, f"plateau.{k}") for k in ("metric", "mode", "value"))
-    if not metric or value is None or metric not in series:
+    pc = _plateau(rec)
+    if pc is None or pc.metric not in series:
+        return None
+    metric, mode, value = pc.metric, pc.mode, pc.value
+    if value is None:
         return None
     if mode == "fraction":
         vals = [v for v in series[metric][1] if v is not None and math.isfinite(v)]
@@ -265,10 +267,15 @@ def _threshold(rec: Any, series: Mapping[str, tuple[Sequence[int], Sequence[floa
     return metric, float(value)
 
 
+def _plateau(rec: Any) -> Any:
+    """The run's ``[plateau]`` (typed), None when its stored config no longer validates."""
+    return rec.run_config.plateau if rec.run_config is not None else None
+
+
 def _plateau_rule(rec: Any) -> str:
     """The run's plateau rule for a figure's title ('plateau: test/loss fraction 0.2'), "" without one."""
-    pc = config_get(rec.config, "plateau") or {}
-    return f"plateau: {pc.get('metric')} {pc.get('mode')} {pc.get('value')}" if pc else ""
+    pc = _plateau(rec)
+    return f"plateau: {pc.metric} {pc.mode} {pc.value}" if pc is not None else ""
 
 
 def run_key(rec: Any) -> str:
@@ -492,7 +499,7 @@ def _facet_figure(data: Sequence[tuple[Any, Mapping]], points: Sequence[str], ti
     from matplotlib.lines import Line2D
 
     have = set().union(*(s.keys() for _, s in data))
-    metric = next((m for m in (config_get(r.config, "plateau.metric") for r, _ in data) if m in have), None)
+    metric = next((m for m in (pc.metric for pc in (_plateau(r) for r, _ in data) if pc) if m in have), None)
     metric = metric or ("test/acc" if "test/acc" in have else "test/loss")
     log_y = metric.endswith("loss")
     seeds = sorted({rec.seed for rec, _ in data if rec.seed is not None})

@@ -107,8 +107,9 @@ def list_lines(rows: Sequence[StatusRow], with_store: bool, width: int = 80) -> 
     out.extend(f"{r.entry.key}: {r.entry.built}" for r in rows if r.entry.built)
     out.append("* the record's verdict (docs/REPRODUCTION.md): no complete set of stored CPU runs here. CPU min: the "
                "stored runs' wall time, else the record's (shared 2-core CPU). GPU: projected time of the GPU preset "
-               "on one H100 from the card's measurements of 2026-11-26 (estimate.project_h100; a projection, not a measurement; "
-               "— where the entry has no GPU preset or nothing steps). sparse-tui reproduce KEY prints the numbers behind each verdict.")
+               "on one H100 from the card's measurements of 2026-11-26 (estimate.project_h100; a projection, not a "
+               "measurement; — where the entry has no GPU preset or nothing steps). sparse-tui reproduce KEY prints "
+               "the numbers behind each verdict.")
     return [w for line in out for w in (textwrap.wrap(line, width, break_long_words=False, break_on_hyphens=False)
                                         if len(line) > width else [line])]
 

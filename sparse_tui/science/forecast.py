@@ -5,7 +5,8 @@ forecast plateau step with an interval, from the first source that applies:
 
 * ``refit``: the power law refitted (App. D.2, ``fitting.fit_power_law``) on the preset's other runs that have left
   their plateau, when at least 3 have; on the entry's ``fit_vars`` that vary among them (none vary: their geometric
-  mean); not when the run differs from them in a variable they do not vary (no slope for it: the next source). Interval: exp(+-2 s) around the fit, s the residual standard deviation of log plateau (at least 5%).
+  mean); not when the run differs from them in a variable they do not vary (no slope for it: the next source).
+  Interval: exp(+-2 s) around the fit, s the residual standard deviation of log plateau (at least 5%).
 * ``paper``: the paper's law (``theory.PAPER_FITS``) scaled by the prefactor the preset measured: the geometric mean
   of plateau / law over the preset's runs that left their plateau (1 or 2 of them). Interval: exp(+-2 s) of those
   ratios (one run: x/÷ 2).
@@ -13,7 +14,8 @@ forecast plateau step with an interval, from the first source that applies:
   (App. A.3.2, A.4.2, sqrt(dT) read as sqrt(d) T) x 1.39, divided by lr; interval x 1.27 .. 1.50, the range of
   integrated plateau / time scale over d 16-256, T 64-4096 (docs/THEORY.md, "Closed forms").
 
-``eta_s``: seconds from the run's last heartbeat to the forecast step, at its speed so far (running runs). After the plateau: ``ratio`` =
+``eta_s``: seconds from the run's last heartbeat to the forecast step, at its speed so far (running runs). After the
+plateau: ``ratio`` =
 measured / forecast. ``loo`` measures the forecast's accuracy leave-one-out on a set of runs.
 
 No torch, no textual; reads records (``store.RunRecord``-like: ``run_id``, ``preset``, ``params``, ``plateau_step``,
@@ -157,7 +159,8 @@ def forecasts(recs: Sequence[Any]) -> dict[str, dict | None]:
 
 def forecast(rec: Any, others: Iterable[Any]) -> dict | None:
     """The forecast of run ``rec`` from ``others`` (any runs; the finished runs of its preset that left their
-    plateau are used, never itself), or None when no source applies. Keys: ``step``, ``low``, ``high``, ``source``, ``n``
+    plateau are used, never itself), or None when no source applies. Keys: ``step``, ``low``, ``high``, ``source``,
+    ``n``
     (runs it used), and ``eta_s`` (running, before its plateau) or ``ratio`` (after it)."""
     got = _predict(rec, others)
     if got is None:

@@ -25,7 +25,7 @@ from sparse_tui.export.tables import write_output
 from sparse_tui.lifecycle import runner
 from sparse_tui.lifecycle.annotate import AnnotateError, check_note, parse_tags
 from sparse_tui.models.ode import recorded_curve
-from sparse_tui.presets.loading import config_get, expand
+from sparse_tui.presets.loading import expand
 from sparse_tui.reports import figures
 from sparse_tui.reports.base import FORMATS
 from sparse_tui.reports.listing import status_rows
@@ -225,7 +225,8 @@ def attention(store: RunStore, run_id: str, step: int | None, layer: str | None,
     if layer not in maps:
         layer = layers[0]
     H, E = maps[layer].shape[:2]
-    task = config_get(store.get(run_id).config, "task.kind")
+    cfg = store.get(run_id).run_config
+    task = cfg.task.kind if cfg is not None else None
     body, info = render_attention(maps, meta, layer, head, example, width, task)
     emb = store.array(run_id, geometry.ARRAY)
     if emb is not None:  # the run's final token embedding under its map (blog 3's geometry view)
@@ -244,7 +245,7 @@ def theory(store: RunStore, run_ids: list[str]) -> TheoryData:
         except StoreError:
             curves[rid] = None
             continue
-        curves[rid] = recorded_curve(rec.config, rec.total_steps)
+        curves[rid] = recorded_curve(rec.run_config, rec.total_steps)
     return TheoryData(curves)
 
 
