@@ -26,7 +26,7 @@ from sparse_tui.lifecycle import runner
 from sparse_tui.lifecycle.annotate import AnnotateError, check_note, parse_tags
 from sparse_tui.models.ode import recorded_curve
 from sparse_tui.presets.loading import expand
-from sparse_tui.reports import figures
+from sparse_tui.reports import figures, panels
 from sparse_tui.reports.base import FORMATS
 from sparse_tui.reports.listing import status_rows
 from sparse_tui.reports.reproduce import Launched, launch_detached, reproduce
@@ -293,10 +293,10 @@ def figure(store: RunStore, panel: str, payload: Any, path: Path, size: tuple[fl
         elif panel == "fit":
             out = figures.fit_figure(payload, path)
         elif panel == "scatter":
-            out = figures.scatter_figure(payload, path, size=size)
+            out = panels.scatter_figure(payload, path, size=size)
         else:
             x, y, xs, ys, grid, counts, value = payload
-            out = figures.phase_figure(x, y, xs, ys, grid, value, path, note=cell_note(counts))
+            out = panels.phase_figure(x, y, xs, ys, grid, value, path, note=cell_note(counts))
     except (figures.FigureError, OSError) as e:  # nothing to draw yet, no matplotlib: said, not a console error
         return Done(f"figure not written: {e}", severity="warning")
     return Done(f"wrote {Path(out).resolve()}")
