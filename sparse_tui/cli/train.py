@@ -12,12 +12,10 @@ from rich.table import Table
 
 from sparse_tui.base.exitcodes import ExitCode
 from sparse_tui.cli.common import (
-    RayAddressOpt,
     RunsDirOpt,
     _cell,
     _device_flag,
     _esc,
-    _executor_options,
     _exit_now,
     _one_of,
     _open_store,
@@ -30,6 +28,7 @@ from sparse_tui.cli.common import (
     _train_batch,
     _workers_flag,
     app,
+    executor_flags,
     fail,
     out,
 )
@@ -63,6 +62,7 @@ def _load(preset: Path, overrides: list[str]):
 
 
 @app.command(short_help="Run a preset's runs (sweep x seeds) here, in the background, or in the console.")
+@executor_flags
 def run(
     preset: Path = typer.Argument(..., help="Preset TOML file.", show_default=False),
     headless: bool = typer.Option(False, "--headless", help="Train here, without the console; progress on stderr."),
@@ -84,14 +84,13 @@ def run(
     dry_run: bool = typer.Option(False, "--dry-run", help="Validate and list the runs, train nothing."),
     tag: List[str] = typer.Option([], "--tag", help="Add a tag to every run (repeatable; after the preset's tags)."),
     executor: str = ExecutorOpt,
-    address: Optional[str] = RayAddressOpt,
     verbose: bool = typer.Option(False, "--verbose", help="Print each training process's start-up phases (imports, "
                                  "CUDA context, trial step, first capture) in the batch log."),
 ) -> None:
     """Run every run of a preset (sweep x seeds), recording them in the run store."""
     if verbose:  # read by every process that trains (workers and a detached coordinator inherit it): startup.py
         os.environ["SPARSE_TUI_VERBOSE"] = "1"
-    opts = _executor_options(executor, address)
+    opts = executor
     overrides = list(set_)
     if tag:
         from sparse_tui.presets.schema import tag_problem
@@ -163,6 +162,7 @@ def _preset_file(preset: Path, local_dir: Optional[Path] = None) -> Path:
 
 
 @app.command(hidden=True)
+@executor_flags
 def work(
     batch_id: str = typer.Argument(...),
     runs_dir: Optional[Path] = RunsDirOpt,
@@ -171,12 +171,11 @@ def work(
     group: int = typer.Option(0, "--group", help="Stacks of up to this many same-shape runs (0: as planned)."),
     schedule: str = typer.Option("auto", "--schedule"),
     executor: str = ExecutorOpt,
-    address: Optional[str] = RayAddressOpt,
 ) -> None:
     """Coordinator of a detached batch (started by run --detach and by the console): plans when the runs start."""
     from sparse_tui.executors import ExecutorError, executor_for
 
-    ex = executor_for(_executor_options(executor, address))
+    ex = executor_for(executor)
     store = _open_store(runs_dir)
     with _refused(ExecutorError):  # (the launcher checked this machine's device and memory)
         _train_batch(store, ex, batch_id=batch_id, schedule=schedule, workers=workers, group=group, device=device,
@@ -211,6 +210,7 @@ def worker(
 
 
 @app.command(short_help="Continue failed and interrupted runs from their latest checkpoints.")
+@executor_flags
 def resume(
     target: str = typer.Argument(..., help="A run id or a batch id (or a unique prefix of either).",
                                  show_default=False),
@@ -220,11 +220,10 @@ def resume(
     schedule: str = typer.Option("auto", "--schedule", help="auto, sequential, processes or stacked."),
     detach: bool = typer.Option(False, "--detach", help="Continue in the background and return at once."),
     executor: str = ExecutorOpt,
-    address: Optional[str] = RayAddressOpt,
 ) -> None:
     """Continue the failed and interrupted runs (and runs left queued) of a batch, or one run, from their latest
     checkpoints, through the same launch path as 'run'."""
-    opts = _executor_options(executor, address)
+    opts = executor
     from sparse_tui.lifecycle import runner
     from sparse_tui.store import StoreError
     from sparse_tui.training.scheduler import SCHEDULES

@@ -47,7 +47,7 @@ from typing import Callable
 
 from sparse_tui.base.devices import resolve as resolve_device
 from sparse_tui.executors.address import auto_address, is_current_cluster, parse_address, reach
-from sparse_tui.executors.base import BEAT_SECONDS, INSTALL_HINT, ExecutorError
+from sparse_tui.executors.base import BEAT_SECONDS, INSTALL_HINT, ExecutorError, Option
 from sparse_tui.executors.channel import PUT_TIMEOUT, Channel, ChannelSink, apply
 from sparse_tui.lifecycle import runner
 from sparse_tui.lifecycle.runner import ExecutorOptions, StopFlag, record_end
@@ -242,9 +242,12 @@ class RayExecutor:
     """``--executor ray [--ray-address ADDRESS]``: trains a batch's stacks as Ray tasks (see the module docstring).
     Made without Ray; ``connect`` (or ``preflight``) joins the cluster."""
 
+    OPTIONS = (Option("--ray-address", "With --executor ray: auto (the cluster 'ray start' runs here; default), "
+                      "local (a private Ray on this machine) or HOST:PORT of the head.", check=parse_address),)
+
     def __init__(self, options: ExecutorOptions = ExecutorOptions("ray")):
         self.options = options
-        self.address = options.address or "auto"
+        self.address = options.get("--ray-address") or "auto"
         self.ray = None
 
     def connect(self) -> "RayExecutor":
