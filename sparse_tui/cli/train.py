@@ -92,15 +92,7 @@ def run(
         os.environ["SPARSE_TUI_VERBOSE"] = "1"
     opts = executor
     overrides = list(set_)
-    if tag:
-        from sparse_tui.presets.schema import tag_problem
-
-        for t in tag:
-            problem = tag_problem(t)
-            if problem:
-                raise fail(f"--tag: {problem}")
-        if len(set(tag)) != len(tag):
-            raise fail(f"--tag: {next(t for t in tag if tag.count(t) > 1)!r} given twice")
+    _tag_flags(tag)
     if device is not None:
         overrides.append(f"train.device={json.dumps(device)}")
     preset = _preset_file(preset, presets_dir)
@@ -119,21 +111,7 @@ def run(
     specs = expand(loaded)
     if dry_run:  # the preset on this machine; no cluster is asked
         _preflight(None, specs, device, preset.name)
-        t = Table(title=_esc(f"{loaded.name}: {len(specs)} run(s)"))
-        for col in ("#", "run", "task", "model", "steps", "device"):
-            t.add_column(col)
-        for i, s in enumerate(specs):
-            c = s.config
-            t.add_row(str(i), _cell(s.label()), c.task.kind, c.model.kind, str(c.train.steps), c.train.device)
-        out.print(t)
-        from sparse_tui.lifecycle.estimate import project_h100, time_estimate
-
-        line = time_estimate(specs, schedule, n_workers, device)
-        if line:
-            out.print(line, markup=False)
-        projection = project_h100(specs)
-        if projection is not None:
-            out.print(projection.line(), markup=False)
+        _dry_run(loaded.name, specs, schedule, n_workers, device)
         raise typer.Exit(0)
 
     # The executor is checked before the store is opened: nothing is written when it refuses.
@@ -159,6 +137,39 @@ def _preset_file(preset: Path, local_dir: Optional[Path] = None) -> Path:
     if found.origin != "file":
         _say(found.line())
     return found.path
+
+
+def _tag_flags(tag: List[str]) -> None:
+    """``--tag``: each a valid tag, none twice (exit 2, one line)."""
+    if not tag:
+        return
+    from sparse_tui.presets.schema import tag_problem
+
+    for t in tag:
+        problem = tag_problem(t)
+        if problem:
+            raise fail(f"--tag: {problem}")
+    if len(set(tag)) != len(tag):
+        raise fail(f"--tag: {next(t for t in tag if tag.count(t) > 1)!r} given twice")
+
+
+def _dry_run(name: str, specs: list, schedule: str, n_workers, device: Optional[str]) -> None:
+    """``run --dry-run``: the runs as a table, the time estimate here and the H100 projection."""
+    from sparse_tui.lifecycle.estimate import project_h100, time_estimate
+
+    t = Table(title=_esc(f"{name}: {len(specs)} run(s)"))
+    for col in ("#", "run", "task", "model", "steps", "device"):
+        t.add_column(col)
+    for i, s in enumerate(specs):
+        c = s.config
+        t.add_row(str(i), _cell(s.label()), c.task.kind, c.model.kind, str(c.train.steps), c.train.device)
+    out.print(t)
+    line = time_estimate(specs, schedule, n_workers, device)
+    if line:
+        out.print(line, markup=False)
+    projection = project_h100(specs)
+    if projection is not None:
+        out.print(projection.line(), markup=False)
 
 
 @app.command(hidden=True)
