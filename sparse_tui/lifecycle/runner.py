@@ -90,6 +90,10 @@ class ExecutorOptions:
     kind: str = "local"
     values: tuple[tuple[str, str], ...] = ()
 
+    def __post_init__(self) -> None:
+        if isinstance(self.values, str) or any(not isinstance(v, tuple) or len(v) != 2 for v in self.values):
+            raise TypeError(f"ExecutorOptions.values: (flag, value) pairs, got {self.values!r}")
+
     def get(self, flag: str) -> str | None:
         """The value given to ``flag`` (``"--ray-address"``), None when none was."""
         return dict(self.values).get(flag)
