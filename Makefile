@@ -22,9 +22,10 @@ setup: $(STAMP)
 run: $(STAMP)
 	$(BIN)/sparse-tui run $(PRESET) --headless
 
-# SPARSE_TUI_REQUIRE_RAY=1: the Ray tests fail (not skip) without the ray extra (in dev); --dist loadgroup keeps
-# them in one xdist worker, so their local Ray cluster starts once.
+# ruff check first (pyproject's [tool.ruff.lint]). SPARSE_TUI_REQUIRE_RAY=1: the Ray tests fail (not skip) without
+# the ray extra (in dev); --dist loadgroup keeps them in one xdist worker, so their local Ray cluster starts once.
 test: $(STAMP)
+	$(BIN)/ruff check
 	OMP_NUM_THREADS=1 SPARSE_TUI_REQUIRE_RAY=1 RAY_USAGE_STATS_ENABLED=0 $(BIN)/python -m pytest -n 2 --dist loadgroup --durations=15 -q
 
 bench: $(STAMP)

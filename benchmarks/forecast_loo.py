@@ -1,4 +1,5 @@
-"""Leave-one-out accuracy of the live emergence forecast (sparse_tui/science/forecast.py, issue 33): every finished run of a
+"""Leave-one-out accuracy of the live emergence forecast (sparse_tui/science/forecast.py, issue 33): every finished run
+of a
 preset that left its plateau is forecast from the preset's other runs (its own plateau hidden), and measured /
 forecast is printed with the share within +-30%.
 
@@ -47,7 +48,8 @@ def main() -> None:
         return
     for x in rows:
         ratio = "-" if x["ratio"] is None else f"{x['ratio']:.3f}"
-        print(f"{x['run']:>10}  d {x['d']!s:>3}  T {x['T']!s:>3}  plateau {x['plateau']:>7g}  measured/forecast {ratio}")
+        print(f"{x['run']:>10}  d {x['d']!s:>3}  T {x['T']!s:>3}  plateau {x['plateau']:>7g}  "
+              f"measured/forecast {ratio}")
     print(f"within +-30%: {ok} of {len(rows)}")
 
 

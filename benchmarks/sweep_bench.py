@@ -403,7 +403,8 @@ def main() -> int:
             Path(args.json).write_text(json.dumps(results, indent=1))
 
     save()
-    print("matmul throughput (float32, 2048^2; GPU 8192^2): " + ", ".join(f"{k} {v:.1f} GFLOP/s" for k, v in mm.items()))
+    print("matmul throughput (float32, 2048^2; GPU 8192^2): "
+          + ", ".join(f"{k} {v:.1f} GFLOP/s" for k, v in mm.items()))
 
     # a single N = 64 model
     for th in (1, None):

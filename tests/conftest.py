@@ -11,7 +11,8 @@ import pytest
 
 # Tiny models train far faster on one thread, and CI has two cores shared with xdist workers.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-# Runs record no sys/* metrics (CPU %, RSS, NVML: sparse_tui/base/sysmetrics.py) in the suite: tests compare whole metric
+# Runs record no sys/* metrics (CPU %, RSS, NVML: sparse_tui/base/sysmetrics.py) in the suite: tests compare whole
+# metric
 # series bit for bit, and the console's snapshots show them. tests/test_sysmetrics.py turns them on.
 os.environ["SPARSE_TUI_SYSTEM_METRICS"] = "0"
 # GPU calibrations (sparse_tui/training/calibration.py) go to a cache of the suite's own: a developer's cached card

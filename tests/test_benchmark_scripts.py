@@ -57,7 +57,8 @@ def test_entry_report_reads_the_runs_where_selects(tmp_path):
     _store(tmp_path, "paper_fig15_sgd_cpu.toml", ["seeds=[0]", "train.lr=1e-2"], law)
     out = _script("entry_report.py", "--runs-dir", str(tmp_path), "--entry", "fig15_sgd", "--where", "train.lr=0.005")
     assert out.returncode == 0, out.stderr
-    assert "runs: 9 matching" in out.stdout and out.stdout.strip().splitlines()[-1].strip().startswith("verdict: reproduced")
+    assert "runs: 9 matching" in out.stdout
+    assert out.stdout.strip().splitlines()[-1].strip().startswith("verdict: reproduced")
     both = _script("entry_report.py", "--runs-dir", str(tmp_path), "--entry", "fig15_sgd")
     assert "runs: 18 matching" in both.stdout and "verdict: reproduced" not in both.stdout
 

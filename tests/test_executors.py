@@ -126,7 +126,7 @@ def test_the_registry_names_the_executors(dry, tiny_preset, tmp_path):
     assert r.exit_code == 2 and r.output.strip() == "error: --executor: must be one of local, ray, dry, got 'slurm'"
     assert type(executor_for(options())).__name__ == "LocalExecutor"
     with pytest.raises(ExecutorError, match="--ray-address: only with --executor ray"):
-        options("dry", "auto")
+        options("dry", {"--ray-address": "auto"})
 
 
 def test_options_travel_to_the_detached_coordinator(dry, no_spawn, tiny_preset, tmp_path):
@@ -154,7 +154,7 @@ def test_options_travel_to_the_detached_coordinator(dry, no_spawn, tiny_preset, 
 @pytest.mark.parametrize("opts,flags", [
     (ExecutorOptions(), []),
     (ExecutorOptions("ray"), ["--executor", "ray"]),
-    (ExecutorOptions("ray", "head:6379"), ["--executor", "ray", "--ray-address", "head:6379"]),
+    (ExecutorOptions("ray", (("--ray-address", "head:6379"),)), ["--executor", "ray", "--ray-address", "head:6379"]),
 ])
 def test_options_are_their_flags(opts, flags, no_spawn, tiny_preset, tmp_path):
     """What ``runner.detach`` hands the coordinator is what the user's flags give back (``options``)."""
@@ -163,7 +163,7 @@ def test_options_are_their_flags(opts, flags, no_spawn, tiny_preset, tmp_path):
     cmd = no_spawn[0]
     assert cmd[cmd.index("--schedule") + 2:] == flags
     address = flags[flags.index("--ray-address") + 1] if "--ray-address" in flags else None
-    assert options(flags[1] if flags else "local", address) == opts
+    assert options(flags[1] if flags else "local", {"--ray-address": address}) == opts
 
 
 def test_a_stopped_batch_ends_its_queued_runs_whatever_the_executor(dry, tiny_preset, tmp_path):

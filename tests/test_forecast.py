@@ -1,4 +1,5 @@
-"""The live emergence forecast (sparse_tui/science/forecast.py, issue 33) and the plateau of a run still training: the three
+"""The live emergence forecast (sparse_tui/science/forecast.py, issue 33) and the plateau of a run still training: the
+three
 sources, `runs --json`'s forecast on a synthetic store, and the plateau written the moment the detector fires."""
 
 from __future__ import annotations

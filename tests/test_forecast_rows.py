@@ -130,9 +130,9 @@ def test_runs_json_fits_once_per_preset_on_a_500_run_store(tmp_path, monkeypatch
     """Issue 41: `runs --json` on a store of 500 runs (Fig. 15's 6 runs copied with SQL, as
     benchmarks/large_store.py builds its 2,000-run store) fits the law once per preset, not once per run; a second
     call with nothing changed fits nothing (cached by the peers' plateaus). Counted, not timed."""
-    import sparse_tui.science.forecast as fmod
     from typer.testing import CliRunner
 
+    import sparse_tui.science.forecast as fmod
     from sparse_tui.cli import app
 
     sys.path.insert(0, str(Path(__file__).parent.parent / "benchmarks"))

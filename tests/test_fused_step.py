@@ -38,7 +38,8 @@ def test_same_update_as_torch_optim(kind, momentum, wd):
 
 
 def test_a_run_does_not_import_dynamo(tiny_preset):
-    code = ("import sys; from sparse_tui.presets.loading import expand, load_preset; from sparse_tui.training.trainer import "
+    code = ("import sys; from sparse_tui.presets.loading import expand, load_preset; "
+            "from sparse_tui.training.trainer import "
             f"train_run; train_run(expand(load_preset({str(tiny_preset)!r}, ['train.steps=5']))[0].config); "
             "print('torch._dynamo' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)

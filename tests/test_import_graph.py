@@ -15,18 +15,14 @@ PKG = Path(__file__).resolve().parent.parent / "sparse_tui"
 
 # Lowest first. A name is a module or a package (with everything under it).
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("base", ("sparse_tui.base", "sparse_tui.base.numbers", "sparse_tui.base.devices", "sparse_tui.base.exitcodes",
-              "sparse_tui.science.schedule", "sparse_tui.science.repetition", "sparse_tui.science.theory", "sparse_tui.base.plotting",
-              "sparse_tui.base.sysmetrics",
-              "sparse_tui.base.startup", "sparse_tui.base.files", "sparse_tui.base.extras", "sparse_tui.base.version")),
-    ("config and store", ("sparse_tui.presets", "sparse_tui.store", "sparse_tui.atlas", "sparse_tui.presets.catalog",
-                          "sparse_tui.presets.resources")),
-    ("science", ("sparse_tui.science", "sparse_tui.tasks", "sparse_tui.models", "sparse_tui.science.fitting", "sparse_tui.science.geometry")),
+    ("base", ("sparse_tui.base", "sparse_tui.science.schedule", "sparse_tui.science.repetition",
+              "sparse_tui.science.theory")),
+    ("config and store", ("sparse_tui.presets", "sparse_tui.store", "sparse_tui.atlas")),
+    ("science", ("sparse_tui.science", "sparse_tui.tasks", "sparse_tui.models")),
     ("training", ("sparse_tui.training",)),
-    ("lifecycle and reports", ("sparse_tui.lifecycle", "sparse_tui.export", "sparse_tui.lifecycle.runner", "sparse_tui.executors", "sparse_tui.export.tables", "sparse_tui.science.forecast",
-                               "sparse_tui.reports.fitreport", "sparse_tui.lifecycle.progress", "sparse_tui.lifecycle.annotate",
-                               "sparse_tui.export.bridges", "sparse_tui.lifecycle.estimate", "sparse_tui.science.phase",
-                               "sparse_tui.track")),
+    ("lifecycle and reports", ("sparse_tui.lifecycle", "sparse_tui.export", "sparse_tui.executors",
+                               "sparse_tui.science.forecast", "sparse_tui.reports.fitreport",
+                               "sparse_tui.science.phase", "sparse_tui.track")),
     ("commands", ("sparse_tui.reports", "sparse_tui.lifecycle.doctor")),
     ("console", ("sparse_tui.tui",)),
     # the package's face: its __init__ offers sparse_tui.init (the logging API, loaded when called) and the version

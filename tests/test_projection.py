@@ -1,4 +1,5 @@
-"""The GPU projection (sparse_tui/lifecycle/estimate.py ``project_h100``): the H100 cost model reproduces the two sweeps it was
+"""The GPU projection (sparse_tui/lifecycle/estimate.py ``project_h100``): the H100 cost model reproduces the two
+sweeps it was
 fitted on, ``run --dry-run`` prints it labelled as a projection with its source and date, and every GPU-sized
 paper preset projects to at most about an hour per figure."""
 

@@ -24,11 +24,11 @@ import pytest
 ray = pytest.importorskip("ray", reason="the ray extra is not installed")  # an error under SPARSE_TUI_REQUIRE_RAY=1
 from ray.cluster_utils import Cluster  # noqa: E402
 
-from sparse_tui.executors import ray_executor
-from sparse_tui.lifecycle import runner
-from sparse_tui.presets.loading import expand, load_preset
-from sparse_tui.store import TERMINAL, RunStore
-from sparse_tui.training.checkpoint import has_checkpoint
+from sparse_tui.executors import ray_executor  # noqa: E402
+from sparse_tui.lifecycle import runner  # noqa: E402
+from sparse_tui.presets.loading import expand, load_preset  # noqa: E402
+from sparse_tui.store import TERMINAL, RunStore  # noqa: E402
+from sparse_tui.training.checkpoint import has_checkpoint  # noqa: E402
 
 pytestmark = pytest.mark.xdist_group("ray")
 

@@ -61,7 +61,7 @@ def test_parse_address_errors_name_the_flag():
 
 
 def probe(kind: str, address: str | None = None) -> str | None:
-    return executor_for(ExecutorOptions(kind, address)).probe()
+    return executor_for(ExecutorOptions(kind, (("--ray-address", address),) if address else ())).probe()
 
 
 def test_probe_auto_uses_the_address_file(ray_tmp):

@@ -187,7 +187,8 @@ def test_console_launches_through_the_chosen_executor(tiny_preset, tmp_path, mon
         errors = Errors()
         logging.getLogger("sparse_tui.tui").addHandler(errors)
         RunStore(runs_dir).close()  # the console asks before it creates a store (issue 21)
-        app = SparseTuiApp(runs_dir, presets, gpu=False, poll_interval=0.1, executor=ExecutorOptions("ray", address))
+        app = SparseTuiApp(runs_dir, presets, gpu=False, poll_interval=0.1,
+                           executor=ExecutorOptions("ray", (("--ray-address", address),)))
         async with app.run_test(size=(100, 30)) as pilot:
             await pilot.pause(0.5)
             assert f"ray {address}" in app.sub_title
@@ -210,7 +211,7 @@ def test_console_launches_through_the_chosen_executor(tiny_preset, tmp_path, mon
     assert calls == [] and RunStore(tmp_path / "a").runs() == []
     assert errors == ["ExecutorError: --ray-address: cannot reach a Ray cluster at 127.0.0.1:1 (Connection refused)"]
     errors = asyncio.run(launch("local", tmp_path / "b"))
-    assert errors == [] and calls and calls[0]["executor"] == ExecutorOptions("ray", "local")
+    assert errors == [] and calls and calls[0]["executor"] == ExecutorOptions("ray", (("--ray-address", "local"),))
     assert len(RunStore(tmp_path / "b").runs()) == 1
 
 

@@ -200,7 +200,8 @@ def test_console_launch_records_a_refused_cluster_on_its_runs(token_cluster, tmp
     for k in ("HOME", "RAY_TMPDIR"):
         monkeypatch.setenv(k, token_cluster["away_env"][k])
     store = RunStore(tmp_path / "console")
-    _, ids, pid = runner.start_detached(store, expand(load_preset(SMOKE, [STEPS])), executor=ExecutorOptions("ray", token_cluster["address"]))
+    _, ids, pid = runner.start_detached(store, expand(load_preset(SMOKE, [STEPS])),
+                                        executor=ExecutorOptions("ray", (("--ray-address", token_cluster["address"]),)))
     deadline = time.time() + 120
     while (r := store.get(ids[0])).status not in TERMINAL:
         assert time.time() < deadline, f"run still {r.status} after 120 s"

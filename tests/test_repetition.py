@@ -1,4 +1,5 @@
-"""Repetition schedules (sparse_tui/science/repetition.py, issue 33): task.p / task.B as a constant, steps, or a switch set off
+"""Repetition schedules (sparse_tui/science/repetition.py, issue 33): task.p / task.B as a constant, steps, or a switch
+set off
 by the run's own metrics; validated like every key, logged as sched/p / sched/B, kept in checkpoints, per member of a
 stack."""
 
@@ -290,7 +291,8 @@ def test_an_ode_run_follows_its_schedule():
 
 
 def test_diversity_verdict():
-    """reports/entries/diversity.py's check of the §4 entries: reproduced when a switch meets the target in every seed, in
+    """reports/entries/diversity.py's check of the §4 entries: reproduced when a switch meets the target in every seed,
+    in
     kind when it only leaves the plateau sooner and ends within 0.02, not reproduced otherwise."""
     from types import SimpleNamespace
 

@@ -9,17 +9,20 @@ import pytest
 from typer.testing import CliRunner
 
 from sparse_tui import atlas
+from sparse_tui.presets.loading import config_from_json
 from sparse_tui.reports.library import report
 
 
 def fake_store(runs: dict[str, dict]) -> SimpleNamespace:
-    """A read-only store of hand-written runs: ``{run_id: {"task": {...}, "seed": s, "series": {...}, ...}}``."""
+    """A read-only store of hand-written recall runs: ``{run_id: {"task": {...}, "seed": s, "series": {...}, ...}}``;
+    each record gives its typed config as a stored run does (``run_config``)."""
 
     def get(rid: str) -> SimpleNamespace:
         r = runs[rid]
+        config = {"task": {"kind": "recall", **r["task"]}}
         return SimpleNamespace(run_id=rid, label=rid, seed=r["seed"], plateau_step=r.get("plateau"),
-                               final=r.get("final", {}), config={"task": r["task"]}, swept=r.get("swept", {}),
-                               preset="p")
+                               final=r.get("final", {}), config=config, run_config=config_from_json(config),
+                               swept=r.get("swept", {}), preset="p")
 
     return SimpleNamespace(get=get, metrics=lambda rid: runs[rid]["series"])
 
@@ -160,3 +163,40 @@ def test_fig5_report_sets_each_accuracy_crossing_beside_the_same_seeds_baseline(
     assert rows["p9"]["cross"] == [0, 300, None] and rows["p9"]["speedup"][1] == pytest.approx(200 / 300)
     assert rows["p9"]["final_vs_baseline"] == pytest.approx(-0.6) and rows["p9"]["best"] == 0.3
     assert {r["variable"] for r in rows.values()} == {"p"} and "vs base" in rep.text
+
+
+def test_a_scheduled_run_in_a_shared_store_is_read_not_refused(tmp_path):
+    """A run whose task.p follows a schedule (arXiv 2505.17863 §4's switch, issue 33) beside Fig. 5 right's runs in
+    one store: the report reads its typed config (the schedule, not a number), never takes it for the baseline, and
+    compares it with its seed's p = 0 run (``_is_baseline`` called float() on the stored string and raised)."""
+    from sparse_tui.reports.entries.fig5 import _is_baseline
+    from sparse_tui.store import RunStore
+
+    acc = {"test/acc": ([0, 100, 200, 300], [0.0, 0.02, 0.1, 0.7])}
+    runs = {"p0": {"task": {"p": 0.0}, "seed": 0, "series": acc},
+            "sched": {"task": {"p": "0.9 -> 0 when test/acc >= 0.05"}, "seed": 0,
+                      "series": {"test/acc": ([0, 100, 200, 300], [0.0, 0.1, 0.6, 0.8])}}}
+    store = fake_store(runs)
+    assert _is_baseline(store.get("p0")) and not _is_baseline(store.get("sched"))
+    rep = report(store, atlas.ENTRIES["fig5_right"], list(runs))
+    rows = {r["run_id"]: r for r in rep.data.runs}
+    assert rows["sched"]["value"] == "0.9 -> 0 when test/acc >= 0.05" and rows["sched"]["baseline"] is False
+    assert rows["sched"]["speedup"][0] == pytest.approx(2.0)  # 5% at step 100 against the baseline's 200
+    assert "0.9 -> 0 when test/acc >= 0.05" in rep.text and "verdict:" in rep.text
+    # the same through a real store that shares Fig. 5 right's preset with a scheduled sweep: the record gives
+    # its typed config once (a Schedule), and the report over both does not raise
+    import dataclasses
+
+    from sparse_tui.presets.catalog import resolve
+    from sparse_tui.presets.loading import expand, load_preset
+    from sparse_tui.science.repetition import Schedule
+
+    base = expand(load_preset(resolve("paper_fig5_p_cpu").path))[0]  # p = 0, seed 0
+    data = base.config.model_dump(mode="json")
+    data["task"]["p"] = "0.9 -> 0 when test/acc >= 0.05"
+    real = RunStore(tmp_path / "runs", create=True)
+    _, ids = real.create_runs([base, dataclasses.replace(base, config=config_from_json(data))])
+    recs = [real.get(i) for i in ids]
+    assert isinstance(recs[1].run_config.task.p, Schedule) and recs[1].run_config is recs[1].run_config
+    assert [_is_baseline(r) for r in recs] == [True, False]
+    assert "verdict:" in report(real, atlas.ENTRIES["fig5_right"], ids).text

@@ -11,7 +11,8 @@ import pytest
 from scipy.integrate import solve_ivp
 
 from sparse_tui.models.ode import ode_curve, recorded_curve, simulate_run
-from sparse_tui.presets.schema import RunConfig
+from sparse_tui.presets.loading import config_from_json
+from sparse_tui.presets.schema import RecallTask, RunConfig
 from sparse_tui.science import theory as th
 from sparse_tui.science.fitting import fit_power_law
 
@@ -298,16 +299,16 @@ def test_recorded_curve_is_the_ode_of_the_stored_config():
     """The console's theory overlay (issue 23: computed by the core, not the console's poller): the test loss of
     the reduced dynamics at evenly spaced steps up to the run's total steps, from the config JSON the store keeps."""
     cfg = _cfg(train__steps=20000)
-    stored = cfg.model_dump(mode="json")
+    stored = config_from_json(cfg.model_dump(mode="json"))  # as a record gives it (RunRecord.run_config)
     steps, loss = recorded_curve(stored, None, points=4)
     assert steps == [0.0, 5000.0, 10000.0, 15000.0, 20000.0]
     np.testing.assert_allclose(loss, ode_curve(cfg, steps), rtol=1e-12)
     assert loss[0] == 0.5 and loss[-1] < 0.1  # past the plateau (d=64, T=512: ~1e4 steps at lr 1)
     steps, _ = recorded_curve(stored, 1000, points=4)  # the run's recorded total (a resumed or extended run)
     assert steps[-1] == 1000.0
-    other = dict(stored, task={"kind": "recall", "n_tokens": 8, "n_pairs": 2})
+    other = cfg.model_copy(update={"task": RecallTask(n_tokens=8, n_pairs=2)})
     assert recorded_curve(other, None) is None  # no reduced dynamics for recall
-    assert recorded_curve(dict(stored, train={"lr": "fast"}), None) is None  # a config that no longer validates
+    assert recorded_curve(None, None) is None  # a config that no longer validates
 
 
 def test_simulate_run_repetition_and_plateau_config():

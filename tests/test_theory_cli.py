@@ -44,7 +44,8 @@ def one_line_error(r) -> str:
 
 def test_theory_fit_and_ode_import_without_torch():
     """Importing the ode model, theory, fitting and the CLI, and running ``theory``, never loads torch or textual."""
-    code = ("import sys, sparse_tui.models.ode, sparse_tui.science.fitting, sparse_tui.science.theory, sparse_tui.reports.fitreport; "
+    code = ("import sys, sparse_tui.models.ode, sparse_tui.science.fitting, sparse_tui.science.theory, "
+            "sparse_tui.reports.fitreport; "
             "heavy = [m for m in ('torch', 'textual') if m in sys.modules]; assert not heavy, heavy; "
             "from typer.testing import CliRunner; from sparse_tui.cli import app; "
             "r = CliRunner().invoke(app, ['theory', '--d', '16', '--T', '64']); assert r.exit_code == 0, r.output; "

@@ -182,7 +182,8 @@ def test_plateau_stop_after_ends_a_run_after_its_plateau_and_spares_its_stack_ma
     full = train_run(base)
     alone_logs, alone_never = [], []
     stopped = train_run(crossing, logger=RunLogger(on_eval=lambda s, v: "test/loss" in v and alone_logs.append(s)))
-    train_run(never, logger=RunLogger(on_eval=lambda s, v: "test/loss" in v and alone_never.append((s, v["test/loss"]))))
+    train_run(never, logger=RunLogger(on_eval=lambda s, v: "test/loss" in v
+                                      and alone_never.append((s, v["test/loss"]))))
     p = full.plateau_step
     assert p is not None and stopped.plateau_step == p
     assert stopped.status == "finished" and stopped.step == p + 100 < 400  # evaluations every 50 steps
@@ -190,7 +191,8 @@ def test_plateau_stop_after_ends_a_run_after_its_plateau_and_spares_its_stack_ma
     assert alone_logs[-1] == p + 100
     # in one stack: the crossing run stops, the other trains all 400 steps with the same curve as alone
     logs = {0: [], 1: []}
-    loggers = [RunLogger(on_eval=lambda s, v, i=i: "test/loss" in v and logs[i].append((s, v["test/loss"]))) for i in (0, 1)]
+    loggers = [RunLogger(on_eval=lambda s, v, i=i: "test/loss" in v and logs[i].append((s, v["test/loss"])))
+               for i in (0, 1)]
     res = train_stack([crossing, never], loggers=loggers)
     assert res[0].step == p + 100 and res[1].step == 400 and res[1].plateau_step is None
     assert [s for s, _ in logs[1]] == [s for s, _ in alone_never]

@@ -5,7 +5,8 @@ machine, a GPU-sized one where the paper's grid needs it), the variables to fit 
 (``law``: a key of ``theory.PAPER_FITS``, the one place that holds the paper's numbers), the plateau threshold the
 paper uses (``threshold``, App. D.1 of arXiv 2505.17863), where we depart from the paper (``notes``) and the record
 in docs/REPRODUCTION.md. ``sparse-tui reproduce --list`` prints the atlas, ``sparse-tui reproduce KEY`` trains what is
-missing, fits and draws (``sparse_tui.reports.reproduce``), and ``sparse-tui fit`` takes the law of a run's preset from here.
+missing, fits and draws (``sparse_tui.reports.reproduce``), and ``sparse-tui fit`` takes the law of a run's preset from
+here.
 
 Adding an entry is one ``Entry(...)`` in one of the modules below; adding a module of entries is one line in
 ``MODULES``. Each module defines ``ENTRIES``, a list of entries. An entry names its claim (``claim``: "module:NAME"

@@ -13,7 +13,8 @@ preset here is CPU-sized (the blogs' models are small); none has a GPU preset ye
 
 from __future__ import annotations
 
-from sparse_tui.atlas import ENTRIES_PKG as E, Entry
+from sparse_tui.atlas import ENTRIES_PKG as E
+from sparse_tui.atlas import Entry
 
 BLOG3 = "Sparse attention 3 – inefficiency of extracting similar content (Ziming Liu, 2026)"
 BLOG6 = "Sparse attention 6 – In-context associative recall (Ziming Liu, 2026)"

@@ -7,7 +7,8 @@ depends on the initialisation, 2-4 with PyTorch's default), and 0.4 with cross-s
 
 from __future__ import annotations
 
-from sparse_tui.atlas import ENTRIES_PKG as E, Entry, Threshold
+from sparse_tui.atlas import ENTRIES_PKG as E
+from sparse_tui.atlas import Entry, Threshold
 
 PAPER = "arXiv 2505.17863"
 FLOW = Threshold("test/loss", "fraction", 0.2)  # App. D.1, toy model: 0.2 x the initial 0.5 = 0.1
@@ -88,7 +89,8 @@ ENTRIES = [
           "Transformer plateau vs d for several cross-sample repetition p (lr tuned per p); no law",
           "table", {"cpu": "paper_fig3_p_cpu", "gpu": "paper_fig3_p"}, fit_vars=("d", "p"), threshold=REP,
           notes=TRANSFORMER + "x~ = e_1 (a random x~, task.x_tilde = 'random', was no faster). CPU grid at T = 16 "
-                "(the paper's T is 256). A diagnosis: at T = 64 the speed-up grows with d, 1.05 / 1.42 / 1.59 at d = 16 / "
+                "(the paper's T is 256). A diagnosis: at T = 64 the speed-up grows with d, 1.05 / 1.42 / 1.59 at "
+                "d = 16 / "
                 "32 / 64, which the rule reads as reproduced (the record).", record=R_FIG3R,
           measured="2026-11-26, CPU: p = 0.3 shortens the plateau by 7-15% only (not reproduced at T = 16)",
           claim=E + "fig3_right:CLAIM",

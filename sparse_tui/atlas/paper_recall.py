@@ -7,7 +7,8 @@ and reads their ``train/loss``.
 
 from __future__ import annotations
 
-from sparse_tui.atlas import ENTRIES_PKG as E, Entry, Threshold
+from sparse_tui.atlas import ENTRIES_PKG as E
+from sparse_tui.atlas import Entry, Threshold
 
 PAPER = "arXiv 2505.17863"
 ACC = Threshold("test/acc", "above", 0.05)  # App. D.1, associative recall

@@ -10,7 +10,8 @@ reaches 60% test accuracy at least 1.5x sooner than no repetition and ends withi
 
 from __future__ import annotations
 
-from sparse_tui.atlas import ENTRIES_PKG as E, Entry, Threshold
+from sparse_tui.atlas import ENTRIES_PKG as E
+from sparse_tui.atlas import Entry, Threshold
 
 PAPER = "arXiv 2505.17863"
 R_DIV = "Beyond the paper: §4's proposal, repetition while stuck then none (`diversity`)"

@@ -1,9 +1,9 @@
 """The one parser of user-typed numbers: schedules (``task.p`` / ``task.B`` strings), thresholds (``--threshold``, a
 schedule's ``METRIC >= X``, ``stuck K``), timeouts (``export --timeout``), sizes (``show --size``), grids
 (``theory --grid``) and filters (``fit --where``, the console's ``acc>0.9``); ``values`` splits their typed lists.
-TOML numbers (presets, ``--set``) are tomllib's, then checked here where a schedule holds them. Issue 45: a schedule's number pattern backtracked quadratically (a 30,000-digit
-number hung validation), ``float()`` let NaN into a schedule, and an integer above 1e308 raised OverflowError in the
-filter.
+TOML numbers (presets, ``--set``) are tomllib's, then checked here where a schedule holds them. Issue 45: a schedule's
+number pattern backtracked quadratically (a 30,000-digit number hung validation), ``float()`` let NaN into a schedule,
+and an integer above 1e308 raised OverflowError in the filter.
 
 Bounded time by design: a text longer than ``MAX_CHARS`` is refused on its length alone (a float has 17
 significant digits; no number anyone means needs more), so every regular expression and ``float()`` / ``int()``

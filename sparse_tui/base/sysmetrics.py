@@ -21,9 +21,9 @@ import os
 import time
 from typing import Any
 
-OFF = ("0", "off", "false", "no")  # SPARSE_TUI_SYSTEM_METRICS values that turn the recording off
-
 import psutil
+
+OFF = ("0", "off", "false", "no")  # SPARSE_TUI_SYSTEM_METRICS values that turn the recording off
 
 
 class Nvml:

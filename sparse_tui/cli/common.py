@@ -3,6 +3,8 @@ the helpers more than one group of commands uses."""
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
 import re
 import sys
@@ -107,10 +109,32 @@ RunsDirOpt = typer.Option(
 )
 
 
-RayAddressOpt = typer.Option(
-    None, "--ray-address", help="With --executor ray: auto (the cluster 'ray start' runs here; default), local (a "
-    "private Ray on this machine) or HOST:PORT of the head.", show_default=False,
-)
+def executor_flags(command):
+    """A command's ``--executor`` (its ``executor`` parameter, whose default is that option) followed by every
+    executor's own flags (their classes' ``OPTIONS``, executors.declared: a new executor's flag reaches every command
+    that takes ``--executor`` with no change here), given to the command as one checked ``ExecutorOptions`` in
+    ``executor`` (exit 2, one line, for a bad value). Nothing heavy is imported."""
+    from sparse_tui.executors import declared
+
+    own = declared()
+    names = {flag: flag.lstrip("-").replace("-", "_") for flag in own}
+    sig = inspect.signature(command)
+    params = []
+    for p in sig.parameters.values():
+        params.append(p)
+        if p.name == "executor":
+            params += [inspect.Parameter(names[flag], p.kind, annotation=Optional[str],
+                                         default=typer.Option(None, flag, help=o.help, show_default=False))
+                       for flag, (_, o) in own.items()]
+
+    @functools.wraps(command)
+    def with_executor(*args, **kw):
+        kw["executor"] = _executor_options(kw["executor"], {flag: kw.pop(n) for flag, n in names.items()})
+        return command(*args, **kw)
+
+    with_executor.__signature__ = sig.replace(parameters=params)
+    with_executor.__annotations__ = {**command.__annotations__, **{n: Optional[str] for n in names.values()}}
+    return with_executor
 
 
 def _runs_dir(value: Optional[Path]) -> Path:
@@ -174,6 +198,7 @@ def _preset_refused():
 
 
 @app.callback()
+@executor_flags
 def main_callback(
     ctx: typer.Context,
     runs_dir: Optional[Path] = RunsDirOpt,
@@ -182,7 +207,6 @@ def main_callback(
                                                show_default=False),
     version: bool = typer.Option(False, "--version", help="Print the version and exit."),
     executor: str = typer.Option("local", "--executor", help="Where the console's launches train: local or ray."),
-    address: Optional[str] = RayAddressOpt,
 ) -> None:
     if version:
         from sparse_tui import __version__
@@ -190,7 +214,7 @@ def main_callback(
         out.print(f"sparse-tui {__version__}")
         raise typer.Exit(0)
     if ctx.invoked_subcommand is None:
-        _open_tui(_runs_dir(runs_dir), _presets_dir(presets_dir), None, [], _executor_options(executor, address))
+        _open_tui(_runs_dir(runs_dir), _presets_dir(presets_dir), None, [], executor)
 
 
 def _open_tui(runs_dir: Path, presets_dir: Path, preset: Optional[Path], overrides: list[str], executor) -> None:
@@ -212,13 +236,13 @@ def _say(line: str) -> None:
     err.print(_esc(line), markup=False)
 
 
-def _executor_options(executor: str, address: Optional[str]):
-    """``--executor`` / ``--ray-address`` as one ``ExecutorOptions`` (exit 2, one line, for a bad value); nothing
-    heavy is imported."""
+def _executor_options(executor: str, values: dict):
+    """``--executor`` and the executors' own flags (``values``: flag -> value) as one ``ExecutorOptions`` (exit 2,
+    one line, for a bad value); nothing heavy is imported."""
     from sparse_tui.executors import ExecutorError, options
 
     with _refused(ExecutorError):
-        return options(executor, address)
+        return options(executor, values)
 
 
 def _preflight(opts, specs: list, device: Optional[str], source: str, detached: bool = False):

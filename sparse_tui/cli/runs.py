@@ -297,7 +297,6 @@ def show(
     the plateau marked (several runs: overlaid in one figure, or one mean ± std per group with --mean-by) and, for
     runs of token tasks, FILE_embedding (same suffix): their final token embeddings in a plane (PCA above 2
     dimensions), labelled by token value."""
-    from sparse_tui.base.files import problem
     from sparse_tui.base.plotting import chart
     from sparse_tui.store import StoreError
 
@@ -314,22 +313,7 @@ def show(
     with _refused(StoreError):
         recs = [store.get(r) for r in run_ids]
     if fig_path is not None:
-        from sparse_tui.reports.entries.blog3_geometry import geometry_figure
-        from sparse_tui.reports.figures import FigureError, curves_figure
-        from sparse_tui.science.geometry import ARRAY
-
-        embedded = [r.run_id for r in recs if store.array(r.run_id, ARRAY) is not None]
-        geo_path = fig_path.with_name(f"{fig_path.stem}_embedding{fig_path.suffix}")
-        why = problem(geo_path) if embedded else None  # every output path is checked before the first is written
-        if why:
-            raise fail(f"--plot {_esc(geo_path)} (the embedding figure beside {_esc(fig_path.name)}): {why}")
-        with _refused(FigureError):
-            curves_figure(store, [r.run_id for r in recs], fig_path, size=inches,
-                          groups=[k.strip() for k in mean_by.split(",") if k.strip()] if mean_by else None)
-            err.print(f"wrote {_esc(fig_path)}", markup=False)
-            if embedded:  # token-input runs: their final embedding beside (blog 3's geometry view)
-                geometry_figure(store, embedded, geo_path)
-                err.print(f"wrote {_esc(geo_path)}", markup=False)
+        _show_figures(store, recs, fig_path, inches, mean_by)
         if len(recs) > 1:
             return
     rec = recs[0]
@@ -370,6 +354,27 @@ def show(
         if curves:
             log_y = title.startswith("loss")
             out.print(Text.from_ansi(chart(curves, title=title, log_y=log_y, width=w, vline=rec.plateau_step)))
+
+def _show_figures(store, recs: list, fig_path: Path, inches, mean_by: Optional[str]) -> None:
+    """``show --plot FILE``: the runs' curves in FILE and, for token-input runs, their final embeddings in
+    FILE_embedding (blog 3's geometry view)."""
+    from sparse_tui.base.files import problem
+    from sparse_tui.reports.entries.blog3_geometry import geometry_figure
+    from sparse_tui.reports.figures import FigureError, curves_figure
+    from sparse_tui.science.geometry import ARRAY
+
+    embedded = [r.run_id for r in recs if store.array(r.run_id, ARRAY) is not None]
+    geo_path = fig_path.with_name(f"{fig_path.stem}_embedding{fig_path.suffix}")
+    why = problem(geo_path) if embedded else None  # every output path is checked before the first is written
+    if why:
+        raise fail(f"--plot {_esc(geo_path)} (the embedding figure beside {_esc(fig_path.name)}): {why}")
+    with _refused(FigureError):
+        curves_figure(store, [r.run_id for r in recs], fig_path, size=inches,
+                      groups=[k.strip() for k in mean_by.split(",") if k.strip()] if mean_by else None)
+        err.print(f"wrote {_esc(fig_path)}", markup=False)
+        if embedded:
+            geometry_figure(store, embedded, geo_path)
+            err.print(f"wrote {_esc(geo_path)}", markup=False)
 
 
 def _system_rows(store, run_id: str) -> list[tuple[str, str]]:

@@ -68,7 +68,7 @@ def theory(
     fit of the grid beside the forecast exponents (d +0.5, T +1, B -1, f -1) and the paper's fit. Read sqrt(dT) in
     the paper as sqrt(d)*T (docs/THEORY.md).
     """
-    from sparse_tui.reports import fitreport
+    from sparse_tui.reports import theory_grid
     from sparse_tui.science.fitting import FitError
 
     items = list(grid) + list(extra or [])  # --grid d=.. T=.. : later items arrive as extra arguments
@@ -78,11 +78,11 @@ def theory(
         if items:
             if d is not None or T is not None:
                 raise FitError("give either --grid or --d/--T, not both")
-            res = fitreport.theory_grid(items, threshold=threshold, paper=None if paper == "none" else paper)
+            res = theory_grid.theory_grid(items, threshold=threshold, paper=None if paper == "none" else paper)
             if as_json:
-                sys.stdout.write(json.dumps(fitreport.theory_grid_dict(res), indent=1) + "\n")
+                sys.stdout.write(json.dumps(theory_grid.theory_grid_dict(res), indent=1) + "\n")
             else:
-                out.print(fitreport.format_theory_grid(res), markup=False)
+                out.print(theory_grid.format_theory_grid(res), markup=False)
             return
         if d is None or T is None:
             raise FitError("give --d and --T (and optionally --B, --p), or --grid d=... T=...")
@@ -93,13 +93,13 @@ def theory(
             raise FitError("--B: must be <= --T")
         if not 0.0 <= p <= 1.0:
             raise FitError(f"--p: must be in [0, 1], got {p:g}")
-        pt = fitreport.theory_point(int(d), int(T), int(B), p, threshold=threshold)
+        pt = theory_grid.theory_point(int(d), int(T), int(B), p, threshold=threshold)
     except (FitError, ValueError) as e:
         raise _fit_error(e) from None
     if as_json:
         sys.stdout.write(json.dumps(pt, indent=1) + "\n")
     else:
-        out.print(fitreport.format_theory_point(pt), markup=False)
+        out.print(theory_grid.format_theory_point(pt), markup=False)
 
 
 @app.command(short_help="Fit a power law to the plateau lengths of finished runs; compare with theory.")
@@ -189,9 +189,8 @@ def reproduce(
     from sparse_tui import atlas
     from sparse_tui.presets.catalog import resolve
     from sparse_tui.reports import planner
-    from sparse_tui.reports.fitreport import json_safe, parse_threshold
-    from sparse_tui.reports.library import draw, plot_paths, refits
-    from sparse_tui.reports.listing import list_json, list_lines, status_rows
+    from sparse_tui.reports.fitreport import parse_threshold
+    from sparse_tui.reports.library import plot_paths, refits
     from sparse_tui.reports.reproduce import reproduce as run_reproduce
     from sparse_tui.science.fitting import FitError
     from sparse_tui.store import StoreError
@@ -201,16 +200,7 @@ def reproduce(
     if list_:
         if name is not None:
             raise fail("reproduce --list: takes no figure name")
-        store = _open_store(runs_dir) if _runs_dir(runs_dir).joinpath("runs.db").exists() else None
-        rows = status_rows(store, presets_dir, with_verdicts=True)
-        if as_json:
-            sys.stdout.write(json.dumps(list_json(rows, store is not None), indent=1) + "\n")
-            return
-        where = f"runs in {store.path}" if store is not None else "no run store here"
-        width = max(60, min(shutil.get_terminal_size((80, 24)).columns, 120))
-        sys.stdout.write("\n".join([f"figure atlas: {len(rows)} entries; {where}",
-                                    *list_lines(rows, store is not None, width)]) + "\n")
-        return
+        return _reproduce_list(runs_dir, presets_dir, as_json)
     if name is None:
         raise fail("reproduce: name a figure (e.g. fig15) or pass --list")
     _one_of("--size", size, ("auto",) + atlas.SIZES)
@@ -256,7 +246,8 @@ def reproduce(
         with _refused(StoreError):  # an interrupted or failed run continues in its own row (its checkpoint checked)
             batches = planner.resume_batches(store, p)
         how = dict(workers=n_workers, device=device, then_exit=False, table=not as_json)
-        codes = [_train_batch(store, ex, specs, batch_id=batch_id, resume=ids, **how) for batch_id, ids, specs in batches]
+        codes = [_train_batch(store, ex, specs, batch_id=batch_id, resume=ids, **how)
+                 for batch_id, ids, specs in batches]
         return max([*codes, _train_batch(store, ex, todo, **how) if todo else ExitCode.OK])
 
     def waiting(entry) -> None:
@@ -265,6 +256,30 @@ def reproduce(
 
     outcomes = run_reproduce(store, chosen, size, presets_dir=presets_dir, threshold=x, train=train, said=said,
                              verdict_now=verdict_now, waiting=waiting)
+    raise typer.Exit(int(_print_outcomes(store, outcomes, chosen, x, fig_path, as_json)))
+
+
+def _reproduce_list(runs_dir: Optional[Path], presets_dir: Optional[Path], as_json: bool) -> None:
+    """``reproduce --list``: the atlas with each entry's verdict, cost and stored runs (``reports.listing``)."""
+    from sparse_tui.reports.listing import list_json, list_lines, status_rows
+
+    store = _open_store(runs_dir) if _runs_dir(runs_dir).joinpath("runs.db").exists() else None
+    rows = status_rows(store, presets_dir, with_verdicts=True)
+    if as_json:
+        sys.stdout.write(json.dumps(list_json(rows, store is not None), indent=1) + "\n")
+        return
+    where = f"runs in {store.path}" if store is not None else "no run store here"
+    width = max(60, min(shutil.get_terminal_size((80, 24)).columns, 120))
+    sys.stdout.write("\n".join([f"figure atlas: {len(rows)} entries; {where}",
+                                *list_lines(rows, store is not None, width)]) + "\n")
+
+
+def _print_outcomes(store, outcomes: list, chosen: list, x: Optional[float], fig_path: Optional[Path],
+                    as_json: bool) -> ExitCode:
+    """``reproduce``'s output: each entry's report (or why there is none) and its figure; the exit code."""
+    from sparse_tui.reports.fitreport import json_safe
+    from sparse_tui.reports.library import draw, plot_paths, refits
+
     code = max([ExitCode.OK, *(o.trained for o in outcomes if o.trained is not None)])
     paths = plot_paths(fig_path, chosen) if fig_path is not None else [None] * len(outcomes)
     for o, path in zip(outcomes, paths):
@@ -290,7 +305,7 @@ def reproduce(
     if as_json:
         reports = [o.report.to_dict() for o in outcomes if o.report is not None]
         sys.stdout.write(json.dumps(json_safe(reports), indent=1) + "\n")
-    raise typer.Exit(int(code))
+    return code
 
 
 presets_app = typer.Typer(cls=_Commands, add_completion=False, rich_markup_mode=None, invoke_without_command=True,

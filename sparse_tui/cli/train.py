@@ -12,12 +12,10 @@ from rich.table import Table
 
 from sparse_tui.base.exitcodes import ExitCode
 from sparse_tui.cli.common import (
-    RayAddressOpt,
     RunsDirOpt,
     _cell,
     _device_flag,
     _esc,
-    _executor_options,
     _exit_now,
     _one_of,
     _open_store,
@@ -32,6 +30,7 @@ from sparse_tui.cli.common import (
     _train_batch,
     _workers_flag,
     app,
+    executor_flags,
     fail,
     out,
 )
@@ -65,6 +64,7 @@ def _load(preset: Path, overrides: list[str]):
 
 
 @app.command(short_help="Run a preset's runs (sweep x seeds) here, in the background, or in the console.")
+@executor_flags
 def run(
     preset: Path = typer.Argument(..., help="Preset TOML file.", show_default=False),
     headless: bool = typer.Option(False, "--headless", help="Train here, without the console; progress on stderr."),
@@ -91,24 +91,15 @@ def run(
                                          "plan.", show_default=False),
     tag: List[str] = typer.Option([], "--tag", help="Add a tag to every run (repeatable; after the preset's tags)."),
     executor: str = ExecutorOpt,
-    address: Optional[str] = RayAddressOpt,
     verbose: bool = typer.Option(False, "--verbose", help="Print each training process's start-up phases (imports, "
                                  "CUDA context, trial step, first capture) in the batch log."),
 ) -> None:
     """Run every run of a preset (sweep x seeds), recording them in the run store."""
     if verbose:  # read by every process that trains (workers and a detached coordinator inherit it): startup.py
         os.environ["SPARSE_TUI_VERBOSE"] = "1"
-    opts = _executor_options(executor, address)
+    opts = executor
     overrides = list(set_)
-    if tag:
-        from sparse_tui.presets.schema import tag_problem
-
-        for t in tag:
-            problem = tag_problem(t)
-            if problem:
-                raise fail(f"--tag: {problem}")
-        if len(set(tag)) != len(tag):
-            raise fail(f"--tag: {next(t for t in tag if tag.count(t) > 1)!r} given twice")
+    _tag_flags(tag)
     if device is not None:
         overrides.append(f"train.device={json.dumps(device)}")
     presets_dir = _presets_dir(presets_dir)
@@ -132,20 +123,7 @@ def run(
         _run_budget(specs, loaded.name, budget, dry_run, runs_dir, device, opts, preset.name)
     if dry_run:  # the preset on this machine; no cluster is asked
         _preflight(None, specs, device, preset.name)
-        t = Table(title=_esc(f"{loaded.name}: {len(specs)} run(s)"))
-        for col in ("#", "run", "task", "model", "steps", "device"):
-            t.add_column(col)
-        for i, s in enumerate(specs):
-            c = s.config
-            t.add_row(str(i), _cell(s.label()), c.task.kind, c.model.kind, str(c.train.steps), c.train.device)
-        out.print(t)
-        from sparse_tui.lifecycle.estimate import projections, time_estimate
-
-        line = time_estimate(specs, schedule, n_workers, device)
-        if line:
-            out.print(line, markup=False)
-        for projection in projections(specs):  # the lent card's range, and any card calibrated here
-            out.print(projection.line(), markup=False)
+        _dry_run(loaded.name, specs, schedule, n_workers, device)
         raise typer.Exit(0)
 
     # The executor is checked before the store is opened: nothing is written when it refuses.
@@ -222,7 +200,41 @@ def _preset_file(preset: Path, local_dir: Optional[Path] = None) -> Path:
     return found.path
 
 
+def _tag_flags(tag: List[str]) -> None:
+    """``--tag``: each a valid tag, none twice (exit 2, one line)."""
+    if not tag:
+        return
+    from sparse_tui.presets.schema import tag_problem
+
+    for t in tag:
+        problem = tag_problem(t)
+        if problem:
+            raise fail(f"--tag: {problem}")
+    if len(set(tag)) != len(tag):
+        raise fail(f"--tag: {next(t for t in tag if tag.count(t) > 1)!r} given twice")
+
+
+def _dry_run(name: str, specs: list, schedule: str, n_workers, device: Optional[str]) -> None:
+    """``run --dry-run``: the runs as a table, the time estimate here and the GPU projections (the lent card's range,
+    and any card calibrated here)."""
+    from sparse_tui.lifecycle.estimate import projections, time_estimate
+
+    t = Table(title=_esc(f"{name}: {len(specs)} run(s)"))
+    for col in ("#", "run", "task", "model", "steps", "device"):
+        t.add_column(col)
+    for i, s in enumerate(specs):
+        c = s.config
+        t.add_row(str(i), _cell(s.label()), c.task.kind, c.model.kind, str(c.train.steps), c.train.device)
+    out.print(t)
+    line = time_estimate(specs, schedule, n_workers, device)
+    if line:
+        out.print(line, markup=False)
+    for projection in projections(specs):
+        out.print(projection.line(), markup=False)
+
+
 @app.command(hidden=True)
+@executor_flags
 def work(
     batch_id: str = typer.Argument(...),
     runs_dir: Optional[Path] = RunsDirOpt,
@@ -231,12 +243,11 @@ def work(
     group: int = typer.Option(0, "--group", help="Stacks of up to this many same-shape runs (0: as planned)."),
     schedule: str = typer.Option("auto", "--schedule"),
     executor: str = ExecutorOpt,
-    address: Optional[str] = RayAddressOpt,
 ) -> None:
     """Coordinator of a detached batch (started by run --detach and by the console): plans when the runs start."""
     from sparse_tui.executors import ExecutorError, executor_for
 
-    ex = executor_for(_executor_options(executor, address))
+    ex = executor_for(executor)
     store = _open_store(runs_dir)
     with _refused(ExecutorError):  # (the launcher checked this machine's device and memory)
         _train_batch(store, ex, batch_id=batch_id, schedule=schedule, workers=workers, group=group, device=device,
@@ -271,19 +282,20 @@ def worker(
 
 
 @app.command(short_help="Continue failed and interrupted runs from their latest checkpoints.")
+@executor_flags
 def resume(
-    target: str = typer.Argument(..., help="A run id or a batch id (or a unique prefix of either).", show_default=False),
+    target: str = typer.Argument(..., help="A run id or a batch id (or a unique prefix of either).",
+                                 show_default=False),
     runs_dir: Optional[Path] = RunsDirOpt,
     device: Optional[str] = typer.Option(None, "--device", help="Override train.device: auto, cpu, cuda, cuda:N."),
     workers: str = typer.Option("auto", "--workers", help="Worker processes: a number, or auto."),
     schedule: str = typer.Option("auto", "--schedule", help="auto, sequential, processes or stacked."),
     detach: bool = typer.Option(False, "--detach", help="Continue in the background and return at once."),
     executor: str = ExecutorOpt,
-    address: Optional[str] = RayAddressOpt,
 ) -> None:
     """Continue the failed and interrupted runs (and runs left queued) of a batch, or one run, from their latest
     checkpoints, through the same launch path as 'run'."""
-    opts = _executor_options(executor, address)
+    opts = executor
     from sparse_tui.lifecycle import runner
     from sparse_tui.store import StoreError
     from sparse_tui.training.scheduler import SCHEDULES

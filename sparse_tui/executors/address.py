@@ -55,7 +55,8 @@ def auto_address() -> str:
     """What ``--ray-address auto`` names: ``current_cluster()``, or ExecutorError (one line) when there is none."""
     current = current_cluster()
     if current is None:
-        raise ExecutorError("--ray-address auto: no Ray cluster runs on this machine (start one with 'ray start --head')")
+        raise ExecutorError("--ray-address auto: no Ray cluster runs on this machine "
+                            "(start one with 'ray start --head')")
     return current
 
 

@@ -4,8 +4,22 @@ and the value that names it (``runner.ExecutorOptions``) are the runner's, which
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any, Callable
+
 INSTALL_HINT = 'pip install "sparse-tui[ray]"'
 BEAT_SECONDS = 5.0  # how often a coordinator beats its heartbeat (what other hosts judge it by)
+
+
+@dataclass(frozen=True)
+class Option:
+    """A flag an executor declares for itself (its class's ``OPTIONS``): the commands that take ``--executor`` offer
+    it (cli.common.executor_flags), ``executors.options`` checks it (``check``: raises ExecutorError, one line) and
+    ``runner.ExecutorOptions`` carries its value to the executor, as harlequin's adapters declare their options."""
+
+    flag: str  # "--ray-address"
+    help: str
+    check: Callable[[str], Any] | None = None
 
 
 class ExecutorError(Exception):

@@ -7,7 +7,8 @@
 * ``RayExecutor.run_batch`` is what ``runner.run_batch`` asks of it. The coordinator forms and claims stacks exactly
   as the local path does (``runner.claim_next_stack``, the stack size from ``scheduler.plan``; a stored config that
   no longer validates is recorded failed with the reason), and submits each as a Ray task asking for the stack's
-  resources: one GPU for a CUDA stack, ``CPUS_PER_STACK`` CPUs (and as many torch threads) for a CPU stack. It keeps as many stacks in flight as the cluster's live nodes
+  resources: one GPU for a CUDA stack, ``CPUS_PER_STACK`` CPUs (and as many torch threads) for a CPU stack. It keeps as
+  many stacks in flight as the cluster's live nodes
   have resources for (``--workers N``: at most N), so runs marked running are running.
 * The task (``train_stack_task``) trains with ``runner.train_claimed``, the local path's own function, over the
   one training loop; its records reach the store through a bounded channel (executors/channel.py). Only the
@@ -46,11 +47,10 @@ from typing import Callable
 
 from sparse_tui.base.devices import resolve as resolve_device
 from sparse_tui.executors.address import auto_address, is_current_cluster, parse_address, reach
-from sparse_tui.executors.base import BEAT_SECONDS, INSTALL_HINT, ExecutorError
+from sparse_tui.executors.base import BEAT_SECONDS, INSTALL_HINT, ExecutorError, Option
 from sparse_tui.executors.channel import PUT_TIMEOUT, Channel, ChannelSink, apply
 from sparse_tui.lifecycle import runner
 from sparse_tui.lifecycle.runner import ExecutorOptions, StopFlag, record_end
-from sparse_tui.presets.loading import config_get
 from sparse_tui.store import TERMINAL
 from sparse_tui.training.checkpoint import CheckpointFiles
 
@@ -242,9 +242,12 @@ class RayExecutor:
     """``--executor ray [--ray-address ADDRESS]``: trains a batch's stacks as Ray tasks (see the module docstring).
     Made without Ray; ``connect`` (or ``preflight``) joins the cluster."""
 
+    OPTIONS = (Option("--ray-address", "With --executor ray: auto (the cluster 'ray start' runs here; default), "
+                      "local (a private Ray on this machine) or HOST:PORT of the head.", check=parse_address),)
+
     def __init__(self, options: ExecutorOptions = ExecutorOptions("ray")):
         self.options = options
-        self.address = options.address or "auto"
+        self.address = options.get("--ray-address") or "auto"
         self.ray = None
 
     def connect(self) -> "RayExecutor":
@@ -351,7 +354,8 @@ class _Coordinator:
         self.task = ray.remote(max_retries=0)(train_stack_task)
         first = min(store.runs(batch_id=batch_id, status="queued", reap=False), key=lambda r: r.position,
                     default=None)
-        want = device or (config_get(first.config, "train.device", "auto") if first is not None else "cpu")
+        cfg = first.run_config if first is not None else None
+        want = device or (cfg.train.device if cfg is not None else "auto" if first is not None else "cpu")
         self.kind = ex.stack_device(want)  # what the cluster's room is counted in: GPUs or CPUs
 
     # -- records ------------------------------------------------------------------------------------------------

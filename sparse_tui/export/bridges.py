@@ -17,7 +17,8 @@ metrics at their steps, the status, the tags (``tag`` = "true"), the note (``mlf
 sparse-tui run id (``sparse_tui.run_id``). A run exported before is skipped (matched by that id), or with
 ``--update`` brought up to date: changed tags and note, metric points past the last exported step, a status that
 ended since. The default tracking store is SQLite beside the run store (``sqlite:///RUNS_DIR/mlflow.db``); a path
-without a scheme is a path, never a run id (``X.db``: that SQLite file; else a folder holding ``mlflow.db``). Before anything is written the target is
+without a scheme is a path, never a run id (``X.db``: that SQLite file; else a folder holding ``mlflow.db``). Before
+anything is written the target is
 checked: not the run store itself, a parent folder that exists (``--mkdir`` creates it) and can be written. Every
 MLflow call runs in a daemon thread under ``--timeout`` seconds (default 30): an unreachable server or a locked
 database is one line, exit 2, never minutes of retries.
@@ -289,7 +290,8 @@ def to_tensorboard(store: RunStore, runs: list[RunRecord], folder: Path, say: Ca
     infos, metrics = _previous_experiment(folder / top_name)
     for vals in values.values():
         for k, v in vals.items():
-            infos.setdefault(k, "bool" if isinstance(v, bool) else "number" if isinstance(v, (int, float)) else "string")
+            infos.setdefault(k, "bool" if isinstance(v, bool)
+                             else "number" if isinstance(v, (int, float)) else "string")
     metrics |= {m for f in finals.values() for m in f}
     exp, _, _ = _hparams_summaries({}, infos, sorted(metrics))
     _replace_events(folder, top_name, [_event(exp, 0, time.time())])

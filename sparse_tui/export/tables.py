@@ -1,7 +1,8 @@
 """The run table and the long per-step metric table, as CSV, JSON lines or Parquet (same code for CLI and TUI).
 
 Run table columns: ``run_id, batch_id, preset, status, reason, name, label, tags, note, seed, device,
-plateau_step, step, total_steps, created_at, started_at, ended_at, duration_s``, then ``params.*`` (the flattened resolved config of
+plateau_step, step, total_steps, created_at, started_at, ended_at, duration_s``, then ``params.*`` (the flattened
+resolved config of
 each run), ``final.*`` (the last evaluated value of every metric) and ``best.*`` (best test loss / accuracy).
 Times are ISO 8601 UTC. Runs of different presets have different params; columns are the union (empty cells where
 a run has no such key).

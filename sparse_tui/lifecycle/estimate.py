@@ -209,10 +209,9 @@ def project(preset, card: str | None = None) -> CardProjection | None:
     fitted step line, its evaluations and start-up, +-20 %), else from the H100 cost model above with the card's
     memory for the stacks: from every step at the card's memory bandwidth to the H100's time plus ``MODEL_MARGIN``.
     None when nothing in the preset trains step by step. Torch-free."""
-    from sparse_tui.training import calibration
     from sparse_tui.presets.resources import MEMORY_FRACTION
     from sparse_tui.presets.schema import n_eval_steps
-    from sparse_tui.training import flops, scheduler
+    from sparse_tui.training import calibration, flops, scheduler
 
     cfgs = _cfgs(preset)
     if not cfgs:

@@ -44,7 +44,7 @@ import sqlite3
 import subprocess
 import sys
 import traceback
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Callable, ContextManager, Protocol, Sequence
@@ -83,23 +83,26 @@ class StopFlag:
 @dataclass(frozen=True)
 class ExecutorOptions:
     """Where a batch trains, as one value: the ``--executor`` flag (``kind``, a key of ``executors.EXECUTORS``) and
-    the executor's own flags, each field with its flag in ``metadata``. It travels unchanged from the CLI or the
-    console through ``detach`` (as flags: ``flags()``) to the detached coordinator (``sparse-tui work``).
-    A new executor's option is one field here plus its flag on the commands that take ``--executor``."""
+    the values of the executor's own flags (``values``: (flag, value) pairs; the executor declares its flags in its
+    ``OPTIONS``). It travels unchanged from the CLI or the console through ``detach`` (as flags: ``flags()``) to the
+    detached coordinator (``sparse-tui work``). A new executor's option is one ``Option`` in its own class."""
 
     kind: str = "local"
-    address: str | None = field(default=None, metadata={"flag": "--ray-address"})  # ray: auto, local or HOST:PORT
+    values: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        if isinstance(self.values, str) or any(not isinstance(v, tuple) or len(v) != 2 for v in self.values):
+            raise TypeError(f"ExecutorOptions.values: (flag, value) pairs, got {self.values!r}")
+
+    def get(self, flag: str) -> str | None:
+        """The value given to ``flag`` (``"--ray-address"``), None when none was."""
+        return dict(self.values).get(flag)
 
     def flags(self) -> list[str]:
         """The command-line flags that give this value back (none for the default, ``local``)."""
         if self.kind == "local":
             return []
-        out = ["--executor", self.kind]
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if "flag" in f.metadata and value is not None:
-                out += [f.metadata["flag"], str(value)]
-        return out
+        return ["--executor", self.kind, *(x for pair in self.values for x in pair)]
 
 
 class Executor(Protocol):

@@ -41,7 +41,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from sparse_tui.presets.loading import config_from_json, eval_steps
+from sparse_tui.presets.loading import eval_steps
+from sparse_tui.presets.schema import RunConfig
 from sparse_tui.science import theory
 from sparse_tui.science.repetition import initial, parse_condition, scheduled
 from sparse_tui.science.schedule import lr_factor
@@ -223,15 +224,15 @@ def ode_curve(cfg: Any, steps: Sequence[float], metric: str = "test/loss") -> np
     return table[metric]
 
 
-def recorded_curve(config: dict, total_steps: int | None, points: int = 300) -> tuple[list[float], list[float]] | None:
+def recorded_curve(cfg: RunConfig | None, total_steps: int | None, points: int = 300
+                   ) -> tuple[list[float], list[float]] | None:
     """The reduced dynamics' test loss (arXiv 2505.17863 Eqs. 12-14 and 17-21) for a recorded linreg run (toy, ode or
-    transformer), from its stored config, at ``points`` + 1 evenly spaced steps up to ``total_steps``: the console's
-    theory overlay (numpy only, no torch). None for other tasks, or when the config has no theory curve."""
-    task = config.get("task")
-    if not isinstance(task, dict) or task.get("kind") != "linreg":  # a logged run's config is the user's own
+    transformer), from its typed config (``RunRecord.run_config``), at ``points`` + 1 evenly spaced steps up to
+    ``total_steps``: the console's theory overlay (numpy only, no torch). None for other tasks, for a config that no
+    longer validates (None), or when the config has no theory curve."""
+    if cfg is None or cfg.task.kind != "linreg":
         return None
     try:
-        cfg = config_from_json(config)
         total = int(total_steps or cfg.train.steps)
         steps = [round(i * total / points) for i in range(points + 1)]
         return [float(s) for s in steps], [float(v) for v in ode_curve(cfg, steps)]

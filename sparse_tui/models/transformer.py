@@ -31,7 +31,8 @@ is one of its own keys (it is always the closest); docs/REPRODUCTION.md, "Blog 3
 Initialisation: every Linear / Embedding weight and the learned positions ~ N(0, init_std^2), every bias 0,
 LayerNorm gain 1 and bias 0 (``init='normal'``); or PyTorch's module defaults (``'torch'``), optionally with the
 attention as ``nn.MultiheadAttention`` initialises it (``'torch_mha'``). ``embed_scale`` multiplies the input
-embedding before the positions are added. ``pos_init_std`` overrides the learned positions' standard deviation (the blog "Sparse
+embedding before the positions are added. ``pos_init_std`` overrides the learned positions' standard deviation (the
+blog "Sparse
 attention 6 – In-context associative recall" needs 0.1 where ``init='torch'`` gives 1). With ``bias = True`` every
 Linear layer carries a bias except the key projection: a key bias adds the same q.b_k to every score of a query's
 row, which the softmax ignores, so it would never receive a gradient. ``bias = False`` removes them all (q, v, o,
@@ -65,7 +66,8 @@ def sinusoidal_positions(length: int, d_model: int) -> Tensor:
 
 
 # Longest sequence for which the CPU training forward uses ``_AttentionCore`` rather than
-# ``scaled_dot_product_attention``. Measured on a 2-core Xeon, one thread, forward + backward, causal (docs/PERFORMANCE.md):
+# ``scaled_dot_product_attention``. Measured on a 2-core Xeon, one thread, forward + backward, causal
+# (docs/PERFORMANCE.md):
 # at L = 65 the core takes 0.73x (d = 16) / 0.76x (d = 64) of SDPA's time, at L = 129 about the same or 0.7x, at
 # L = 257 and beyond the fused kernel wins (it never materialises the L x L scores).
 CORE_MAX_LEN = 160
@@ -94,7 +96,8 @@ class _AttentionCore(torch.autograd.Function):
     returns the probabilities (not differentiable) so that ``setup_context`` can keep them for the backward.
     """
 
-    generate_vmap_rule = True  # the module also works under torch.func.vmap (the native stack, models/stack.py, needs no vmap)
+    # the module also works under torch.func.vmap (the native stack, models/stack.py, needs no vmap)
+    generate_vmap_rule = True
 
     @staticmethod
     def forward(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None) -> tuple[Tensor, Tensor]:

@@ -9,6 +9,7 @@ Every field carries a description: the TUI builds its preset form from this sche
 in the form ``FILE: key.path: message`` (no traceback; the CLI exits 2).
 
 The package: ``schema`` (the sections and the task registry), ``errors`` (``PresetError``
-and its lines), ``loading`` (files, overrides, sweep expansion). It imports neither torch nor textual, so ``sparse-tui --help``
+and its lines), ``loading`` (files, overrides, sweep expansion). It imports neither torch nor textual, so ``sparse-tui
+--help``
 stays light.
 """

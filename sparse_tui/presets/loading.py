@@ -104,17 +104,6 @@ def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def config_get(config: Mapping[str, Any] | None, key: str, default: Any = None) -> Any:
-    """One value of a stored run config by its dotted key (``"task.p"``, ``"plateau"``), ``default`` where it has
-    none (a run recorded before the key existed): the one way the reports and executors read ``RunRecord.config``."""
-    node: Any = config or {}
-    for part in key.split("."):
-        if not isinstance(node, Mapping) or part not in node:
-            return default
-        node = node[part]
-    return node
-
-
 def eval_steps(cfg: "RunConfig") -> list[int]:
     """Evaluation steps of a run: 0, every, 2 every, ... and always the last step."""
     every, steps = cfg.eval.every, cfg.train.steps
@@ -339,7 +328,8 @@ def expand(loaded: LoadedPreset) -> list[RunSpec]:
         for seed in loaded.preset.seeds:
             swept = {**combo, "seed": seed}
             specs.append(RunSpec(preset=loaded.name, preset_path=str(loaded.path),
-                                 config=RunConfig.model_validate(_point(base, swept)), swept=swept, edited=dict(edited)))
+                                 config=RunConfig.model_validate(_point(base, swept)), swept=swept,
+                                 edited=dict(edited)))
     return specs
 
 

@@ -327,7 +327,8 @@ class TransformerModel(_Section):
             "xavier-uniform over their packed [q; k; v] matrix, attention biases 0): between the other two in scale."
         ),
     )
-    init_std: float = Field(0.02, gt=0.0, description="Standard deviation of the weight initialisation (init='normal').")
+    init_std: float = Field(0.02, gt=0.0,
+                            description="Standard deviation of the weight initialisation (init='normal').")
     embed_scale: float = Field(
         1.0,
         gt=0.0,
@@ -452,7 +453,8 @@ class EvalConfig(_Section):
     )
     test_size: int = Field(512, ge=1, description="Sequences in the fixed test set (no repetition).")
     snapshot_every: int = Field(
-        0, ge=0, description="Store attention maps of a few test sequences every this many steps; 0 = at eval 0 and end."
+        0, ge=0,
+        description="Store attention maps of a few test sequences every this many steps; 0 = at eval 0 and end."
     )
     snapshot_examples: int = Field(2, ge=1, le=16, description="Number of test sequences whose attention is stored.")
 

@@ -202,8 +202,10 @@ def _fmt(xs: Sequence[Any], spec: str = ".2f") -> str:
     return format(lo, spec) if format(lo, spec) == format(hi, spec) else f"{lo:{spec}}-{hi:{spec}}"
 
 
-def _cfg(store: Any, run_id: str, path: str) -> Any:
-    c: Any = store.get(run_id).config or {}
-    for k in path.split("."):
-        c = c.get(k, {}) if isinstance(c, dict) else {}
-    return None if c == {} else c
+def run_config(rec: Any) -> Any:
+    """A stored run's typed config (``RunRecord.run_config``), read by field; ``ValueError`` naming the run when its
+    stored config no longer validates."""
+    cfg = rec.run_config
+    if cfg is None:
+        raise ValueError(f"run {rec.run_id}: its stored config no longer validates (sparse-tui show {rec.run_id})")
+    return cfg

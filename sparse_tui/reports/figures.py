@@ -22,10 +22,9 @@ import numpy as np
 
 from sparse_tui.base.numbers import fmt_plain
 from sparse_tui.base.plotting import fmt_r2
-from sparse_tui.presets.loading import config_get
 from sparse_tui.reports.base import FigureError, _fig, figure_writer
 
-__all__ = ["FigureError", "fit_figure", "curves_figure", "phase_figure"]
+__all__ = ["FigureError", "fit_figure", "curves_figure"]
 
 
 def _decades(ax: Any) -> float:
@@ -171,19 +170,7 @@ def fit_figure(rep: Any, *, title: str | None = None) -> Any:
             # beside the panel: inside, "best" still covered points (it only avoids lines)
             ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
                       handlelength=1.4, borderaxespad=0.0)
-    key = [Line2D([], [], color="0.2", lw=1.2, label=f"fit {res.formula()}")]
-    if paper is not None:
-        pf, _, const = paper
-        expo = " · ".join(f"{k}^{val:g}" for k, val in pf.exponents.items())
-        at = f" at {', '.join(f'{k} = ' + fmt_plain(c, 'g') for k, c in const.items())}" if const else ""
-        key.append(Line2D([], [], color="0.2", lw=1.0, ls=(0, (4, 2.5)),
-                          label=f"paper {pf.figure}: {pf.C:g} · {expo}{at}"))
-    if any(cens):
-        key.append(Line2D([], [], color="0.2", marker="^", mfc="none", ls="",
-                          label="censored: no plateau by the last step (lower bound)"))
-    if partial_any and paper is not None:
-        key.append(Line2D([], [], color="0.5", lw=1.0, ls=(0, (1.5, 1.5)),
-                          label="paper's slope through the data's centre (partial panels)"))
+    key = _fit_key(res, paper, any(cens), partial_any)
     fig.legend(handles=key, loc="outside lower center", ncol=len(key), frameon=False)
     presets = ", ".join(rep.selection.presets) or "runs"
     head = title or f"{presets}: {res.formula()}"  # what was fitted, not the selection's log line
@@ -191,6 +178,26 @@ def fit_figure(rep: Any, *, title: str | None = None) -> Any:
     at = f", plateau at {'; '.join(reread.used)} (re-read)" if reread is not None else ""
     fig.suptitle(f"{head}   (R² = {fmt_r2(res.r2)}, n = {res.n}, censored = {res.n_censored}{at})", fontsize=8.5)
     return fig
+
+
+def _fit_key(res: Any, paper: Any, censored: bool, partial: bool) -> list[Any]:
+    """``fit_figure``'s key below the panels: the fit, the paper's law, the censored marker, the partial slope."""
+    from matplotlib.lines import Line2D
+
+    key = [Line2D([], [], color="0.2", lw=1.2, label=f"fit {res.formula()}")]
+    if paper is not None:
+        pf, _, const = paper
+        expo = " · ".join(f"{k}^{val:g}" for k, val in pf.exponents.items())
+        at = f" at {', '.join(f'{k} = ' + fmt_plain(c, 'g') for k, c in const.items())}" if const else ""
+        key.append(Line2D([], [], color="0.2", lw=1.0, ls=(0, (4, 2.5)),
+                          label=f"paper {pf.figure}: {pf.C:g} · {expo}{at}"))
+    if censored:
+        key.append(Line2D([], [], color="0.2", marker="^", mfc="none", ls="",
+                          label="censored: no plateau by the last step (lower bound)"))
+    if partial and paper is not None:
+        key.append(Line2D([], [], color="0.5", lw=1.0, ls=(0, (1.5, 1.5)),
+                          label="paper's slope through the data's centre (partial panels)"))
+    return key
 
 
 def _finish_axis(ax: Any, v: str, xs: Sequence[Mapping[str, float]], res: Any, paper: Any, ylabel: str) -> None:
@@ -254,8 +261,11 @@ def _partial_panel(ax: Any, v: str, others: Sequence[str], xs: Sequence[Mapping[
 def _threshold(rec: Any, series: Mapping[str, tuple[Sequence[int], Sequence[float]]]) -> tuple[str, float] | None:
     """The watched metric and its absolute threshold (App. D.1): for ``fraction`` the value times the first
     evaluated value of the metric."""
-    metric, mode, value = (config_get(rec.config, f"plateau.{k}") for k in ("metric", "mode", "value"))
-    if not metric or value is None or metric not in series:
+    pc = _plateau(rec)
+    if pc is None or pc.metric not in series:
+        return None
+    metric, mode, value = pc.metric, pc.mode, pc.value
+    if value is None:
         return None
     if mode == "fraction":
         vals = [v for v in series[metric][1] if v is not None and math.isfinite(v)]
@@ -265,10 +275,15 @@ def _threshold(rec: Any, series: Mapping[str, tuple[Sequence[int], Sequence[floa
     return metric, float(value)
 
 
+def _plateau(rec: Any) -> Any:
+    """The run's ``[plateau]`` (typed), None when its stored config no longer validates."""
+    return rec.run_config.plateau if rec.run_config is not None else None
+
+
 def _plateau_rule(rec: Any) -> str:
     """The run's plateau rule for a figure's title ('plateau: test/loss fraction 0.2'), "" without one."""
-    pc = config_get(rec.config, "plateau") or {}
-    return f"plateau: {pc.get('metric')} {pc.get('mode')} {pc.get('value')}" if pc else ""
+    pc = _plateau(rec)
+    return f"plateau: {pc.metric} {pc.mode} {pc.value}" if pc is not None else ""
 
 
 def run_key(rec: Any) -> str:
@@ -377,21 +392,12 @@ def _overlay_figure(data: Sequence[tuple[Any, Mapping]], title: str | None, grou
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    from sparse_tui.base.plotting import mean_band
 
     have = set().union(*(s.keys() for _, s in data))
     metrics = [m for m in ("test/loss", "test/acc") if m in have] or [min(have)]
     recs = [rec for rec, _ in data]
     keys = list(groups or [])
-    unknown = [k for k in keys if all(k not in r.params for r in recs)]
-    if unknown:
-        known = ", ".join(sorted({k for r in recs for k in r.params if k not in ("name", "description")}))
-        raise FigureError(f"--mean-by {','.join(unknown)}: no run has this key (theirs: {known})")
-    units: dict[Any, list[tuple[Any, Mapping]]] = {}
-    for rec, series in data:
-        units.setdefault(tuple(repr(rec.params.get(k)) for k in keys) if keys else rec.run_id, []).append((rec, series))
-    varying = [k for k in dict.fromkeys(k for r in recs for k in r.params)
-               if k not in ("seed", "name", "description") and len({repr(r.params.get(k)) for r in recs}) > 1]
+    units, varying = _overlay_units(data, keys)
     dims = keys or varying  # what tells the curves apart
     distinct = {k: sorted({repr(r.params.get(k)): r.params.get(k) for r in recs}.values(), key=_value_order)
                 for k in dims}
@@ -400,14 +406,7 @@ def _overlay_figure(data: Sequence[tuple[Any, Mapping]], title: str | None, grou
     ckey = dims[0] if len(dims) == 1 else next((k for k in dims if k != skey), None) if skey else None
     first = {u: members[0][0] for u, members in units.items()}
     cvals = distinct[ckey] if ckey else []
-    ramp = len(cvals) > 6 and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in cvals)
-    if ramp:
-        lo, hi = min(cvals), max(cvals)
-        norm = (mpl.colors.LogNorm if lo > 0 and hi >= 10 * lo else mpl.colors.Normalize)(lo, hi)
-        cmap = mpl.colormaps["viridis"]
-        by_value = {repr(v): cmap(0.92 * norm(v)) for v in cvals}
-    else:
-        by_value = {repr(v): mpl.colormaps["tab10"](i % 10) for i, v in enumerate(cvals)}
+    ramp, norm, cmap, by_value = _value_colours(cvals)
     colour = {u: by_value[repr(first[u].params.get(ckey))] if ckey else mpl.colormaps["tab10"](i % 10)
               for i, u in enumerate(units)}
     styles = ["-", "--", ":", "-."]
@@ -427,26 +426,7 @@ def _overlay_figure(data: Sequence[tuple[Any, Mapping]], title: str | None, grou
     for ax, metric in zip(axes, metrics):
         log_y = metric.endswith("loss")
         for u, members in units.items():
-            curves = [series[metric] for _, series in members if metric in series]
-            if not curves:
-                continue
-            if keys:
-                xs, ys, sd, _ = (np.asarray(a, dtype=float) for a in mean_band(curves))
-            else:
-                xs, ys = (np.asarray(a, dtype=float) for a in curves[0])
-            ok = np.isfinite(ys) & ((xs > 0) if log_x else True) & ((ys > 0) if log_y else True)
-            ax.plot(xs[ok], ys[ok], color=colour[u], ls=style[u], lw=1.2, label=None if ckey else label(u))
-            if keys and len(curves) > 1:
-                lo = ys - sd
-                ax.fill_between(xs[ok], np.where(lo > 0, lo, np.nan)[ok] if log_y else lo[ok], (ys + sd)[ok],
-                                color=colour[u], alpha=0.18, lw=0)
-            ps = [r.plateau_step for r, _ in members if r.plateau_step is not None]
-            fin = np.isfinite(ys)  # the marker sits on the curve, also where a log axis cannot show it (step 0)
-            if ps and ok.any():
-                at = [float(np.mean(ps))] if keys else ps
-                ax.errorbar(at, np.interp(at, xs[fin], ys[fin]), xerr=[float(np.std(ps, ddof=1))] if keys and
-                            len(ps) > 1 else None, fmt="o", ms=3.5, color=colour[u], mec="white", mew=0.5,
-                            capsize=2, lw=0.8, zorder=3)
+            _overlay_unit(ax, metric, members, bool(keys), log_x, colour[u], style[u], None if ckey else label(u))
         if log_y:
             ax.set_yscale("log")
         if log_x:
@@ -477,12 +457,76 @@ def _overlay_figure(data: Sequence[tuple[Any, Mapping]], title: str | None, grou
             axes[0].legend(handles=handles, frameon=False, loc="best")
         else:
             fig.legend(handles=handles, loc="outside lower center", ncol=min(4, len(handles)), frameon=False)
-    presets = sorted({r.preset for r in recs})
-    head = title or f"{', '.join(presets)}: {len(recs)} runs" + (
-        f", mean ± std over the runs of each {', '.join(short[k] for k in keys)}" if keys else "")
-    how = _plateau_rule(recs[0])
+    mean = f", mean ± std over the runs of each {', '.join(short[k] for k in keys)}" if keys else ""
+    return _titled(fig, title or f"{', '.join(sorted({r.preset for r in recs}))}: {len(recs)} runs" + mean, recs[0])
+
+
+def _titled(fig: Any, head: str, rec: Any) -> Any:
+    """``fig`` with ``head`` and the run's plateau rule as its title, wrapped to the figure's width."""
+    how = _plateau_rule(rec)
     fig.suptitle(textwrap.fill(f"{head}   ({how})" if how else head, int(13 * fig.get_figwidth())), fontsize=8.5)
     return fig
+
+
+def _overlay_units(data: Sequence[tuple[Any, Mapping]], keys: Sequence[str]) -> tuple[dict, list[str]]:
+    """``_overlay_figure``'s curves: the runs by their values of ``keys`` (each run alone without keys), and the
+    params that vary between the runs. ``FigureError`` for a key no run has."""
+    recs = [rec for rec, _ in data]
+    unknown = [k for k in keys if all(k not in r.params for r in recs)]
+    if unknown:
+        known = ", ".join(sorted({k for r in recs for k in r.params if k not in ("name", "description")}))
+        raise FigureError(f"--mean-by {','.join(unknown)}: no run has this key (theirs: {known})")
+    units: dict[Any, list[tuple[Any, Mapping]]] = {}
+    for rec, series in data:
+        units.setdefault(tuple(repr(rec.params.get(k)) for k in keys) if keys else rec.run_id, []).append((rec, series))
+    varying = [k for k in dict.fromkeys(k for r in recs for k in r.params)
+               if k not in ("seed", "name", "description") and len({repr(r.params.get(k)) for r in recs}) > 1]
+    return units, varying
+
+
+def _value_colours(cvals: Sequence[Any]) -> tuple[bool, Any, Any, dict[str, Any]]:
+    """A colour per value: a ramp (viridis, log when the numbers span a decade) over more than 6 numbers, else
+    tab10. Returns (ramp, its norm, its colormap, {repr(value): colour})."""
+    import matplotlib as mpl
+
+    ramp = len(cvals) > 6 and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in cvals)
+    if not ramp:
+        return False, None, None, {repr(v): mpl.colormaps["tab10"](i % 10) for i, v in enumerate(cvals)}
+    lo, hi = min(cvals), max(cvals)
+    norm = (mpl.colors.LogNorm if lo > 0 and hi >= 10 * lo else mpl.colors.Normalize)(lo, hi)
+    cmap = mpl.colormaps["viridis"]
+    return True, norm, cmap, {repr(v): cmap(0.92 * norm(v)) for v in cvals}
+
+
+def _overlay_unit(ax: Any, metric: str, members: Sequence[tuple[Any, Mapping]], mean: bool, log_x: bool,
+                  colour: Any, style: str, label: str | None) -> None:
+    """One curve of ``_overlay_figure`` on ``ax``: a run's ``metric`` (``mean``: the mean ± std band over the
+    group's runs) and its plateau marker on the curve (a group's at the mean plateau, its std as a bar)."""
+    import numpy as np
+
+    from sparse_tui.base.plotting import mean_band
+
+    log_y = metric.endswith("loss")
+    curves = [series[metric] for _, series in members if metric in series]
+    if not curves:
+        return
+    if mean:
+        xs, ys, sd, _ = (np.asarray(a, dtype=float) for a in mean_band(curves))
+    else:
+        xs, ys = (np.asarray(a, dtype=float) for a in curves[0])
+    ok = np.isfinite(ys) & ((xs > 0) if log_x else True) & ((ys > 0) if log_y else True)
+    ax.plot(xs[ok], ys[ok], color=colour, ls=style, lw=1.2, label=label)
+    if mean and len(curves) > 1:
+        lo = ys - sd
+        ax.fill_between(xs[ok], np.where(lo > 0, lo, np.nan)[ok] if log_y else lo[ok], (ys + sd)[ok],
+                        color=colour, alpha=0.18, lw=0)
+    ps = [r.plateau_step for r, _ in members if r.plateau_step is not None]
+    fin = np.isfinite(ys)  # the marker sits on the curve, also where a log axis cannot show it (step 0)
+    if ps and ok.any():
+        at = [float(np.mean(ps))] if mean else ps
+        ax.errorbar(at, np.interp(at, xs[fin], ys[fin]), xerr=[float(np.std(ps, ddof=1))] if mean and
+                    len(ps) > 1 else None, fmt="o", ms=3.5, color=colour, mec="white", mew=0.5,
+                    capsize=2, lw=0.8, zorder=3)
 
 
 def _facet_figure(data: Sequence[tuple[Any, Mapping]], points: Sequence[str], title: str | None) -> Any:
@@ -492,7 +536,7 @@ def _facet_figure(data: Sequence[tuple[Any, Mapping]], points: Sequence[str], ti
     from matplotlib.lines import Line2D
 
     have = set().union(*(s.keys() for _, s in data))
-    metric = next((m for m in (config_get(r.config, "plateau.metric") for r, _ in data) if m in have), None)
+    metric = next((m for m in (pc.metric for pc in (_plateau(r) for r, _ in data) if pc) if m in have), None)
     metric = metric or ("test/acc" if "test/acc" in have else "test/loss")
     log_y = metric.endswith("loss")
     seeds = sorted({rec.seed for rec, _ in data if rec.seed is not None})
@@ -534,81 +578,4 @@ def _facet_figure(data: Sequence[tuple[Any, Mapping]], points: Sequence[str], ti
     head = title or f"{', '.join(presets)}: {len(data)} runs"
     width = int(13 * (2.2 * ncol + 0.9))  # characters at 8.5 pt across the figure
     fig.suptitle(textwrap.fill(f"{head}   ({how})" if how else head, width), fontsize=8.5)
-    return fig
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Figures of the reduced dynamics (sparse-tui reproduce fig1a ... fig10 --plot FILE)
-# ---------------------------------------------------------------------------------------------------------------
-# Each draws the 'ode' runs of the entry's preset (their logged toy/w, toy/alpha, toy/w_tilde and losses) beside
-# what theory.py computes for them (the landscape of Eq. 12, w_inf(alpha), the Hessian, the linearisation). The
-# flows themselves are checked against independent scipy integrations in tests/test_theory.py.
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Phase diagram (the console's Phase panel, p)
-# ---------------------------------------------------------------------------------------------------------------
-
-
-def _phase_panel(fig: Any, ax: Any, x_key: str, y_key: str, xs: Sequence[Any], ys: Sequence[Any],
-                 grid: Sequence[Sequence[float]], value: str) -> None:
-    """One phase diagram on ``ax``: the cells coloured and annotated (empty ones blank), the plateau step on a log
-    colour scale, accuracy and emerged fraction on [0, 1]. Raises ``FigureError`` when no cell has a value."""
-    from matplotlib.colors import LogNorm, Normalize
-
-    z = np.array([[np.nan if v is None else float(v) for v in row] for row in grid], dtype=float)
-    finite = z[np.isfinite(z)]
-    if finite.size == 0:
-        raise FigureError(f"no {value} value in any cell to plot")
-    log = value == "plateau" and finite.min() > 0
-    norm = LogNorm(finite.min(), max(finite.max(), finite.min() * 1.0001)) if log else (
-        Normalize(0.0, 1.0) if value in ("acc", "emerged") else Normalize(finite.min(), finite.max()))
-    im = ax.imshow(np.ma.masked_invalid(z), origin="lower", aspect="auto", cmap="viridis", norm=norm)
-    ax.set_xticks(range(len(xs)), [fmt_plain(v, 'g') if isinstance(v, (int, float)) else str(v) for v in xs])
-    ax.set_yticks(range(len(ys)), [fmt_plain(v, 'g') if isinstance(v, (int, float)) else str(v) for v in ys])
-    ax.set_xlabel(x_key)
-    ax.set_ylabel(y_key)
-    ax.grid(False)
-    for (i, j), v in np.ndenumerate(z):
-        if np.isfinite(v):
-            ax.text(j, i, f"{v:.3g}", ha="center", va="center", fontsize=6.5,
-                    color="white" if norm(v) < 0.5 else "black")
-    fig.colorbar(im, ax=ax, label=value)
-
-
-@figure_writer("figure")
-def phase_figure(x_key: str, y_key: str, xs: Sequence[Any], ys: Sequence[Any], grid: Sequence[Sequence[float]],
-                 value: str, *, title: str | None = None, note: str = "") -> Any:
-    """Write a phase diagram (a value over two swept parameters; empty cells blank, each cell annotated) to
-    ``path``; the plateau step on a log colour scale. Raises ``FigureError``."""
-    fig, (ax,) = _fig(1, 1.2 + 0.75 * len(xs), 1.0 + 0.45 * len(ys))
-    _phase_panel(fig, ax, x_key, y_key, xs, ys, grid, value)
-    head = title or f"{value}: {y_key} × {x_key}"
-    fig.suptitle(f"{head}   ({note})" if note else head, fontsize=8.5)
-    return fig
-
-
-@figure_writer()
-def scatter_figure(data: Any, *, title: str | None = None, size: tuple[float, float] | None = None) -> Any:
-    """The console's Scatter panel as a figure (issue 34, TensorBoard HParams' scatter): one point per run, its
-    plateau step or a final metric (``data.y``) against a hyperparameter (``data.x``), on the panel's axes (log
-    where it shows log); the runs left out are counted in the title."""
-    from matplotlib.figure import Figure
-
-    if not data.points:
-        raise FigureError("no run has both values")
-    fig = Figure(figsize=size or (3.6, 3.0), layout="constrained")
-    ax = fig.subplots()
-    ax.scatter([p[0] for p in data.points], [p[1] for p in data.points], s=14, color="tab:blue", alpha=0.8,
-               edgecolor="white", linewidth=0.4)
-    if data.log_x:
-        ax.set_xscale("log")
-    if data.log_y:
-        ax.set_yscale("log")
-    ax.set_xlabel(data.x)
-    ax.set_ylabel(data.y)
-    left = [f"{data.censored} never left the plateau" if data.censored else "",
-            f"{data.missing} without the value" if data.missing else ""]
-    head = title or f"{data.y} against {data.x.split('.')[-1]}: {len(data.points)} runs"
-    fig.suptitle(textwrap.fill("; ".join([head, *filter(None, left)]), int(13 * fig.get_figwidth())), fontsize=8.5)
     return fig

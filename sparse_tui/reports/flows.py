@@ -11,17 +11,18 @@ from typing import Any, Sequence
 import numpy as np
 
 from sparse_tui.atlas import Entry
-from sparse_tui.presets.loading import config_get
-from sparse_tui.reports.base import FigureError, Report, make_report
+from sparse_tui.reports.base import FigureError, Report, make_report, run_config
 
 
 def flow_series(store: Any, run_id: str) -> dict[str, Any]:
     """An 'ode' run as arrays: t (flow time = step x lr), d, T, B, p, plateau time, w, alpha, da (Eq. 9 inverted),
     the losses and, with p > 0, w~ and the other columns' w (App. A.4.1)."""
+    from sparse_tui.science.repetition import initial
     from sparse_tui.science.theory import delta_a_of_alpha
 
     rec = store.get(run_id)
-    task, lr = config_get(rec.config, "task", {}), float(config_get(rec.config, "train.lr", 1.0))
+    cfg = run_config(rec)
+    task, lr = cfg.task, float(cfg.train.lr)
     series = store.metrics(run_id)
 
     def arr(name: str) -> Any:
@@ -30,8 +31,8 @@ def flow_series(store: Any, run_id: str) -> dict[str, Any]:
 
     t, w = arr("toy/w")
     _, alpha = arr("toy/alpha")
-    out = {"rec": rec, "t": t, "w": w, "alpha": alpha, "d": float(task.get("d", 1)), "T": float(task.get("T", 2)),
-           "B": float(task.get("B", 1)), "p": float(task.get("p", 0.0)),
+    out = {"rec": rec, "t": t, "w": w, "alpha": alpha, "d": float(task.d), "T": float(task.T),
+           "B": float(initial(task.B)), "p": float(initial(task.p)),
            "plateau": None if rec.plateau_step is None else float(rec.plateau_step) * lr}
     out["da"] = delta_a_of_alpha(alpha, out["T"], out["B"])
     for name in ("test/loss", "train/loss", "toy/w_tilde"):

@@ -11,10 +11,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from sparse_tui.atlas import AtlasError, Entry
-from sparse_tui.presets.loading import config_get
 from sparse_tui.reports import figures
 from sparse_tui.reports import verdict as verdicts
-from sparse_tui.reports.base import Claim, Report, Runs, _gmean, _num, make_report
+from sparse_tui.reports.base import Claim, Report, Runs, _gmean, _num, make_report, run_config
 
 
 @dataclass
@@ -158,17 +157,18 @@ def curves_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
 def train_plateau(series: dict, rec: Any) -> float | None:
     """The first logged step at which train/loss crosses the run's absolute plateau threshold (on training data,
     which repetition changes: Fig. 12's top row); None for other plateau modes or without a crossing."""
-    if config_get(rec.config, "plateau.mode") != "below" or "train/loss" not in series:
+    plateau = run_config(rec).plateau
+    if plateau.mode != "below" or "train/loss" not in series:
         return None
     steps, vals = series["train/loss"]
-    level = config_get(rec.config, "plateau.value", 0.0)
+    level = plateau.value
     return next((float(s) for s, v in zip(steps, vals) if v is not None and v <= level), None)
 
 
 def transition_steps(series: dict, rec: Any) -> float | None:
     """Steps from the last evaluation at or above 90% of the plateau level (the median of the watched metric before
     the plateau) to the plateau step; None without a plateau."""
-    metric = config_get(rec.config, "plateau.metric", "test/loss")
+    metric = run_config(rec).plateau.metric
     if rec.plateau_step is None or metric not in series:
         return None
     steps, vals = series[metric]

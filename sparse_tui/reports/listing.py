@@ -113,7 +113,8 @@ def list_lines(rows: Sequence[StatusRow], with_store: bool, width: int = 80) -> 
                f"stored runs' wall time, else the record's (shared 2-core CPU). {gpu_head}: projected minutes "
                f"of the GPU preset on one {LENT_CARD}, a range (estimate.project: from the card's own calibration "
                "where a GPU run here left one, else from the H100 measured 2026-11-26; a projection, not a "
-               "measurement; — where the entry has no GPU preset or nothing steps). sparse-tui reproduce KEY prints the numbers behind each verdict.")
+               "measurement; — where the entry has no GPU preset or nothing steps). sparse-tui reproduce KEY prints "
+               "the numbers behind each verdict.")
     return [w for line in out for w in (textwrap.wrap(line, width, break_long_words=False, break_on_hyphens=False)
                                         if len(line) > width else [line])]
 

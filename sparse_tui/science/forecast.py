@@ -5,10 +5,11 @@ forecast plateau step with an interval of stated coverage (``NOMINAL``, 80 %), f
 
 * ``refit`` (3 or more of the preset's runs ended with a plateau) and ``paper`` (1 or 2): one Bayesian least-squares
   fit of log plateau = log C + sum_i beta_i log x_i (App. D.2) over the entry's fit variables, on the preset's finished
-  runs that left their plateau, each seed a row. A run logged by the user's own script (``sparse_tui.init``) has no atlas entry:
-  its group is fitted on the numeric parameters the group varies, with no prior (``_swept``). The exponents have the paper's law (``theory.PAPER_FITS``) as a
-  normal prior of standard deviation ``TAU`` each; log C is free. With few runs the exponents are the paper's, with
-  many the data's (docs/THEORY.md, "Live emergence forecast", says the weights). The interval is the posterior
+  runs that left their plateau, each seed a row. A run logged by the user's own script (``sparse_tui.init``) has no
+  atlas entry: its group is fitted on the numeric parameters the group varies, with no prior (``_swept``). The
+  exponents have the paper's law (``theory.PAPER_FITS``) as a normal prior of standard deviation ``TAU`` each; log C
+  is free. With few runs the exponents are the paper's, with many the data's (docs/THEORY.md, "Live emergence
+  forecast", says the weights). The interval is the posterior
   predictive: Student t with the residual scatter (seed scatter and misfit; ``SIGMA0`` as a weak prior of ``NU0``
   residuals) plus the exponents' uncertainty at the run's point, which grows with its log distance from the runs
   fitted; out of their range a misfit allowance ``KAPPA`` per e-fold is added (power laws bend).

@@ -422,7 +422,8 @@ def losses(y: Any, d: Any, T: Any, B: Any = 1, p: Any = 0.0, test_B: Any = None)
 # Vectorised Dormand-Prince 5(4) with dense output
 # ---------------------------------------------------------------------------------------------------------------
 
-# Butcher tableau (its nodes c are not needed: the system is autonomous), error weights and dense-output matrix of Dormand & Prince (1980) as in Hairer's DOPRI5
+# Butcher tableau (its nodes c are not needed: the system is autonomous), error weights and dense-output matrix of
+# Dormand & Prince (1980) as in Hairer's DOPRI5
 # (identical to scipy.integrate.RK45).
 _A = [
     [],

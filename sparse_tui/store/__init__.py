@@ -40,6 +40,9 @@ from sparse_tui.store.records import (
 from sparse_tui.store.schema import SCHEMA_VERSION, StoreFile
 from sparse_tui.store.writes import RunSink, Writes
 
+__all__ = ["DB_NAME", "STATUSES", "TERMINAL", "RunRecord", "StoreError", "default_runs_dir", "is_disk_full",
+           "pid_alive", "SCHEMA_VERSION", "StoreFile", "Claims", "Reads", "RunSink", "Writes", "RunStore"]
+
 
 class RunStore(Reads, Writes, Claims, StoreFile, RunSink):
     """Access to ``RUNS_DIR/runs.db``. Cheap to create; one SQLite connection per thread.

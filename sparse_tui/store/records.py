@@ -5,6 +5,7 @@ runs table), ``StoreError``, liveness (``pid_alive``, ``stale_after``), ids and 
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import math
 import os
@@ -99,6 +100,20 @@ class RunRecord:
     note: str | None = None  # the researcher's note (sparse-tui note, n in the console)
     tags: list = field(default_factory=list)  # the preset's tags, or as edited since (sparse-tui tag, T)
     archived: bool = False  # hidden from runs and the console unless asked for (sparse-tui archive)
+
+    @functools.cached_property
+    def run_config(self) -> Any:
+        """The run's config as today's schema reads it (``presets.RunConfig``), validated once: a field added since
+        the run was recorded takes its default (what the run trained with); None when the stored config no longer
+        validates. The one typed read of ``config``: reports, forecasts and executors read its fields."""
+        from pydantic import ValidationError
+
+        from sparse_tui.presets.loading import config_from_json
+
+        try:
+            return config_from_json(self.config)
+        except (ValidationError, ValueError, TypeError):
+            return None
 
     @property
     def duration(self) -> float | None:

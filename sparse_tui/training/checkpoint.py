@@ -12,7 +12,8 @@ Every ``train.checkpoint_every`` steps, and at least every ``CHECKPOINT_SECONDS`
   evaluation and its count, and the wall time trained so far.
 
 The file is written by the one file writer (files.py: an unnamed ``O_TMPFILE``, else ``.<name>.<host>.<pid>.tmp``,
-then renamed: atomic on POSIX), then the older checkpoints of the stack are removed: a kill at any moment leaves the previous checkpoint, the new one, or both
+then renamed: atomic on POSIX), then the older checkpoints of the stack are removed: a kill at any moment leaves the
+previous checkpoint, the new one, or both
 (the newest step wins), never half of one. The step is part of the name, so what ``sparse-tui show`` reports is
 the step of the file a resume loads. Temporaries of a process that was killed are removed when a batch is next
 coordinated (``remove_stale_temporaries``). A run resumed from a checkpoint repeats the steps after it with the same

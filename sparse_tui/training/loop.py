@@ -317,7 +317,8 @@ class Tracker:
     def end(self, status: str, step: int, reason: str | None = None) -> RunResult:
         self.flush()
         if isinstance(getattr(self.module, "embed", None), torch.nn.Embedding):
-            # the final token embedding outlives the checkpoints (blog 3's geometry view: sparse_tui/science/geometry.py)
+            # the final token embedding outlives the checkpoints (blog 3's geometry view:
+            # sparse_tui/science/geometry.py)
             self.stack.load_into(self.slot, self.module)
             self.logger.array("embed", self.module.embed.weight.detach().float().cpu().numpy())
         self.result = RunResult(status=status, reason=reason, plateau_step=self.det.step, summary=self.summary(step),

@@ -9,7 +9,8 @@ over all its parameters, as ``clip_grad_norm_`` computes it alone; never a norm 
 Two implementations of the same update:
 
 * ``fused``: when every model has the same learning-rate schedule and weight decay (a stack of one, or a sweep
-  over seeds or widths), torch's fused optimiser kernel (``FusedStep``) runs over the stacked tensors: the update is elementwise, so
+  over seeds or widths), torch's fused optimiser kernel (``FusedStep``) runs over the stacked tensors: the update is
+  elementwise, so
   it is each model's own update. One kernel instead of ~10 ops per parameter (about 1 ms per step of a small model
   on CPU, docs/PERFORMANCE.md).
 * ``per-model``: otherwise the formulas are written out with ``[M]`` tensors broadcast over each parameter.

@@ -45,7 +45,8 @@ class PlateauDetector:
         return self.step
 
 
-def plateau_step(steps: Sequence[int], values: Sequence[float], mode: str = "fraction", value: float = 0.2) -> int | None:
+def plateau_step(steps: Sequence[int], values: Sequence[float], mode: str = "fraction", value: float = 0.2
+                 ) -> int | None:
     """The plateau length of a whole series (see ``PlateauDetector``)."""
     det = PlateauDetector(mode=mode, value=value)
     for s, v in zip(steps, values):

@@ -25,8 +25,8 @@ from sparse_tui.export.tables import write_output
 from sparse_tui.lifecycle import runner
 from sparse_tui.lifecycle.annotate import AnnotateError, check_note, parse_tags
 from sparse_tui.models.ode import recorded_curve
-from sparse_tui.presets.loading import config_get, expand
-from sparse_tui.reports import figures
+from sparse_tui.presets.loading import expand
+from sparse_tui.reports import figures, panels
 from sparse_tui.reports.base import FORMATS
 from sparse_tui.reports.listing import status_rows
 from sparse_tui.reports.reproduce import Launched, launch_detached, reproduce
@@ -227,7 +227,8 @@ def attention(store: RunStore, run_id: str, step: int | None, layer: str | None,
     if layer not in maps:
         layer = layers[0]
     H, E = maps[layer].shape[:2]
-    task = config_get(store.get(run_id).config, "task.kind")
+    cfg = store.get(run_id).run_config
+    task = cfg.task.kind if cfg is not None else None
     body, info = render_attention(maps, meta, layer, head, example, width, task)
     emb = store.array(run_id, geometry.ARRAY)
     if emb is not None:  # the run's final token embedding under its map (blog 3's geometry view)
@@ -246,7 +247,7 @@ def theory(store: RunStore, run_ids: list[str]) -> TheoryData:
         except StoreError:
             curves[rid] = None
             continue
-        curves[rid] = recorded_curve(rec.config, rec.total_steps)
+        curves[rid] = recorded_curve(rec.run_config, rec.total_steps)
     return TheoryData(curves)
 
 
@@ -294,10 +295,10 @@ def figure(store: RunStore, panel: str, payload: Any, path: Path, size: tuple[fl
         elif panel == "fit":
             out = figures.fit_figure(payload, path)
         elif panel == "scatter":
-            out = figures.scatter_figure(payload, path, size=size)
+            out = panels.scatter_figure(payload, path, size=size)
         else:
             x, y, xs, ys, grid, counts, value = payload
-            out = figures.phase_figure(x, y, xs, ys, grid, value, path, note=cell_note(counts))
+            out = panels.phase_figure(x, y, xs, ys, grid, value, path, note=cell_note(counts))
     except (figures.FigureError, OSError) as e:  # nothing to draw yet, no matplotlib: said, not a console error
         return Done(f"figure not written: {e}", severity="warning")
     return Done(f"wrote {Path(out).resolve()}")

@@ -200,7 +200,7 @@ class SparseTuiApp(Reporting, FocusHighlight, Guarded, App[int]):
         """The counts of runs, this machine's CPU, RAM and GPU use, and the executor, in the header's width: at 80
         columns zero counts, then the GPU names, then RAM, then CPU make way; the GPU's use stays whole. (While
         the console starts, the header says that instead.)"""
-        ray = [f"{self.executor.kind} {self.executor.address or 'auto'}"] * (self.executor.kind != "local")
+        ray = [f"{self.executor.kind} {self.executor.get('--ray-address') or 'auto'}"] * (self.executor.kind != "local")
         if self.held_keys is not None:
             n = len(self.held_keys)
             self.sub_title = " · ".join([f"starting: {n} key(s) kept, used once the runs are read" if n else

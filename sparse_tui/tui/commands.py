@@ -68,7 +68,8 @@ def executor_commands(app: Any) -> Iterator[SystemCommand]:
                             partial(app.action_executor, "local"))
     elif importlib.util.find_spec("ray") is not None:
         yield SystemCommand("Executor: the Ray cluster",
-                            f"launches and resumes train on Ray at {app.executor.address or 'auto'} (--executor ray; "
+                            f"launches and resumes train on Ray at {app.executor.get('--ray-address') or 'auto'} "
+                            "(--executor ray; "
                             "docs/CLUSTER.md)", partial(app.action_executor, "ray"))
 
 

@@ -218,7 +218,8 @@ class PresetDraft:
                 _del_dotted(raw, key)
             else:
                 set_dotted(raw, key, parse_text(text))
-        sweep = {k[len("sweep."):]: parse_text(t) for k, t in self.values.items() if k.startswith("sweep.") and t.strip()}
+        sweep = {k[len("sweep."):]: parse_text(t) for k, t in self.values.items()
+                 if k.startswith("sweep.") and t.strip()}
         if sweep:
             raw["sweep"] = sweep
         for sec, allowed in self._kinds_changed().items():  # keys of another kind go when the kind changed

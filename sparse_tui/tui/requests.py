@@ -249,7 +249,8 @@ class PanelRequests:
             if target is not None:
                 self._work(actions.figure, self.app.store, msg.panel, payload, target, size, group="figure")
 
-        self.app.push_screen(PromptScreen("Write the figure to FILE (.png, .svg or .pdf; relative: in RUNS_DIR/figures),"
+        self.app.push_screen(PromptScreen("Write the figure to FILE (.png, .svg or .pdf; relative: in "
+                                          "RUNS_DIR/figures),"
                                           " then a size in inches if you like (7x4)", f"{path.name} 6.4x4"), done)
 
     def on_attention_requested(self, m: AttentionRequested) -> None:

@@ -1,5 +1,6 @@
 """Live resource use for the console's header, read in a thread worker (never on the UI thread): the CPU and
-memory of this machine (psutil) and each GPU's use and memory through NVML (``sparse_tui.base.sysmetrics.Nvml``, which the
+memory of this machine (psutil) and each GPU's use and memory through NVML (``sparse_tui.base.sysmetrics.Nvml``, which
+the
 training loop's per-run ``sys/*`` metrics read too), not by parsing ``nvidia-smi``. The console never imports torch
 (seconds of import and hundreds of MB for a header line; tests/tui/test_imports.py). Without NVML, or without a
 GPU, or when NVML fails, the GPU part is None and the header says "no GPU".

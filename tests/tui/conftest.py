@@ -258,7 +258,8 @@ def fill_sweep(runs_dir: Path) -> RunStore:
             store.log_metrics_many(rid, steps, {"test/loss": loss})
             store.finish(rid, "finished", plateau_step=plateau, step=100000, summary={"final": {"test/loss": loss[-1]}})
             store.con.execute("UPDATE runs SET device='cpu', created_at=?, started_at=?, ended_at=?, heartbeat_at=?"
-                              " WHERE run_id=?", (BASE_TIME + i, BASE_TIME + i, BASE_TIME + i + 9, BASE_TIME + i + 9, rid))
+                              " WHERE run_id=?",
+                              (BASE_TIME + i, BASE_TIME + i, BASE_TIME + i + 9, BASE_TIME + i + 9, rid))
         store.con.commit()
         return store
     finally:

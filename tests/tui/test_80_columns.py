@@ -31,7 +31,8 @@ def test_runs_command_keeps_full_ids_at_80_columns(synthetic: Path, monkeypatch)
 
 
 @run_async
-async def test_runs_table_footer_help_export_palette(synthetic: Path, presets_dir: Path, tmp_path: Path, console_errors):
+async def test_runs_table_footer_help_export_palette(synthetic: Path, presets_dir: Path, tmp_path: Path,
+                                                      console_errors):
     app = make(synthetic, presets_dir)
     seen = Seen()
     async with app.run_test(size=(80, 24), message_hook=seen) as pilot:

@@ -1,7 +1,8 @@
 """The chaos test (issue 12): Pilot drives the console with thousands of seeded random keys drawn from its bindings,
 digits, arrows, Enter, Esc and y, with resizes between 80x24 and 200x50, over a store holding finished, failed,
 running and theory (ode) runs; the bindings include issue 21's views (g groups the run table and draws the curve grid,
-x compares, o picks columns, n / T edit notes and tags, A archives, p writes figures). The console must still run at the end and must not have reported a single error.
+x compares, o picks columns, n / T edit notes and tags, A archives, p writes figures). The console must still run at
+the end and must not have reported a single error.
 
 Launching is real up to the runner: ``runner.start_detached`` records the runs in the store and returns without
 starting processes (the keys would otherwise start hundreds of training processes)."""

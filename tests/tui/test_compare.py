@@ -49,7 +49,8 @@ def test_compare_has_one_number_format_per_row(tmp_path: Path):
 
 
 @run_async
-async def test_x_compares_two_marked_runs_then_overlays_their_curves(synthetic: Path, presets_dir: Path, console_errors):
+async def test_x_compares_two_marked_runs_then_overlays_their_curves(synthetic: Path, presets_dir: Path,
+                                                                      console_errors):
     async with opened(synthetic, presets_dir) as (app, pilot, seen):
         await pilot.press("2")
         await pilot.pause(0.2)

@@ -1,4 +1,5 @@
-"""The Fit panel fits through ``fitreport.fit_store``, like ``sparse-tui fit``: same runs, same options, same numbers."""
+"""The Fit panel fits through ``fitreport.fit_store``, like ``sparse-tui fit``: same runs, same options, same
+numbers."""
 
 from __future__ import annotations
 
@@ -88,7 +89,8 @@ async def test_fit_panel_numbers_equal_the_cli(synthetic: Path, presets_dir: Pat
                 assert cli["fit"]["tie_scale"] is not None and f"tied s = {cli['fit']['tie_scale']:.3f}" in table
         # the same arguments, different seeds: different bootstrap intervals (the seed reaches the fit)
         b1 = done.report.result.boot_ci
-        await _fit(pilot, seen, fit, "toy", "d T", "boot=30 --seed 7 --where task.d!=4 --target plateau_time --paper none")
+        await _fit(pilot, seen, fit, "toy", "d T",
+                   "boot=30 --seed 7 --where task.d!=4 --target plateau_time --paper none")
         assert fit.result.report.result.boot_ci != b1
         # --threshold: plateaus re-read from the stored curves, the same numbers as the CLI, the threshold named
         await _fit(pilot, seen, fit, "", "d T", "--threshold 0.25")

@@ -133,7 +133,8 @@ async def test_run_preset_opens_with_it_selected(presets_dir: Path, runs_dir: Pa
 
 
 @run_async
-async def test_fit_phase_export_delete_on_synthetic_store(synthetic: Path, presets_dir: Path, tmp_path: Path, console_errors):
+async def test_fit_phase_export_delete_on_synthetic_store(synthetic: Path, presets_dir: Path, tmp_path: Path,
+                                                           console_errors):
     from sparse_tui.export.tables import run_row
     from sparse_tui.science import fitting
     from sparse_tui.tui.widgets.fit_panel import FitPanel

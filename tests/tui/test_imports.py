@@ -44,7 +44,8 @@ def test_console_poller_only_reads_the_store():
             mods.add(node.module)
         elif isinstance(node, ast.Import):
             mods.update(a.name for a in node.names)
-    assert not {m for m in mods if m.startswith(("sparse_tui.models", "sparse_tui.science.theory", "sparse_tui.presets"))}
+    heavy = ("sparse_tui.models", "sparse_tui.science.theory", "sparse_tui.presets")
+    assert not {m for m in mods if m.startswith(heavy)}
 
 
 def test_console_never_loads_torch(synthetic: Path, presets_dir: Path):

@@ -24,7 +24,8 @@ async def _select(pilot, run_id: str) -> None:
 
 
 @run_async
-async def test_u_resumes_a_failed_run_and_refuses_a_finished_one(synthetic: Path, presets_dir: Path, monkeypatch, console_errors):
+async def test_u_resumes_a_failed_run_and_refuses_a_finished_one(synthetic: Path, presets_dir: Path, monkeypatch,
+                                                                   console_errors):
     started: list[tuple[str, int]] = []
 
     def fake_detach(store, batch_id, *, workers=0, device=None, group=0, schedule="auto", executor=None):

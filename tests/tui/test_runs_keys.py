@@ -72,7 +72,8 @@ async def test_mark_all_says_what_it_did(synthetic: Path, presets_dir: Path, con
         await pilot.pause(0.3)
         await pilot.press("a")
         await pilot.pause(0.2)
-        assert app.query_one("RunsPanel").marked and list(app._notifications)[-1].message == "marked the 11 shown run(s)"
+        assert app.query_one("RunsPanel").marked
+        assert list(app._notifications)[-1].message == "marked the 11 shown run(s)"
         await pilot.press("a")
         await pilot.pause(0.2)
         assert not app.query_one("RunsPanel").marked and list(app._notifications)[-1].message == "unmarked 11 run(s)"

@@ -76,7 +76,8 @@ def _curves_ready(app):
 
 PANELS = {
     "presets": _steps(),
-    "presets_invalid": _steps(lambda p: _type(p, "f-train--lr", "-1"), _until(lambda a: a.query_one("PresetsPanel").errors)),
+    "presets_invalid": _steps(lambda p: _type(p, "f-train--lr", "-1"),
+                              _until(lambda a: a.query_one("PresetsPanel").errors)),
     "runs": _steps("2"),
     "curves": _steps("2", "down", "enter", _until(_curves_ready)),
     "curves_overlay": _steps("2", "down", "down", "space", "space", "space", "v", _until(_curves_ready)),
@@ -89,7 +90,8 @@ PANELS = {
 _GROUPED = ("2", "slash", *"toy-sweep", "enter", "g", "g", "home")
 VIEWS = {
     "runs_grouped": _steps(*_GROUPED, "enter"),
-    "curve_grid": _steps(*_GROUPED, "3", "g", _until(lambda a: _curves_ready(a) and len(a.query_one("CurvesPanel").data.run_ids) == 9)),
+    "curve_grid": _steps(*_GROUPED, "3", "g",
+                         _until(lambda a: _curves_ready(a) and len(a.query_one("CurvesPanel").data.run_ids) == 9)),
     "compare_groups": _steps(*_GROUPED, "x", _until(lambda a: type(a.screen).__name__ == "CompareScreen")),
 }
 

@@ -58,7 +58,8 @@ async def test_phase_value_follows_the_runs(synthetic: Path, presets_dir: Path, 
 
 
 @run_async
-async def test_launch_under_a_filter_shows_the_new_runs(synthetic: Path, presets_dir: Path, monkeypatch, console_errors):
+async def test_launch_under_a_filter_shows_the_new_runs(synthetic: Path, presets_dir: Path, monkeypatch,
+                                                         console_errors):
     from sparse_tui.lifecycle import runner
 
     def fake_start(store, specs, **kw):  # record the runs, start no process

@@ -6,8 +6,18 @@ import math
 from typing import Any, Sequence
 
 from sparse_tui.atlas import Entry
-from sparse_tui.presets.loading import config_get
-from sparse_tui.reports.base import Claim, FigureError, Report, Runs, _fig, _fmt, _num, figure_writer, make_report
+from sparse_tui.reports.base import (
+    Claim,
+    FigureError,
+    Report,
+    Runs,
+    _fig,
+    _fmt,
+    _num,
+    figure_writer,
+    make_report,
+    run_config,
+)
 from sparse_tui.science import geometry
 
 
@@ -23,7 +33,7 @@ def geometry_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
         rec = store.get(rid)
         E = store.array(rid, geometry.ARRAY)
         loss = (rec.final or {}).get("test/loss")
-        row = {"run_id": rid, "n_embd": config_get(rec.config, "model.d_model"), "seed": rec.seed,
+        row = {"run_id": rid, "n_embd": run_config(rec).model.d_model, "seed": rec.seed,
                "final_ppl": math.exp(loss) if loss is not None and math.isfinite(loss) else None,
                "final_acc": (rec.final or {}).get("test/acc"), "rho": None, "neighbours": None, "explained": None}
         if E is not None:
@@ -52,7 +62,7 @@ def geometry_figure(store: Any, run_ids: Sequence[str], *, title: str | None = N
     if missing or not embs:
         raise FigureError(f"no stored embedding for run(s) {', '.join(missing) or '(none given)'} (token-input runs "
                           "store theirs when they end; runs from before schema 5 have none)")
-    embs.sort(key=lambda re_: (config_get(re_[0].config, "model.d_model") or 0, re_[0].seed or 0))
+    embs.sort(key=lambda re_: (run_config(re_[0]).model.d_model, re_[0].seed or 0))
     fig, axes = _fig(len(embs), 3.0, 3.0)
     for ax, (rec, E) in zip(axes, embs):
         pl, o = geometry.plane(E), geometry.order(E)

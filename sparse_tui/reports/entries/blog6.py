@@ -4,7 +4,7 @@ figure, a claim each)."""
 
 from __future__ import annotations
 
-from sparse_tui.reports.base import Claim, _cfg, _fmt
+from sparse_tui.reports.base import Claim, _fmt, run_config
 
 
 def _learned(store, run_id, level=0.5):
@@ -15,7 +15,7 @@ def _learned(store, run_id, level=0.5):
 def _check_blog6_nembd(store, rep):
     by: dict[int, list[bool]] = {}
     for r in rep.data.runs:
-        by.setdefault(_cfg(store, r["run_id"], "model.d_model"), []).append(_learned(store, r["run_id"])[0])
+        by.setdefault(run_config(store.get(r["run_id"])).model.d_model, []).append(_learned(store, r["run_id"])[0])
     ns = sorted(by)
     ok = [n for n in ns if sum(by[n]) * 2 > len(by[n])]
     word = ("reproduced" if ok and ns[0] not in ok and ns[-1] not in ok
@@ -24,7 +24,7 @@ def _check_blog6_nembd(store, rep):
 
 
 def _check_blog6_n80(store, rep):
-    rows = [(_cfg(store, r["run_id"], "task.train_size"), _cfg(store, r["run_id"], "train.lr"),
+    rows = [(run_config(store.get(r["run_id"])).task.train_size, run_config(store.get(r["run_id"])).train.lr,
              *_learned(store, r["run_id"])) for r in rep.data.runs]
     base = [ok for n, lr, ok, _ in rows if n == min(x[0] for x in rows) and lr == max(x[1] for x in rows)]
     other = [ok for n, lr, ok, _ in rows if not (n == min(x[0] for x in rows) and lr == max(x[1] for x in rows))]
@@ -33,7 +33,7 @@ def _check_blog6_n80(store, rep):
 
 
 def _check_warmup(store, rep):
-    rows = [(_cfg(store, r["run_id"], "train.warmup_steps") or 0, r["plateau"], *_learned(store, r["run_id"]))
+    rows = [(run_config(store.get(r["run_id"])).train.warmup_steps, r["plateau"], *_learned(store, r["run_id"]))
             for r in rep.data.runs]
     warm = [(pl, ok) for w, pl, ok, _ in rows if w > 0]
     cold = [(pl, ok) for w, pl, ok, _ in rows if w == 0]

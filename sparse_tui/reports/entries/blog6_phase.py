@@ -8,7 +8,7 @@ from typing import Any, Sequence
 
 from sparse_tui.atlas import Entry
 from sparse_tui.reports.base import Claim, FigureError, Report, _fig, _num, figure_writer, make_report
-from sparse_tui.reports.figures import _phase_panel
+from sparse_tui.reports.panels import _phase_panel
 from sparse_tui.science.phase import cell_note, phase_grid, sweep_axes
 
 

@@ -4,25 +4,25 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from sparse_tui.presets.loading import config_get
-from sparse_tui.reports.base import Claim, _cfg, _colours, _fig, figure_writer
+from sparse_tui.reports.base import Claim, _colours, _fig, figure_writer, run_config
+from sparse_tui.science.repetition import initial
 
 
 @figure_writer()
 def fig12_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None) -> Any:
     """Fig. 12: per p, the loss on the training distribution (with repetition: train/loss, fresh batches) on top and
     the test loss without repetition below, against the step, with the plateau threshold."""
-    recs = sorted((store.get(r) for r in run_ids), key=lambda r: (config_get(r.config, "task.p", 0.0), r.seed or 0))
+    recs = sorted((store.get(r) for r in run_ids), key=lambda r: (initial(run_config(r).task.p), r.seed or 0))
     fig, axes = _fig(2, 4.0, 2.9)
     cols = _colours(len(recs))
     for rec, c in zip(recs, cols):
         series = store.metrics(rec.run_id)
-        p = config_get(rec.config, "task.p", 0.0)
+        p = run_config(rec).task.p
         for ax, name in zip(axes, ("train/loss", "test/loss")):
             if name in series:
                 st, vals = series[name]
                 ax.plot(st, vals, color=c, label=f"p = {p:g}" + (f", seed {rec.seed}" if rec.seed else ""))
-    thr = config_get(recs[0].config, "plateau.value") if recs else None
+    thr = run_config(recs[0]).plateau.value if recs else None
     for ax, head in zip(axes, ("with repetition (train loss, fresh batches)", "without repetition (test loss)")):
         if thr is not None:
             ax.axhline(thr, color="0.55", lw=0.7)
@@ -35,7 +35,7 @@ def fig12_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None
 
 
 def _check_fig12(store, rep):
-    runs = [(_cfg(store, r["run_id"], "task.p") or 0.0, store.get(r["run_id"]).seed, r["plateau"])
+    runs = [(initial(run_config(store.get(r["run_id"])).task.p), store.get(r["run_id"]).seed, r["plateau"])
             for r in rep.data.runs]
     base = {s: pl for p, s, pl in runs if p == 0}
     rows = [(p, pl < base[s] if (pl and base.get(s)) else False, base.get(s), pl) for p, s, pl in runs if p > 0]

@@ -7,9 +7,8 @@ from typing import Any, Sequence
 
 from sparse_tui.atlas import Entry
 from sparse_tui.atlas.paper_recall import FIG16_TRAIN_LOSS
-from sparse_tui.presets.loading import config_get
 from sparse_tui.reports.base import Claim, Report, _colours, _fig, _fmt, _num, figure_writer, make_report
-from sparse_tui.reports.entries.fig5 import _is_baseline, varied_task_key
+from sparse_tui.reports.entries.fig5 import _is_baseline, task_values, varied_task_key
 
 
 @dataclass
@@ -28,7 +27,7 @@ def fig16_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     var = varied_task_key(recs) or "run"
     rows: list[dict[str, Any]] = []
     for rec in recs:
-        value = config_get(rec.config, f"task.{var}")
+        value = task_values(rec).get(var)
         steps, vals = store.metrics(rec.run_id).get("train/loss", ([], []))
         cross = next((float(s) for s, v in zip(steps, vals) if v is not None and v <= FIG16_TRAIN_LOSS), None)
         rows.append({"run_id": rec.run_id, "variable": var, "value": value, "seed": rec.seed, "train_cross": cross,
@@ -66,7 +65,7 @@ def fig16_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None
     line style per seed."""
     recs = [store.get(r) for r in run_ids]
     var = varied_task_key(recs)
-    key = lambda rec: (var, config_get(rec.config, f"task.{var}"))  # noqa: E731
+    key = lambda rec: (var, task_values(rec).get(var))  # noqa: E731
     recs.sort(key=lambda r: (float(key(r)[1]) if isinstance(key(r)[1], (int, float)) else 0.0, r.seed or 0))
     values = list(dict.fromkeys(key(r) for r in recs))
     seeds = sorted({r.seed or 0 for r in recs})

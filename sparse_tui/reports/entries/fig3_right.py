@@ -7,8 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from sparse_tui.atlas import Entry
-from sparse_tui.presets.loading import config_get
-from sparse_tui.reports.base import Claim, Report, _colours, _fig, _fmt, _gmean, figure_writer, make_report
+from sparse_tui.reports.base import Claim, Report, _colours, _fig, _fmt, _gmean, figure_writer, make_report, run_config
 
 
 @dataclass
@@ -27,8 +26,8 @@ def p_table_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     for rid in run_ids:
         rec = store.get(rid)
         pl = rec.plateau_step
-        runs.append({"run_id": rid, "d": config_get(rec.config, "task.d"), "p": config_get(rec.config, "task.p", 0.0),
-                     "lr": config_get(rec.config, "train.lr"), "seed": rec.seed,
+        cfg = run_config(rec)
+        runs.append({"run_id": rid, "d": cfg.task.d, "p": cfg.task.p, "lr": cfg.train.lr, "seed": rec.seed,
                      "plateau": pl, "censored": pl is None, "value": float(pl if pl is not None else rec.step)})
     ps = sorted({r["p"] for r in runs})
     ds = sorted({r["d"] for r in runs})
@@ -49,7 +48,8 @@ def p_table_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     lines = ["  paper: no power law fits (App. D.2); repetition speeds emergence up, more so at larger d (§2.4)",
              "  lr chosen per p (shortest mean log plateau over d and seeds, App. D.3): "
              + ", ".join(f"p = {p:g}: {chosen[p]:g}" for p in ps),
-             "  plateau (geometric mean over seeds; * = includes censored runs, a lower bound) and speed-up over p = 0:",
+             "  plateau (geometric mean over seeds; * = includes censored runs, a lower bound) and speed-up over "
+             "p = 0:",
              "  " + f"{'d':>6}" + "".join(f"{'p = ' + format(p, 'g'):>18}" for p in ps)]
     for d in ds:
         cells = []

@@ -8,8 +8,17 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from sparse_tui.atlas import Entry
-from sparse_tui.presets.loading import config_get
-from sparse_tui.reports.base import RECALL_LEVEL, Claim, Report, _fmt, _gmean, _loglog_slope, _num, make_report
+from sparse_tui.reports.base import (
+    RECALL_LEVEL,
+    Claim,
+    Report,
+    _fmt,
+    _gmean,
+    _loglog_slope,
+    _num,
+    make_report,
+    run_config,
+)
 from sparse_tui.reports.figures import curves_figure
 
 
@@ -38,8 +47,8 @@ def fig4_curves_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Repo
         steps, vals = store.metrics(rid).get("test/acc", ([], []))
         recall = next((float(st) for st, v in zip(steps, vals) if v is not None and v >= RECALL_LEVEL), None)
         pl = rec.plateau_step
-        rows.append({"run_id": rid, "n_pairs": config_get(rec.config, "task.n_pairs"),
-                     "n_tokens": config_get(rec.config, "task.n_tokens"), "seed": rec.seed, "plateau": pl,
+        task = run_config(rec).task
+        rows.append({"run_id": rid, "n_pairs": task.n_pairs, "n_tokens": task.n_tokens, "seed": rec.seed, "plateau": pl,
                      "recall": recall, "rise": (recall - pl) / pl if (recall and pl) else None,
                      "final_acc": vals[-1] if vals else None, "last_step": float(steps[-1]) if steps else None})
     rows.sort(key=lambda r: (r["n_pairs"] or 0, r["seed"] or 0))

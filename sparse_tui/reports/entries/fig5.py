@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from sparse_tui.atlas import Entry
-from sparse_tui.presets.loading import config_get
-from sparse_tui.reports.base import RECALL_LEVEL, Claim, Report, _fmt, _gmean, _num, make_report
+from sparse_tui.reports.base import RECALL_LEVEL, Claim, Report, _fmt, _gmean, _num, make_report, run_config
+from sparse_tui.science.repetition import all_values
 
 
 @dataclass
@@ -20,15 +20,21 @@ class Fig5Data:
 def varied_task_key(recs: Sequence[Any]) -> str:
     """The first ``[task]`` key whose value differs between the runs (``"B"`` for Fig. 5 left's runs), read from
     their configurations (a reused run's own sweep may have named another key); "" when none differs."""
-    tasks = [config_get(r.config, "task", {}) for r in recs]
+    tasks = [task_values(r) for r in recs]
     keys = list(dict.fromkeys(k for t in tasks for k in t))
     return next((k for k in keys if len({json.dumps(t.get(k), sort_keys=True) for t in tasks}) > 1), "")
 
 
+def task_values(rec: Any) -> dict[str, Any]:
+    """A run's ``[task]`` as its typed config writes it (a schedule as its string)."""
+    return run_config(rec).task.model_dump(mode="json")
+
+
 def _is_baseline(rec: Any) -> bool:
-    """No repetition of either kind (B = 1, p = 0): the run a recall speed-up is measured against."""
-    B, p = float(config_get(rec.config, "task.B", 1.0)), float(config_get(rec.config, "task.p", 0.0))
-    return B == 1.0 and p == 0.0
+    """No repetition of either kind (B = 1, p = 0, at every step: a scheduled run is not the baseline): the run a
+    recall speed-up is measured against."""
+    task = run_config(rec).task
+    return all_values(task.B) == [1] and all_values(task.p) == [0]
 
 
 def fig5_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
@@ -43,7 +49,7 @@ def fig5_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     for rec in recs:
         steps, vals = store.metrics(rec.run_id).get("test/acc", ([], []))
         cross = [next((float(st) for st, v in zip(steps, vals) if v is not None and v >= lv), None) for lv in levels]
-        rows.append({"run_id": rec.run_id, "variable": var, "value": config_get(rec.config, f"task.{var}"),
+        rows.append({"run_id": rec.run_id, "variable": var, "value": task_values(rec).get(var),
                      "seed": rec.seed, "baseline": _is_baseline(rec), "cross": cross,
                      "best": max((v for v in vals if v is not None), default=None),
                      "final": vals[-1] if vals else None})
@@ -55,7 +61,8 @@ def fig5_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
                                                               and b["final"] is not None) else None
     rows.sort(key=lambda r: (float(r["value"]) if isinstance(r["value"], (int, float)) else 0.0, r["seed"] or 0))
     pct = [format(lv, ".0%") for lv in levels]
-    lines = [f"  {len(rows)} run(s); paper: a small amount of repetition speeds emergence up (B: about 4×, p: about 2×), "
+    lines = [f"  {len(rows)} run(s); paper: a small amount of repetition speeds emergence up (B: about 4×, "
+             "p: about 2×), "
              "too much overfits; measured on the test set without repetition: first step at each accuracy, the "
              "speed-up over the same seed's B = 1, p = 0 run (×), final accuracy and its difference to that run's",
              f"  {var:>6} {'seed':>4} " + " ".join(f"{'at ' + x:>7} {'×':>5}" for x in pct)

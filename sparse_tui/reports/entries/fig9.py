@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from sparse_tui.reports.base import Claim, _cfg, _fmt
+from sparse_tui.reports.base import Claim, _fmt, run_config
 
 
 def _check_fig9(store, rep):
     flows = {}
     sgd = []
     for r in rep.data.runs:
-        kind = _cfg(store, r["run_id"], "model.kind")
+        kind = run_config(store.get(r["run_id"])).model.kind
         seed = store.get(r["run_id"]).seed
         (flows.__setitem__(seed, r["plateau"]) if kind == "ode" else sgd.append((seed, r["plateau"])))
     ratios = [pl / flows[s] if (pl and flows.get(s)) else None for s, pl in sgd]

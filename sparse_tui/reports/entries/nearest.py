@@ -9,8 +9,18 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from sparse_tui.atlas import Entry
-from sparse_tui.presets.loading import config_get
-from sparse_tui.reports.base import Claim, Report, _fig, _fmt, _gmean, _loglog_slope, _num, figure_writer, make_report
+from sparse_tui.reports.base import (
+    Claim,
+    Report,
+    _fig,
+    _fmt,
+    _gmean,
+    _loglog_slope,
+    _num,
+    figure_writer,
+    make_report,
+    run_config,
+)
 
 
 @dataclass
@@ -21,7 +31,8 @@ class NearestData:
 
 def nearest_rows(store: Any, run_ids: Sequence[str]) -> list[dict[str, Any]]:
     """Blog 3 ("Sparse attention 3 – inefficiency of extracting similar content"): per run its V, C, n_embd, attention,
-    whether the readout sees its own token (``model.readout_self_key``), the final and the best test perplexity exp(test loss) (step of the best), the final test accuracy and attention
+    whether the readout sees its own token (``model.readout_self_key``), the final and the best test perplexity
+    exp(test loss) (step of the best), the final test accuracy and attention
     from the last token to the target (``attn/L1/relevant``), and the blog's two references:
     (C−2)/(C−1)·V, the perplexity of a model that guesses uniformly among the context tokens other than the current
     one ("Dependence on vocab size V"), and V/n_embd, which the best perplexity falls faster than ("Dependence on
@@ -29,19 +40,21 @@ def nearest_rows(store: Any, run_ids: Sequence[str]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for rid in run_ids:
         rec = store.get(rid)
-        t, m = config_get(rec.config, "task", {}), config_get(rec.config, "model", {})
+        cfg = run_config(rec)
+        t, m = cfg.task, cfg.model
         steps, vals = store.metrics(rid).get("test/ppl", ([], []))
         pts = [(s, v) for s, v in zip(steps, vals) if v is not None and math.isfinite(v)]
         best = min(pts, key=lambda sv: sv[1]) if pts else (None, None)
-        V, C, n = t.get("vocab"), t.get("context"), m.get("d_model")
+        V, C, n = t.vocab, t.context, m.d_model
         guess = (C - 2) / (C - 1) * V if V and C else None
-        rows.append({"run_id": rid, "V": V, "C": C, "n_embd": n, "attention": m.get("attention", "dot"),
-                     "self_key": m.get("readout_self_key", True),
+        rows.append({"run_id": rid, "V": V, "C": C, "n_embd": n, "attention": m.attention,
+                     "self_key": m.readout_self_key,
                      "seed": rec.seed, "final": pts[-1][1] if pts else None, "best": best[1], "best_step": best[0],
                      "final_acc": (rec.final or {}).get("test/acc"),
                      "attn_relevant": (rec.final or {}).get("attn/L1/relevant"), "guess": guess,
                      "v_over_n": V / n if V and n else None})
-    rows.sort(key=lambda r: (r["attention"], not r["self_key"], r["V"] or 0, r["C"] or 0, r["n_embd"] or 0, r["seed"] or 0))
+    rows.sort(key=lambda r: (r["attention"], not r["self_key"], r["V"] or 0, r["C"] or 0, r["n_embd"] or 0,
+                             r["seed"] or 0))
     return rows
 
 
@@ -51,12 +64,14 @@ def nearest_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     rows = nearest_rows(store, run_ids)
     lines = ["  blog: random guess among the other context tokens = (C−2)/(C−1)·V; best perplexity falls faster "
              "than V/n_embd",
-             f"  {'attention':<9} {'self key':>8} {'V':>4} {'C':>3} {'n_embd':>6} {'seed':>4} {'final ppl':>9} {'best (step)':>15} "
+             f"  {'attention':<9} {'self key':>8} {'V':>4} {'C':>3} {'n_embd':>6} {'seed':>4} {'final ppl':>9} "
+             f"{'best (step)':>15} "
              f"{'(C−2)V/(C−1)':>12} {'final/that':>10} {'V/n_embd':>8} {'best/that':>9} {'acc':>6} {'attn→target':>11}"]
     for r in rows:
         g, vn = r["guess"], r["v_over_n"]
         best = "—" if r["best"] is None else f"{r['best']:.2f} ({r['best_step']})"
-        lines.append(f"  {r['attention']:<9} {'yes' if r['self_key'] else 'no':>8} {r['V']:>4} {r['C']:>3} {r['n_embd']:>6} {r['seed']:>4} "
+        lines.append(f"  {r['attention']:<9} {'yes' if r['self_key'] else 'no':>8} {r['V']:>4} {r['C']:>3} "
+                     f"{r['n_embd']:>6} {r['seed']:>4} "
                      f"{_num(r['final'], '9.2f')} {best:>15} {_num(g, '12.2f')} "
                      f"{_num(r['final'] / g if (g and r['final']) else None, '10.2f')} {_num(vn, '8.2f')} "
                      f"{_num(r['best'] / vn if (vn and r['best']) else None, '9.2f')} {_num(r['final_acc'], '6.3f')} "

@@ -76,7 +76,8 @@ class AttentionPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=Tr
     def request(self) -> None:
         if self.run_id is None:
             return
-        layer = self.layer_names[self.layer_idx] if self.layer_names and self.layer_idx < len(self.layer_names) else None
+        known = self.layer_names and self.layer_idx < len(self.layer_names)
+        layer = self.layer_names[self.layer_idx] if known else None
         width = max(30, (self.size.width or 78) - 2)
         self.post_message(AttentionRequested(self.run_id, self.step, layer, self.head, self.example, width))
 

@@ -423,6 +423,7 @@ class CurvesPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True)
             parts.append(
                 f"{rid} {d.labels.get(rid, rid)}  plateau {fmt_num(ps, '.4g') if ps is not None else '-'}"
                 f"  loss {fmt_num(last.get('test/loss', last.get('train/loss')))}"
-                + (f"  acc {fmt_num(last['test/acc'], '.3f')}" if "test/acc" in last and not math.isnan(last['test/acc']) else "")
+                + (f"  acc {fmt_num(last['test/acc'], '.3f')}"
+                   if "test/acc" in last and not math.isnan(last['test/acc']) else "")
             )
         info.update(Text("\n".join(parts)))  # plain text: names and statuses may hold [..]

@@ -71,7 +71,8 @@ class PhasePanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True):
     def compose(self) -> ComposeResult:
         with Horizontal(classes="phase-inputs"):
             yield Label("runs")
-            yield OrderedInput(placeholder="filter: preset name / words (default: current run's preset)", id="phase-filter", compact=True)
+            yield OrderedInput(placeholder="filter: preset name / words (default: current run's preset)",
+                               id="phase-filter", compact=True)
         yield Static("", id="phase-info")
         with VerticalScroll():
             yield Static("", id="phase-map")

@@ -2,7 +2,7 @@
 shows, a final metric or the plateau step (y) against a hyperparameter that varies among those runs (x).
 
 ``x`` / ``y`` step through the hyperparameters and the values, ``l`` switches the log axes (default: log where
-every value is positive and they span a decade or more), ``p`` / ``P`` write the figure (``figures.scatter_figure``).
+every value is positive and they span a decade or more), ``p`` / ``P`` write the figure (``panels.scatter_figure``).
 Runs without the value are left out and counted: a run that never left the plateau has no plateau step (censored,
 as in the fit), a running run no final metric. ``scatter_spec`` is pure (tested without a screen).
 """
