@@ -88,7 +88,7 @@ class MainScreen(PanelRequests, Guarded, Screen):
     def view(self) -> StoreView:
         t = self._panel("runs")
         return StoreView(self.records, self.last, self.current, t.visible_marks() if t else [], self.app.clock(),
-                         t.visible_ids if t else [], list(t.group_keys) if t else [],
+                         t.visible_ids if t else [], t.chart_groups() if t else [],
                          frozenset(self.hidden), self.forecasts)
 
     def _panels(self, which: str = "shown"):

@@ -130,9 +130,9 @@ class RunsPanel(ConsolePanel, Guarded, RunTable, Vertical):
             return
         cur = self.current_key()  # kept across a rebuild of the columns (a resize) or of the rows
         items = self.items()
-        if self.group_keys != self._sent_groups:  # a filter took a grouping key away
-            self._sent_groups = list(self.group_keys)
-            self.post_message(GroupingChanged(list(self.group_keys)))
+        if self.chart_groups() != self._sent_groups:  # a filter took a grouping key away, or split the groups
+            self._sent_groups = self.chart_groups()
+            self.post_message(GroupingChanged(self.chart_groups()))
         self._set_columns()
         ids = [k for k, _, _ in items]
         t = self.table
@@ -275,9 +275,7 @@ class RunsPanel(ConsolePanel, Guarded, RunTable, Vertical):
     def action_group(self) -> None:
         if not self.next_grouping():
             self.app.notify("nothing to group: the shown runs differ in no parameter but the seed", markup=False)
-        self._sent_groups = list(self.group_keys)
-        self.post_message(GroupingChanged(list(self.group_keys)))
-        self.render_rows()
+        self.render_rows()  # (it says the new grouping: GroupingChanged)
 
     def action_enter(self) -> None:
         key = self.current_key()
