@@ -153,3 +153,33 @@ def mean_band(curves: Sequence[tuple[Sequence[float], Sequence[float]]]
         for lst, v in zip(out, (x, m, sd, len(vals))):
             lst.append(v)
     return out
+
+
+def band_scale(metric: str) -> tuple[str, tuple[float | None, float | None]]:
+    """How a band over runs of ``metric`` stays inside the data's range: a loss (positive, drawn on a log axis) in
+    log space, an accuracy (a fraction) clipped to [0, 1]; anything else as it is."""
+    name = metric.rsplit("/", 1)[-1]
+    if name.endswith("loss"):
+        return "log", (None, None)
+    if name.endswith("acc") or name.endswith("accuracy"):
+        return "linear", (0.0, 1.0)
+    return "linear", (None, None)
+
+
+def band(curves: Sequence[tuple[Sequence[float], Sequence[float]]], metric: str = ""
+         ) -> tuple[list[float], list[float], list[float], list[float], list[int]]:
+    """The centre and edges of a band over runs of ``metric`` at every step any run logged (``mean_band``'s
+    interpolation): ``(xs, centre, lo, hi, n)``, inside the data's range (``band_scale``). A loss: the geometric
+    mean × / ÷ the geometric standard deviation (mean ± std of the log, so the lower edge stays positive; non-positive
+    values are left out); an accuracy: mean ± std clipped to [0, 1]. The one band of the console's Curves and of the
+    figures (``sparse-tui show --plot --mean-by``)."""
+    scale, (floor, ceil) = band_scale(metric)
+    if scale == "log":
+        logs = [(xs, [math.log(y) if y is not None and y > 0 else math.nan for y in ys]) for xs, ys in curves]
+        xs, m, sd, n = mean_band(logs)
+        return (xs, [math.exp(v) for v in m], [math.exp(v - s) for v, s in zip(m, sd)],
+                [math.exp(v + s) for v, s in zip(m, sd)], n)
+    xs, m, sd, n = mean_band(curves)
+    lo = [v - s if floor is None else max(floor, v - s) for v, s in zip(m, sd)]
+    hi = [v + s if ceil is None else min(ceil, v + s) for v, s in zip(m, sd)]
+    return xs, m, lo, hi, n

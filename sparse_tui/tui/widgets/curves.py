@@ -21,7 +21,7 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from sparse_tui.base.numbers import fmt_num
-from sparse_tui.base.plotting import downsample, mean_band, ramp
+from sparse_tui.base.plotting import band, downsample, ramp
 from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.messages import CurvesData, FigureRequested, SeriesWanted, TheoryData, TheoryRequested
 from sparse_tui.tui.plot import PlotSpec, Series, ema, fmt_step, grid_shape
@@ -169,10 +169,9 @@ def curves_spec(data: CurvesData | None, group: str, *, log_loss: bool = True, t
             ci += 1
             runs_xy = [data.series[r][name] for r in members if name in data.series[r]]
             if banded:
-                bx, mean, sd, _ = mean_band(runs_xy)
+                bx, mean, *edges, _ = band(runs_xy, name)  # inside the data's range (a loss in log space)
                 runs_xy = [(bx, mean)]
                 if len(members) > 1:
-                    edges = [[m - v for m, v in zip(mean, sd)], [m + v for m, v in zip(mean, sd)]]
                     lo, hi = (downsample(bx, ema(e, smoothing), npts)[1] for e in edges)
                     bands.append(Series(list(map(fx, downsample(bx, mean, npts)[0])), lo, ys2=hi, kind="band",
                                         color=color))
@@ -182,8 +181,9 @@ def curves_spec(data: CurvesData | None, group: str, *, log_loss: bool = True, t
                 if xs:
                     xmin, xmax = min(xmin, min(xs)), max(xmax, max(xs))
                 label = (name_of if len(names) == 1 else f"{name_of} {name}") if many else name
-                if label and banded:
-                    label += f" (n={len(members)})"
+                if label and banded:  # every run counts in n; those that never left the plateau are said
+                    censored = sum(1 for r in members if data.plateau.get(r) is None)
+                    label += f" (n={len(members)}" + (f", {censored} no plateau" if censored else "") + ")"
                 spec.series.append(Series(xs, ys, label=label.strip(), color=color))
                 for r in members if many else ():
                     ps = data.plateau.get(r)
