@@ -6,8 +6,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from sparse_tui.presets.loading import expand
-from sparse_tui.presets.loading import validate_preset_data
+from sparse_tui.presets.loading import expand, validate_preset_data
 from sparse_tui.science.phase import cell_note, differing_keys, phase_grid, phase_slice
 from sparse_tui.store import RunStore
 

@@ -24,6 +24,7 @@ from sparse_tui import atlas
 from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.messages import AtlasData, AtlasRequested
 from sparse_tui.tui.screens.answer_once import AnswersOnce
+from sparse_tui.tui.screens.confirm import ConfirmScreen
 
 
 class AtlasScreen(AnswersOnce, Guarded, ModalScreen[None]):
@@ -93,11 +94,22 @@ class AtlasScreen(AnswersOnce, Guarded, ModalScreen[None]):
         self._ask("detail", self.entries[event.option_index])
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        self._ask("launch", self.entries[event.option_index])  # Enter on the list
+        self._confirm(self.entries[event.option_index])  # Enter on the list
 
     def action_launch(self) -> None:
         if self._entry() is not None:
-            self._ask("launch", self._entry())
+            self._confirm(self._entry())
+
+    def _confirm(self, entry: Any) -> None:
+        """Every launch asks first (as ctrl+l in Presets): a key typed into a slow palette starts nothing."""
+        state = entry.built or self.status.get(entry.key, "")
+
+        def done(yes: bool | None) -> None:
+            if yes:
+                self._ask("launch", entry)
+
+        self.app.push_screen(ConfirmScreen(f"Launch the runs of {entry.key} ({entry.figure}) that the store lacks?"
+                                           + (f" Now: {state}." if state else ""), yes="Launch (y)"), done)
 
 
 def open_atlas(app: Any) -> None:

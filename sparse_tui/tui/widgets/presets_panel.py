@@ -18,9 +18,36 @@ from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.messages import LaunchRequested
 from sparse_tui.tui.screens.diff import DiffScreen
 from sparse_tui.tui.screens.prompt import PromptScreen
+from sparse_tui.tui.screens.unsaved import UnsavedScreen
 from sparse_tui.tui.widgets.field_row import FieldRow
 from sparse_tui.tui.widgets.panel import ConsolePanel
 from sparse_tui.tui.widgets.preset_form import PresetForm
+
+
+class PresetList(ListView):
+    """The preset files: Home / End / PgUp / PgDn move the cursor (a ListView only scrolls on them, so Enter then
+    opened the preset the cursor had left off screen), never onto a group's heading."""
+
+    BINDINGS = [
+        Binding("home", "jump('first')", "First", show=False),
+        Binding("end", "jump('last')", "Last", show=False),
+        Binding("pageup", "jump('up')", "Page up", show=False),
+        Binding("pagedown", "jump('down')", "Page down", show=False),
+    ]
+
+    def action_jump(self, where: str) -> None:
+        items = list(self.children)
+        usable = [i for i, item in enumerate(items) if not item.disabled]
+        if not usable:
+            return
+        page = max(1, self.scrollable_content_region.height - 1)
+        cur = self.index if self.index is not None else usable[0]
+        want = {"first": usable[0], "last": usable[-1], "up": cur - page, "down": cur + page}[where]
+        if where in ("first", "up"):  # the nearest usable item at or after (up: at or before) the target
+            pick = max((i for i in usable if i <= want), default=usable[0])
+        else:
+            pick = min((i for i in usable if i >= want), default=usable[-1])
+        self.index = pick
 
 
 class PresetsPanel(ConsolePanel, Guarded, Horizontal):
@@ -54,7 +81,7 @@ class PresetsPanel(ConsolePanel, Guarded, Horizontal):
         self.errors: dict[str, str] = {}
 
     def compose(self) -> ComposeResult:
-        lv = ListView(id="preset-list", classes="panel")
+        lv = PresetList(id="preset-list", classes="panel")
         lv.border_title = "Presets"
         yield lv
         with Vertical(id="form-box", classes="panel"):
@@ -101,18 +128,54 @@ class PresetsPanel(ConsolePanel, Guarded, Horizontal):
         if self.draft is not None and self.draft.path == path:
             self.focus_form()
             return
-        if self.draft is not None and self.draft.dirty:
-            self.app.notify(f"{self.draft.path.name}: unsaved changes dropped", severity="warning")
-        await self.open(path)
-        self.focus_form()
+        async def go() -> None:
+            await self.open(path)
+            self.focus_form()
+
+        def stay() -> None:  # cancelled: the list's cursor goes back to the preset still open
+            if self.draft is not None and self.draft.path in self.rows:
+                event.list_view.index = self.rows.index(self.draft.path)
+
+        if self.draft is None or not self.draft.dirty:
+            await go()
+        else:
+            self.settle("open another preset", go, stay)
+
+    def settle(self, then: str, go, stay=None) -> None:
+        """Before ``then`` (quit, open another preset) drops the form's unsaved edits: ask Save / Discard / Cancel
+        (``screens/unsaved``); ``go`` (a function, maybe async) runs once the edits are saved or discarded, at once
+        when there are none; ``stay`` when the answer is Cancel or the save failed (an invalid value)."""
+        async def answered(choice: str | None) -> None:
+            if choice == "save":
+                await self.action_save()
+                if self.draft is not None and self.draft.dirty:  # not saved: said, and nothing is dropped
+                    choice = None
+            if choice is None:
+                if stay is not None:
+                    stay()
+                return
+            result = go()
+            if hasattr(result, "__await__"):
+                await result
+
+        if self.draft is None or not self.draft.dirty:
+            self.call_later(answered, "discard")
+            return
+        self.app.push_screen(UnsavedScreen(self.draft.path.name, then), answered)
 
     async def open_path(self, path: Path) -> None:
         """Open ``path`` (the command palette's "Preset: NAME"): select it in the list and show its form."""
-        if path in self.rows:
-            self.query_one("#preset-list", ListView).index = self.rows.index(path)
-        if self.draft is None or self.draft.path != path:
-            await self.open(path)
-        self.focus_form()
+        async def go() -> None:
+            if path in self.rows:
+                self.query_one("#preset-list", ListView).index = self.rows.index(path)
+            if self.draft is None or self.draft.path != path:
+                await self.open(path)
+            self.focus_form()
+
+        if self.draft is None or not self.draft.dirty or self.draft.path == path:
+            await go()
+        else:
+            self.settle("open another preset", go)
 
     async def open(self, path: Path, overrides: list[str] | None = None) -> None:
         try:
