@@ -22,7 +22,6 @@ from sparse_tui.tui.render.runs import (
     eta,
     fit_name,
     fit_names,
-    fit_pairs,
     natural,
     param_text,
     run_tags,
