@@ -35,7 +35,7 @@ def fill_fig1c(runs_dir: Path):
             r = store.get(rid)
             plateau = math.sqrt(r.params["task.d"]) * r.params["task.T"] / 4
             loss = [0.5 / (1 + math.exp(min(50.0, (s - plateau) / (0.15 * plateau)))) + 1e-3 for s in steps]
-            store.log_metrics_many(rid, steps, {"test/loss": loss})
+            store.log_metrics_many(rid, steps, {"test/loss": loss}, [BASE_TIME + i + 60 * s / 20000 for s in steps])
             store.finish(rid, "finished", plateau_step=plateau, step=steps[-1], summary={"final": {"test/loss": loss[-1]}})
             store.con.execute("UPDATE runs SET device='cpu', created_at=?, started_at=?, ended_at=?, heartbeat_at=?"
                               " WHERE run_id=?", (BASE_TIME + i, BASE_TIME + i, BASE_TIME + i + 60,

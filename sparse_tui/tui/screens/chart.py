@@ -1,10 +1,11 @@
 """One chart of the Curves panel full-screen (issue 34, after wandb-tui's chart view): zoom and pan on the step (or
-time) axis, focus on one run (the others grey), the x axis as the step or the time since each run started.
+time) axis and on y, Home to reset, focus on one run (the others grey; z zooms at its plateau), the x axis as the
+step or the time since each run started, log or linear.
 
-The store keeps no time per metric point, so the time of a point is interpolated linearly in its step between the
-run's start and its end (or its last heartbeat while it runs), as the TensorBoard export does: an approximation that
-assumes a steady pace (warm-up, evaluations and pauses shift it), said in the axis label. The screen draws the
-Curves panel's data with the panel's metric, log axis, smoothing and grouping, afresh every second and on every key.
+The time of a point is the wall-clock time the store logged it (``store.reads.step_clock``); a run of a store from
+before those times were kept has its points' interpolated linearly in the step between its start and its end, which
+the axis label then says. The screen draws the Curves panel's data with the panel's metric, log axes, smoothing and
+grouping, afresh every second and on every key.
 """
 
 from __future__ import annotations
@@ -17,22 +18,20 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Static
 
+from sparse_tui.store.reads import step_clock
 from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.plot import fraction_at, zoom_window
 from sparse_tui.tui.widgets.plot_view import PlotView
 
 ZOOMS = (1.0, 0.5, 0.25, 0.125, 0.0625, 0.03125)
-TIME_LABEL = "minutes since start (interpolated: no time per point is stored)"
+TIME_LABEL = "minutes since start"
+INTERPOLATED = " (interpolated in the step where no time was stored)"
 
 
-def time_of(rec, now: float):
-    """Step -> minutes since the run started, interpolated between its start and its end (None: no times)."""
-    start = rec.started_at
-    end = rec.ended_at or (now if rec.status == "running" else rec.heartbeat_at)
-    if start is None or end is None or not rec.step:
-        return None
-    rate = (end - start) / 60.0 / rec.step
-    return lambda step: step * rate
+def time_of(rec, steps: list[int], times: list[float]):
+    """Step -> minutes since the run started (``step_clock``: its logged times, else interpolated)."""
+    start, _, at = step_clock(rec, steps, times)
+    return lambda step: (at(step) - start) / 60.0
 
 
 class ChartScreen(Guarded, Screen):
@@ -69,6 +68,7 @@ class ChartScreen(Guarded, Screen):
     def __init__(self, curves) -> None:
         super().__init__()
         self.curves = curves  # the Curves panel: its data and settings
+        self._times: dict[str, tuple[list[int], list[float]]] = {}  # run id -> its logged (steps, wall times)
 
     def compose(self) -> ComposeResult:
         yield PlotView(id="chart-plot")
@@ -163,12 +163,19 @@ class ChartScreen(Guarded, Screen):
         return units[self.focus_index] if 0 <= self.focus_index < len(units) else None
 
     def _x_of(self) -> dict | None:
-        if not self.time_axis:
+        """Each run's step -> minutes since its start, from the times the store logged (read once for an ended run,
+        each second for one still running)."""
+        if not self.time_axis or self.app.store is None:
             return None
         recs = {r.run_id: r for r in self.app.main.records}
-        now = self.app.clock()
-        return {rid: f for rid in (self.curves.data.run_ids if self.curves.data else [])
-                if rid in recs and (f := time_of(recs[rid], now)) is not None}
+        out = {}
+        for rid in (self.curves.data.run_ids if self.curves.data else []):
+            if rid not in recs:
+                continue
+            if rid not in self._times or recs[rid].status in ("queued", "running"):
+                self._times[rid] = self.app.store.metric_times(rid)
+            out[rid] = time_of(recs[rid], *self._times[rid])
+        return out
 
     def redraw(self) -> None:
         plot = self.query_one(PlotView)
@@ -176,7 +183,9 @@ class ChartScreen(Guarded, Screen):
         focus = self._focus()
         spec = self._spec(zoom=ZOOMS[self.zoom], center=self.center, ylim=self._y_window())
         if self.time_axis:
-            spec.xlabel = TIME_LABEL
+            guessed = any(not self._times.get(r, ([], []))[0] for r in (self.curves.data.run_ids if self.curves.data
+                                                                       else []))
+            spec.xlabel = TIME_LABEL + (INTERPOLATED if guessed else "")
         plot.show(spec)
         what = f"focus: {focus[0]}" if focus else f"{len(units)} curves"
         y = f" · y x{1 / ZOOMS[self.y_zoom]:g}" if self.y_zoom else ""
