@@ -14,14 +14,21 @@ more), in every seed; each setting's line says whether it holds.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from sparse_tui.atlas import Entry
 from sparse_tui.presets.loading import config_get
-from sparse_tui.reports.reproduce import Report, make_report
+from sparse_tui.reports.base import Claim, Report, make_report
 
 TARGET_SPEEDUP = 1.5
 TARGET_FINAL = 0.02
+
+
+@dataclass
+class DiversityData:
+    runs: list[dict[str, Any]]
+    settings: dict[str, Any]  # per setting: its speed-ups and final differences, seed by seed
 
 
 def _levels(rec: Any) -> tuple[str, bool, tuple[float, float]]:
@@ -94,7 +101,7 @@ def diversity_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report
                            and (d >= -TARGET_FINAL if r["higher"] else d <= TARGET_FINAL))
     order = list(dict.fromkeys(r["setting"] for r in rows))
     if not rows:
-        return make_report(entry, run_ids, ["  no runs"], {"runs": []})
+        return make_report(entry, run_ids, ["  no runs"], DiversityData([], {}))
     metric, levels = rows[0]["metric"], rows[0]["levels"]
     lv = [format(x, ".0%") if rows[0]["higher"] else format(x, "g") for x in levels]
     lines = [f"  {len(rows)} run(s); §4's proposal: repetition while stuck, none after the transition. Per run the "
@@ -118,4 +125,35 @@ def diversity_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report
             rng = lambda xs, spec: f"{min(xs):{spec}} to {max(xs):{spec}}" if xs else "—"  # noqa: E731
             lines.append(f"  {'':<52} × at {lv[1]} {rng(x60, '.2f')} ({len(x60)}/{len(mine)} reached it), final vs "
                          f"none {rng(dfin, '+.3f')}: target held in {n_ok} of {len(mine)} seed(s)")
-    return make_report(entry, run_ids, lines, {"runs": rows, "settings": summary})
+    return make_report(entry, run_ids, lines, DiversityData(rows, summary))
+
+
+
+# key -> (the claim checked, check(store, report) -> (word, the numbers that decide it))
+def _check_diversity(store, rep):
+    """§4's proposal (issue 33): held when a switch meets the target (the last level
+    ``TARGET_SPEEDUP``× sooner than no repetition, the final value within ``TARGET_FINAL``) in every seed; in kind
+    when a switch leaves the plateau sooner than no repetition and ends within ``TARGET_FINAL`` of it in every seed;
+    not reproduced otherwise."""
+    by: dict[str, list[dict]] = {}
+    for r in rep.data.runs:
+        if "->" in r["setting"] or "steps" in r["setting"]:
+            by.setdefault(r["setting"], []).append(r)
+
+    def within(r):
+        d = r["final_vs_base"]
+        return d is not None and (d >= -0.02 if r["higher"] else d <= 0.02)
+
+    held = [s for s, rs in by.items() if all(r["target"] for r in rs)]
+    kind = [s for s, rs in by.items() if all(r["speedup"][0] and r["speedup"][0] > 1 and within(r) for r in rs)]
+    word = "reproduced" if held else "in kind" if kind else "not reproduced"
+    best = held or kind
+    return word, ("target held in every seed by: " + "; ".join(held) if held else
+                  "sooner out of the plateau and final within 0.02 in every seed, target missed, by: "
+                  + "; ".join(kind) if kind else "no switch is sooner and as good in every seed") + (
+                      f" ({len(best)} of {len(by)} switch settings)" if best else "")
+
+
+CLAIM = Claim("§4: repetition while stuck, none after the transition, is as fast as repetition and as good as none "
+              "(held: 1.5× sooner to the second level and final within 0.02 in every seed, issue 33's)", _check_diversity,
+              diversity_report)
