@@ -60,3 +60,38 @@ def test_curves_panel_bands_stay_inside_the_data_and_count_censored_runs():
     assert len(bands) == 2 and all(v > 0 for s in bands for v in s.ys)
     labels = [s.label for s in loss.series if s.label]
     assert any("(n=3, 1 no plateau)" in lab for lab in labels) and any(lab.endswith("(n=3)") for lab in labels)
+
+
+def test_the_figures_bands_stay_inside_the_data_and_say_censored_runs(tmp_path):
+    """`show --plot --mean-by` (the console's p): the plotted arrays of the accuracy band stay in [0, 1] (was: up to
+    1.2, the axis to 1.2), the loss band's lower edge stays positive (was: dropped where mean − std ≤ 0, down to
+    1e-4), and a group with a run that never left the plateau says so in its n and marks it."""
+    pytest.importorskip("matplotlib")
+    from matplotlib.collections import PolyCollection
+
+    from sparse_tui.presets.loading import expand, validate_preset_data
+    from sparse_tui.reports.figures import curves_figure
+    from sparse_tui.store import RunStore
+    from pathlib import Path
+
+    raw = {"name": "b", "task": {"kind": "recall", "n_tokens": 8, "n_pairs": 2}, "seeds": [0, 1, 2],
+           "model": {"kind": "transformer", "n_layers": 1, "d_model": 8}, "train": {"steps": 200, "device": "cpu"},
+           "sweep": {"model.d_model": [8, 16]}}
+    store = RunStore(tmp_path / "runs")
+    _, ids = store.create_runs(expand(validate_preset_data(raw, "b.toml", path=Path("b.toml"))))
+    for i, rid in enumerate(ids):
+        acc, loss = ACC[i % 3], LOSS[i % 3]
+        store.log_metrics_many(rid, acc[0], {"test/acc": acc[1], "test/loss": loss[1]})
+        store.finish(rid, "finished", plateau_step=None if i == 1 else 100.0, step=200)
+    fig = curves_figure.__wrapped__(store, ids, groups=["model.d_model"])  # the Figure the writer saves
+    axes = {ax.get_ylabel(): ax for ax in fig.axes}
+    for metric, ok in (("test/acc", lambda v: 0.0 <= v <= 1.0), ("test/loss", lambda v: v > 0)):
+        polys = [c for c in axes[metric].collections if isinstance(c, PolyCollection)]
+        assert len(polys) == 2
+        ys = [y for p in polys for path in p.get_paths() for _, y in path.vertices]
+        assert ys and all(ok(y) for y in ys), (metric, min(ys), max(ys))
+    assert axes["test/acc"].get_ylim()[1] <= 1.1
+    texts = [t.get_text() for ax in fig.axes for leg in [ax.get_legend()] if leg for t in leg.get_texts()]
+    texts += [t.get_text() for leg in fig.legends for t in leg.get_texts()]
+    assert any("(n=3, 1 censored)" in t for t in texts) and any("censored" in t and "no plateau" in t for t in texts)
+    store.close()
