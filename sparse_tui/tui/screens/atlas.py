@@ -27,10 +27,13 @@ from sparse_tui.tui.screens.answer_once import AnswersOnce
 from sparse_tui.tui.screens.confirm import ConfirmScreen
 
 
+LIST_WIDTH = 48  # the list's lines: its width less the border, padding and scrollbar
+
+
 class AtlasScreen(AnswersOnce, Guarded, ModalScreen[None]):
     DEFAULT_CSS = """
     AtlasScreen Horizontal { height: 1fr; }
-    AtlasScreen #atlas-list { width: 46; }  /* its height: app.tcss (.dialog OptionList is six lines) */
+    AtlasScreen #atlas-list { width: 52; }  /* its height: app.tcss (.dialog OptionList is six lines) */
     AtlasScreen #atlas-detail { padding: 0 1; }
     """
     BINDINGS = [Binding("escape,q", "dismiss", "Close"), Binding("l", "launch", "Launch"),
@@ -50,11 +53,15 @@ class AtlasScreen(AnswersOnce, Guarded, ModalScreen[None]):
                 yield OptionList(*[Option(self._line(e), id=e.key) for e in self.entries], id="atlas-list")
                 with VerticalScroll():
                     yield Static("", id="atlas-detail")
-            yield Label("Enter: launch what is missing · r: refresh · Esc: close", classes="dialog-hint")
+            yield Label("Enter: launch what is missing (asks) · r: refresh · Esc: close · * the record's verdict",
+                        classes="dialog-hint")
 
     def _line(self, e: Any) -> str:
-        state = e.built or self.status.get(e.key, "")
-        return f"{e.key:<13} {e.figure:<19} {state}"
+        """One line at 80 columns (the figure's name is in the detail beside): key, verdict (* the record's),
+        CPU minutes, stored runs."""
+        state = self.status.get(e.key, "") or e.built or ""
+        line = f"{e.key:<17} {state}".rstrip()
+        return line if len(line) <= LIST_WIDTH else line[:LIST_WIDTH - 1] + "…"
 
     def on_mount(self) -> None:
         self.query_one(OptionList).focus()
