@@ -248,10 +248,10 @@ def draw(spec: PlotSpec, width: int, height: int, theme: str | None = None) -> T
         plt.xscale("log")
     if spec.log_y:
         plt.yscale("log")
-    if xlim is not None:
-        plt.xlim(*xlim)
+    if xlim is not None:  # (plotext takes a log axis's limits as the log10 of the values)
+        plt.xlim(*(map(math.log10, xlim) if spec.log_x else xlim))
     if ylim is not None:
-        plt.ylim(*ylim)
+        plt.ylim(*(map(math.log10, ylim) if spec.log_y else ylim))
     # Ticks in one format per axis (plotting.tick_labels): plotext's own mix fixed-point log ticks ("0.000001"),
     # "360" beside "1.05e+03" and values like "83273.7".
     if yhi > ylo:

@@ -197,3 +197,15 @@ def test_snapshot_quit_question(snap_compare, tmp_path):
         await pilot.pause(0.3)
 
     assert snap_compare(make(tmp_path / "runs", tmp_path / "presets"), terminal_size=(80, 24), run_before=run_before)
+
+
+def test_a_zoomed_log_axis_still_draws_its_data():
+    """plotext takes a log axis's limits as log10 values: a zoom (or a y pan) on a log axis drew an empty box."""
+    from sparse_tui.tui.plot import PlotSpec, Series, draw
+
+    xs = [10 * 1.2 ** i for i in range(60)]
+    ys = [1.0 / (1 + x / 100) for x in xs]
+    for spec in (PlotSpec([Series(xs, ys, label="a")], log_x=True, xlim=(500.0, 20000.0)),
+                 PlotSpec([Series(xs, ys, label="a")], log_x=True, log_y=True, ylim=(0.01, 0.1))):
+        body = draw(spec, 60, 14).plain
+        assert sum(ch in body for ch in "⠁⠂⠄⡀⠈⠐⠠⢀⠉⠒⠤⣀⠑⠢⢄⡠") >= 3, body  # braille: the curve is there

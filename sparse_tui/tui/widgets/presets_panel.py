@@ -84,7 +84,7 @@ class PresetsPanel(ConsolePanel, Guarded, Horizontal):
         Binding("ctrl+d", "diff", "Diff", priority=True),
         Binding("ctrl+l", "launch", "Launch", priority=True),
         Binding("ctrl+r", "revert", "Revert", priority=True),
-        Binding("ctrl+g", "go_to_field", "Go to field", priority=True),
+        Binding("ctrl+g", "go_to_field", "Go to field", priority=True, show=False),
         # Digits are typed into a text field: Esc leaves the field for the form, where the digits switch panels again.
         Binding("escape", "leave_form", "Leave field", show=False),
     ]
