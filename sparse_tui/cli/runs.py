@@ -17,7 +17,6 @@ from rich.text import Text
 
 from sparse_tui.base.exitcodes import ExitCode
 from sparse_tui.base.numbers import fmt_or
-from sparse_tui.cli.listing import compact_table, fits, run_table_model
 from sparse_tui.cli.common import (
     PlotOpt,
     RunsDirOpt,
@@ -34,6 +33,7 @@ from sparse_tui.cli.common import (
     fail,
     out,
 )
+from sparse_tui.cli.listing import compact_table, fits, run_table_model
 
 
 @contextmanager

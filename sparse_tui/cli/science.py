@@ -304,7 +304,7 @@ def presets_copy(
     presets_dir: Path = PresetsDirOpt,
 ) -> None:
     """Write an editable copy of a preset as DIR/NAME.toml; an existing file is never overwritten."""
-    from sparse_tui.presets.catalog import CatalogError, same_file, copy, resolve
+    from sparse_tui.presets.catalog import CatalogError, copy, resolve, same_file
 
     with _refused(CatalogError):
         target = copy(name, dest, presets_dir)

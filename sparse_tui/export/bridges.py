@@ -8,8 +8,9 @@ whatever is exported with it), the tags and the note as text (``sparse_tui/tags`
 attention maps of the first test example as images (``attention/L1/head0`` per snapshot step). The experiment
 summary (the union of the hparams and final metrics of every run exported into ``DIR``) goes to ``DIR`` itself.
 A point's wall time is the time the store logged it (``store.reads.step_clock``); a store from before those times
-were kept has its points' interpolated linearly in the step between the run's start and end. The files are sparse-tui's own, named per run and written by the one file writer
-(files.py): exporting again replaces them, so a re-export never doubles a curve.
+were kept has its points' interpolated linearly in the step between the run's start and end. The files are
+sparse-tui's own, named per run and written by the one file writer (files.py): exporting again replaces them, so a
+re-export never doubles a curve.
 
 MLflow: one MLflow run per sparse-tui run, in the experiment named after the preset, with the parameters, the
 metrics at their steps, the status, the tags (``tag`` = "true"), the note (``mlflow.note.content``) and the
