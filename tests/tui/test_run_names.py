@@ -81,7 +81,7 @@ async def test_column_picker_says_what_fits_and_makes_room(tmp_path: Path, prese
     from sparse_tui.tui.render.table import RunTable
 
     t = RunTable()
-    t.__dict__.update(panel.__dict__ | {})  # the state of the panel above, without Textual
+    t.__dict__.update(panel.model.__dict__)  # the state of the panel's table above, without Textual
     assert t.column_layout(36, ["task.d", "task.T"])[1] == (
         "d shown · step, loss, acc, plateau, status hidden to make room · no room at 36 columns for T: pick fewer or "
         "widen the terminal")
