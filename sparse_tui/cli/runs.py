@@ -341,7 +341,9 @@ def show(
         curves = {k: series[k] for k in keys if k in series}
         if curves:
             log_y = title.startswith("loss")
-            out.print(Text.from_ansi(chart(curves, title=title, log_y=log_y, width=w, vline=rec.plateau_step)))
+            fixed = (0.0, 1.0) if title.startswith(("test accuracy", "attention")) else None  # fractions: [0, 1]
+            out.print(Text.from_ansi(chart(curves, title=title, log_y=log_y, width=w, vline=rec.plateau_step,
+                                           ylim=fixed)))
 
 
 def _system_rows(store, run_id: str) -> list[tuple[str, str]]:
