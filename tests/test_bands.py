@@ -67,12 +67,13 @@ def test_the_figures_bands_stay_inside_the_data_and_say_censored_runs(tmp_path):
     1.2, the axis to 1.2), the loss band's lower edge stays positive (was: dropped where mean − std ≤ 0, down to
     1e-4), and a group with a run that never left the plateau says so in its n and marks it."""
     pytest.importorskip("matplotlib")
+    from pathlib import Path
+
     from matplotlib.collections import PolyCollection
 
     from sparse_tui.presets.loading import expand, validate_preset_data
     from sparse_tui.reports.figures import curves_figure
     from sparse_tui.store import RunStore
-    from pathlib import Path
 
     raw = {"name": "b", "task": {"kind": "recall", "n_tokens": 8, "n_pairs": 2}, "seeds": [0, 1, 2],
            "model": {"kind": "transformer", "n_layers": 1, "d_model": 8}, "train": {"steps": 200, "device": "cpu"},

@@ -8,11 +8,10 @@ import math
 
 import numpy as np
 import pytest
+from tui.conftest import fill_store
 
 from sparse_tui.reports import fitreport
 from sparse_tui.store import RunStore
-
-from tui.conftest import fill_store
 
 
 def test_fit_figure_draws_the_theory_forecast(tmp_path):

@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from tui.conftest import fill_linreg_sweep
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -36,7 +36,8 @@ def fill_fig1c(runs_dir: Path):
             plateau = math.sqrt(r.params["task.d"]) * r.params["task.T"] / 4
             loss = [0.5 / (1 + math.exp(min(50.0, (s - plateau) / (0.15 * plateau)))) + 1e-3 for s in steps]
             store.log_metrics_many(rid, steps, {"test/loss": loss}, [BASE_TIME + i + 60 * s / 20000 for s in steps])
-            store.finish(rid, "finished", plateau_step=plateau, step=steps[-1], summary={"final": {"test/loss": loss[-1]}})
+            store.finish(rid, "finished", plateau_step=plateau, step=steps[-1],
+                         summary={"final": {"test/loss": loss[-1]}})
             store.con.execute("UPDATE runs SET device='cpu', created_at=?, started_at=?, ended_at=?, heartbeat_at=?"
                               " WHERE run_id=?", (BASE_TIME + i, BASE_TIME + i, BASE_TIME + i + 60,
                                                   BASE_TIME + i + 60, rid))
@@ -174,7 +175,8 @@ def test_snapshot_tiles(snap_compare, tmp_path):
         await pilot.press("2", "down", "enter")
         await _until(pilot, lambda a: a.query_one("CurvesPanel").data is not None
                      and a.query_one("CurvesPanel").data.run_ids
-                     and all(r in a.query_one("CurvesPanel").theory_curves for r in a.query_one("CurvesPanel").data.run_ids))
+                     and all(r in a.query_one("CurvesPanel").theory_curves
+                             for r in a.query_one("CurvesPanel").data.run_ids))
         await pilot.press("t")
         await pilot.pause(0.3)
 

@@ -40,7 +40,8 @@ async def test_help_lists_every_key_and_the_palettes_commands(runs_dir: Path, pr
             assert groups.get(where), where
         text = " | ".join(f"{b.key} {b.description}" for bs in groups.values() for b in bs)
         for needle in ("ctrl+p the command palette", "Atlas: reproduce a figure of the paper", "Help: all keys",
-                       "Panel: Scatter", "Preset: NAME", "home Reset", "x Log x", "t Tiles", "slash, ctrl+g go to a field",
+                       "Panel: Scatter", "Preset: NAME", "home Reset", "x Log x", "t Tiles",
+                       "slash, ctrl+g go to a field",
                        "end Last", "s Save"):
             assert needle in text, needle
         await pilot.press("question_mark")
@@ -50,7 +51,8 @@ async def test_help_lists_every_key_and_the_palettes_commands(runs_dir: Path, pr
 
 
 @run_async
-async def test_atlas_lines_show_verdict_and_cpu_minutes_at_80_columns(runs_dir: Path, presets_dir: Path, console_errors):
+async def test_atlas_lines_show_verdict_and_cpu_minutes_at_80_columns(runs_dir: Path, presets_dir: Path,
+                                                                       console_errors):
     from textual.widgets import OptionList
 
     from sparse_tui.tui.screens.atlas import AtlasScreen
