@@ -14,7 +14,7 @@ import pytest
 from sparse_tui.executors import LocalExecutor
 from sparse_tui.presets.loading import expand, load_preset
 from sparse_tui.science import geometry
-from sparse_tui.store import RunStore, StoreError
+from sparse_tui.store import SCHEMA_VERSION, RunStore, StoreError
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -107,7 +107,7 @@ def test_a_schema_4_store_gains_the_arrays_table(tmp_path: Path):
     again.log_array(a, "embed", np.eye(3))
     assert np.array_equal(again.array(a, "embed"), np.eye(3))
     con = sqlite3.connect(tmp_path / "runs" / again.path.name)
-    assert con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "5"
+    assert con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
 
 
 def test_training_a_stack_stores_each_runs_final_embedding(tmp_path: Path):

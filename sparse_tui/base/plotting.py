@@ -26,8 +26,10 @@ def downsample(xs: Sequence[float], ys: Sequence[float], n: int) -> tuple[list[f
 
 
 def chart(series: dict[str, tuple[Sequence[float], Sequence[float]]], *, title: str, log_y: bool = False,
-          width: int = 100, height: int = 18, vline: float | None = None, xlabel: str = "step") -> str:
-    """Render one chart of several named series to a string."""
+          width: int = 100, height: int = 18, vline: float | None = None, xlabel: str = "step",
+          ylim: tuple[float, float] | None = None) -> str:
+    """Render one chart of several named series to a string. ``ylim``: a fixed y range (an accuracy's [0, 1]: a
+    flat 0.018-0.0195 on an auto range looked like a steep rise)."""
     import plotext as plt
 
     plt.clear_figure()
@@ -45,6 +47,8 @@ def chart(series: dict[str, tuple[Sequence[float], Sequence[float]]], *, title: 
         return f"{title}: no data yet"
     if log_y:
         plt.yscale("log")
+    elif ylim is not None:
+        plt.ylim(*ylim)
     if vline is not None:
         plt.vline(vline, "red")  # the plateau step
     plt.title(title)
@@ -153,3 +157,33 @@ def mean_band(curves: Sequence[tuple[Sequence[float], Sequence[float]]]
         for lst, v in zip(out, (x, m, sd, len(vals))):
             lst.append(v)
     return out
+
+
+def band_scale(metric: str) -> tuple[str, tuple[float | None, float | None]]:
+    """How a band over runs of ``metric`` stays inside the data's range: a loss (positive, drawn on a log axis) in
+    log space, an accuracy (a fraction) clipped to [0, 1]; anything else as it is."""
+    name = metric.rsplit("/", 1)[-1]
+    if name.endswith("loss"):
+        return "log", (None, None)
+    if name.endswith("acc") or name.endswith("accuracy"):
+        return "linear", (0.0, 1.0)
+    return "linear", (None, None)
+
+
+def band(curves: Sequence[tuple[Sequence[float], Sequence[float]]], metric: str = ""
+         ) -> tuple[list[float], list[float], list[float], list[float], list[int]]:
+    """The centre and edges of a band over runs of ``metric`` at every step any run logged (``mean_band``'s
+    interpolation): ``(xs, centre, lo, hi, n)``, inside the data's range (``band_scale``). A loss: the geometric
+    mean × / ÷ the geometric standard deviation (mean ± std of the log, so the lower edge stays positive; non-positive
+    values are left out); an accuracy: mean ± std clipped to [0, 1]. The one band of the console's Curves and of the
+    figures (``sparse-tui show --plot --mean-by``)."""
+    scale, (floor, ceil) = band_scale(metric)
+    if scale == "log":
+        logs = [(xs, [math.log(y) if y is not None and y > 0 else math.nan for y in ys]) for xs, ys in curves]
+        xs, m, sd, n = mean_band(logs)
+        return (xs, [math.exp(v) for v in m], [math.exp(v - s) for v, s in zip(m, sd)],
+                [math.exp(v + s) for v, s in zip(m, sd)], n)
+    xs, m, sd, n = mean_band(curves)
+    lo = [v - s if floor is None else max(floor, v - s) for v, s in zip(m, sd)]
+    hi = [v + s if ceil is None else min(ceil, v + s) for v, s in zip(m, sd)]
+    return xs, m, lo, hi, n

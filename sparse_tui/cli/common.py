@@ -89,8 +89,8 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 out = Console(highlight=False, soft_wrap=True)
-if not out.is_terminal:  # tables into a file or a pipe: don't squeeze them into 80 columns
-    out.width = max(out.width, 160)
+if not out.is_terminal and "COLUMNS" not in os.environ:  # tables into a file or a pipe: don't squeeze them into
+    out.width = max(out.width, 160)  # 80 columns (a COLUMNS the user sets is their width)
 
 
 def _runs_dir_flag(text: str) -> Path:
@@ -346,10 +346,10 @@ def _forecast_cell(f) -> str:
     return cell(f)
 
 
-def _run_table(title: str, runs, cols: tuple[str, ...], final=lambda r: r.final) -> None:
-    """Print ``runs`` with the columns ``cols`` (of ``_RUN_CELLS``; ``final``: a run's final metrics). The
-    8-character id never wraps or shrinks (it is copied into show / fit); on a narrow terminal the preset and
-    run-name columns wrap first."""
+def _run_table(title: str, runs, cols: tuple[str, ...], final=lambda r: r.final, show: bool = True) -> Table:
+    """Print ``runs`` with the columns ``cols`` (of ``_RUN_CELLS``; ``final``: a run's final metrics), or only
+    return the table (``show`` False). The 8-character id never wraps or shrinks (it is copied into show / fit); on
+    a narrow terminal the preset and run-name columns wrap first."""
     t = Table(title=title)
     for col in cols:
         if col == "run_id":
@@ -361,7 +361,9 @@ def _run_table(title: str, runs, cols: tuple[str, ...], final=lambda r: r.final)
     for r in runs:
         f = final(r)
         t.add_row(*(_RUN_CELLS[col](r, f) for col in cols))
-    out.print(t)
+    if show:
+        out.print(t)
+    return t
 
 
 def _workers_flag(workers: str) -> int:

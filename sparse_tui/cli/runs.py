@@ -34,6 +34,7 @@ from sparse_tui.cli.common import (
     fail,
     out,
 )
+from sparse_tui.cli.listing import compact_table, fits, run_table_model
 
 
 @contextmanager
@@ -59,8 +60,11 @@ def runs(
     limit: int = typer.Option(0, "--limit", help="At most this many (newest first); 0 = all."),
     tag: List[str] = typer.Option([], "--tag", help="Only runs with this tag (repeatable: all of them)."),
     archived: bool = typer.Option(False, "--archived", help="List the archived runs (hidden otherwise)."),
+    filter_: str = typer.Option("", "--filter", help="The console's filter: words and conditions, e.g. "
+                                "'acc>0.9 d=16,32 preset~fig status:failed'."),
 ) -> None:
-    """List the runs in the store, newest first (archived runs only with --archived)."""
+    """List the runs in the store, newest first (archived runs only with --archived). When the full table would wrap,
+    the console's columns: one line per run."""
     from sparse_tui.store import STATUSES
 
     _one_of("--status", status, STATUSES)
@@ -76,6 +80,14 @@ def runs(
     if limit:
         recs = recs[:limit]
     fc = _forecasts(recs, everyone)
+    query = filter_ if isinstance(filter_, str) else ""
+    last = {r.run_id: store.last_metrics(r.run_id) for r in recs if not r.final}
+    model = run_table_model(recs, last, fc, query, archived is True) if query or not as_json else None
+    if model is not None and model.filter_errors:
+        raise fail(f"--filter: {model.filter_errors[0]}")
+    if query:
+        shown = set(model.visible_ids)
+        recs = [r for r in recs if r.run_id in shown]
     if as_json:
         from sparse_tui.export.tables import run_row
 
@@ -85,9 +97,11 @@ def runs(
         return
     cols = ("run_id", "preset", "run", "status", "step", "plateau", "forecast", "test/loss", "test/acc", "device")
     annotated = any(r.tags or r.note for r in recs)
-    _run_table(_esc(f"{len(recs)} run(s) in {store.path}"), recs, cols + (("tags / note",) if annotated else ()),
-               final=lambda r: {**(r.final or store.last_metrics(r.run_id)),  # a failed run's stored values, not "-"
-                                "_forecast": fc[r.run_id]})
+    title = _esc(f"{len(recs)} run(s) in {store.path}" + (f" · filter '{query}'" if query else ""))
+    full = _run_table(title, recs, cols + (("tags / note",) if annotated else ()),
+                      final=lambda r: {**(r.final or last.get(r.run_id, {})),  # a failed run's stored values, not "-"
+                                       "_forecast": fc[r.run_id]}, show=False)
+    out.print(full if fits(out, full) else compact_table(title, model, out.width))
 
 
 def _finite(v):
@@ -353,7 +367,9 @@ def show(
         curves = {k: series[k] for k in keys if k in series}
         if curves:
             log_y = title.startswith("loss")
-            out.print(Text.from_ansi(chart(curves, title=title, log_y=log_y, width=w, vline=rec.plateau_step)))
+            fixed = (0.0, 1.0) if title.startswith(("test accuracy", "attention")) else None  # fractions: [0, 1]
+            out.print(Text.from_ansi(chart(curves, title=title, log_y=log_y, width=w, vline=rec.plateau_step,
+                                           ylim=fixed)))
 
 def _show_figures(store, recs: list, fig_path: Path, inches, mean_by: Optional[str]) -> None:
     """``show --plot FILE``: the runs' curves in FILE and, for token-input runs, their final embeddings in

@@ -353,12 +353,17 @@ def presets_copy(
 ) -> None:
     """Write an editable copy of a preset (a bundled or your own preset's name, or a .toml file that is a valid
     preset) as DIR/NAME.toml; an existing file is never overwritten."""
-    from sparse_tui.presets.catalog import CatalogError, copy
+    from sparse_tui.presets.catalog import CatalogError, copy, resolve, same_file
 
     presets_dir = _presets_dir(presets_dir)
     with _refused(CatalogError):
         target = copy(name, dest, presets_dir)
     out.print(f"wrote {_esc(target)}: edit it, then: sparse-tui run {_esc(target)} --headless", markup=False)
+    used = resolve(target.stem, presets_dir)
+    if not same_file(used.path, target):  # `run NAME` would not read this copy: say which file it reads
+        whose = "your own" if used.origin == "yours" else "bundled"
+        _say(f"warning: sparse-tui run {target.stem} reads {used.path} ({whose}), not {target}: name the file "
+             f"({target}) to train the copy")
 
 
 def _reproduce_planned(chosen, size, presets_dir, runs_dir, budget, dry_run, device, fig_path, as_json) -> None:

@@ -191,12 +191,14 @@ def _trained(store, ex, spec, device) -> list[str]:
 def _preset_file(preset: Path, local_dir: Optional[Path] = None) -> Path:
     """The file a preset argument names (``catalog.resolve``: a path, else your ./presets/NAME.toml, else the
     bundled NAME.toml); a name resolved to a file says which, in one line on stderr."""
-    from sparse_tui.presets.catalog import CatalogError, resolve
+    from sparse_tui.presets.catalog import CatalogError, resolve, shadow_note
 
     with _refused(CatalogError):
         found = resolve(preset, local_dir)
     if found.origin != "file":
         _say(found.line())
+        if note := shadow_note(str(preset), local_dir):
+            _say(f"warning: {note}")
     return found.path
 
 

@@ -100,14 +100,16 @@ class ChannelSink(RunSink):
     def started(self, run_ids: list[str], device: str, versions: dict) -> None:
         self._add(("started", list(run_ids), device, versions), flush=True)
 
-    def log_metrics(self, run_id: str, step: int, metrics: dict[str, float]) -> None:
-        self.steps[run_id] = max(self.steps.get(run_id, 0), int(step))
-        self._add(("log_metrics", run_id, int(step), dict(metrics)))
+    def log_metrics(self, run_id: str, step: int, metrics: dict[str, float], wall_time: float | None = None) -> None:
+        self.steps[run_id] = max(self.steps.get(run_id, 0), int(step))  # (the time: the worker's, not the head's)
+        self._add(("log_metrics", run_id, int(step), dict(metrics), wall_time or time.time()))
 
-    def log_metrics_many(self, run_id: str, steps: list[int], series: dict[str, list[float]]) -> None:
+    def log_metrics_many(self, run_id: str, steps: list[int], series: dict[str, list[float]],
+                         wall_time: float | list[float] | None = None) -> None:
         if steps:
             self.steps[run_id] = max(self.steps.get(run_id, 0), int(max(steps)))
-        self._add(("log_metrics_many", run_id, list(steps), {k: list(v) for k, v in series.items()}))
+        when = list(wall_time) if isinstance(wall_time, (list, tuple)) else (wall_time or time.time())
+        self._add(("log_metrics_many", run_id, list(steps), {k: list(v) for k, v in series.items()}, when))
 
     def log_plateau(self, run_id: str, step: float) -> None:
         self._add(("log_plateau", run_id, float(step)))

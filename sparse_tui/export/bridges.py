@@ -7,10 +7,10 @@ step, the final metrics, the HParams plugin's session (every parameter of the ru
 whatever is exported with it), the tags and the note as text (``sparse_tui/tags``, ``sparse_tui/note``) and the
 attention maps of the first test example as images (``attention/L1/head0`` per snapshot step). The experiment
 summary (the union of the hparams and final metrics of every run exported into ``DIR``) goes to ``DIR`` itself.
-The store keeps no time per metric point, so a point's wall time is interpolated linearly in its step between
-the run's start and end (``wall_times``; a run's steps run at a steady pace to first order) rather than adding a
-timestamp to every stored point. The files are sparse-tui's own, named per run and written by the one file writer
-(files.py): exporting again replaces them, so a re-export never doubles a curve.
+A point's wall time is the time the store logged it (``store.reads.step_clock``); a store from before those times
+were kept has its points' interpolated linearly in the step between the run's start and end. The files are
+sparse-tui's own, named per run and written by the one file writer (files.py): exporting again replaces them, so a
+re-export never doubles a curve.
 
 MLflow: one MLflow run per sparse-tui run, in the experiment named after the preset, with the parameters, the
 metrics at their steps, the status, the tags (``tag`` = "true"), the note (``mlflow.note.content``) and the
@@ -44,6 +44,7 @@ from urllib.parse import unquote, urlparse
 from sparse_tui.base.files import WriteError, write_file
 from sparse_tui.base.plotting import ramp
 from sparse_tui.store import RunRecord, RunStore
+from sparse_tui.store.reads import step_clock
 
 BRIDGES = ("tensorboard", "mlflow")
 INSTALL = {"tensorboard": 'pip install "sparse-tui[tensorboard]"', "mlflow": 'pip install "sparse-tui[mlflow]"'}
@@ -103,16 +104,6 @@ def final_values(store: RunStore, rec: RunRecord) -> dict[str, float]:
     if rec.plateau_step is not None:
         out["final/plateau_step"] = float(rec.plateau_step)
     return out
-
-
-def wall_times(rec: RunRecord) -> tuple[float, float, Callable[[int], float]]:
-    """(start, end, wall time of a step): the store keeps no time per point, so a point's is interpolated in its
-    step between the run's start and its end (its last heartbeat while it runs)."""
-    start = rec.started_at or rec.created_at or time.time()
-    end = rec.ended_at or rec.heartbeat_at or start
-    end = max(end, start)
-    last = max(rec.step or 0, 1)
-    return start, end, lambda step: start + (end - start) * min(max(step, 0), last) / last
 
 
 def _first_line(e: BaseException) -> str:
@@ -296,7 +287,7 @@ def to_tensorboard(store: RunStore, runs: list[RunRecord], folder: Path, say: Ca
     exp, _, _ = _hparams_summaries({}, infos, sorted(metrics))
     _replace_events(folder, top_name, [_event(exp, 0, time.time())])
     for rec in runs:
-        start, end, wall = wall_times(rec)
+        start, end, wall = step_clock(rec, *store.metric_times(rec.run_id))
         last_step = rec.step or 0
         _, hp_start, hp_end = _hparams_summaries(values[rec.run_id], infos, sorted(metrics), rec.status, start, end)
         events = [_event(hp_start, 0, start)]
@@ -479,7 +470,7 @@ def to_mlflow(store: RunStore, runs: list[RunRecord], uri: str | None = None,
         if found and not update:
             skipped += 1
             continue
-        start, end, wall = wall_times(rec)
+        start, end, wall = step_clock(rec, *store.metric_times(rec.run_id))
         series = store.metrics(rec.run_id)
         finals = final_values(store, rec)
         tags = _mlflow_tags(rec)

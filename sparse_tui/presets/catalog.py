@@ -91,6 +91,35 @@ def resolve(ref: str | Path, local_dir: Path | None = None) -> Resolved:
                        "presets (sparse-tui presets lists them)")
 
 
+def shadow_note(name: str, local_dir: Path | None = None) -> str:
+    """What a bare ``name`` does not mean, said ("" when nothing is left aside): ``run NAME`` reads your
+    ./presets/NAME.toml, else the bundled preset, never a ./NAME.toml in the working folder (``presets copy NAME .``
+    writes one) nor the bundled preset your copy shadows."""
+    try:
+        used = resolve(name, local_dir)
+    except CatalogError:
+        return ""
+    if used.origin == "file":
+        return ""
+    stem = used.path.stem
+    here = Path(f"{stem}.toml")
+    notes = []
+    if here.is_file() and not same_file(here, used.path):
+        notes.append(f"./{here} is not used: a bare name means ./presets/{here} else the bundled preset "
+                     f"(run ./{here} to train that file)")
+    bundled = bundled_dir() / f"{stem}.toml"
+    if used.origin == "yours" and bundled.is_file() and not same_file(bundled, used.path):
+        notes.append(f"your {used.path} shadows the bundled {stem}")
+    return "; ".join(notes)
+
+
+def same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # The catalogue: every preset a user can pick, grouped, with its figure and measured CPU time
 # ---------------------------------------------------------------------------------------------------------------

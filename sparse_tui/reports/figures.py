@@ -119,6 +119,7 @@ def fit_figure(rep: Any, *, title: str | None = None) -> Any:
         raise FigureError("no run with a positive plateau (or lower bound) to plot")
     variables = list(res.variables)
     paper = _paper_law(rep)
+    theory = {r["variable"]: r["forecast"] for r in rep.comparison if r.get("forecast") is not None}
     fig, axes = _fig(len(variables), 4.4, 3.1)
     partial_any = False
     for ax, v in zip(axes, variables):
@@ -128,8 +129,9 @@ def fit_figure(rep: Any, *, title: str | None = None) -> Any:
             # The other variables take too many values (a derived variable such as f(p, d)): plot the partial
             # residual, the plateau with the other variables' fitted effect divided out, against v.
             partial_any = True
-            _partial_panel(ax, v, others, xs, ys, cens, res, paper)
-            _finish_axis(ax, v, xs, res, paper, ylabel=f"{res.target.replace('_', ' ')} / others' fitted effect")
+            _partial_panel(ax, v, others, xs, ys, cens, res, paper, theory.get(v))
+            _finish_axis(ax, v, xs, res, paper, ylabel=f"{res.target.replace('_', ' ')} / others' fitted effect",
+                         theory=theory.get(v))
             continue
         cmap = mpl.colormaps["viridis"]
         colour = {g: cmap(0.1 + 0.75 * (k / max(1, len(groups) - 1))) for k, g in enumerate(groups)}
@@ -160,7 +162,8 @@ def fit_figure(rep: Any, *, title: str | None = None) -> Any:
                     return out
 
                 ax.plot(grid, [law(t) for t in grid], color=c, lw=1.0, ls=(0, (4, 2.5)), alpha=0.8)
-        _finish_axis(ax, v, xs, res, paper, ylabel=res.target.replace("_", " "))
+            _theory_line(ax, grid, fx, fy, theory.get(v), c)
+        _finish_axis(ax, v, xs, res, paper, ylabel=res.target.replace("_", " "), theory=theory.get(v))
         if others and len(groups) > 1:
             handles = [Line2D([], [], color=colour[g], marker="o", ms=3.5, lw=1.0,
                               label=", ".join(f"{o}={fmt_plain(val, 'g')}" for o, val in zip(others, g)))
@@ -170,7 +173,7 @@ def fit_figure(rep: Any, *, title: str | None = None) -> Any:
             # beside the panel: inside, "best" still covered points (it only avoids lines)
             ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
                       handlelength=1.4, borderaxespad=0.0)
-    key = _fit_key(res, paper, any(cens), partial_any)
+    key = _fit_key(res, paper, theory, any(cens), partial_any)
     fig.legend(handles=key, loc="outside lower center", ncol=len(key), frameon=False)
     presets = ", ".join(rep.selection.presets) or "runs"
     head = title or f"{presets}: {res.formula()}"  # what was fitted, not the selection's log line
@@ -180,8 +183,9 @@ def fit_figure(rep: Any, *, title: str | None = None) -> Any:
     return fig
 
 
-def _fit_key(res: Any, paper: Any, censored: bool, partial: bool) -> list[Any]:
-    """``fit_figure``'s key below the panels: the fit, the paper's law, the censored marker, the partial slope."""
+def _fit_key(res: Any, paper: Any, theory: Mapping[str, float], censored: bool, partial: bool) -> list[Any]:
+    """``fit_figure``'s key below the panels: the fit, the paper's law, the theory's slopes, the censored marker,
+    the partial slope."""
     from matplotlib.lines import Line2D
 
     key = [Line2D([], [], color="0.2", lw=1.2, label=f"fit {res.formula()}")]
@@ -191,6 +195,10 @@ def _fit_key(res: Any, paper: Any, censored: bool, partial: bool) -> list[Any]:
         at = f" at {', '.join(f'{k} = ' + fmt_plain(c, 'g') for k, c in const.items())}" if const else ""
         key.append(Line2D([], [], color="0.2", lw=1.0, ls=(0, (4, 2.5)),
                           label=f"paper {pf.figure}: {pf.C:g} · {expo}{at}"))
+    if theory:
+        slopes = ", ".join(f"{v} {e:+g}" for v, e in theory.items())
+        key.append(Line2D([], [], color="0.2", lw=1.0, ls="-.",
+                          label=f"theory forecast √d·T/B (App. A.3.2): slopes {slopes}, through the data"))
     if censored:
         key.append(Line2D([], [], color="0.2", marker="^", mfc="none", ls="",
                           label="censored: no plateau by the last step (lower bound)"))
@@ -200,8 +208,20 @@ def _fit_key(res: Any, paper: Any, censored: bool, partial: bool) -> list[Any]:
     return key
 
 
-def _finish_axis(ax: Any, v: str, xs: Sequence[Mapping[str, float]], res: Any, paper: Any, ylabel: str) -> None:
-    """Log-log axes, readable ticks, and the fitted (and paper's) slope in a box."""
+def _theory_line(ax: Any, grid: Any, fx: Sequence[float], fy: Sequence[float], slope: float | None, colour: Any
+                 ) -> None:
+    """The theory's forecast slope (``theory.forecast_exponents``; it has no prefactor) through the geometric
+    centre of the measured points ``fx``, ``fy``, dash-dotted."""
+    if slope is None or not fx:
+        return
+    lx, ly = np.mean(np.log(fx)), np.mean(np.log(fy))
+    ax.plot(grid, [math.exp(ly + slope * (math.log(t) - lx)) for t in grid], color=colour, lw=0.9, ls="-.",
+            alpha=0.8)
+
+
+def _finish_axis(ax: Any, v: str, xs: Sequence[Mapping[str, float]], res: Any, paper: Any, ylabel: str,
+                 theory: float | None = None) -> None:
+    """Log-log axes, readable ticks, and the fitted (the paper's, the theory's) slope in a box."""
     import matplotlib.ticker as mticker
 
     ax.set_xscale("log")
@@ -225,12 +245,14 @@ def _finish_axis(ax: Any, v: str, xs: Sequence[Mapping[str, float]], res: Any, p
         pv = next((k for k, fv in mp.items() if fv == v), None)
         if pv is not None:
             txt += f"\npaper: slope {pf.exponents[pv]:+.2f}"
+    if theory is not None:
+        txt += f"\ntheory: slope {theory:+.2f}"
     # above the panel, not inside it: a box in a corner hid the points (and censored triangles) under it
     ax.set_title(txt, fontsize=7.5, loc="left")
 
 
 def _partial_panel(ax: Any, v: str, others: Sequence[str], xs: Sequence[Mapping[str, float]], ys: Sequence[float],
-                   cens: Sequence[bool], res: Any, paper: Any) -> None:
+                   cens: Sequence[bool], res: Any, paper: Any, theory: float | None = None) -> None:
     """Partial-residual panel: y / prod_o x_o^beta_o against v, the fitted C v^beta_v, and the paper's slope drawn
     through the geometric centre of the fitted points (its prefactor does not apply to this adjusted axis)."""
     adj = [y / math.prod(x[o] ** res.exponents[o] for o in others) for x, y in zip(xs, ys)]
@@ -251,6 +273,7 @@ def _partial_panel(ax: Any, v: str, others: Sequence[str], xs: Sequence[Mapping[
             lx, ly = np.mean(np.log(fx)), np.mean(np.log(fy))
             ax.plot(grid, [math.exp(ly + pf.exponents[pv] * (math.log(t) - lx)) for t in grid], color="0.5",
                     lw=1.0, ls=(0, (1.5, 1.5)))
+    _theory_line(ax, grid, fx, fy, theory, "#3b528b")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -417,7 +440,8 @@ def _overlay_figure(data: Sequence[tuple[Any, Mapping]], title: str | None, grou
     def label(u: Any) -> str:
         rec = first[u]
         text = ", ".join(f"{short[k]}={rec.params.get(k)}" for k in (keys or varying)) or rec.label or rec.run_id
-        return f"{text} (n={len(units[u])})" if keys else text
+        censored = sum(1 for r, _ in units[u] if r.plateau_step is None)  # counted in n, and said
+        return f"{text} (n={len(units[u])}" + (f", {censored} censored" if censored else "") + ")" if keys else text
 
     plateaus = [r.plateau_step for r in recs if r.plateau_step and r.plateau_step > 0]
     log_x = len(plateaus) > 1 and max(plateaus) >= 10 * min(plateaus)
@@ -436,7 +460,9 @@ def _overlay_figure(data: Sequence[tuple[Any, Mapping]], title: str | None, grou
     extra = [Line2D([], [], color="0.3", marker="o", ls="", ms=3.5, label="plateau step" + (" (mean ± std)" if keys
                                                                                             else ""))]
     if keys:
-        extra.append(Patch(color="0.3", alpha=0.25, label="± std over the group's runs"))
+        extra.append(Patch(color="0.3", alpha=0.25, label="± std over the group's runs (a loss: ×/÷ geometric std)"))
+    if any(r.plateau_step is None for r in recs):
+        extra.append(Line2D([], [], color="0.3", marker=">", ls="", ms=4, label="no plateau by the end (censored)"))
     if ramp:
         sm = mpl.cm.ScalarMappable(norm=norm, cmap=mpl.colors.ListedColormap(cmap(np.linspace(0, 0.92, 256))))
         fig.colorbar(sm, ax=list(axes), label=short[ckey], pad=0.02, fraction=0.05)
@@ -504,22 +530,20 @@ def _overlay_unit(ax: Any, metric: str, members: Sequence[tuple[Any, Mapping]], 
     group's runs) and its plateau marker on the curve (a group's at the mean plateau, its std as a bar)."""
     import numpy as np
 
-    from sparse_tui.base.plotting import mean_band
+    from sparse_tui.base.plotting import band
 
     log_y = metric.endswith("loss")
     curves = [series[metric] for _, series in members if metric in series]
     if not curves:
         return
-    if mean:
-        xs, ys, sd, _ = (np.asarray(a, dtype=float) for a in mean_band(curves))
+    if mean:  # the band inside the data's range: a loss in log space, an accuracy in [0, 1]
+        xs, ys, lo, hi, _ = (np.asarray(a, dtype=float) for a in band(curves, metric))
     else:
         xs, ys = (np.asarray(a, dtype=float) for a in curves[0])
     ok = np.isfinite(ys) & ((xs > 0) if log_x else True) & ((ys > 0) if log_y else True)
     ax.plot(xs[ok], ys[ok], color=colour, ls=style, lw=1.2, label=label)
     if mean and len(curves) > 1:
-        lo = ys - sd
-        ax.fill_between(xs[ok], np.where(lo > 0, lo, np.nan)[ok] if log_y else lo[ok], (ys + sd)[ok],
-                        color=colour, alpha=0.18, lw=0)
+        ax.fill_between(xs[ok], lo[ok], hi[ok], color=colour, alpha=0.18, lw=0)
     ps = [r.plateau_step for r, _ in members if r.plateau_step is not None]
     fin = np.isfinite(ys)  # the marker sits on the curve, also where a log axis cannot show it (step 0)
     if ps and ok.any():
@@ -527,6 +551,8 @@ def _overlay_unit(ax: Any, metric: str, members: Sequence[tuple[Any, Mapping]], 
         ax.errorbar(at, np.interp(at, xs[fin], ys[fin]), xerr=[float(np.std(ps, ddof=1))] if mean and
                     len(ps) > 1 else None, fmt="o", ms=3.5, color=colour, mec="white", mew=0.5,
                     capsize=2, lw=0.8, zorder=3)
+    if ok.any() and any(r.plateau_step is None for r, _ in members):  # censored: a ▷ at the curve's end
+        ax.plot([xs[ok][-1]], [ys[ok][-1]], ">", ms=4, color=colour, mec="0.2", mew=0.5, zorder=3)
 
 
 def _facet_figure(data: Sequence[tuple[Any, Mapping]], points: Sequence[str], title: str | None) -> Any:

@@ -41,6 +41,54 @@ def cell_note(counts: list[list[int]]) -> str:
     return f"mean over the {ns[0]} runs of a cell" if len(ns) == 1 else f"mean over the {ns[0]}-{ns[-1]} runs of a cell"
 
 
+# Keys that say how a run was carried out or logged, not what was trained: runs that differ only in these still
+# pool (their results agree), and Fit never proposes them as variables.
+BOOKKEEPING = frozenset({
+    "train.device", "train.checkpoint_every", "train.cuda_graph", "train.flush_denormal", "eval.snapshot_every",
+    "eval.snapshot_examples", "eval.every", "eval.train_every", "plateau.stop_after",
+})
+
+
+# How long a run trains and how it is evaluated: never a power-law variable (a longer run only censors fewer), and
+# never pooled over by choice (a grouping by one swept key still splits runs of other lengths).
+LENGTH = ("train.steps", "train.warmup_steps", "eval.", "plateau.")
+
+
+def is_length(key: str) -> bool:
+    return key.startswith(LENGTH)
+
+
+def _value(v: Any) -> Any:
+    """One value for 1 and 1.0 (a config read back from JSON may hold either)."""
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else (
+        repr(v) if isinstance(v, (list, dict)) else v)
+
+
+def differing_keys(records: Sequence[RunRecord], leave: Iterable[str] = ()) -> list[str]:
+    """The config keys (seed, ``leave`` and ``BOOKKEEPING`` aside) in which these runs do not all agree, in sorted
+    order: what keeps them from being pooled as seeds of one experiment."""
+    skip = {"seed", "name", "description", *leave, *BOOKKEEPING}
+    keys = sorted({k for r in records for k in r.params if k not in skip})
+    return [k for k in keys if len({_value(r.params.get(k)) for r in records}) > 1]
+
+
+def like_slices(records: Sequence[RunRecord], leave: Iterable[str] = ()) -> tuple[list[str], list[tuple[dict, list]]]:
+    """The runs split into sets that agree in every key but the seed and ``leave`` (a phase diagram's two axes, a
+    grouping's keys): (the keys that split them, [(their values in a set, its runs)]), the largest set first."""
+    keys = differing_keys(records, leave)
+    by: dict[tuple, list[RunRecord]] = {}
+    for r in records:
+        by.setdefault(tuple(_value(r.params.get(k)) for k in keys), []).append(r)
+    slices = [({k: recs[0].params.get(k) for k in keys}, recs) for recs in by.values()]
+    slices.sort(key=lambda s: -len(s[1]))
+    return keys, slices
+
+
+def slice_text(values: dict) -> str:
+    """``steps=200 lr=0.001`` (the short keys)."""
+    return " ".join(f"{k.split('.')[-1]}={v}" for k, v in values.items())
+
+
 def phase_grid(records: Iterable[RunRecord], x_key: str, y_key: str, value: str = "plateau",
                last: dict[str, dict] | None = None) -> tuple[list[Any], list[Any], list[list[float]], list[list[int]]]:
     """Grid of a value over two params: (xs, ys, values[y][x], counts[y][x]). A run still queued or running counts
@@ -89,3 +137,19 @@ def sweep_axes(records: Iterable[RunRecord]) -> tuple[str, str]:
     if len(keys) != 2:
         raise ValueError(f"a phase diagram needs runs that sweep two parameters, these sweep {keys or 'none'}")
     return keys[0], keys[1]
+
+
+def phase_slice(records: Sequence[RunRecord], x_key: str, y_key: str, index: int = 0,
+                current: str | None = None) -> tuple[list[RunRecord], str]:
+    """The runs a phase diagram of ``x_key`` × ``y_key`` pools: one set of runs that agree in every other key but
+    the seed (``like_slices``): the ``index``-th, counted from the one holding the ``current`` run (else the
+    largest); and a line saying which keys split the runs and which set is shown ("" when none do)."""
+    keys, slices = like_slices(records, (x_key, y_key))
+    if len(slices) <= 1:
+        return list(records), ""
+    start = next((i for i, (_, recs) in enumerate(slices) if any(r.run_id == current for r in recs)), 0)
+    values, recs = slices[(start + index) % len(slices)]
+    others = [f"{slice_text(v)} ({len(r)})" for v, r in slices if v != values]
+    return recs, (f"these runs also differ in {', '.join(k.split('.')[-1] for k in keys)}: showing "
+                  f"{slice_text(values)} ({len(recs)} run(s)); s: next of {len(slices)} ({'; '.join(others[:3])}"
+                  + (" …" if len(others) > 3 else "") + ")")

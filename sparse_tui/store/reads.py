@@ -4,13 +4,39 @@ cheap change counter for live views. A mixin of ``RunStore``."""
 
 from __future__ import annotations
 
+import bisect
 import io
 import json
 import math
 import sqlite3
-from typing import Any, Iterable, Iterator
+import time
+from typing import Any, Callable, Iterable, Iterator
 
 from sparse_tui.store.records import ARRAY_DTYPES, RunRecord, StoreError, _row_to_record, _shown
+
+
+def step_clock(rec: RunRecord, steps: list[int], times: list[float]) -> tuple[float, float, Callable[[float], float]]:
+    """(start, end, the wall-clock time of a step) of a run: its logged times (``Reads.metric_times``), exact at each
+    logged step and linear between them; without any (a store from before they were kept), interpolated linearly
+    in the step between the run's start and its end (its last heartbeat while it runs), a steady pace. The one
+    clock of the console's time axis and the TensorBoard export."""
+    start = rec.started_at or rec.created_at or (times[0] if times else time.time())
+    end = max(rec.ended_at or rec.heartbeat_at or start, start, times[-1] if times else start)
+    if times:
+        def at(step: float) -> float:
+            i = bisect.bisect_left(steps, step)
+            if i < len(steps) and steps[i] == step:
+                return times[i]
+            if i == 0:  # before the first logged point: from the start
+                return start + (times[0] - start) * max(step, 0) / steps[0] if steps[0] > 0 else times[0]
+            if i == len(steps):
+                return times[-1]
+            f = (step - steps[i - 1]) / (steps[i] - steps[i - 1])
+            return times[i - 1] + f * (times[i] - times[i - 1])
+
+        return start, end, at
+    last = max(rec.step or 0, 1)
+    return start, end, lambda step: start + (end - start) * min(max(step, 0), last) / last
 
 
 class Reads:
@@ -114,6 +140,13 @@ class Reads:
             steps.append(step)
             vals.append(math.nan if value is None else value)
         return out
+
+    def metric_times(self, run_id: str) -> tuple[list[int], list[float]]:
+        """When each step's metrics were logged: ``(steps, wall-clock times)`` in step order (the earliest time of a
+        step's points); the points of an older store, which kept no time, are left out."""
+        rows = self.con.execute("SELECT step, MIN(time) FROM metrics WHERE run_id=? AND time IS NOT NULL"
+                                " GROUP BY step ORDER BY step", (run_id,)).fetchall()
+        return [r[0] for r in rows], [r[1] for r in rows]
 
     def metric_rows(self, run_ids: Iterable[str] | None = None) -> Iterator[tuple[str, int, str, float | None]]:
         """The long metric table ``(run_id, step, name, value)``."""

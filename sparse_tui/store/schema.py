@@ -15,7 +15,8 @@ from sparse_tui.store.records import DB_NAME, StoreError, default_runs_dir
 # 3: batches -> coordinators (a batch may have several coordinators at once: its launcher and each resume of it).
 # 4: + runs.note, runs.tags (edited after launch; NULL: the preset's tags in the config), runs.archived.
 # 5: + arrays (small named arrays a run keeps after its checkpoints are gone: its final token embedding).
-SCHEMA_VERSION = 5
+# 6: + metrics.time (the wall-clock time a point was logged; NULL in older stores' points).
+SCHEMA_VERSION = 6
 
 
 _SCHEMA = """
@@ -57,6 +58,7 @@ CREATE TABLE IF NOT EXISTS metrics (
     name TEXT NOT NULL,
     step INTEGER NOT NULL,
     value REAL,
+    time REAL,
     PRIMARY KEY (run_id, name, step)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS coordinators (
@@ -107,6 +109,7 @@ _MIGRATIONS = {
         "CREATE TABLE IF NOT EXISTS arrays (run_id TEXT NOT NULL, name TEXT NOT NULL, shape TEXT NOT NULL,"
         " dtype TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY (run_id, name))"
     ],
+    5: ["ALTER TABLE metrics ADD COLUMN time REAL"],
 }
 
 

@@ -21,8 +21,10 @@ class RunSink(Protocol):
 
     runs_dir: Path | str  # the store's folder (a worker's sink: the head's, for messages only)
 
-    def log_metrics(self, run_id: str, step: int, metrics: dict[str, float]) -> None: ...
-    def log_metrics_many(self, run_id: str, steps: list[int], series: dict[str, list[float]]) -> None: ...
+    def log_metrics(self, run_id: str, step: int, metrics: dict[str, float],
+                    wall_time: float | None = None) -> None: ...
+    def log_metrics_many(self, run_id: str, steps: list[int], series: dict[str, list[float]],
+                         wall_time: float | list[float] | None = None) -> None: ...
     def log_plateau(self, run_id: str, step: float) -> None: ...  # the plateau of a run still training
     def log_attention(self, run_id: str, step: int, maps: dict[str, Any], meta: dict) -> None: ...
     def log_array(self, run_id: str, name: str, value: Any) -> None: ...
@@ -34,19 +36,25 @@ class RunSink(Protocol):
 class Writes:
     """Recording a run (a part of ``RunStore``)."""
 
-    def log_metrics(self, run_id: str, step: int, metrics: dict[str, float]) -> None:
-        """Append metrics at ``step`` and refresh the heartbeat, in one transaction."""
-        self.log_metrics_many(run_id, [step], {name: [v] for name, v in metrics.items()})
+    def log_metrics(self, run_id: str, step: int, metrics: dict[str, float], wall_time: float | None = None) -> None:
+        """Append metrics at ``step`` and refresh the heartbeat, in one transaction. ``wall_time``: when they were
+        measured (seconds since the epoch; default now: a Ray worker's channel passes its own clock's)."""
+        self.log_metrics_many(run_id, [step], {name: [v] for name, v in metrics.items()}, wall_time)
 
-    def log_metrics_many(self, run_id: str, steps: list[int], series: dict[str, list[float]]) -> None:
-        """Append whole series at once (integrated ODE runs) and refresh the heartbeat, in one transaction."""
-        rows = [(run_id, name, int(s), _finite_or_none(v))
-                for name, vals in series.items() for s, v in zip(steps, vals)]
+    def log_metrics_many(self, run_id: str, steps: list[int], series: dict[str, list[float]],
+                         wall_time: float | list[float] | None = None) -> None:
+        """Append whole series at once (integrated ODE runs) and refresh the heartbeat, in one transaction.
+        ``wall_time``: one time for every point (default now), or one per step."""
+        now = time.time()
+        times = list(wall_time) if isinstance(wall_time, (list, tuple)) else [wall_time or now] * len(steps)
+        rows = [(run_id, name, int(s), _finite_or_none(v), float(t))
+                for name, vals in series.items() for s, v, t in zip(steps, vals, times)]
         with self._tx() as con:
-            con.executemany("INSERT OR REPLACE INTO metrics (run_id, name, step, value) VALUES (?,?,?,?)", rows)
+            con.executemany("INSERT OR REPLACE INTO metrics (run_id, name, step, value, time) VALUES (?,?,?,?,?)",
+                            rows)
             if steps:
                 con.execute("UPDATE runs SET step=MAX(step, ?), heartbeat_at=? WHERE run_id=?",
-                            (int(max(steps)), time.time(), run_id))
+                            (int(max(steps)), now, run_id))
 
     def heartbeat(self, run_id: str, step: int) -> bool:
         """Refresh the heartbeat and progress step. Returns True when a cancel was requested for this run."""

@@ -71,7 +71,12 @@ def atlas_status(store: RunStore) -> AtlasData:
     status = {}
     for row in status_rows(store):
         stored = row.stored.get(ATLAS_SIZE) or row.stored.get("gpu")
-        status[row.entry.key] = f"{stored} runs" if stored else ("no cpu preset" if not row.entry.built else "")
+        v = row.verdict
+        word = (v.word + ("*" if v.source == "record" else "")) if v else "—"
+        minutes = "—" if row.cpu_minutes is None else f"{row.cpu_minutes:.0f}m" if row.cpu_minutes >= 10 \
+            else f"{row.cpu_minutes:.1f}m"
+        runs = stored or ("no cpu preset" if not row.entry.built else "")
+        status[row.entry.key] = f"{word:<15} {minutes:>5} {runs}".rstrip()  # the verdict and CPU minutes first
     return AtlasData(status=status)
 
 

@@ -115,6 +115,14 @@ class SparseTuiApp(Reporting, FocusHighlight, Guarded, App[int]):
             return
         await super().on_event(event)
 
+    async def action_quit(self) -> None:
+        """q / ctrl+q: quit; over unsaved edits in the preset form, Save / Discard / Cancel first."""
+        presets = self.main._panel("presets") if self.screen_stack and self.main.is_attached else None
+        if presets is not None and presets.draft is not None and presets.draft.dirty:
+            presets.settle("quit", self.exit)
+            return
+        self.exit()
+
     def ready(self, use_keys: bool = True) -> None:
         """The console is ready for keys (the main screen drew its first run table, or a question came first): the
         keys kept during start-up are pressed now, in order, or (``use_keys`` False: a question came first, which

@@ -12,8 +12,10 @@ from textual.command import CommandPalette as TextualCommandPalette
 
 from sparse_tui.tui import panels
 from sparse_tui.tui.screens.answer_once import AnswersOnce
-from sparse_tui.tui.screens.atlas import open_atlas
-from sparse_tui.tui.widgets.presets_panel import PresetsPanel
+from sparse_tui.tui.screens.atlas import AtlasScreen, open_atlas
+from sparse_tui.tui.screens.chart import ChartScreen
+from sparse_tui.tui.screens.unsaved import UnsavedScreen
+from sparse_tui.tui.widgets.presets_panel import PresetList, PresetsPanel
 
 # (title, help, panel, action of that panel)
 PANEL_ACTIONS = [
@@ -38,6 +40,7 @@ FORM_KEYS = [
     Binding("down, up", "", "next / previous field (also on a closed list)"),
     Binding("enter, space", "", "open a choice list"),
     Binding("enter", "", "add a sweep key (on its line)"),
+    Binding("slash, ctrl+g", "", "go to a field: type its name (steps, train.lr; → completes), enter"),
 ]
 
 
@@ -74,12 +77,33 @@ def executor_commands(app: Any) -> Iterator[SystemCommand]:
 
 
 def help_groups(app: Any) -> list[tuple[str, list[Binding]]]:
-    """The help screen's tables: the app's keys, each panel's, the preset form's."""
-    groups = [("everywhere", panels.panel_bindings() + [b for b in app.BINDINGS if isinstance(b, Binding)])]
+    """The help screen's tables: the app's keys, each panel's, the preset list's and form's, the full-screen
+    chart's, the Atlas's, the unsaved-edits question's, and every command of the palette (ctrl+p)."""
+    palette = Binding("ctrl+p", "", "the command palette: every panel, preset and action, the Atlas (listed below)")
+    groups = [("everywhere", panels.panel_bindings() + [b for b in app.BINDINGS if isinstance(b, Binding)]
+               + [palette])]
     for p in panels.PANELS:
         groups.append((p.title, list(p.cls.BINDINGS)))
+    groups.append(("Preset list", list(PresetList.BINDINGS)))
     groups.append(("Presets form", FORM_KEYS))
+    groups.append(("Full-screen chart (f)", list(ChartScreen.BINDINGS)))
+    groups.append(("Atlas (palette)", list(AtlasScreen.BINDINGS)))
+    groups.append(("Unsaved edits", list(UnsavedScreen.BINDINGS)))
+    groups.append(("Palette (ctrl+p)", palette_lines(app)))
     return groups
+
+
+def palette_lines(app: Any) -> list[Binding]:
+    """The palette's commands as help lines (the presets in one line: there is one command per file)."""
+    lines, presets = [], 0
+    for c in system_commands(app):
+        if c.title.startswith("Preset: "):
+            presets += 1
+            if presets == 1:
+                lines.append(Binding("ctrl+p", "", "Preset: NAME — open a preset file in the form (one per file)"))
+            continue
+        lines.append(Binding("ctrl+p", "", f"{c.title} — {c.help}"))
+    return lines
 
 
 class CommandPalette(AnswersOnce, TextualCommandPalette):

@@ -7,7 +7,7 @@
   messages coalesce (``can_replace``): when the UI thread falls behind, only the newest run table and the newest
   curves are drawn.
 * Widgets → screen: a panel never calls a domain method. It posts what the user asked for (``LaunchRequested``,
-  ``CancelRequested``, ``FitRequested`` ...) or what changed (``RunHighlighted``, ``MarkedChanged``); the main screen
+  ``CancelRequested``, ``FitRequested`` ...) or what changed (``RunHighlighted``, ``SelectionChanged``); the main screen
   decides, runs the work in a thread worker, and hands the result back to the panel.
 """
 
@@ -160,14 +160,6 @@ class RunHighlighted(Message):
     run_id: str | None
 
 
-class MarkedChanged(RunsMessage):
-    """The marked runs changed (space, a, a compare overlay)."""
-
-
-class HiddenChanged(RunsMessage):
-    """The runs hidden in the charts changed (h in Runs): Curves draws none of them (``MainScreen.view_ids``)."""
-
-
 @dataclass
 class LaunchRequested(Message):
     """ctrl+l in Presets: record the runs of this validated preset (``presets.LoadedPreset``) and start them."""
@@ -201,10 +193,16 @@ class CompareRequested(Message):
 
 
 @dataclass
-class GroupingChanged(Message):
-    """g in Runs: the runs are grouped by these parameters now ([]: not grouped). The Curves grid follows."""
+class SelectionChanged(Message):
+    """The Runs table's selection changed (marks, the filter, the grouping, h): what the main screen needs of it,
+    in one message. ``marked``: the marked runs the filter shows (marks on filtered-out runs are kept, not used);
+    ``shown``: the runs the filter shows, in table order; ``groups``: the keys the charts group runs by ([]: not
+    grouped; the Curves grid and bands follow); ``hidden``: the runs hidden in the charts (Curves draws none)."""
 
-    keys: list[str]
+    marked: list[str]
+    shown: list[str]
+    groups: list[str]
+    hidden: list[str]
 
 
 class SeriesWanted(Message):

@@ -248,10 +248,10 @@ def draw(spec: PlotSpec, width: int, height: int, theme: str | None = None) -> T
         plt.xscale("log")
     if spec.log_y:
         plt.yscale("log")
-    if xlim is not None:
-        plt.xlim(*xlim)
+    if xlim is not None:  # (plotext takes a log axis's limits as the log10 of the values)
+        plt.xlim(*(map(math.log10, xlim) if spec.log_x else xlim))
     if ylim is not None:
-        plt.ylim(*ylim)
+        plt.ylim(*(map(math.log10, ylim) if spec.log_y else ylim))
     # Ticks in one format per axis (plotting.tick_labels): plotext's own mix fixed-point log ticks ("0.000001"),
     # "360" beside "1.05e+03" and values like "83273.7".
     if yhi > ylo:
@@ -348,3 +348,22 @@ def draw_grid(specs: Sequence[PlotSpec], width: int, height: int, page: int = 0,
         out.append("\n")
         out.append_text(leg)
     return out
+
+
+def zoom_window(lo: float, hi: float, zoom: float, center: float, log: bool) -> tuple[float, float] | None:
+    """The x range a zoom shows: ``zoom`` of the data's range [lo, hi] around ``center`` (a fraction of it), in log
+    space on a log axis (then from the first positive x)."""
+    if zoom >= 1.0 or not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo or (log and hi <= 0):
+        return None
+    f, g = (math.log, math.exp) if log else (float, float)
+    a, b = f(max(lo, hi * 1e-9) if log else lo), f(hi)
+    span = (b - a) * zoom
+    left = min(max(a, a + (b - a) * center - span / 2), b - span)
+    return g(left), g(left + span)
+
+
+def fraction_at(lo: float, hi: float, x: float, log: bool) -> float:
+    """Where ``x`` lies in [lo, hi] as a fraction (in log space on a log axis): the centre that zooms at it."""
+    if log and lo > 0 and x > 0 and hi > lo:
+        return (math.log(x) - math.log(lo)) / (math.log(hi) - math.log(lo))
+    return (x - lo) / (hi - lo) if hi > lo else 0.5

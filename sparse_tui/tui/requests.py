@@ -269,16 +269,16 @@ class PanelRequests:
         self.query_one(CurvesPanel).set_theory(msg)
 
     def on_guess_requested(self, msg: GuessRequested) -> None:
-        self.query_one(FitPanel).set_guess(self._guess_variables(msg.query))
+        self.query_one(FitPanel).set_guess(*self._guess_variables(msg.query))
 
-    def _guess_variables(self, query: str) -> list[str]:
+    def _guess_variables(self, query: str) -> tuple[list[str], str]:
         return selection.guess_fit_variables(self.records, self.marked, self.current, query)
 
     def on_fit_requested(self, msg: FitRequested) -> None:
         variables = msg.variables
         if variables is None:  # guessed variables follow the runs chosen now
-            variables = self._guess_variables(msg.query)
-            self.query_one(FitPanel).set_guess(variables)
+            variables, note = self._guess_variables(msg.query)
+            self.query_one(FitPanel).set_guess(variables, note)
         if not variables:
             self.post_message(actions.fit_failed("no variables: type some (e.g. d T) or sweep a parameter"))
             return

@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from sparse_tui.science.fitting import short_name
+from sparse_tui.science.phase import BOOKKEEPING, is_length
+from sparse_tui.science.theory import forecast_exponents
 from sparse_tui.store import RunRecord
 from sparse_tui.tui.render.filters import matches
 from sparse_tui.tui.render.fit import FitRequest, parse_fit_options
@@ -34,14 +36,29 @@ def fit_selection_key(records: list[RunRecord], marked: list[str], current: str 
     return ("preset", cur.preset if cur is not None else None)
 
 
-def guess_fit_variables(records: list[RunRecord], marked: list[str], current: str | None, query: str) -> list[str]:
-    """The swept numeric parameters of the chosen runs, by their short names (``d``, ``T``) where those are unique."""
+def guess_fit_variables(records: list[RunRecord], marked: list[str], current: str | None,
+                        query: str) -> tuple[list[str], str]:
+    """The swept numeric parameters of the chosen runs worth a power law, by their short names (``d``, ``T``) where
+    those are unique; those with a theory exponent (``theory.forecast_exponents``; recall's ``n_tokens`` and
+    ``n_pairs`` by analogy) when there are any; and a line saying what was chosen and what was left out, why."""
     recs = chosen_runs(records, marked, current, query)
     keys = [k for k in swept_keys(recs)
             if all(isinstance(r.params.get(k), (int, float)) and not isinstance(r.params.get(k), bool)
                    for r in recs if k in r.params)]
+    length = [k for k in keys if k in BOOKKEEPING or is_length(k)]
+    keys = [k for k in keys if k not in length]
+    theory = set(forecast_exponents()) | {"n_tokens", "n_pairs", "batch_size"}
+    with_theory = [k for k in keys if short_name(k) in theory]
+    others = [k for k in keys if k not in with_theory] if with_theory else []
+    keys = with_theory or keys
     shorts = [short_name(k) for k in keys]
-    return [s if shorts.count(s) == 1 else k for s, k in zip(shorts, keys)]
+    chosen = [s if shorts.count(s) == 1 else k for s, k in zip(shorts, keys)]
+    if not chosen:
+        return [], ""
+    why = "with a theory exponent" if with_theory else "no swept key has a theory exponent"
+    left = [f"{', '.join(short_name(k) for k in length)} (training length, evaluation, bookkeeping)"] if length else []
+    left += [f"{', '.join(short_name(k) for k in others)} (no theory exponent)"] if others else []
+    return chosen, f"guessed {' '.join(chosen)} ({why})" + (f"; left out {'; '.join(left)}" if left else "")
 
 
 def fit_request(records: list[RunRecord], marked: list[str], current: str | None, query: str,

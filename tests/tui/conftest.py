@@ -186,7 +186,8 @@ def fill_store(runs_dir: Path) -> RunStore:
             steps = list(range(0, 4001, 100))
             loss = [0.5 / (1 + math.exp(min(50.0, (s - plateau) / (0.15 * plateau)))) + 1e-3 for s in steps]
             store.log_metrics_many(rid, steps, {"train/loss": loss, "test/loss": loss,
-                                                 "toy/w": [1 - x for x in loss]})
+                                                 "toy/w": [1 - x for x in loss]},
+                                   [BASE_TIME + i + 60 * s / 4000 for s in steps])  # (its fixed times, below)
             status = "finished"
             ps = plateau if plateau < 4000 else None
             store.finish(rid, status, plateau_step=ps, step=4000,
@@ -200,7 +201,8 @@ def fill_store(runs_dir: Path) -> RunStore:
         acc = [min(1.0, 0.125 + s / 300) for s in steps]
         store.log_metrics_many(rid, steps, {"train/loss": loss, "test/loss": loss, "test/acc": acc,
                                              "attn/L1/copy": [s / 300 for s in steps],
-                                             "attn/L2/select": [s / 350 for s in steps]})
+                                             "attn/L2/select": [s / 350 for s in steps]},
+                               [BASE_TIME + 100 + 60 * s / 300 for s in steps])
         L = 5  # k v k v q
         for s in (0, 100, 200, 300):
             frac = s / 300
@@ -223,7 +225,8 @@ def fill_store(runs_dir: Path) -> RunStore:
                      summary={"final": {"test/loss": loss[-1], "test/acc": acc[-1]}})
         # recall run 2: failed half-way (its process died)
         rid2 = rec_ids[1]
-        store.log_metrics_many(rid2, steps[:8], {"train/loss": loss[:8], "test/loss": loss[:8], "test/acc": acc[:8]})
+        store.log_metrics_many(rid2, steps[:8], {"train/loss": loss[:8], "test/loss": loss[:8], "test/acc": acc[:8]},
+                               [BASE_TIME + 101 + 60 * s / 140 for s in steps[:8]])
         store.finish(rid2, "failed", reason="process died at step 140", step=140)
         for j, r in enumerate(rec_ids):
             con.execute("UPDATE runs SET device='cpu', created_at=?, started_at=?, ended_at=?, heartbeat_at=?"
@@ -255,7 +258,7 @@ def fill_sweep(runs_dir: Path) -> RunStore:
             plateau = 1.5 * math.sqrt(r.params["task.d"]) * r.params["task.T"]
             steps = list(range(0, 100001, 5000))
             loss = [0.5 / (1 + math.exp(min(50.0, (s - plateau) / (0.15 * plateau)))) + 1e-3 for s in steps]
-            store.log_metrics_many(rid, steps, {"test/loss": loss})
+            store.log_metrics_many(rid, steps, {"test/loss": loss}, [BASE_TIME + i + 9 * s / 100000 for s in steps])
             store.finish(rid, "finished", plateau_step=plateau, step=100000, summary={"final": {"test/loss": loss[-1]}})
             store.con.execute("UPDATE runs SET device='cpu', created_at=?, started_at=?, ended_at=?, heartbeat_at=?"
                               " WHERE run_id=?",
@@ -356,7 +359,8 @@ def fill_linreg_sweep(runs_dir: Path, key: str = "task.T", values=tuple(range(8,
             plateau = 1.5 * math.sqrt(d) * T * float(np.exp(rng.normal(0, 0.15)))
             steps = list(range(0, 6001, 100))
             loss = [0.5 / (1 + math.exp(min(50.0, (s - plateau) / (0.15 * plateau)))) + 1e-3 for s in steps]
-            store.log_metrics_many(rid, steps, {"train/loss": loss, "test/loss": loss})
+            store.log_metrics_many(rid, steps, {"train/loss": loss, "test/loss": loss},
+                                   [BASE_TIME + i + 60 * s / 6000 for s in steps])  # (its fixed times, below)
             store.finish(rid, "finished", plateau_step=plateau if plateau < 6000 else None, step=6000,
                          summary={"final": {"test/loss": loss[-1], "train/loss": loss[-1]}})
             store.con.execute("UPDATE runs SET device='cpu', created_at=?, started_at=?, ended_at=?, heartbeat_at=?"

@@ -32,13 +32,22 @@ async def test_atlas_launches_a_figure_and_shows_its_report(tmp_path: Path, cons
         ol = screen.query_one(OptionList)
         keys = [e.key for e in screen.entries]
         assert "fig15_adam" in keys and "fig16_left" in keys and "fig99_unbuilt" in keys  # built or not
-        await wait_for(pilot, lambda: "0/1 runs" in str(ol.get_option_at_index(keys.index("fig6")).prompt), 30)
+        await wait_for(pilot, lambda: " 0/1" in str(ol.get_option_at_index(keys.index("fig6")).prompt), 30)
         ol.highlighted = keys.index("fig6")
         detail = screen.query_one("#atlas-detail", Static)
         await wait_for(pilot, lambda: "1 to train" in str(detail.content), 30)
-        await pilot.press("enter")  # launch: a detached coordinator trains the one ode run of paper_fig6_theory
+        await pilot.press("enter")  # launch asks first (issue 43: it launched at once, keys typed ahead started runs)
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", 10)
+        assert "Launch the runs of fig6" in app.screen.question
+        await pilot.press("n")  # no: nothing starts
+        await wait_for(pilot, lambda: isinstance(app.screen, AtlasScreen), 10)
+        await pilot.pause(0.5)
+        assert RunStore(tmp_path / "runs", create=False).runs() == []
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", 10)
+        await pilot.press("y")  # a detached coordinator trains the one ode run of paper_fig6_theory
         await wait_for(pilot, lambda: "measured path" in str(detail.content), 120)
-        await wait_for(pilot, lambda: "1/1 runs" in str(ol.get_option_at_index(keys.index("fig6")).prompt), 30)
+        await wait_for(pilot, lambda: " 1/1" in str(ol.get_option_at_index(keys.index("fig6")).prompt), 30)
         recs = RunStore(tmp_path / "runs", create=False).runs()
         assert [(r.preset, r.status) for r in recs] == [("paper_fig6_theory", "finished")]
         ol.highlighted = keys.index("fig99_unbuilt")

@@ -44,7 +44,7 @@ async def test_sweep_names_and_group_rows_show_the_swept_values_at_80_columns(tm
         await pilot.press("g")  # by d and T: one group per run
         await pilot.pause(0.3)
         names = [str(panel.table.get_cell(k, "name")) for k in panel.shown]
-        assert "▸ d=16 T=256 (n=1)" in names and "▸ d=16 T=1024" in names, names  # n when it fits
+        assert "▸ d=16 T=256 (n=1)" in names and "▸ d=16 T=1024 n=1" in names, names  # the count always (issue 43)
     assert console_errors == []
 
 
@@ -81,7 +81,7 @@ async def test_column_picker_says_what_fits_and_makes_room(tmp_path: Path, prese
     from sparse_tui.tui.render.table import RunTable
 
     t = RunTable()
-    t.__dict__.update(panel.__dict__ | {})  # the state of the panel above, without Textual
+    t.__dict__.update(panel.model.__dict__)  # the state of the panel's table above, without Textual
     assert t.column_layout(36, ["task.d", "task.T"])[1] == (
         "d shown · step, loss, acc, plateau, status hidden to make room · no room at 36 columns for T: pick fewer or "
         "widen the terminal")

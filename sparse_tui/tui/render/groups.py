@@ -15,7 +15,7 @@ from typing import Any, Iterable, Sequence
 from rich.text import Text
 
 from sparse_tui.base.numbers import fmt_short
-from sparse_tui.science.phase import final_metric
+from sparse_tui.science.phase import differing_keys, final_metric
 from sparse_tui.store import RunRecord
 from sparse_tui.tui.render.runs import STATUS_STYLE, Row, natural, param_text, short_keys, value_key
 
@@ -66,6 +66,7 @@ class Group:
     emerged: int = 0  # runs whose plateau ended
     ended: int = 0  # runs in a terminal state
     statuses: Counter = field(default_factory=Counter)
+    pooled: list[str] = field(default_factory=list)  # the short keys whose values this group's runs pool (g: one key)
 
     @property
     def n(self) -> int:
@@ -79,18 +80,24 @@ class Group:
         return Text(" ".join(f"{n}{st[:3]}" for st, n in self.statuses.most_common()), style="yellow")
 
     def detail(self) -> str:
+        over = f"pooled over {', '.join(self.pooled)} and the seeds" if self.pooled else "over the seeds"
         return (f"group {self.label}: {self.n} run(s), {self.emerged} of {self.ended} ended runs left the plateau; "
                 f"plateau {self.plateau.text(4)} (n={self.plateau.n}) · loss {self.loss.text()} (n={self.loss.n})"
-                f" · acc {self.acc.text()} (n={self.acc.n}) · mean ± sample std over the runs")
+                f" · acc {self.acc.text()} (n={self.acc.n}) · mean ± sample std {over}")
 
 
 def group_label(values: dict[str, Any], titles: dict[str, str]) -> str:
     return " ".join(f"{titles[k]}={param_text(v)}" for k, v in values.items() if v is not None) or "other runs"
 
 
-def group_runs(records: Sequence[RunRecord], keys: Sequence[str], last: dict[str, dict] | None = None) -> list[Group]:
+def group_runs(records: Sequence[RunRecord], keys: Sequence[str], last: dict[str, dict] | None = None,
+               pooled: Sequence[str] = ()) -> list[Group]:
     """The runs grouped by the values of ``keys`` (in order of those values: numbers by value), with their stats.
-    ``last``: latest metrics of runs without final ones (running, failed)."""
+    Like with like: a group's runs agree in every key but the seed and those ``pooled`` (asked for: g by one swept
+    key); the other keys in which the runs differ (``phase.differing_keys``: a run trained longer, one from another
+    preset) split the groups and join their labels. ``last``: latest metrics of runs without final ones (running,
+    failed)."""
+    keys = [*keys, *split_keys(records, keys, pooled)]
     titles = short_keys(list(keys))
     by: dict[tuple, list[RunRecord]] = {}
     for r in records:
@@ -109,8 +116,15 @@ def group_runs(records: Sequence[RunRecord], keys: Sequence[str], last: dict[str
         g.emerged = sum(1 for r in recs if r.plateau_step is not None)
         g.ended = sum(1 for r in recs if r.status not in ("queued", "running"))
         g.statuses = Counter(r.status for r in recs)
+        g.pooled = [t for k, t in short_keys(list(pooled)).items()
+                    if len({repr(value_key(r.params.get(k))) for r in recs}) > 1]
         groups.append(g)
     return groups
+
+
+def split_keys(records: Sequence[RunRecord], keys: Sequence[str], pooled: Sequence[str] = ()) -> list[str]:
+    """The keys besides ``keys`` (and the seed, and those ``pooled``) in which the runs differ: they split groups."""
+    return differing_keys(records, [*keys, *pooled])
 
 
 def group_row(g: Group, members: Sequence[Row]) -> Row:

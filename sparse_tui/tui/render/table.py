@@ -9,9 +9,10 @@ from rich.text import Text
 
 from sparse_tui.base.numbers import fmt_age
 from sparse_tui.science.forecast import detail as forecast_detail
+from sparse_tui.science.phase import is_length
 from sparse_tui.store import RunRecord
 from sparse_tui.tui.render.filters import FIELDS, RESULTS, matches, parse
-from sparse_tui.tui.render.groups import Group, group_row, group_runs
+from sparse_tui.tui.render.groups import Group, group_row, group_runs, split_keys
 from sparse_tui.tui.render.runs import (
     COLUMNS,
     DESCENDING_FIRST,
@@ -21,7 +22,6 @@ from sparse_tui.tui.render.runs import (
     eta,
     fit_name,
     fit_names,
-    fit_pairs,
     natural,
     param_text,
     run_tags,
@@ -64,6 +64,7 @@ class RunTable:
         self.expanded: set[str] = set()  # group keys shown with their runs
         self.hp_choice: list[str] | None = None  # hyperparameter columns picked with o (None: as many as fit)
         self.groups: dict[str, Group] = {}
+        self.split: list[str] = []  # keys that split the groups besides group_keys (runs differ in them: no pooling)
         self.visible_ids: list[str] = []  # run ids the filter lets through (in collapsed groups too)
         self._records: dict[str, RunRecord] = {}
         self._last: dict[str, dict] = {}
@@ -105,11 +106,13 @@ class RunTable:
         self.hidden &= set(self._records)
         self.group_keys = [k for k in self.group_keys if k in keys] if recs else self.group_keys
         self.groups = {}
+        self.split = []
         if not self.group_keys:
             return [(r.run_id, r, "run") for r in sort_rows(rows, self.sort, self.descending)]
         by_id = {r.run_id: r for r in rows}
         pseudo = []
-        for g in group_runs(recs, self.group_keys, self._last):
+        self.split = split_keys(recs, self.group_keys, self.pooled())
+        for g in group_runs(recs, self.group_keys, self._last, self.pooled()):
             self.groups[g.key] = g
             pseudo.append(group_row(g, [by_id[i] for i in g.run_ids]))
         items: list[Item] = []
@@ -119,6 +122,16 @@ class RunTable:
                 members = [by_id[i] for i in self.groups[gr.run_id].run_ids]
                 items += [(m.run_id, m, "child") for m in sort_rows(members, self.sort, self.descending)]
         return items
+
+    def pooled(self) -> list[str]:
+        """The swept keys a grouping by some of them pools over (g by one key): a choice, said in the summary."""
+        if not self.group_keys:
+            return []
+        return [k for k in self._hp_auto if k != "seed" and k not in self.group_keys and not is_length(k)]
+
+    def chart_groups(self) -> list[str]:
+        """The keys the charts group runs by: the grouping's, and those that split its groups (like with like)."""
+        return [*self.group_keys, *self.split]
 
     def columns(self, width: int) -> list[Column]:
         return self.column_layout(width, self.hp_choice)[0]
@@ -202,10 +215,13 @@ class RunTable:
     def _name_cell(self, row: Row, kind: str, w: int) -> str:
         """A row's name in its column: a run's fitted together with the other shown runs' names (a group's run,
         under it: its label, the preset is the group's); a group's values, and n when it fits."""
-        if kind == "group":
+        if kind == "group":  # the count always; cut, the values every group shares go first
             g, lead = self.groups[row.run_id], "▾ " if row.run_id in self.expanded else "▸ "
             name = f"{g.label} (n={g.n})"
-            return lead + fit_pairs(name if len(name) + len(lead) <= w else g.label, max(1, w - len(lead)))
+            if len(name) + len(lead) <= w:
+                return lead + name
+            n = f" n={g.n}"
+            return lead + fit_names([o.label for o in self.groups.values()], max(1, w - len(lead) - len(n)))[g.label] + n
         lead = "└ " if kind == "child" else ""
         if (w, kind, row.run_id) not in self._names:
             names = {r: (lead and self._records[r].label) or self._records[r].name for r in self.visible_ids}
@@ -221,7 +237,9 @@ class RunTable:
         if any(e is not None for e in etas):
             parts.append(f"ETA {fmt_age(max(e for e in etas if e is not None))}")
         if self.group_keys:
-            parts.append(f"{len(self.groups)} groups by {', '.join(short_keys(self.group_keys).values())}")
+            by = ', '.join(short_keys(self.chart_groups()).values())
+            pooled = list(short_keys(self.pooled()).values())
+            parts.append(f"{len(self.groups)} groups by {by}" + (f", pooled over {', '.join(pooled)}" if pooled else ""))
         vis = self.visible_marks()
         if self.marked:
             hidden = len(self.marked) - len(vis)

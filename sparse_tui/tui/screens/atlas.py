@@ -24,12 +24,16 @@ from sparse_tui import atlas
 from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.messages import AtlasData, AtlasRequested
 from sparse_tui.tui.screens.answer_once import AnswersOnce
+from sparse_tui.tui.screens.confirm import ConfirmScreen
+
+
+LIST_WIDTH = 48  # the list's lines: its width less the border, padding and scrollbar
 
 
 class AtlasScreen(AnswersOnce, Guarded, ModalScreen[None]):
     DEFAULT_CSS = """
     AtlasScreen Horizontal { height: 1fr; }
-    AtlasScreen #atlas-list { width: 46; }  /* its height: app.tcss (.dialog OptionList is six lines) */
+    AtlasScreen #atlas-list { width: 52; }  /* its height: app.tcss (.dialog OptionList is six lines) */
     AtlasScreen #atlas-detail { padding: 0 1; }
     """
     BINDINGS = [Binding("escape,q", "dismiss", "Close"), Binding("l", "launch", "Launch"),
@@ -49,11 +53,15 @@ class AtlasScreen(AnswersOnce, Guarded, ModalScreen[None]):
                 yield OptionList(*[Option(self._line(e), id=e.key) for e in self.entries], id="atlas-list")
                 with VerticalScroll():
                     yield Static("", id="atlas-detail")
-            yield Label("Enter: launch what is missing · r: refresh · Esc: close", classes="dialog-hint")
+            yield Label("Enter: launch what is missing (asks) · r: refresh · Esc: close · * the record's verdict",
+                        classes="dialog-hint")
 
     def _line(self, e: Any) -> str:
-        state = e.built or self.status.get(e.key, "")
-        return f"{e.key:<13} {e.figure:<19} {state}"
+        """One line at 80 columns (the figure's name is in the detail beside): key, verdict (* the record's),
+        CPU minutes, stored runs."""
+        state = self.status.get(e.key, "") or e.built or ""
+        line = f"{e.key:<17} {state}".rstrip()
+        return line if len(line) <= LIST_WIDTH else line[:LIST_WIDTH - 1] + "…"
 
     def on_mount(self) -> None:
         self.query_one(OptionList).focus()
@@ -93,11 +101,22 @@ class AtlasScreen(AnswersOnce, Guarded, ModalScreen[None]):
         self._ask("detail", self.entries[event.option_index])
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        self._ask("launch", self.entries[event.option_index])  # Enter on the list
+        self._confirm(self.entries[event.option_index])  # Enter on the list
 
     def action_launch(self) -> None:
         if self._entry() is not None:
-            self._ask("launch", self._entry())
+            self._confirm(self._entry())
+
+    def _confirm(self, entry: Any) -> None:
+        """Every launch asks first (as ctrl+l in Presets): a key typed into a slow palette starts nothing."""
+        state = entry.built or self.status.get(entry.key, "")
+
+        def done(yes: bool | None) -> None:
+            if yes:
+                self._ask("launch", entry)
+
+        self.app.push_screen(ConfirmScreen(f"Launch the runs of {entry.key} ({entry.figure}) that the store lacks?"
+                                           + (f" Now: {state}." if state else ""), yes="Launch (y)"), done)
 
 
 def open_atlas(app: Any) -> None:

@@ -3,8 +3,9 @@
 Everything here is generated from the panel registry (``tui/panels.PANELS``): the tabs, the keys 1..N, and the calls
 of each panel's hooks (``widgets/panel.ConsolePanel``): ``store_changed`` with each read of the store poller,
 ``panel_shown`` on a switch, ``focus_panel``, ``selection_changed``, ``series_changed``. It keeps the UI state: the
-store's newest read (``records``, ``last``), the run under the cursor (``current``); the marks, filtered runs and
-grouping are the Runs panel's (``view`` asks it). Its mixin ``PanelRequests`` answers the panels."""
+store's newest read (``records``, ``last``), the run under the cursor (``current``) and the Runs table's selection
+(``selection``: the marks the filter shows, the runs it shows, the grouping, the runs hidden in the charts), which
+the Runs panel owns and says in one ``SelectionChanged``. Its mixin ``PanelRequests`` answers the panels."""
 
 from __future__ import annotations
 
@@ -24,12 +25,10 @@ from sparse_tui.tui import panels
 from sparse_tui.tui.guard import Guarded, guarded
 from sparse_tui.tui.messages import (
     CurvesData,
-    GroupingChanged,
-    HiddenChanged,
-    MarkedChanged,
     PanelRequested,
     RunHighlighted,
     RunsUpdated,
+    SelectionChanged,
     SeriesWanted,
 )
 from sparse_tui.tui.requests import PanelRequests
@@ -49,7 +48,7 @@ class MainScreen(PanelRequests, Guarded, Screen):
         self.records: list[RunRecord] = []
         self.last: dict[str, dict] = {}
         self.forecasts: dict[str, dict | None] = {}
-        self.hidden: set[str] = set()  # runs hidden in the charts (h in Runs owns them); view_ids leaves them out
+        self.selection = SelectionChanged([], [], [], [])  # the Runs table's, as it last said it
         self.figures_pending: set[Path] = set()  # figure files asked for (each request gets a name of its own)
         self.export_dir: Path | None = None  # the export dialog's folder (the last one used)
         self._found: dict[str, Widget] = {}  # panel id -> its mounted widget (_panel)
@@ -70,7 +69,12 @@ class MainScreen(PanelRequests, Guarded, Screen):
     @property
     def marked(self) -> list[str]:
         """The marked runs that count: those the Runs table's filter shows (the Runs panel owns the marks)."""
-        return self.view().marked
+        return list(self.selection.marked)
+
+    @property
+    def hidden(self) -> set[str]:
+        """The runs hidden in the charts (h in Runs); ``view_ids`` leaves them out."""
+        return set(self.selection.hidden)
 
     def _panel(self, pid: str) -> Widget | None:
         """The mounted panel ``pid``, found once: a DOM query walks the whole tree (the preset form's hundreds of
@@ -86,10 +90,9 @@ class MainScreen(PanelRequests, Guarded, Screen):
         return w
 
     def view(self) -> StoreView:
-        t = self._panel("runs")
-        return StoreView(self.records, self.last, self.current, t.visible_marks() if t else [], self.app.clock(),
-                         t.visible_ids if t else [], list(t.group_keys) if t else [],
-                         frozenset(self.hidden), self.forecasts)
+        sel = self.selection
+        return StoreView(self.records, self.last, self.current, list(sel.marked), self.app.clock(), list(sel.shown),
+                         list(sel.groups), frozenset(sel.hidden), self.forecasts)
 
     def _panels(self, which: str = "shown"):
         """The mounted panels: ``all``, the ``live`` ones, or (``shown``) the live ones and the one shown."""
@@ -140,9 +143,7 @@ class MainScreen(PanelRequests, Guarded, Screen):
         wanted = dict.fromkeys(r for panel in self._panels("all") for r in panel.selection_changed(view))
         return [r for r in wanted if r not in self.hidden]  # never those hidden in the charts (h in Runs)
 
-    @on(MarkedChanged)
     @on(SeriesWanted)
-    @on(GroupingChanged)
     @guarded
     def _update_watch(self) -> None:
         if self.app.poller is not None:
@@ -150,9 +151,9 @@ class MainScreen(PanelRequests, Guarded, Screen):
 
     watch_current = _update_watch
 
-    @on(HiddenChanged)
-    def _hidden_changed(self, msg: HiddenChanged) -> None:
-        self.hidden = set(msg.run_ids)
+    @on(SelectionChanged)
+    def _selection_changed(self, msg: SelectionChanged) -> None:
+        self.selection = msg
         self._update_watch()
 
     def export_folder(self) -> str:

@@ -16,16 +16,17 @@ from sparse_tui.tui.widgets.ordered_input import OrderedInput
 class PromptScreen(AnswersOnce, Guarded, ModalScreen[str | None]):
     BINDINGS = [Binding("escape", "dismiss", "Cancel")]
 
-    def __init__(self, title: str, value: str = "", allow_empty: bool = False) -> None:
+    def __init__(self, title: str, value: str = "", allow_empty: bool = False, suggester=None) -> None:
         super().__init__()
         self.title_text = title
         self.value = value
+        self.suggester = suggester  # completes what is typed (→ takes it)
         self.allow_empty = allow_empty  # Enter on an empty field answers "" (a note removed), not a cancel
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
             yield Label(self.title_text, classes="dialog-title")
-            yield OrderedInput(self.value, id="prompt-input")
+            yield OrderedInput(self.value, id="prompt-input", suggester=self.suggester)
             yield Label("Enter: ok · Esc: cancel", classes="dialog-hint")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:

@@ -21,10 +21,10 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from sparse_tui.base.numbers import fmt_num
-from sparse_tui.base.plotting import downsample, mean_band, ramp
+from sparse_tui.base.plotting import band, downsample, ramp
 from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.messages import CurvesData, FigureRequested, SeriesWanted, TheoryData, TheoryRequested
-from sparse_tui.tui.plot import PlotSpec, Series, ema, fmt_step, grid_shape
+from sparse_tui.tui.plot import PlotSpec, Series, ema, fmt_step, fraction_at, grid_shape, zoom_window
 from sparse_tui.tui.render.runs import param_text, short_keys, value_key
 from sparse_tui.tui.widgets.panel import ConsolePanel, StoreView
 from sparse_tui.tui.widgets.plot_view import PlotView
@@ -91,15 +91,18 @@ def colouring(data: CurvesData, units: dict[str, list[str]], width: int = 80
     firsts = {u: ids[0] for u, ids in units.items()}
     diff = _differing(data, list(firsts.values()))
     swept = [k for k in diff if k != "seed"]
-    if len(units) > len(COLORS) and len(swept) == 1:
-        key = swept[0]
+    if len(units) > len(COLORS) and swept:  # the colour: the key of most values; the others are said (one line)
+        count = {k: len({repr(data.params.get(r, {}).get(k)) for r in firsts.values()}) for k in swept}
+        key = max(swept, key=lambda k: count[k])
         value = {u: data.params.get(r, {}).get(key) for u, r in firsts.items()}
         vals = sorted({repr(v): v for v in value.values()}.values(), key=value_key)
         ramped = [ramp(0.05 + 0.9 * i / max(1, len(vals) - 1)) for i in range(len(vals))]
         where = {repr(v): c for v, c in zip(vals, ramped)}
         n = sum(len(ids) for ids in units.values())
         head = f"{len(units)} groups" if n > len(units) else f"{n} runs"
-        head += f" · colour = {short_keys([key])[key]}:"
+        titles = short_keys(swept)
+        also = [titles[k] for k in swept if k != key]
+        head += f" · colour = {titles[key]}" + (f" ({', '.join(also)} also var{'y' if len(also) > 1 else 'ies'})" if also else "") + ":"
         room = max(2, (width - len(head) - 30) // (4 + max(len(param_text(v)) for v in vals)))
         pick = sorted({round(i * (len(vals) - 1) / max(1, min(room, len(vals)) - 1))
                        for i in range(min(room, len(vals)))})
@@ -115,31 +118,55 @@ def _at(xs: list[float], ys: list[float], x: float) -> float | None:
     return next((y for xx, y in zip(xs, ys) if xx >= x), None)
 
 
-def curves_spec(data: CurvesData | None, group: str, *, log_loss: bool = True, theory: bool = True,
-                smoothing: float = 0.0, zoom: float = 1.0, center: float = 0.5, width: int = 80,
-                run_ids: list[str] | None = None, title: str = "", group_keys: list[str] | None = None,
-                curves: dict[str, tuple[list[float], list[float]] | None] | None = None,
-                focus: list[str] | None = None, x_of: dict | None = None) -> PlotSpec:
-    """The plot of one metric group of the watched runs (or of ``run_ids`` among them; pure: tested without a
-    screen), with the theory ``curves`` of the runs that have one. Overlaid runs are labelled by the parameters they
-    differ in and their plateau steps marked on their curves (one run: a red line). ``group_keys``: one mean ± std
-    band per group of runs with equal values of these keys (the seeds of a sweep point) instead of one line per
-    run. ``focus``: these runs in colour, the others grey and unlabelled (the full-screen chart). ``x_of``: a run's
-    step -> its x (time; a run without one is left out)."""
-    log = group == "loss" and log_loss
-    spec = PlotSpec(xlabel="step", log_y=log, integer_x=True, title=title,
-                    ylim=(0.0, 1.0) if group in ("accuracy", "attention") else None,
-                    empty=f"{group}: no data" + ("" if data and data.run_ids else " — pick runs in the Runs panel"))
-    if data is None or not data.run_ids:
-        return spec
-    ids = [r for r in (run_ids if run_ids is not None else data.run_ids) if r in data.series]
+def log_x_auto(data: CurvesData | None, run_ids: list[str] | None = None) -> bool:
+    """A log step axis when the runs' plateaus span a decade (fig1c's 360 to 1.5k and more: on a linear axis they sit
+    squeezed at its left), as the figures choose."""
+    if data is None:
+        return False
+    ps = [v for r in (run_ids if run_ids is not None else data.run_ids) if (v := data.plateau.get(r)) and v > 0]
+    return len(ps) > 1 and max(ps) >= 10 * min(ps)
+
+
+def describes(data: CurvesData, run_id: str) -> bool:
+    """Whether the theory (ODE) curve describes the run: not an ODE run, which is the theory itself."""
+    return data.params.get(run_id, {}).get("model.kind") != "ode"
+
+
+def _units(data: CurvesData, ids: list[str], group_keys: list[str] | None) -> dict[str, list[str]]:
+    """The runs drawn as one line each, or as one band per group of ``group_keys`` values; in the order of their
+    parameter values (the legend reads in order)."""
     units: dict[str, list[str]] = {}
     for r in ids:
         p = data.params.get(r, {})
         units.setdefault(repr([p.get(k) for k in group_keys]) if group_keys else r, []).append(r)
-    if group_keys:  # groups in the order of their values
-        units = dict(sorted(units.items(), key=lambda kv: tuple(
-            value_key(data.params.get(kv[1][0], {}).get(k)) for k in group_keys)))
+    keys = group_keys or _differing(data, ids)
+    return dict(sorted(units.items(), key=lambda kv: tuple(
+        value_key(data.params.get(kv[1][0], {}).get(k)) for k in keys)))
+
+
+def curves_spec(data: CurvesData | None, group: str, *, log_loss: bool = True, theory: bool = True,
+                smoothing: float = 0.0, zoom: float = 1.0, center: float = 0.5, width: int = 80,
+                run_ids: list[str] | None = None, title: str = "", group_keys: list[str] | None = None,
+                curves: dict[str, tuple[list[float], list[float]] | None] | None = None,
+                focus: list[str] | None = None, x_of: dict | None = None, log_x: bool | None = None,
+                ylim: tuple[float, float] | None = None) -> PlotSpec:
+    """The plot of one metric group of the watched runs (or of ``run_ids`` among them; pure: tested without a
+    screen), with the theory ``curves`` of the runs they describe (``describes``). Overlaid runs are labelled by the
+    parameters they differ in, in the order of their values, and their plateau steps marked on their curves (one
+    run: a red line). ``group_keys``: one band per group of runs with equal values of these keys (the seeds of a
+    sweep point; ``plotting.band``: inside the data's range) instead of one line per run. ``focus``: these runs in
+    colour, the others grey and unlabelled (the full-screen chart). ``x_of``: a run's step -> its x (time; a run
+    without one is left out). ``log_x``: a log step axis (None: when the plateaus span a decade). ``ylim``: the y
+    range shown (the full-screen chart's y pan)."""
+    log = group == "loss" and log_loss
+    spec = PlotSpec(xlabel="step", log_y=log, integer_x=True, title=title,
+                    ylim=ylim or ((0.0, 1.0) if group in ("accuracy", "attention") else None),
+                    empty=f"{group}: no data" + ("" if data and data.run_ids else " — pick runs in the Runs panel"))
+    if data is None or not data.run_ids:
+        return spec
+    ids = [r for r in (run_ids if run_ids is not None else data.run_ids) if r in data.series]
+    spec.log_x = log_x_auto(data, ids) if log_x is None else log_x
+    units = _units(data, ids, group_keys)
     if x_of is not None:
         units = {u: m for u, m in units.items() if m[0] in x_of}
         spec.integer_x = False
@@ -151,9 +178,19 @@ def curves_spec(data: CurvesData | None, group: str, *, log_loss: bool = True, t
             if not set(m) & set(focus):
                 colours[u], labels[u] = 240, ""
         spec.legend_head, spec.legend_keys = "", []
-    banded = bool(group_keys)
-    if banded:
+    if group_keys:
         spec.legend_head = " · ".join(filter(None, ["mean ± std", spec.legend_head]))
+    xmin, xmax = _draw_units(spec, data, units, group, colours, labels, many, bool(group_keys), smoothing, width,
+                             x_of, curves if theory else None)
+    spec.xlim = zoom_window(xmin, xmax, zoom, center, spec.log_x)
+    return spec
+
+
+def _draw_units(spec: PlotSpec, data: CurvesData, units: dict[str, list[str]], group: str, colours: dict,
+                labels: dict, many: bool, banded: bool, smoothing: float, width: int, x_of: dict | None,
+                curves: dict | None) -> tuple[float, float]:
+    """The units' lines (a band under a group's), their plateau marks, and the theory curves of the runs it
+    describes, into ``spec``; the x range drawn."""
     npts = max(40, 2 * width)
     ci = 0
     xmin, xmax = math.inf, -math.inf
@@ -169,10 +206,9 @@ def curves_spec(data: CurvesData | None, group: str, *, log_loss: bool = True, t
             ci += 1
             runs_xy = [data.series[r][name] for r in members if name in data.series[r]]
             if banded:
-                bx, mean, sd, _ = mean_band(runs_xy)
+                bx, mean, *edges, _ = band(runs_xy, name)  # inside the data's range (a loss in log space)
                 runs_xy = [(bx, mean)]
                 if len(members) > 1:
-                    edges = [[m - v for m, v in zip(mean, sd)], [m + v for m, v in zip(mean, sd)]]
                     lo, hi = (downsample(bx, ema(e, smoothing), npts)[1] for e in edges)
                     bands.append(Series(list(map(fx, downsample(bx, mean, npts)[0])), lo, ys2=hi, kind="band",
                                         color=color))
@@ -182,8 +218,9 @@ def curves_spec(data: CurvesData | None, group: str, *, log_loss: bool = True, t
                 if xs:
                     xmin, xmax = min(xmin, min(xs)), max(xmax, max(xs))
                 label = (name_of if len(names) == 1 else f"{name_of} {name}") if many else name
-                if label and banded:
-                    label += f" (n={len(members)})"
+                if label and banded:  # every run counts in n; those that never left the plateau are said
+                    censored = sum(1 for r in members if data.plateau.get(r) is None)
+                    label += f" (n={len(members)}" + (f", {censored} no plateau" if censored else "") + ")"
                 spec.series.append(Series(xs, ys, label=label.strip(), color=color))
                 for r in members if many else ():
                     ps = data.plateau.get(r)
@@ -191,21 +228,17 @@ def curves_spec(data: CurvesData | None, group: str, *, log_loss: bool = True, t
                     if y is not None:
                         marks[0].append(fx(ps))
                         marks[1].append(y)
-        if group == "loss" and theory and (curves or {}).get(members[0]):
+        if group == "loss" and (curves or {}).get(members[0]) and describes(data, members[0]):
             xs, ys = downsample(*map(list, curves[members[0]]), npts)
-            xs = list(map(fx, xs))
-            odes.append(Series(xs, ys, label="theory (ODE)", color="gray"))
+            odes.append(Series(list(map(fx, xs)), ys, label="theory (ODE)", color="gray"))
         if not many:  # one run, or one group: red lines
             spec.vlines += [(fx(ps), "red") for r in members if (ps := data.plateau.get(r)) is not None]
     spec.series[:0] = bands + odes  # under the runs' lines
     if marks[0]:
         spec.series.append(Series(*marks, label="plateau step", color="red", kind="points", marker="◆"))
-    if zoom < 1.0 and math.isfinite(xmin) and xmax > xmin:
-        span = (xmax - xmin) * zoom
-        c = xmin + (xmax - xmin) * center
-        lo = min(max(xmin, c - span / 2), xmax - span)
-        spec.xlim = (lo, lo + span)
-    return spec
+    if spec.log_x:  # a log axis starts at the first positive x
+        xmin = min((x for s in spec.series for x in s.xs if x > 0), default=xmin)
+    return xmin, xmax
 
 
 def grid_units(data: CurvesData | None, group_keys: list[str]) -> list[tuple[str, list[str]]]:
@@ -240,11 +273,14 @@ class CurvesPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True)
         Binding("h", "toggle('theory')", "Theory"),
         Binding("plus,equals_sign", "smooth(1)", "Smooth +"),
         Binding("minus", "smooth(-1)", "Smooth -"),
+        Binding("x", "log_x", "Log x"),
         Binding("z", "zoom(1)", "Zoom in"),
         Binding("Z", "zoom(-1)", "Zoom out"),
         Binding("left", "pan(-1)", "Pan left", show=False),
         Binding("right", "pan(1)", "Pan right", show=False),
+        Binding("home", "reset", "Reset view", show=False),
         Binding("g", "toggle('grid')", "Grid"),
+        Binding("t", "toggle('tiles')", "Tiles"),
         Binding("b", "toggle('band')", "Mean ± std"),
         Binding("f", "full_screen", "Full screen"),
         Binding("pagedown", "page(1)", "Next charts", show=False),
@@ -268,6 +304,8 @@ class CurvesPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True)
     grid: reactive[bool] = reactive(False, init=False)  # small multiples: one chart per group (or run)
     page: reactive[int] = reactive(0, init=False)  # the grid's page (when not all charts fit)
     band: reactive[bool] = reactive(True, init=False)  # grouped runs (Runs g): one mean ± std per group
+    log_x: reactive[bool | None] = reactive(None, init=False)  # a log step axis (None: when plateaus span a decade)
+    tiles: reactive[bool] = reactive(False, init=False)  # one chart per metric, side by side
 
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
@@ -318,7 +356,12 @@ class CurvesPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True)
             self.redraw()
 
     watch_group = watch_log_loss = watch_theory = watch_smoothing = watch_zoom = watch_center = watch_page = \
-        _redraw_on_change
+        watch_log_x = _redraw_on_change
+
+    def watch_tiles(self, on: bool) -> None:
+        if on and self.grid:
+            self.grid = False  # one layout at a time: tiles (per metric) or the grid (per run or group)
+        self._redraw_on_change()
 
     def watch_band(self) -> None:
         self.post_message(SeriesWanted())
@@ -326,11 +369,13 @@ class CurvesPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True)
 
     def watch_grid(self, on: bool) -> None:
         self.page = 0
+        if on and self.tiles:
+            self.tiles = False
         self.post_message(SeriesWanted())
         self._redraw_on_change()
 
     def action_page(self, delta: int) -> None:
-        if self.grid:
+        if self.grid or self.tiles:
             self.page = max(0, min(self._pages - 1, self.page + delta))
 
     def units(self) -> list[tuple[str, list[str]]]:
@@ -340,6 +385,7 @@ class CurvesPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True)
     def chart_spec(self, width: int, **kw) -> PlotSpec:
         """The overlay with this panel's metric, log axis, smoothing and grouping (``kw``: the full-screen chart's
         zoom, focus and x axis)."""
+        kw.setdefault("log_x", self.log_x)
         return curves_spec(self.data, self.group, log_loss=self.log_loss, theory=self.theory,
                            smoothing=SMOOTHING[self.smoothing], curves=self.theory_curves, width=width,
                            group_keys=self.group_keys if self.band else None, **kw)
@@ -362,39 +408,70 @@ class CurvesPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True)
     def action_smooth(self, delta: int) -> None:
         self.smoothing = max(0, min(len(SMOOTHING) - 1, self.smoothing + delta))
 
+    def shows_log_x(self, run_ids: list[str] | None = None) -> bool:
+        return log_x_auto(self.data, run_ids) if self.log_x is None else self.log_x
+
+    def action_log_x(self) -> None:
+        """x: the step axis log or linear (the opposite of what it shows; at first it follows the plateaus)."""
+        self.log_x = not self.shows_log_x()
+
     def action_zoom(self, delta: int) -> None:
+        """z / Z: zoom in or out, in at the plateau of the run under the Runs cursor when it is drawn."""
+        if self.zoom == 0 and delta > 0 and (at := self._plateau_fraction(self.app.main.current)) is not None:
+            self.set_reactive(CurvesPanel.center, at)
         self.zoom = max(0, min(len(ZOOMS) - 1, self.zoom + delta))
+        self.action_pan(0)  # (the window stays inside the data)
+
+    def _plateau_fraction(self, run_id: str | None) -> float | None:
+        """Where the run's plateau step lies on the unzoomed x axis, as a fraction (None: not drawn, or none)."""
+        d = self.data
+        if d is None or run_id not in d.run_ids or not (ps := d.plateau.get(run_id)):
+            return None
+        spec = self.chart_spec(80)
+        xs = [x for s in spec.series for x in s.xs if x > 0 or not spec.log_x]
+        return fraction_at(min(xs), max(xs), ps, spec.log_x) if xs else None
 
     def action_pan(self, delta: int) -> None:
         half = ZOOMS[self.zoom] / 2
         self.center = max(half, min(1.0 - half, self.center + delta * ZOOMS[self.zoom] / 4))
 
+    def action_reset(self) -> None:
+        """Home: the whole x range again."""
+        self.set_reactive(CurvesPanel.center, 0.5)
+        self.zoom = 0
+        self._redraw_on_change()
+
     def redraw(self) -> None:
         plot = self.query_one(PlotView)
         z = ZOOMS[self.zoom]
         kw = dict(log_loss=self.log_loss, theory=self.theory, smoothing=SMOOTHING[self.smoothing], zoom=z,
-                  center=self.center, curves=self.theory_curves,
+                  center=self.center, curves=self.theory_curves, log_x=self.log_x,
                   group_keys=self.group_keys if self.band else None)
-        parts = [f"Curves · {self.group}"]
+        parts = [f"Curves · {'every metric' if self.tiles else self.group}"]
         if self.band and self.group_keys:
             parts.append(f"mean ± std by {', '.join(short_keys(self.group_keys).values())}")
-        if self.grid:
-            units = grid_units(self.data, self.group_keys)
+        if self.grid or self.tiles:
+            if self.tiles:  # one chart per metric, titled by it
+                units = [(g, None, g) for g in available_groups(self.data)]
+            else:
+                units = [(self.group, ids, title) for title, ids in grid_units(self.data, self.group_keys)]
             cols, rows = grid_shape(max(1, len(units)), plot.size.width or 80, (plot.size.height or 20) - 1)
             width = max(20, (plot.size.width or 80) // cols)
-            specs = [curves_spec(self.data, self.group, run_ids=ids, title=title, width=width, **kw)
-                     for title, ids in units]
+            specs = [curves_spec(self.data, g, run_ids=ids, title=title, width=width, **kw) for g, ids, title in units]
             self._pages = pages = max(1, -(-len(units) // (cols * rows)))
-            parts.append(f"grid of {len(units)}" + (f" · page {self.page + 1}/{pages}" if pages > 1 else ""))
+            parts.append(f"{'tiles' if self.tiles else 'grid'} of {len(units)}"
+                         + (f" · page {self.page + 1}/{pages}" if pages > 1 else ""))
             plot.show_grid(specs, min(self.page, pages - 1))
         else:
             plot.show(curves_spec(self.data, self.group, width=plot.size.width or 80, **kw))
+        if self.shows_log_x():
+            parts.append("log x")
         if self.smoothing:
             parts.append(f"EMA {SMOOTHING[self.smoothing]}")
         if z < 1:
             parts.append(f"zoom x{1 / z:g}")
         self.border_title = " · ".join(parts)
-        self.border_subtitle = "m metric · l log · b band · g grid · p figure"
+        self.border_subtitle = "m metric · x log x · t tiles · g grid · p figure"
         self._info()
 
     def _info(self) -> None:

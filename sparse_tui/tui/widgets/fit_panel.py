@@ -55,6 +55,7 @@ class FitPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True):
         super().__init__(**kw)
         self.result: FitDone | None = None
         self._guessed: str | None = None  # the vars text last filled in by a guess (typed vars are kept)
+        self.guess_note = ""  # which variables the guess chose, and what it left out (said above the result)
         self._selection: tuple | None = None
 
     def compose(self) -> ComposeResult:
@@ -105,11 +106,15 @@ class FitPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True):
     def action_guess(self) -> None:
         self.post_message(GuessRequested(self.query_one("#fit-runs", Input).value.strip()))
 
-    def set_guess(self, variables: list[str]) -> None:
-        """Fill in guessed variables (the app's answer to ``GuessRequested``)."""
+    def set_guess(self, variables: list[str], note: str = "") -> None:
+        """Fill in guessed variables (the app's answer to ``GuessRequested``); ``note`` says which and why, above
+        the result of a fit of them."""
         text = " ".join(variables)
         self.query_one("#fit-vars", Input).value = text
         self._guessed = text
+        self.guess_note = note
+        if note and self.result is None:
+            self.query_one("#fit-table", Static).update(Text(note, style="cyan"))
 
     def panel_shown(self, view: StoreView) -> None:
         """The panel is shown for its default runs (the marked runs, else the current run's preset): variables that
@@ -134,7 +139,12 @@ class FitPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True):
 
     def show_result(self, done: FitDone) -> None:
         self.result = done
-        self.query_one("#fit-table", Static).update(done.body)
+        guessed = self.guess_note and self.query_one("#fit-vars", Input).value == self._guessed
+        body = done.body
+        if guessed and isinstance(body, Text):
+            body = Text(self.guess_note + "\n", style="cyan", no_wrap=True, overflow="ellipsis")
+            body.append_text(done.body)
+        self.query_one("#fit-table", Static).update(body)
         self._draw()
 
     def show_error(self, text: str) -> None:

@@ -25,7 +25,7 @@ class StoreView:
     now: float  # 'now' for run ages (the app's clock)
     shown: list[str]  # the runs the Runs table's filter shows, in its order
     groups: list[str]  # the Runs table's grouping keys ([]: not grouped)
-    hidden: frozenset[str] = frozenset()  # runs hidden in the charts (h in Runs: HiddenChanged)
+    hidden: frozenset[str] = frozenset()  # runs hidden in the charts (h in Runs: SelectionChanged)
     forecasts: dict[str, dict | None] = field(default_factory=dict)  # the poller's emergence forecasts, by run
 
 

@@ -14,7 +14,7 @@ from textual.reactive import reactive
 from textual.widgets import Input, Label, Static
 
 from sparse_tui.base.numbers import fmt_num
-from sparse_tui.science.phase import PHASE_VALUES, cell_note, phase_grid
+from sparse_tui.science.phase import PHASE_VALUES, cell_note, phase_grid, phase_slice
 from sparse_tui.store import RunRecord
 from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.messages import FigureRequested
@@ -34,6 +34,7 @@ class PhasePanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True):
         Binding("y", "cycle('y')", "Y param"),
         Binding("w", "swap", "Swap"),
         Binding("m", "value", "Value"),
+        Binding("s", "next_slice", "Next slice", show=False),
         Binding("slash", "focus_filter", "Filter"),
         Binding("p", "figure('png')", "Figure"),
         Binding("P", "figure('svg')", "Figure (SVG)", show=False),
@@ -51,6 +52,7 @@ class PhasePanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True):
     x: reactive[str | None] = reactive(None, init=False)
     y: reactive[str | None] = reactive(None, init=False)
     value: reactive[str] = reactive("plateau", init=False)
+    slice: reactive[int] = reactive(0, init=False)  # which set of like runs (s), when other keys differ too
 
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
@@ -66,7 +68,7 @@ class PhasePanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True):
         if self.is_mounted:
             self.redraw(force=True)
 
-    watch_x = watch_y = watch_value = _redraw_on_change
+    watch_x = watch_y = watch_value = watch_slice = _redraw_on_change
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="phase-inputs"):
@@ -118,6 +120,9 @@ class PhasePanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True):
     def action_value(self) -> None:
         self.value = VALUES[(VALUES.index(self.value) + 1) % len(VALUES)]
 
+    def action_next_slice(self) -> None:
+        self.slice += 1
+
     def action_figure(self, fmt: str) -> None:
         self.post_message(FigureRequested("phase", fmt))
 
@@ -142,6 +147,7 @@ class PhasePanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True):
             self.set_reactive(PhasePanel.x, self.keys[0])
         if self.y not in self.keys or self.y == self.x:
             self.set_reactive(PhasePanel.y, next(k for k in self.keys if k != self.x))
+        recs, split = phase_slice(recs, self.x, self.y, self.slice, self.current)  # like runs only in a cell
         xs, ys, grid, counts = phase_grid(recs, self.x, self.y, self.value, self.last)
         note = ""
         if not any(math.isfinite(v) for row in grid for v in row):
@@ -171,7 +177,7 @@ class PhasePanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True):
             text.append_text(scale_bar(lo, hi, width=16, label=self.value, log=log))
         n_missing = sum(1 for row in grid for v in row if not math.isfinite(v))
         info.update(Text.assemble(
-            (f"{note}\n", "bold yellow") if note else "",
+            (f"{note}\n", "bold yellow") if note else "", (f"{split}\n", "yellow") if split else "",
             (self.y, "bold"), " (rows) × ", (self.x, "bold"),
             f" (columns) · {PHASE_VALUES[self.value]}, {cell_note(counts)} · {len(recs)} run(s)"
             + (f" · {n_missing} empty cell(s)" if n_missing else "")))

@@ -26,6 +26,7 @@ class PresetForm(ShallowFocus, VerticalScroll):
         Binding("down", "app.focus_next", "Next field", show=False),
         Binding("up", "app.focus_previous", "Previous field", show=False),
         Binding("enter", "app.focus_next", "Edit", show=False),
+        Binding("slash", "go_to_field", "Go to field", show=False),
     ]
 
     DEFAULT_CSS = """
@@ -88,6 +89,12 @@ class PresetForm(ShallowFocus, VerticalScroll):
                     pass
         finally:
             self._building = False
+
+    def action_go_to_field(self) -> None:
+        """/ on the form (not in a field, where it types): the Presets panel's go-to-field prompt."""
+        panel = next((a for a in self.ancestors if hasattr(a, "action_go_to_field")), None)
+        if panel is not None:
+            panel.action_go_to_field()
 
     def rows(self) -> list[FieldRow]:
         return [r for r in self.query(FieldRow) if r.is_mounted and not r._closing]

@@ -9,6 +9,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.suggester import Suggester
 from textual.widgets import Input, Label, ListItem, ListView, Static
 
 from sparse_tui.presets.catalog import is_bundled
@@ -18,9 +19,62 @@ from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.messages import LaunchRequested
 from sparse_tui.tui.screens.diff import DiffScreen
 from sparse_tui.tui.screens.prompt import PromptScreen
+from sparse_tui.tui.screens.unsaved import UnsavedScreen
 from sparse_tui.tui.widgets.field_row import FieldRow
 from sparse_tui.tui.widgets.panel import ConsolePanel
 from sparse_tui.tui.widgets.preset_form import PresetForm
+
+
+def field_named(name: str, keys: list[str]) -> str | None:
+    """The form field a typed name means: the key itself, else the one key it ends (``steps`` -> ``train.steps``),
+    else the first key that holds it."""
+    name = name.strip()
+    if name in keys:
+        return name
+    ends = [k for k in keys if k.endswith("." + name)]
+    if len(ends) >= 1:
+        return ends[0]
+    return next((k for k in keys if name and name in k), None)
+
+
+class FieldSuggester(Suggester):
+    """Completes a field's name: a dotted key, or a key's last part."""
+
+    def __init__(self, keys: list[str]) -> None:
+        super().__init__(use_cache=False, case_sensitive=True)
+        self.keys = keys
+
+    async def get_suggestion(self, value: str) -> str | None:
+        if not value:
+            return None
+        hit = next((k for k in self.keys if k.startswith(value)), None)
+        return hit or next((k.rsplit(".", 1)[-1] for k in self.keys if k.rsplit(".", 1)[-1].startswith(value)), None)
+
+
+class PresetList(ListView):
+    """The preset files: Home / End / PgUp / PgDn move the cursor (a ListView only scrolls on them, so Enter then
+    opened the preset the cursor had left off screen), never onto a group's heading."""
+
+    BINDINGS = [
+        Binding("home", "jump('first')", "First", show=False),
+        Binding("end", "jump('last')", "Last", show=False),
+        Binding("pageup", "jump('up')", "Page up", show=False),
+        Binding("pagedown", "jump('down')", "Page down", show=False),
+    ]
+
+    def action_jump(self, where: str) -> None:
+        items = list(self.children)
+        usable = [i for i, item in enumerate(items) if not item.disabled]
+        if not usable:
+            return
+        page = max(1, self.scrollable_content_region.height - 1)
+        cur = self.index if self.index is not None else usable[0]
+        want = {"first": usable[0], "last": usable[-1], "up": cur - page, "down": cur + page}[where]
+        if where in ("first", "up"):  # the nearest usable item at or after (up: at or before) the target
+            pick = max((i for i in usable if i <= want), default=usable[0])
+        else:
+            pick = min((i for i in usable if i >= want), default=usable[-1])
+        self.index = pick
 
 
 class PresetsPanel(ConsolePanel, Guarded, Horizontal):
@@ -30,6 +84,7 @@ class PresetsPanel(ConsolePanel, Guarded, Horizontal):
         Binding("ctrl+d", "diff", "Diff", priority=True),
         Binding("ctrl+l", "launch", "Launch", priority=True),
         Binding("ctrl+r", "revert", "Revert", priority=True),
+        Binding("ctrl+g", "go_to_field", "Go to field", priority=True, show=False),
         # Digits are typed into a text field: Esc leaves the field for the form, where the digits switch panels again.
         Binding("escape", "leave_form", "Leave field", show=False),
     ]
@@ -54,7 +109,7 @@ class PresetsPanel(ConsolePanel, Guarded, Horizontal):
         self.errors: dict[str, str] = {}
 
     def compose(self) -> ComposeResult:
-        lv = ListView(id="preset-list", classes="panel")
+        lv = PresetList(id="preset-list", classes="panel")
         lv.border_title = "Presets"
         yield lv
         with Vertical(id="form-box", classes="panel"):
@@ -101,18 +156,54 @@ class PresetsPanel(ConsolePanel, Guarded, Horizontal):
         if self.draft is not None and self.draft.path == path:
             self.focus_form()
             return
-        if self.draft is not None and self.draft.dirty:
-            self.app.notify(f"{self.draft.path.name}: unsaved changes dropped", severity="warning")
-        await self.open(path)
-        self.focus_form()
+        async def go() -> None:
+            await self.open(path)
+            self.focus_form()
+
+        def stay() -> None:  # cancelled: the list's cursor goes back to the preset still open
+            if self.draft is not None and self.draft.path in self.rows:
+                event.list_view.index = self.rows.index(self.draft.path)
+
+        if self.draft is None or not self.draft.dirty:
+            await go()
+        else:
+            self.settle("open another preset", go, stay)
+
+    def settle(self, then: str, go, stay=None) -> None:
+        """Before ``then`` (quit, open another preset) drops the form's unsaved edits: ask Save / Discard / Cancel
+        (``screens/unsaved``); ``go`` (a function, maybe async) runs once the edits are saved or discarded, at once
+        when there are none; ``stay`` when the answer is Cancel or the save failed (an invalid value)."""
+        async def answered(choice: str | None) -> None:
+            if choice == "save":
+                await self.action_save()
+                if self.draft is not None and self.draft.dirty:  # not saved: said, and nothing is dropped
+                    choice = None
+            if choice is None:
+                if stay is not None:
+                    stay()
+                return
+            result = go()
+            if hasattr(result, "__await__"):
+                await result
+
+        if self.draft is None or not self.draft.dirty:
+            self.call_later(answered, "discard")
+            return
+        self.app.push_screen(UnsavedScreen(self.draft.path.name, then), answered)
 
     async def open_path(self, path: Path) -> None:
         """Open ``path`` (the command palette's "Preset: NAME"): select it in the list and show its form."""
-        if path in self.rows:
-            self.query_one("#preset-list", ListView).index = self.rows.index(path)
-        if self.draft is None or self.draft.path != path:
-            await self.open(path)
-        self.focus_form()
+        async def go() -> None:
+            if path in self.rows:
+                self.query_one("#preset-list", ListView).index = self.rows.index(path)
+            if self.draft is None or self.draft.path != path:
+                await self.open(path)
+            self.focus_form()
+
+        if self.draft is None or not self.draft.dirty or self.draft.path == path:
+            await go()
+        else:
+            self.settle("open another preset", go)
 
     async def open(self, path: Path, overrides: list[str] | None = None) -> None:
         try:
@@ -282,6 +373,25 @@ class PresetsPanel(ConsolePanel, Guarded, Horizontal):
             return
 
         self.app.push_screen(DiffScreen(self.draft.path.name, self.draft.diff()))
+
+    def action_go_to_field(self) -> None:
+        """ctrl+g (or / in the form): type a field's name (``steps``, ``train.lr``; → completes), Enter focuses it
+        (from ``seeds`` to ``train.steps`` took ~30 Tabs)."""
+        rows = self.query_one(PresetForm).rows()
+        if not rows:
+            return
+        keys = [r.spec.key for r in rows]
+
+        def done(name: str | None) -> None:
+            row = next((r for r in rows if r.spec.key == field_named(name or "", keys)), None) if name else None
+            if row is None:
+                if name:
+                    self.app.notify(f"no field named {name!r} in this preset", severity="warning", markup=False)
+                return
+            row.editor.focus()
+            row.scroll_visible(animate=False)
+
+        self.app.push_screen(PromptScreen("Go to field (→ completes)", suggester=FieldSuggester(keys)), done)
 
     def action_leave_form(self) -> None:
         """Esc leaves editing: from a field to the form (digits switch panels again, ↓/Tab go back into the

@@ -1,5 +1,11 @@
-"""The Runs panel: the run table from the store (sortable, filterable, grouped over seeds, live; its state and layout
-are ``render/table.RunTable``), marking runs and acting on them (each action posts its request)."""
+"""The Runs panel: the run table from the store (sortable, filterable, grouped over seeds, live), marking runs and
+acting on them (each action posts its request).
+
+The panel owns its table, ``render/table.RunTable`` (``self.model``: pure, tested alone), and keeps the user's
+choices as reactive variables (sort, filter, marks, hidden runs, grouping, expanded groups, picked columns; Textual's
+``var`` + ``watch_``, as its examples/code_browser.py): each change is written into the table and redrawn by its
+watcher. What the rest of the console needs of it (the marked runs the filter shows, the runs it shows, the
+charts' grouping, the runs hidden in the charts) goes out as one ``SelectionChanged`` when it changes."""
 
 from __future__ import annotations
 
@@ -7,6 +13,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.reactive import var
 from textual.suggester import Suggester
 from textual.widgets import DataTable, Input, Static
 
@@ -17,13 +24,11 @@ from sparse_tui.tui.messages import (
     CompareRequested,
     DeleteRequested,
     ExportRequested,
-    GroupingChanged,
-    HiddenChanged,
-    MarkedChanged,
     NoteRequested,
     PanelRequested,
     ResumeRequested,
     RunHighlighted,
+    SelectionChanged,
 )
 from sparse_tui.tui.render.filters import suggest
 from sparse_tui.tui.render.table import RunTable
@@ -43,7 +48,11 @@ class FilterSuggester(Suggester):
         return suggest(value, self.table.filter_keys())
 
 
-class RunsPanel(ConsolePanel, Guarded, RunTable, Vertical):
+# the user's choices: each a reactive variable of the panel, written into its table (``RunTable``) by a watcher
+STATE = ("sort", "descending", "query_text", "marked", "hidden", "group_keys", "expanded", "hp_choice")
+
+
+class RunsPanel(ConsolePanel, Guarded, Vertical):
     BINDINGS = [
         Binding("space", "toggle_mark", "Mark"),
         Binding("a", "mark_all", "Mark all"),
@@ -78,17 +87,27 @@ class RunsPanel(ConsolePanel, Guarded, RunTable, Vertical):
     RunsPanel #run-detail { height: 2; color: $text-muted; }
     """
 
+    sort: var[str] = var("age", init=False)  # newest first
+    descending: var[bool] = var(True, init=False)
+    query_text: var[str] = var("", init=False)  # the filter
+    marked: var[list[str]] = var(list, init=False)
+    hidden: var[set[str]] = var(set, init=False)  # runs hidden in the charts (h): the table shows them, Curves not
+    group_keys: var[list[str]] = var(list, init=False)  # group by these parameters ([]: one row per run)
+    expanded: var[set[str]] = var(set, init=False)  # group keys shown with their runs
+    hp_choice: var[list[str] | None] = var(None, init=False)  # columns picked with o (None: as many as fit)
+
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
+        self.model = RunTable()  # the table: its state is written by the variables' watchers
         self.shown: list[str] = []  # row keys in table order: run ids, and group keys (GROUP_PREFIX + label)
         self._cols: list[tuple[str, str, int]] = []
-        self._sent_marks: list[str] | None = None
-        self._sent_groups: list[str] = []
+        self._sent: SelectionChanged | None = None  # the selection last said
+        self._quiet = False  # the table itself changed a choice (pruned marks, a filter dropped a key): no redraw
         self._reveal: list[str] = []  # launched runs to show and put the cursor on once they are in the table
 
     def compose(self) -> ComposeResult:
         yield OrderedInput(placeholder="/ filter: words acc>0.9 lr<1e-3 d=16,32 preset~fig status:failed is:archived",
-                           id="run-filter", compact=True, suggester=FilterSuggester(self))
+                           id="run-filter", compact=True, suggester=FilterSuggester(self.model))
         yield DataTable(id="run-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="run-detail")
         yield Static("", id="runs-summary")
@@ -100,12 +119,81 @@ class RunsPanel(ConsolePanel, Guarded, RunTable, Vertical):
     def on_resize(self) -> None:
         self.render_rows()
 
+    # -- the user's choices: written into the table, then redrawn --------------------------------------------------
+    def _state_changed(self, name: str, value) -> None:
+        setattr(self.model, name, value if not isinstance(value, (list, set)) else type(value)(value))
+        if not self._quiet and self.is_mounted:
+            if name in ("sort", "descending"):
+                self._cols = []  # the header arrows follow the sort
+            if name in ("marked", "group_keys", "expanded"):
+                self.shown = []
+            self.render_rows()
+
+    def watch_sort(self, v: str) -> None:
+        self._state_changed("sort", v)
+
+    def watch_descending(self, v: bool) -> None:
+        self._state_changed("descending", v)
+
+    def watch_query_text(self, v: str) -> None:
+        self._state_changed("query_text", v)
+
+    def watch_marked(self, v: list[str]) -> None:
+        self._state_changed("marked", v)
+
+    def watch_hidden(self, v: set[str]) -> None:
+        self._state_changed("hidden", v)
+
+    def watch_group_keys(self, v: list[str]) -> None:
+        self._state_changed("group_keys", v)
+
+    def watch_expanded(self, v: set[str]) -> None:
+        self._state_changed("expanded", v)
+
+    def watch_hp_choice(self, v: list[str] | None) -> None:
+        self._state_changed("hp_choice", v)
+
+    def _pull(self) -> None:
+        """The choices the table changed itself (marks of deleted runs dropped, a grouping key the filter took
+        away, a sort or grouping stepped by a key), back into the variables, without a second redraw."""
+        self._quiet = True
+        try:
+            for name in STATE:
+                value = getattr(self.model, name)
+                if getattr(self, name) != value:
+                    setattr(self, name, type(value)(value) if isinstance(value, (list, set)) else value)
+        finally:
+            self._quiet = False
+
+    # -- what the table knows, read through (tests and the column picker read them) --------------------------------
+    @property
+    def rows(self):
+        return self.model.rows
+
+    @property
+    def groups(self):
+        return self.model.groups
+
+    @property
+    def visible_ids(self) -> list[str]:
+        return self.model.visible_ids
+
+    @property
+    def _records(self):
+        return self.model._records
+
+    def visible_marks(self) -> list[str]:
+        return self.model.visible_marks()
+
+    def chart_groups(self) -> list[str]:
+        return self.model.chart_groups()
+
     @property
     def table(self) -> DataTable:
         return self.query_one(DataTable)
 
     def _set_columns(self) -> None:
-        cols = self.columns(self.size.width or self.app.size.width or 80)  # hidden: the screen's width
+        cols = self.model.columns(self.size.width or self.app.size.width or 80)  # hidden: the screen's width
         if cols == self._cols:
             return
         t = self.table
@@ -119,7 +207,7 @@ class RunsPanel(ConsolePanel, Guarded, RunTable, Vertical):
         self.shown = []
 
     def store_changed(self, view: StoreView) -> None:
-        self.set_store(view.records, view.last, view.now, view.forecasts)
+        self.model.set_store(view.records, view.last, view.now, view.forecasts)
         self.render_rows()
 
     def focus_panel(self) -> None:
@@ -129,22 +217,20 @@ class RunsPanel(ConsolePanel, Guarded, RunTable, Vertical):
         if not self.is_mounted or not self.query("#run-table"):  # (not yet composed, or torn down with the app)
             return
         cur = self.current_key()  # kept across a rebuild of the columns (a resize) or of the rows
-        items = self.items()
-        if self.group_keys != self._sent_groups:  # a filter took a grouping key away
-            self._sent_groups = list(self.group_keys)
-            self.post_message(GroupingChanged(list(self.group_keys)))
+        items = self.model.items()
+        self._pull()
         self._set_columns()
         ids = [k for k, _, _ in items]
         t = self.table
         if ids == self.shown:
             for key, row, kind in items:
-                for (col, _, _), cell in zip(self._cols, self.cells(row, kind, self._cols)):
+                for (col, _, _), cell in zip(self._cols, self.model.cells(row, kind, self._cols)):
                     if t.get_cell(key, col) != cell:
                         t.update_cell(key, col, cell)
         else:
             t.clear()
             for key, row, kind in items:
-                t.add_row(*self.cells(row, kind, self._cols), key=key)
+                t.add_row(*self.model.cells(row, kind, self._cols), key=key)
             self.shown = ids
             if cur in ids:
                 t.move_cursor(row=ids.index(cur), animate=False)
@@ -158,17 +244,18 @@ class RunsPanel(ConsolePanel, Guarded, RunTable, Vertical):
         self._marks_changed()
 
     def _marks_changed(self) -> None:
-        """Tell the app which marked runs count (those the filter shows): marks on hidden runs are kept, not used;
-        and the summary line."""
-        vis = self.visible_marks()
-        if vis != self._sent_marks:
-            self._sent_marks = vis
-            self.post_message(MarkedChanged(vis))
-        self.query_one("#runs-summary", Static).update(self.summary(self._cols))
+        """Tell the console what it needs of the table when it changed, in one ``SelectionChanged``: the marked
+        runs that count (those the filter shows: marks on filtered-out runs are kept, not used), the runs shown,
+        the charts' grouping, the runs hidden in the charts; and the summary line."""
+        sel = SelectionChanged(self.visible_marks(), list(self.visible_ids), self.chart_groups(), sorted(self.hidden))
+        if sel != self._sent:
+            self._sent = sel
+            self.post_message(sel)
+        self.query_one("#runs-summary", Static).update(self.model.summary(self._cols))
 
     def _detail(self) -> None:
         if details := self.query("#run-detail"):  # (not when torn down with the app)
-            details.first(Static).update(self.detail(self.current_key()))
+            details.first(Static).update(self.model.detail(self.current_key()))
 
     def current_key(self) -> str | None:
         """The row key under the cursor: a run id or a group key."""
@@ -182,18 +269,18 @@ class RunsPanel(ConsolePanel, Guarded, RunTable, Vertical):
 
     def current_run(self) -> str | None:
         """The run under the cursor (on a group row: the group's first run)."""
-        return self.run_of(self.current_key())
+        return self.model.run_of(self.current_key())
 
     def chosen(self) -> list[str]:
         """The marked runs the filter shows, or the run (or the group's runs) under the cursor."""
-        return self.chosen_for(self.current_key())
+        return self.model.chosen_for(self.current_key())
 
     def reveal(self, run_ids: list[str]) -> None:
         """Show runs that were just launched: a filter that hides them is cleared, and the cursor moves to the
         first of them as soon as the store poller brings them (Enter then shows their curves, not an old run's)."""
         self._reveal = list(run_ids)
         self.group_keys = []
-        if self.hides(run_ids):
+        if self.model.hides(run_ids):
             self.query_one("#run-filter", Input).value = ""  # Input.Changed re-renders without the filter
             self.query_text = ""
         self.render_rows()
@@ -212,13 +299,12 @@ class RunsPanel(ConsolePanel, Guarded, RunTable, Vertical):
     def _header(self, event: DataTable.HeaderSelected) -> None:
         """A click on a column header sorts by it; a second click reverses."""
         if (key := str(event.column_key.value)) != "mark":
-            self.sort_by(key)
-            self._resort()
+            self.model.sort_by(key)
+            self._pull_and_resort()
 
     @on(Input.Changed, "#run-filter")
     def _filter_changed(self, event: Input.Changed) -> None:
-        self.query_text = event.value.strip()
-        self.render_rows()
+        self.query_text = event.value.strip()  # (its watcher redraws)
 
     @on(Input.Submitted, "#run-filter")
     def _filter_done(self, event: Input.Submitted) -> None:
@@ -229,9 +315,14 @@ class RunsPanel(ConsolePanel, Guarded, RunTable, Vertical):
         key = self.current_key()
         if key is None:
             return
-        for k in self.toggle_mark(key):
+        for k in self.model.toggle_mark(key):
             if k in self.shown:
-                self.table.update_cell(k, "mark", self.mark_cell(k))
+                self.table.update_cell(k, "mark", self.model.mark_cell(k))
+        self._quiet = True  # the cells are updated: no redraw of the table
+        try:
+            self.marked = list(self.model.marked)
+        finally:
+            self._quiet = False
         t = self.table
         if t.cursor_row is not None and t.cursor_row + 1 < len(self.shown):
             t.move_cursor(row=t.cursor_row + 1, animate=False)
@@ -242,10 +333,14 @@ class RunsPanel(ConsolePanel, Guarded, RunTable, Vertical):
         key = self.current_key()
         if key is None:
             return
-        for k in self.toggle_hidden(key):
+        for k in self.model.toggle_hidden(key):
             if k in self.shown:
-                self.table.update_cell(k, "mark", self.mark_cell(k))
-        self.post_message(HiddenChanged(sorted(self.hidden)))
+                self.table.update_cell(k, "mark", self.model.mark_cell(k))
+        self._quiet = True
+        try:
+            self.hidden = set(self.model.hidden)
+        finally:
+            self._quiet = False
         ids = set(self.groups[key].run_ids if key in self.groups else [key])
         self.say(f"{'hidden in' if ids <= self.hidden else 'shown again in'} the charts: "
                  f"{self.groups[key].label if key in self.groups else key}")
@@ -260,36 +355,36 @@ class RunsPanel(ConsolePanel, Guarded, RunTable, Vertical):
         """What a key changed, said (a key that changes state says so)."""
         self.app.notify(text, timeout=3, markup=False)
 
-    def _resort(self) -> None:
+    def _pull_and_resort(self) -> None:
+        """The table stepped the sort (or the grouping) itself: into the variables, one redraw."""
+        self._pull()
         self._cols = []  # the header arrows follow the sort
+        self.shown = []
         self.render_rows()
 
     def action_sort(self) -> None:
-        self.next_sort(self._cols)
-        self._resort()
+        self.model.next_sort(self._cols)
+        self._pull_and_resort()
 
     def action_reverse(self) -> None:
-        self.descending = not self.descending
-        self._resort()
+        self.descending = not self.descending  # (its watcher redraws)
 
     def action_group(self) -> None:
-        if not self.next_grouping():
+        if not self.model.next_grouping():
             self.app.notify("nothing to group: the shown runs differ in no parameter but the seed", markup=False)
-        self._sent_groups = list(self.group_keys)
-        self.post_message(GroupingChanged(list(self.group_keys)))
-        self.render_rows()
+        self._pull_and_resort()  # (the table says the new grouping: SelectionChanged)
 
     def action_enter(self) -> None:
         key = self.current_key()
         if key in self.groups:
-            self.expanded ^= {key}
-            self.render_rows()
+            self.expanded = self.expanded ^ {key}  # (its watcher redraws)
             return
         self.action_view()
 
     def action_columns(self) -> None:
         """Pick the hyperparameter columns (at 80 columns not all fit)."""
-        if not self._hp_keys:
+        hp_keys = self.model._hp_keys
+        if not hp_keys:
             self.app.notify("no hyperparameter varies among the shown runs", markup=False)
             return
 
@@ -297,12 +392,12 @@ class RunsPanel(ConsolePanel, Guarded, RunTable, Vertical):
 
         def done(keys: list[str] | None) -> None:
             if keys is not None:
-                self.hp_choice = keys
-                self.render_rows()
-                self.say(self.column_layout(width, keys)[1])
+                self.hp_choice = keys  # (its watcher redraws)
+                self.say(self.model.column_layout(width, keys)[1])
 
         shown = [k[3:] for k, _, _ in self._cols if k[:3] == "hp:"]
-        self.app.push_screen(ColumnsScreen(self._hp_keys, shown, lambda keys: self.column_layout(width, keys)[1]), done)
+        self.app.push_screen(ColumnsScreen(hp_keys, shown, lambda keys: self.model.column_layout(width, keys)[1]),
+                             done)
 
     def action_filter(self) -> None:
         field = self.query_one("#run-filter", OrderedInput)
@@ -340,13 +435,11 @@ class RunsPanel(ConsolePanel, Guarded, RunTable, Vertical):
         self.post_message(ArchiveRequested(self.chosen(), not archived))
 
     def action_compare(self) -> None:
-        pair = self.compare_pair(self.current_key(), self.shown)
+        pair = self.model.compare_pair(self.current_key(), self.shown)
         self.post_message(CompareRequested(pair, {k: self.groups[k].run_ids for k in pair if k in self.groups}))
 
     def set_marked(self, ids: list[str]) -> None:
-        self.marked = list(ids)
-        self.shown = []
-        self.render_rows()
+        self.marked = list(ids)  # (its watcher redraws)
 
     def action_delete(self) -> None:
         self.post_message(DeleteRequested(self.chosen()))
