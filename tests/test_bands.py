@@ -50,8 +50,8 @@ def _data(groups: dict[int, list]):
 def test_curves_panel_bands_stay_inside_the_data_and_count_censored_runs():
     from sparse_tui.tui.widgets.curves import curves_spec
 
-    data = _data({4: [(a, l, p) for a, l, p in zip(ACC, LOSS, (120.0, None, 90.0))],
-                  16: [(a, l, 50.0) for a, l in zip(ACC, LOSS)]})
+    data = _data({4: [(a, lo, p) for a, lo, p in zip(ACC, LOSS, (120.0, None, 90.0))],
+                  16: [(a, lo, 50.0) for a, lo in zip(ACC, LOSS)]})
     acc = curves_spec(data, "accuracy", group_keys=["task.d"])
     bands = [s for s in acc.series if s.kind == "band"]
     assert len(bands) == 2 and all(0.0 <= v <= 1.0 for s in bands for v in (*s.ys, *s.ys2))

@@ -221,7 +221,8 @@ class RunTable:
             if len(name) + len(lead) <= w:
                 return lead + name
             n = f" n={g.n}"
-            return lead + fit_names([o.label for o in self.groups.values()], max(1, w - len(lead) - len(n)))[g.label] + n
+            names = fit_names([o.label for o in self.groups.values()], max(1, w - len(lead) - len(n)))
+            return lead + names[g.label] + n
         lead = "└ " if kind == "child" else ""
         if (w, kind, row.run_id) not in self._names:
             names = {r: (lead and self._records[r].label) or self._records[r].name for r in self.visible_ids}
@@ -239,7 +240,8 @@ class RunTable:
         if self.group_keys:
             by = ', '.join(short_keys(self.chart_groups()).values())
             pooled = list(short_keys(self.pooled()).values())
-            parts.append(f"{len(self.groups)} groups by {by}" + (f", pooled over {', '.join(pooled)}" if pooled else ""))
+            parts.append(f"{len(self.groups)} groups by {by}"
+                         + (f", pooled over {', '.join(pooled)}" if pooled else ""))
         vis = self.visible_marks()
         if self.marked:
             hidden = len(self.marked) - len(vis)

@@ -26,7 +26,6 @@ from sparse_tui.tui.messages import AtlasData, AtlasRequested
 from sparse_tui.tui.screens.answer_once import AnswersOnce
 from sparse_tui.tui.screens.confirm import ConfirmScreen
 
-
 LIST_WIDTH = 48  # the list's lines: its width less the border, padding and scrollbar
 
 

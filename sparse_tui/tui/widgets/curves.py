@@ -102,7 +102,8 @@ def colouring(data: CurvesData, units: dict[str, list[str]], width: int = 80
         head = f"{len(units)} groups" if n > len(units) else f"{n} runs"
         titles = short_keys(swept)
         also = [titles[k] for k in swept if k != key]
-        head += f" · colour = {titles[key]}" + (f" ({', '.join(also)} also var{'y' if len(also) > 1 else 'ies'})" if also else "") + ":"
+        also_text = f" ({', '.join(also)} also var{'y' if len(also) > 1 else 'ies'})" if also else ""
+        head += f" · colour = {titles[key]}{also_text}:"
         room = max(2, (width - len(head) - 30) // (4 + max(len(param_text(v)) for v in vals)))
         pick = sorted({round(i * (len(vals) - 1) / max(1, min(room, len(vals)) - 1))
                        for i in range(min(room, len(vals)))})
