@@ -369,10 +369,13 @@ def presets_copy(
 def _reproduce_planned(chosen, size, presets_dir, runs_dir, budget, dry_run, device, fig_path, as_json) -> None:
     """``reproduce KEY --budget T [--dry-run]`` and ``reproduce KEY --dry-run``: the budget's plan (printed, or trained
     re-planned as runs end, then the entry's usual report and verdict), or the runs a reproduce would train."""
+    from contextlib import nullcontext
+
     from sparse_tui import atlas
     from sparse_tui.cli.train import _run_budget
     from sparse_tui.reports import planner
     from sparse_tui.reports.library import draw, report
+    from sparse_tui.store.locks import held
 
     if budget is not None and len(chosen) != 1:
         raise fail(f"--budget: name one panel ({', '.join(e.key for e in chosen)})")
@@ -386,8 +389,12 @@ def _reproduce_planned(chosen, size, presets_dir, runs_dir, budget, dry_run, dev
             continue
         if not entry.law:
             raise fail(f"--budget: {entry.key} has no fitted law: a budget buys precision on a law's exponents")
-        ids = _run_budget(p.specs, p.preset, budget, dry_run, runs_dir, device, None, p.preset, then_exit=False,
-                          taken=sorted(p.reused))
+        # the entry's reproduce lock, as a plain reproduce holds it: two at once never train a point twice
+        if not dry_run:
+            _open_store(runs_dir, create=True)  # the lock lives in the store's folder
+        with nullcontext() if dry_run else held(_runs_dir(runs_dir), f"reproduce-{entry.key}"):
+            ids = _run_budget(p.specs, p.preset, budget, dry_run, runs_dir, device, None, p.preset, then_exit=False,
+                              taken=sorted(p.reused))
         if dry_run:
             break
         store = _open_store(runs_dir)
