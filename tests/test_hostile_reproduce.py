@@ -77,3 +77,27 @@ def test_the_lock_is_held_and_dropped_with_its_holder(tmp_path: Path):
         p.kill()
         p.wait()
     assert waited == [1]
+
+
+def test_reproduce_with_a_budget_waits_for_the_entrys_lock(tmp_path: Path):
+    """``reproduce KEY --budget`` (issue 41's planner) trains under the same lock as a plain ``reproduce``: while
+    another process holds fig1c's lock it trains nothing, and once the lock is dropped it trains and reports."""
+    import time
+
+    from sparse_tui.store.locks import held
+
+    runs = tmp_path / "runs"
+    RunStore(runs)  # the lock lives in the store's folder
+    cmd = [sys.executable, "-m", "sparse_tui", "reproduce", "fig1c", "--size", "cpu", "--runs-dir", str(runs),
+           "--workers", "1", "--budget", "30s"]
+    count = "SELECT COUNT(*) FROM runs"
+    with held(runs, "reproduce-fig1c"):
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=tmp_path)
+        first = proc.stderr.readline()  # the plan's line, said just before the lock is asked for
+        time.sleep(3)
+        assert proc.poll() is None, first  # still waiting for the lock
+        assert sqlite3.connect(runs / "runs.db").execute(count).fetchone()[0] == 0
+    out, errs = proc.communicate(timeout=900)
+    assert proc.returncode == 0, errs[-2000:]
+    assert sqlite3.connect(runs / "runs.db").execute(count).fetchone()[0] > 0
+    assert "verdict" in out
