@@ -278,9 +278,14 @@ def test_the_mlflow_bridge_exports_a_logged_run(tmp_path: Path):
     assert [m.step for m in hist] == list(range(10)) and hist[5].value == pytest.approx(0.9)
 
 
-def test_the_theory_overlay_ignores_a_logged_config_of_another_shape():
-    """The console's theory overlay reads a run's config; a logged run's ``task`` may be a string."""
+def test_the_theory_overlay_ignores_a_logged_config_of_another_shape(tmp_path: Path):
+    """The console's theory overlay reads a run's typed config (``RunRecord.run_config``); a logged run's config is
+    the user's own (its ``task`` may be a string), which is no built-in config: no overlay, no error."""
     from sparse_tui.models.ode import recorded_curve
 
-    assert recorded_curve({"task": "copy-first", "seed": 0}, 100) is None
-    assert recorded_curve({"task": {"T": 8}}, 100) is None
+    for cfg in ({"task": "copy-first", "seed": 0}, {"task": {"T": 8}}):
+        with sparse_tui.init(config=cfg, runs_dir=tmp_path) as run:
+            run.log({"test/loss": 1.0}, step=1)
+        rec = RunStore(tmp_path).get(run.id)
+        assert rec.run_config is None
+        assert recorded_curve(rec.run_config, 100) is None

@@ -359,7 +359,12 @@ def presets_copy(
     with _refused(CatalogError):
         target = copy(name, dest, presets_dir)
     out.print(f"wrote {_esc(target)}: edit it, then: sparse-tui run {_esc(target)} --headless", markup=False)
-    used = resolve(target.stem, presets_dir)
+    try:
+        used = resolve(target.stem, presets_dir)
+    except CatalogError:  # a copy outside the presets folder of a preset that has no name there
+        _say(f"note: sparse-tui run {target.stem} finds no preset of that name here: name the file ({target}) to "
+             "train the copy")
+        return
     if not same_file(used.path, target):  # `run NAME` would not read this copy: say which file it reads
         whose = "your own" if used.origin == "yours" else "bundled"
         _say(f"warning: sparse-tui run {target.stem} reads {used.path} ({whose}), not {target}: name the file "

@@ -43,18 +43,16 @@ def load() -> dict[str, list[dict]]:
 
 def record(card: str, point: dict) -> bool:
     """Add ``point`` (``gflop``, ``ms_per_step``, ``eval_s``, ``start_s``, ``runs``, ``precision``, ``graphed``) to
-    ``card``'s points, written whole through a temporary file. False when the cache cannot be written."""
+    ``card``'s points, written whole by ``files.write_file``. False when the cache cannot be written."""
     data = load()
     pts = data.setdefault(card, [])
     pts.append({**point, "date": time.strftime("%Y-%m-%d")})
     data[card] = pts[-KEEP:]
-    path = cache_path()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data, indent=1))
-        os.replace(tmp, path)
-    except OSError:
+    from sparse_tui.base.files import WriteError, write_file
+
+    try:  # the one writer: all or nothing, like every file the package writes outside the store
+        write_file(cache_path(), lambda fh: fh.write(json.dumps(data, indent=1)), mkdir=True)
+    except WriteError:
         return False
     return True
 
