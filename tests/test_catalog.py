@@ -157,3 +157,20 @@ def test_what_next_names_the_environments_script_when_the_path_lacks_it(tmp_path
     assert c._self_command() == os.path.join(script.parent.parent.name, "bin", "sparse-tui")  # .venv/bin/sparse-tui
     monkeypatch.setattr("shutil.which", lambda name: str(script))
     assert c._self_command() == "sparse-tui"
+
+
+def test_a_directory_never_shadows_a_preset_name(tmp_path, monkeypatch):
+    """Issue 42: a run folder named like a preset (``--runs-dir ./diversity_theory``) is not the preset: the name
+    resolves to the preset file, and ``reproduce diversity_theory --runs-dir ./diversity_theory`` integrates it."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "diversity_theory").mkdir()
+    r = resolve("diversity_theory")
+    assert (r.origin, r.path) == ("bundled", bundled_dir() / "diversity_theory.toml")
+    (tmp_path / "nope").mkdir()
+    with pytest.raises(CatalogError, match=r"^nope: is a directory, not a preset file, and no preset named 'nope'"):
+        resolve("nope")
+    r = cli("reproduce", "diversity_theory", "--size", "cpu", "--runs-dir", "./diversity_theory", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "verdict: " in r.stdout and (tmp_path / "diversity_theory" / "runs.db").is_file()
+    r = cli("run", "diversity_theory", "--dry-run", cwd=tmp_path)
+    assert r.returncode == 0 and "(bundled with sparse-tui)" in r.stderr.splitlines()[0], r.stderr
