@@ -31,7 +31,7 @@ FIRMNESS = ("firm", "fragile", "deterministic", "one seed", "not measured")
 # training, 60 % crossings), not only when the ability emerges (reports/verdict.py's CHECKS say which).
 POST_PLATEAU = frozenset({
     "fig5_left", "fig5_right", "fig16_left", "fig16_right", "fig17", "blog3_V", "blog3_C", "blog3_nembd",
-    "blog3_geometry", "euclidean", "euclidean_ordered", "blog6_nembd", "blog6_n80", "blog6_phase", "warmup",
+    "blog3_geometry", "euclidean", "euclidean_ordered", "blog6_nembd", "blog6_n80", "warmup", "fig5_late",
     "diversity", "diversity_linreg",
 })
 
@@ -102,6 +102,19 @@ def firmness(store: Any, entry: Any, run_ids: Sequence[str], word: str,
                                                     f"needed); {why}")
     return Firmness("fragile" if flips > FRAGILE else "firm", flips, n, words,
                     why + f"; fragile above {FRAGILE:.0%} flips")
+
+
+def static(entry: Any, configs: Sequence[Any]) -> Firmness:
+    """What an entry's preset alone says of its verdict's firmness (no stored runs to bootstrap): ``deterministic``
+    for an integrated flow, ``fragile`` when its check reads post-plateau numbers from fewer than ``MIN_SEEDS``
+    seeds, else ``not measured``."""
+    seeds = {c.seed for c in configs}
+    if configs and all(c.model.kind == "ode" for c in configs):
+        return Firmness("deterministic", 0.0, len(seeds), why="an integrated flow: no seed, no sampling")
+    if entry.key in POST_PLATEAU and len(seeds) < MIN_SEEDS:
+        return Firmness("fragile", None, len(seeds), why=f"post-plateau numbers from {len(seeds)} seed(s) (at least "
+                                                         f"{MIN_SEEDS} needed)")
+    return Firmness("not measured", None, len(seeds), why="no stored runs here to bootstrap (reproduce KEY does)")
 
 
 def environment(runs: Sequence[Any]) -> dict[str, Any]:
