@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 def main() -> None:
     from sparse_tui import atlas
-    from sparse_tui.reports import reproduce as rp
+    from sparse_tui.reports import library, planner
     from sparse_tui.store import RunStore
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -31,7 +31,7 @@ def main() -> None:
     if a.entry not in atlas.ENTRIES:
         sys.exit(f"--entry: {a.entry!r} is not an atlas key (sparse-tui reproduce --list)")
     store = RunStore(a.runs_dir)
-    ids = [r.run_id for r in sorted(store.runs(status=list(rp.REUSED)), key=lambda r: (r.created_at, r.position))]
+    ids = [r.run_id for r in sorted(store.runs(status=list(planner.REUSED)), key=lambda r: (r.created_at, r.position))]
     if a.where:
         from sparse_tui.reports import fitreport
 
@@ -42,7 +42,7 @@ def main() -> None:
     from sparse_tui.science.fitting import FitError
 
     try:
-        print(rp.report(store, atlas.ENTRIES[a.entry], ids).text)
+        print(library.report(store, atlas.ENTRIES[a.entry], ids).text)
     except (FitError, atlas.AtlasError) as e:
         sys.exit(f"{a.entry}: {e}")
 

@@ -157,8 +157,9 @@ def test_every_record_named_by_the_atlas_is_a_heading_of_reproduction_md():
 
 
 def test_every_entry_names_a_report_and_a_figure_that_resolve():
-    """One place per figure (issue 31): an entry names its report and its figure ("module:function", or its kind's,
-    ``atlas.REPORTS`` / ``PLOTS``), imported only when used; every one imports and takes what ``reproduce`` gives it."""
+    """One place per figure (issues 31, 39): an entry names its claim ("module:NAME" of the figure's module), which
+    holds its report and figure where they are not its kind's (``atlas.CLAIMS``), imported only when used; every one
+    imports and takes what ``reproduce`` gives it."""
     import inspect
 
     pytest.importorskip("matplotlib")

@@ -9,7 +9,7 @@ import pytest
 
 from sparse_tui import atlas
 from sparse_tui.presets.loading import expand, load_preset
-from sparse_tui.reports import reproduce
+from sparse_tui.reports import library
 from sparse_tui.science.phase import phase_grid, sweep_axes
 from sparse_tui.store import RunStore
 
@@ -44,9 +44,9 @@ def test_sweep_axes_are_the_presets_two_swept_keys(tmp_path: Path):
 
 def test_phase_report_tabulates_plateau_and_accuracy_over_N_and_lr(tmp_path: Path):
     store, ids = _planted(tmp_path, "seeds=[0, 1]")
-    rep = reproduce.report(store, atlas.ENTRIES["blog6_phase"], ids)
-    assert rep.data["x"] == "model.d_model" and rep.data["y"] == "train.lr"
-    cells = {(c["model.d_model"], c["train.lr"]): c for c in rep.data["cells"]}
+    rep = library.report(store, atlas.ENTRIES["blog6_phase"], ids)
+    assert rep.data.x == "model.d_model" and rep.data.y == "train.lr"
+    cells = {(c["model.d_model"], c["train.lr"]): c for c in rep.data.cells}
     assert len(cells) == 6 and all(c["n"] == 2 for c in cells.values())
     assert cells[(16, 1e-2)]["plateau"] is None and cells[(16, 1e-2)]["acc"] == pytest.approx(0.06)
     assert cells[(80, 1e-3)]["plateau"] == pytest.approx(1550) and cells[(80, 1e-2)]["plateau"] is None
@@ -58,9 +58,9 @@ def test_phase_report_tabulates_plateau_and_accuracy_over_N_and_lr(tmp_path: Pat
 
 def test_phase_entry_figure_is_the_entrys_figure(tmp_path: Path):
     pytest.importorskip("matplotlib")
-    from sparse_tui.reports import figures
+    from sparse_tui.reports.entries import blog6_phase
 
     store, ids = _planted(tmp_path)
-    assert atlas.ENTRIES["blog6_phase"].plot_fn() is figures.phase_entry_figure
-    png = figures.phase_entry_figure(store, ids, tmp_path / "phase.png")
+    assert atlas.ENTRIES["blog6_phase"].plot_fn() is blog6_phase.phase_entry_figure
+    png = blog6_phase.phase_entry_figure(store, ids, tmp_path / "phase.png")
     assert png.read_bytes()[:4] == b"\x89PNG"

@@ -78,7 +78,7 @@ def test_your_own_preset_wins_over_the_bundled_one_in_run(tmp_path):
 
 def test_reproduce_reads_your_own_preset_first(tmp_path, monkeypatch):
     from sparse_tui import atlas
-    from sparse_tui.reports import reproduce as rp
+    from sparse_tui.reports import planner as rp
 
     monkeypatch.chdir(tmp_path)
     (entry,) = atlas.find("fig1c")

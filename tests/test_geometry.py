@@ -138,6 +138,7 @@ def test_geometry_figure_and_show_plot(tmp_path: Path):
     pytest.importorskip("matplotlib")
     from sparse_tui import atlas
     from sparse_tui.reports import figures
+    from sparse_tui.reports.entries.blog3_geometry import geometry_figure
 
     store, ids = _recorded(tmp_path)
     E, _, _ = _planted(V=32, D=4)
@@ -146,12 +147,12 @@ def test_geometry_figure_and_show_plot(tmp_path: Path):
     for rid in ids:
         store.log_metrics_many(rid, [0, 100], {"test/loss": [3.0, 1.0], "test/acc": [0.1, 0.5]})
         store.finish(rid, "finished", step=100)
-    png = figures.geometry_figure(store, ids, tmp_path / "geo.png")
+    png = geometry_figure(store, ids, tmp_path / "geo.png")
     assert png.read_bytes()[:4] == b"\x89PNG"
-    assert atlas.find("blog3_geometry")[0].plot_fn() is figures.geometry_figure
+    assert atlas.find("blog3_geometry")[0].plot_fn() is geometry_figure
     bare = store.create_runs(expand(load_preset(ROOT / "presets" / "blog3_nearest.toml")))[1][0]
     with pytest.raises(figures.FigureError, match=f"no stored embedding for run.*{bare}"):
-        figures.geometry_figure(store, [bare], tmp_path / "none.png")
+        geometry_figure(store, [bare], tmp_path / "none.png")
     store.close()
     out = tmp_path / "show.png"
     r = subprocess.run([sys.executable, "-m", "sparse_tui", "show", ids[1], "--runs-dir", str(tmp_path / "runs"),

@@ -23,10 +23,10 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                           "sparse_tui.presets.resources")),
     ("science", ("sparse_tui.science", "sparse_tui.tasks", "sparse_tui.models", "sparse_tui.science.fitting", "sparse_tui.science.geometry")),
     ("training", ("sparse_tui.training",)),
-    ("lifecycle and reports", ("sparse_tui.lifecycle", "sparse_tui.export", "sparse_tui.lifecycle.runner", "sparse_tui.executors", "sparse_tui.export.tables", "sparse_tui.reports", "sparse_tui.science.forecast",
+    ("lifecycle and reports", ("sparse_tui.lifecycle", "sparse_tui.export", "sparse_tui.lifecycle.runner", "sparse_tui.executors", "sparse_tui.export.tables", "sparse_tui.science.forecast",
                                "sparse_tui.reports.fitreport", "sparse_tui.lifecycle.progress", "sparse_tui.lifecycle.annotate",
                                "sparse_tui.export.bridges", "sparse_tui.lifecycle.estimate", "sparse_tui.science.phase")),
-    ("commands", ("sparse_tui.reports.figures", "sparse_tui.reports.reproduce", "sparse_tui.reports.diversity", "sparse_tui.lifecycle.doctor")),
+    ("commands", ("sparse_tui.reports", "sparse_tui.lifecycle.doctor")),
     ("console", ("sparse_tui.tui",)),
     ("cli", ("sparse_tui.cli", "sparse_tui.__main__")),
 ]

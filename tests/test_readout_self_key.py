@@ -118,7 +118,7 @@ def test_the_default_is_todays_readout_and_a_bad_value_is_refused():
 
 def test_the_nearest_report_says_whether_the_readout_sees_its_own_token(tmp_path):
     from sparse_tui.atlas import ENTRIES
-    from sparse_tui.reports import reproduce
+    from sparse_tui.reports import library
     from sparse_tui.store import RunStore
 
     specs = [s for s in _specs() if s.seed == 0 and s.config.model.attention == "euclidean"]
@@ -129,7 +129,7 @@ def test_the_nearest_report_says_whether_the_readout_sees_its_own_token(tmp_path
         ppl = 16.0 if spec.config.model.readout_self_key else 1.5
         store.log_metrics_many(rid, [0, 100], {"test/ppl": [32.0, ppl]})
         store.finish(rid, "finished", step=100)
-    rep = reproduce.report(store, ENTRIES["euclidean_ordered"], ids)
-    assert [(r["self_key"], r["final"]) for r in rep.data["runs"]] == [(True, 16.0), (False, 1.5)]
+    rep = library.report(store, ENTRIES["euclidean_ordered"], ids)
+    assert [(r["self_key"], r["final"]) for r in rep.data.runs] == [(True, 16.0), (False, 1.5)]
     lines = [ln.split() for ln in rep.text.splitlines() if ln.strip().startswith("euclidean ")]
     assert [ln[1] for ln in lines] == ["yes", "no"]

@@ -290,18 +290,18 @@ def test_an_ode_run_follows_its_schedule():
 
 
 def test_diversity_verdict():
-    """reports/verdict.py's check of the §4 entries: reproduced when a switch meets the target in every seed, in
+    """reports/entries/diversity.py's check of the §4 entries: reproduced when a switch meets the target in every seed, in
     kind when it only leaves the plateau sooner and ends within 0.02, not reproduced otherwise."""
     from types import SimpleNamespace
 
-    from sparse_tui.reports.verdict import CHECKS
+    from sparse_tui.reports.entries.diversity import CLAIM, DiversityData
 
     def run(setting, x5, x60, d, target=False):
         return {"setting": setting, "speedup": [x5, x60], "final_vs_base": d, "higher": True, "target": target}
 
-    check = CHECKS["diversity"][1]
+    check = CLAIM.check
     base = [run("no repetition", 1, 1, 0.0), run("B 4.0", 4.5, None, -0.56)]
-    rep = lambda rows: SimpleNamespace(data={"runs": base + rows})  # noqa: E731
+    rep = lambda rows: SimpleNamespace(data=DiversityData(base + rows, {}))  # noqa: E731
     sw = "B 4 -> 1 when test/acc >= 0.05"
     assert check(None, rep([run(sw, 4.5, 1.6, 0.01, True), run(sw, 4.1, 1.5, -0.01, True)]))[0] == "reproduced"
     assert check(None, rep([run(sw, 4.5, 1.45, 0.04), run(sw, 4.1, 1.44, -0.015)]))[0] == "in kind"

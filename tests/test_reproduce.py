@@ -131,7 +131,7 @@ def test_nearest_report_sets_perplexity_beside_the_blogs_references(tmp_path):
 
     from sparse_tui.atlas import ENTRIES
     from sparse_tui.presets.loading import expand, load_preset
-    from sparse_tui.reports import reproduce
+    from sparse_tui.reports import library
 
     specs = [s for s in expand(load_preset(ROOT / "presets" / "blog3_nembd.toml")) if s.seed == 0]
     store = RunStore(tmp_path / "runs")
@@ -141,17 +141,17 @@ def test_nearest_report_sets_perplexity_beside_the_blogs_references(tmp_path):
         best = 40.0 * n ** -1.5
         store.log_metrics_many(rid, [0, 500, 1000], {"test/ppl": [100.0, best, best * 1.1]})
         store.finish(rid, "finished", step=1000)
-    rep = reproduce.report(store, ENTRIES["blog3_nembd"], ids)
-    rows = {r["n_embd"]: r for r in rep.data["runs"]}
+    rep = library.report(store, ENTRIES["blog3_nembd"], ids)
+    rows = {r["n_embd"]: r for r in rep.data.runs}
     assert set(rows) == {1, 2, 4, 8, 16}
     assert rows[4]["best"] == pytest.approx(40.0 / 8) and rows[4]["best_step"] == 500
     assert rows[4]["final"] == pytest.approx(1.1 * 40.0 / 8)
     assert rows[4]["guess"] == pytest.approx(16.0) and rows[4]["v_over_n"] == pytest.approx(8.0)  # V = 32, C = 3
-    assert rep.data["n_embd_slope"] == pytest.approx(-1.5)
+    assert rep.data.n_embd_slope == pytest.approx(-1.5)
     assert "n_embd^-1.50" in rep.text
-    from sparse_tui.reports import figures
+    from sparse_tui.reports.entries.nearest import nearest_figure
 
-    png = figures.nearest_figure(store, ids, tmp_path / "nembd.png")
+    png = nearest_figure(store, ids, tmp_path / "nembd.png")
     assert png.read_bytes()[:4] == b"\x89PNG"
 
 
@@ -161,7 +161,7 @@ def test_fig17_report_reads_both_probes_before_at_and_after_the_plateau(tmp_path
     from types import SimpleNamespace
 
     from sparse_tui import atlas
-    from sparse_tui.reports.reproduce import report
+    from sparse_tui.reports.library import report
 
     steps = [0, 100, 200, 300, 400]
     series = {
@@ -174,7 +174,7 @@ def test_fig17_report_reads_both_probes_before_at_and_after_the_plateau(tmp_path
     store = SimpleNamespace(get=lambda rid: SimpleNamespace(run_id=rid, label="seed=0", seed=0, plateau_step=200.0),
                             metrics=lambda rid: series)
     rep = report(store, atlas.ENTRIES["fig17"], ["r0"])
-    (row,) = rep.data["runs"]
+    (row,) = rep.data.runs
     assert row["plateau"] == 200.0 and row["acc60"] == 300.0
     assert row["copy"] == {"metric": "attn/L1/copy", "start": 0.2, "half": 0.21, "plateau": 0.3, "acc60": 0.6,
                            "end": 0.8}
@@ -195,7 +195,7 @@ def test_reuse_survives_a_field_added_to_the_schema_since_the_run():
     from types import SimpleNamespace
 
     from sparse_tui.presets.loading import expand, load_preset
-    from sparse_tui.reports.reproduce import match_runs
+    from sparse_tui.reports.planner import match_runs
 
     specs = expand(load_preset(ROOT / "presets" / "paper_fig3_p_cpu.toml"))[:2]
     old = [spec.config.model_dump(mode="json") for spec in specs]
@@ -213,7 +213,7 @@ def test_curves_report_names_each_run_by_its_sweep_point_and_seed(tmp_path):
     printed blog6_warmup's 12 runs as 'snapshot_every=0 d_model=60' whatever their warm-up and seed."""
     from sparse_tui.atlas import ENTRIES
     from sparse_tui.presets.loading import expand, load_preset
-    from sparse_tui.reports import reproduce
+    from sparse_tui.reports import library
 
     preset = load_preset(ROOT / "presets" / "blog6_warmup.toml", ["eval.snapshot_every=0"])
     specs = expand(preset)
@@ -222,8 +222,8 @@ def test_curves_report_names_each_run_by_its_sweep_point_and_seed(tmp_path):
     for rid in ids:
         store.log_metrics_many(rid, [0, 100], {"test/acc": [0.01, 0.02], "test/loss": [4.2, 4.1]})
         store.finish(rid, "finished", step=100)
-    rep = reproduce.report(store, ENTRIES["warmup"], ids)
-    names = [row["name"] for row in rep.data["runs"]]
+    rep = library.report(store, ENTRIES["warmup"], ids)
+    names = [row["name"] for row in rep.data.runs]
     assert len(set(names)) == len(ids) == 12
     assert "d_model=80, warmup_steps=500 seed=2" in names
     assert all(name in rep.text for name in names)

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from sparse_tui import atlas
-from sparse_tui.reports.reproduce import report
+from sparse_tui.reports.library import report
 
 
 def fake_store(runs: dict[str, dict]) -> SimpleNamespace:
@@ -41,18 +41,18 @@ def test_fig16_report_reads_the_training_loss_speed_up_over_the_same_seeds_basel
     }
     store = fake_store(runs)
     rep = report(store, atlas.ENTRIES["fig16_left"], list(runs))
-    rows = {r["run_id"]: r for r in rep.data["runs"]}
+    rows = {r["run_id"]: r for r in rep.data.runs}
     assert {r["variable"] for r in rows.values()} == {"B"}
     assert rows["b1s0"]["train_cross"] == 400 and rows["b1s0"]["speedup"] == 1.0
     assert rows["b2s0"]["train_cross"] == 200 and rows["b2s0"]["speedup"] == pytest.approx(2.0)
     assert rows["b2s1"]["speedup"] == pytest.approx(3.0)  # 300 / 100: against seed 1's own baseline
     assert rows["b2s0"]["final_test_acc"] == 0.3 and rows["b2s0"]["plateau"] == 100.0
-    assert rep.data["only_faster"] is True and "sooner than its seed's baseline: yes" in rep.text
+    assert rep.data.only_faster is True and "sooner than its seed's baseline: yes" in rep.text
     # a repeated run slower than its baseline is reported as such
     runs["b2s1"]["series"] = loss(5, 4, 3, 2, 2)
     rep = report(fake_store(runs), atlas.ENTRIES["fig16_left"], list(runs))
-    assert rep.data["only_faster"] is False and ": NO" in rep.text
-    assert {r["run_id"]: r["speedup"] for r in rep.data["runs"]}["b2s1"] is None
+    assert rep.data.only_faster is False and ": NO" in rep.text
+    assert {r["run_id"]: r["speedup"] for r in rep.data.runs}["b2s1"] is None
     pytest.importorskip("matplotlib")
     out = atlas.ENTRIES["fig16_left"].plot_fn()(store, list(runs), tmp_path / "fig16.png")
     assert out.read_bytes()[:4] == b"\x89PNG"
@@ -130,18 +130,18 @@ def test_fig4_left_report_says_when_recall_emerges_per_pair_count():
                  "series": acc(0, 0, 0, .01, .65)},
     }
     rep = report(fake_store(runs), atlas.ENTRIES["fig4_left"], list(runs))
-    rows = {r["run_id"]: r for r in rep.data["runs"]}
+    rows = {r["run_id"]: r for r in rep.data.runs}
     assert rows["n4s0"]["recall"] == 200 and rows["n4s0"]["rise"] == pytest.approx(1.0)
     assert rows["n4s1"]["recall"] == 300 and rows["n8s0"]["recall"] is None and rows["n8s1"]["recall"] == 400
-    pts = {pt["n_pairs"]: pt for pt in rep.data["points"]}
+    pts = {pt["n_pairs"]: pt for pt in rep.data.points}
     assert pts[4]["plateau"] == pytest.approx(100.0) and pts[8]["never"] == 1
     assert pts[4]["recall"] == pytest.approx((200 * 300) ** 0.5)
     assert pts[8]["paper"] == pytest.approx(0.55 * 256 ** 0.79 * 8 ** 2.25)
-    assert rep.data["n_pairs_slope"] == pytest.approx(2.0)  # 100 -> 400 over a doubling
-    assert rep.data["later_with_pairs"] is True and "in every seed: yes" in rep.text
+    assert rep.data.n_pairs_slope == pytest.approx(2.0)  # 100 -> 400 over a doubling
+    assert rep.data.later_with_pairs is True and "in every seed: yes" in rep.text
     runs["n8s1"]["plateau"] = 50.0  # one seed emerges sooner with more pairs
     rep = report(fake_store(runs), atlas.ENTRIES["fig4_left"], list(runs))
-    assert rep.data["later_with_pairs"] is False and "in every seed: NO" in rep.text
+    assert rep.data.later_with_pairs is False and "in every seed: NO" in rep.text
 
 
 def test_fig5_report_sets_each_accuracy_crossing_beside_the_same_seeds_baseline():
@@ -153,7 +153,7 @@ def test_fig5_report_sets_each_accuracy_crossing_beside_the_same_seeds_baseline(
         "p9": {"task": {"B": 1.0, "p": 0.9}, "seed": 0, "series": acc(0.06, 0.2, 0.2, 0.3, 0.3)},
     }
     rep = report(fake_store(runs), atlas.ENTRIES["fig5_right"], list(runs))
-    rows = {r["run_id"]: r for r in rep.data["runs"]}
+    rows = {r["run_id"]: r for r in rep.data.runs}
     assert rows["p0"]["cross"] == [100, 200, 300] and rows["p0"]["speedup"] == [1.0, 1.0, 1.0]
     assert rows["p5"]["cross"] == [0, 100, 300]
     assert rows["p5"]["speedup"] == [None, 2.0, 1.0]  # crossed at step 0: no finite speed-up

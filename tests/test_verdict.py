@@ -11,8 +11,10 @@ from typer.testing import CliRunner
 
 from sparse_tui import atlas
 from sparse_tui.cli import app
-from sparse_tui.reports import reproduce as rp
-from sparse_tui.reports.verdict import CHECKS, DEFAULT_TARGET, WORDS, law_verdict, target
+from sparse_tui.reports import listing as rp
+from sparse_tui.reports.base import Claim
+from sparse_tui.reports.entries.fig5 import Fig5Data
+from sparse_tui.reports.verdict import DEFAULT_TARGET, WORDS, law_verdict, target
 
 
 def rows(entry_key: str, measured: dict[str, tuple[float, float, float]]) -> list[dict]:
@@ -60,11 +62,11 @@ def fig5(values: dict[float, tuple[list[float], list[float]]]) -> SimpleNamespac
     runs = [{"value": 1.0, "baseline": True, "speedup": [1.0], "final_vs_baseline": 0.0}]
     for val, (sp, fin) in values.items():
         runs += [{"value": val, "baseline": False, "speedup": [s], "final_vs_baseline": f} for s, f in zip(sp, fin)]
-    return SimpleNamespace(data={"runs": runs})
+    return SimpleNamespace(data=Fig5Data([0.05, 0.3, 0.6], runs))
 
 
 def test_repetition_claims_are_decided_at_the_papers_5_percent():
-    check_b, check_p = CHECKS["fig5_left"][1], CHECKS["fig5_right"][1]
+    check_b, check_p = atlas.ENTRIES["fig5_left"].claim_of().check, atlas.ENTRIES["fig5_right"].claim_of().check
     # the record's B: B = 2 is 1.8-2.1x sooner without overfitting, B = 4 overfits -> in kind (paper: 4x)
     word, why = check_b(None, fig5({2.0: ([2.10, 1.78], [-0.07, -0.12]), 4.0: ([3.0, 2.67], [-0.52, -0.54])}))
     assert word == "in kind" and "2: 1.93" in why and "4: 2.83 overfits" in why
@@ -79,8 +81,12 @@ def test_repetition_claims_are_decided_at_the_papers_5_percent():
 
 
 def test_every_entry_other_than_a_law_has_a_claim_check():
+    """Each entry names its claim (the figure's module under reports/entries/), or is a fitted law, whose kind's
+    claim is the one rule for laws."""
     for e in atlas.entries():
-        assert e.kind == "law" or e.key in CHECKS, e.key
+        claim = e.claim_of()
+        assert isinstance(claim, Claim) and claim.check is not None, e.key
+        assert (claim.text == "") == (e.kind == "law"), e.key
 
 
 def test_list_json_gives_every_entry_a_verdict_and_a_cost(tmp_path):

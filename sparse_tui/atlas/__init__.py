@@ -8,9 +8,11 @@ in docs/REPRODUCTION.md. ``sparse-tui reproduce --list`` prints the atlas, ``spa
 missing, fits and draws (``sparse_tui.reports.reproduce``), and ``sparse-tui fit`` takes the law of a run's preset from here.
 
 Adding an entry is one ``Entry(...)`` in one of the modules below; adding a module of entries is one line in
-``MODULES``. Each module defines ``ENTRIES``, a list of entries. An entry names the function that reports it and the
-one that draws it (``report``, ``plot``: "module:function", imported when used, as ``presets.TaskKind`` names its
-task), or takes its kind's (``REPORTS``, ``PLOTS``); docs/ARCHITECTURE.md, "A new figure".
+``MODULES``. Each module defines ``ENTRIES``, a list of entries. An entry names its claim (``claim``: "module:NAME"
+of a ``reports.base.Claim`` in the figure's module under ``reports/entries/``, imported when used, as
+``presets.TaskKind`` names its task): the source's claim, the check that decides its verdict, and the report and
+figure where they are not its kind's. A fitted law takes its kind's (``CLAIMS``); docs/ARCHITECTURE.md, "A new
+figure".
 
 This module imports neither torch nor textual (``sparse-tui reproduce --list`` stays light).
 """
@@ -34,11 +36,11 @@ MODULES = (
 
 KINDS = ("law", "table", "curves", "theory")
 SIZES = ("cpu", "gpu")
-REPORT, FIGURE = "sparse_tui.reports.reproduce:", "sparse_tui.reports.figures:"  # where the reports and figures live
-# What an entry of a kind reports and draws unless it names its own. A report is called (store, entry, run_ids); a
-# figure (store, run_ids, path, title=), except a law entry's (its fit) and a table entry's (the report's table).
-REPORTS = {"law": REPORT + "law_report", "curves": REPORT + "curves_report"}
-PLOTS = {"law": FIGURE + "fit_figure", "table": FIGURE + "p_table_figure", "curves": FIGURE + "curves_figure"}
+ENTRIES_PKG = "sparse_tui.reports.entries."  # where the figures' modules live (``claim=ENTRIES_PKG + "fig16:LEFT"``)
+# What an entry of a kind reports, draws and checks unless its claim names its own (reports.library). A report is
+# called (store, entry, run_ids); a figure (store, run_ids, path, title=), except a law entry's (its fit) and a table
+# entry's (the report's data).
+CLAIMS = {"law": "sparse_tui.reports.library:LAW", "curves": "sparse_tui.reports.library:CURVES"}
 
 
 @dataclass(frozen=True)
@@ -79,8 +81,7 @@ class Entry:
     # is not reports.verdict.DEFAULT_TARGET (±0.15)
     verdict: str = ""  # the record's verdict (reports.verdict.WORDS), shown by `reproduce --list` without stored runs
     cpu_minutes: float | None = None  # the record's measured wall minutes of the CPU preset on the shared 2-core CPU
-    report: str = ""  # "module:function" that reports it; "" = its kind's (REPORTS)
-    plot: str = ""  # "module:function" that draws it; "" = its kind's (PLOTS)
+    claim: str = ""  # "module:NAME" of its reports.base.Claim (the check of its verdict); "" = its kind's (CLAIMS)
 
     @property
     def number(self) -> int:
@@ -90,18 +91,29 @@ class Entry:
     def preset(self, size: str) -> str | None:
         return self.presets.get(size)
 
+    def claim_of(self) -> Any:
+        """This entry's ``reports.base.Claim`` (``claim``, else its kind's), imported now."""
+        name = self.claim or CLAIMS.get(self.kind)
+        if not name:
+            raise AtlasError(f"{self.key}: no claim for kind {self.kind!r}")
+        return pkgutil.resolve_name(name)
+
     def report_fn(self) -> Callable[..., Any]:
-        """The function that reports this entry (``report``, else its kind's), imported now."""
-        return self._named(self.report or REPORTS.get(self.kind), "report")
+        """The function that reports this entry (its claim's, else its kind's), imported now."""
+        return self._named("report")
 
     def plot_fn(self) -> Callable[..., Any]:
-        """The function that draws this entry (``plot``, else its kind's), imported now."""
-        return self._named(self.plot or PLOTS.get(self.kind), "figure")
+        """The function that draws this entry (its claim's, else its kind's), imported now."""
+        return self._named("figure")
 
-    def _named(self, name: str | None, what: str) -> Callable[..., Any]:
-        if not name:
+    def _named(self, what: str) -> Callable[..., Any]:
+        name = self.claim or CLAIMS.get(self.kind)
+        fn = getattr(pkgutil.resolve_name(name), what) if name else None
+        if fn is None and self.claim and self.kind in CLAIMS:
+            fn = getattr(pkgutil.resolve_name(CLAIMS[self.kind]), what)
+        if fn is None:
             raise AtlasError(f"{self.key}: no {what} for kind {self.kind!r}")
-        return pkgutil.resolve_name(name)
+        return fn
 
 
 class AtlasError(ValueError):

@@ -1,17 +1,16 @@
 """Atlas entries for claims of arXiv 2505.17863 that no figure entry tested (issue 42): Fig. 14's fourth
 configuration, Fig. 5 left's late grokking, §2.3's "only a temporary advantage" of cross-sample repetition (in the
 reduced flow and in the toy model: one sentence, ``reports.verdict.SENTENCES``) and Eq. 6's closed form. Their
-reports and checks: ``sparse_tui/reports/claims.py``; their records: docs/REPRODUCTION.md.
+reports and checks: ``sparse_tui/reports/entries/`` (eq6, sec23, fig14_random, fig5_late); their records: docs/REPRODUCTION.md.
 """
 
 from __future__ import annotations
 
-from sparse_tui.atlas import REPORT, Entry
+from sparse_tui.atlas import ENTRIES_PKG as E, Entry
 from sparse_tui.atlas.paper_linreg import ABS, FLOW
 from sparse_tui.atlas.paper_recall import ACC
 
 PAPER = "arXiv 2505.17863"
-CLAIMS = "sparse_tui.reports.claims:"
 R_FIG14R = "Fig. 14's fourth configuration — no feature, random position (`paper_fig14_random_cpu`)"
 R_FIG5L = "Fig. 5 left: late grokking at large B (`paper_fig5_B_long_cpu`)"
 R_TEMP = "§2.3: only a temporary advantage? (`paper_sec23_temporary`, `paper_sec23_temporary_toy`)"
@@ -23,28 +22,28 @@ ENTRIES = [
           {"cpu": "paper_fig14_random_cpu"}, threshold=ABS,
           notes="Fig. 14 left's CPU model at d = 16, T = 16 (ours), 3 seeds, 2000 steps (6.5 × the plateau with the "
                 "feature there); control: the same runs with the feature.",
-          record=R_FIG14R, measured="2026-11-28, CPU: see the record",
+          record=R_FIG14R, measured="2026-11-28, CPU: see the record", claim=E + "fig14_random:CLAIM",
           verdict="not run"),
     Entry("fig5_late", "Fig. 5 left (late grokking)", PAPER, "§3.2, Fig. 5 caption",
           "at large B, 'learning for long enough eventually leads to grokking'", "curves",
           {"cpu": "paper_fig5_B_long_cpu"}, threshold=ACC,
           notes="Fig. 5 left's CPU model (paper_fig5_B_cpu) at B {1, 4, 6}, 12,000 steps (5 × its record's 2400).",
           record=R_FIG5L, measured="2026-11-28, CPU: see the record",
-          report=REPORT + "fig5_report", verdict="not run"),
+          claim=E + "fig5_late:CLAIM", verdict="not run"),
     Entry("sec23_temporary", "§2.3 (reduced flow)", PAPER, "§2.3, App. A.4, Eqs. 17-21",
           "cross-sample repetition 'only provides a temporary advantage': in the long run, learning is slower",
           "theory", {"cpu": "paper_sec23_temporary", "gpu": "paper_sec23_temporary"}, threshold=FLOW,
           notes="p {0, 0.3, 0.9} at Fig. 10's d = 64, T = 512, to flow time 100,000 (ours).",
           record=R_TEMP, measured="2026-11-28, CPU: no lasting crossing; at t = 100,000 p = 0.3 and 0.9 end at "
                                   "0.992 and 0.982 × p = 0's test loss",
-          report=CLAIMS + "temporary_report", plot=CLAIMS + "temporary_figure", verdict="not reproduced",
+          claim=E + "sec23:CLAIM", verdict="not reproduced",
           cpu_minutes=0.6),
     Entry("sec23_toy", "§2.3 (toy model)", PAPER, "§2.3, Eq. 2",
           "the same sentence in the toy model trained by SGD", "curves",
           {"cpu": "paper_sec23_temporary_toy", "gpu": "paper_sec23_temporary_toy"}, threshold=FLOW,
           notes="d = 16, T = 32, p {0, 0.3, 0.9}, 20,000 SGD steps (about 100 plateaus), 3 seeds (ours).",
           record=R_TEMP, measured="2026-11-28, CPU: see the record",
-          report=CLAIMS + "temporary_report", plot=CLAIMS + "temporary_figure", verdict="not run"),
+          claim=E + "sec23:CLAIM", verdict="not run"),
     Entry("eq6", "Eq. 6 / App. A.3.2", PAPER, "§2.2, Eq. 6, App. A.3.2",
           "the linearised escape time's closed form against the integrated flow (Fig. 1c's grid)", "theory",
           {"cpu": "paper_fig1c_theory", "gpu": "paper_fig1c_theory"}, threshold=FLOW,
@@ -52,5 +51,5 @@ ENTRIES = [
           notes="ε = 0.8 (App. D.1's threshold, as the paper's Fig. 1c); Fig. 1c's runs, reused.",
           record=R_EQ6, measured="2026-11-28, CPU: closed form 1.64 · d^0.559 · T^1.116 against the flow's 1.56 · "
                                  "d^0.499 · T^0.975 (+0.06, +0.14); 2.14-4.55 × the integrated plateau",
-          report=CLAIMS + "eq6_report", plot=CLAIMS + "eq6_figure", verdict="in kind", cpu_minutes=0.14),
+          claim=E + "eq6:CLAIM", verdict="in kind", cpu_minutes=0.14),
 ]

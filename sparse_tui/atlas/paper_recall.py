@@ -7,7 +7,7 @@ and reads their ``train/loss``.
 
 from __future__ import annotations
 
-from sparse_tui.atlas import FIGURE, REPORT, Entry, Threshold
+from sparse_tui.atlas import ENTRIES_PKG as E, Entry, Threshold
 
 PAPER = "arXiv 2505.17863"
 ACC = Threshold("test/acc", "above", 0.05)  # App. D.1, associative recall
@@ -34,7 +34,7 @@ ENTRIES = [
                 "Recall proper: the first 60% test accuracy (ours).",
           record=R_FIG4L, measured="2026-11-26, CPU: plateau (5%) 424 / 750 / 1349 / 3283 at N_pairs 4 / 6 / 8 / 12, "
                                     "later in every seed, ∝ N_pairs^1.87 (Fig. 4 right: 2.25); rise to 60% sharper",
-          report=REPORT + "fig4_curves_report", plot=FIGURE + "overlay_figure",
+          claim=E + "fig4_left:CLAIM",
           verdict="reproduced", cpu_minutes=12.4),
     Entry("fig4_right", "Fig. 4 right", PAPER, "§3.2, App. D.2", "emergence time vs N_tokens and N_pairs: a power law",
           "law", {"cpu": "paper_fig4_recall_cpu", "gpu": "paper_fig4_recall_small"}, fit_vars=("n_tokens", "n_pairs"),
@@ -53,7 +53,7 @@ ENTRIES = [
                 "per slot).",
           record=R_FIG5, measured="2026-11-26, CPU: B = 2 reaches 5% 1.8-2.1x, 60% 1.3-1.5x sooner; B = 4, 6 "
                                   "overfit (final test acc 0.52-0.84 below B = 1)",
-          report=REPORT + "fig5_report",
+          claim=E + "fig5:LEFT",
           verdict="in kind", cpu_minutes=1.5),
     Entry("fig5_right", "Fig. 5 right", PAPER, "§3.2", "cross-sample repetition p speeds up recall, then overfits",
           "curves", {"cpu": "paper_fig5_p_cpu", "gpu": "paper_fig5_p"}, threshold=ACC,
@@ -61,21 +61,21 @@ ENTRIES = [
           record=R_FIG5, measured="2026-11-27, CPU: p = 0.25 reaches 30% 1.18-1.28x and 60% 1.05-1.18x sooner "
                                   "(4/4 runs, N_tokens 128 and 256; paper 2x: not reproduced), p = 0.1 no effect; "
                                   "p = 0.9 overfits (final test acc 0.39-0.49 below p = 0)",
-          report=REPORT + "fig5_report",
+          claim=E + "fig5:RIGHT",
           verdict="not reproduced", cpu_minutes=2.7),
     Entry("fig16_left", "Fig. 16 left", PAPER, "App. C.2", "on the training data in-context repetition B only speeds "
           "recall up (Fig. 5 left's runs)", "curves", {"cpu": "paper_fig5_B_cpu", "gpu": "paper_fig5_B"},
           notes=FIG16 + FIG5 + "B {1, 2, 4, 6} (CPU), {1, 2, 4, 8} (GPU).", record=R_FIG16,
           measured="2026-11-26, CPU: train loss <= 1 sooner in every run: 2.0-2.2x (B = 2), 7.7x (B = 4), "
                    "15.4-15.5x (B = 6)",
-          report=REPORT + "fig16_report", plot=FIGURE + "fig16_figure",
+          claim=E + "fig16:LEFT",
           verdict="reproduced", cpu_minutes=1.5),
     Entry("fig16_right", "Fig. 16 right", PAPER, "App. C.2", "on the training data cross-sample repetition p only "
           "speeds recall up (Fig. 5 right's runs)", "curves", {"cpu": "paper_fig5_p_cpu", "gpu": "paper_fig5_p"},
           notes=FIG16 + FIG5 + "p {0, 0.25, 0.5, 0.9} (CPU), {0, 0.25, 0.5, 0.75} (GPU).", record=R_FIG16,
           measured="2026-11-27, CPU: train loss <= 1 sooner in every run: 1.06-1.08x (p = 0.25), 1.2-1.3x "
                    "(p = 0.5), 3.2-4.0x (p = 0.9)",
-          report=REPORT + "fig16_report", plot=FIGURE + "fig16_figure",
+          claim=E + "fig16:RIGHT",
           verdict="reproduced", cpu_minutes=2.7),
     Entry("fig17", "Fig. 17", PAPER, "App. C.2", "recall emerges with the copy and selection attention",
           "curves", {"cpu": "paper_fig17_cpu", "gpu": "paper_fig17"}, threshold=ACC,
@@ -84,6 +84,6 @@ ENTRIES = [
           record=R_FIG17,
           measured="2026-11-26, CPU: copy (L1) 0.21 -> 0.57 -> 0.75, selection (L2) 0.08 -> 0.57 -> 0.80 (step 0 -> "
                    "60% accuracy -> end)",
-          report=REPORT + "probes_report", plot=FIGURE + "fig17_figure",
+          claim=E + "fig17:CLAIM",
           verdict="reproduced", cpu_minutes=0.6),
 ]

@@ -347,7 +347,7 @@ def _figure_path(plot: Optional[Path]) -> Optional[Path]:
     """Check a ``--plot FILE`` early (matplotlib installed, a known suffix), before any work is done."""
     if plot is None:
         return None
-    from sparse_tui.reports.figures import FigureError, check_path, require_matplotlib
+    from sparse_tui.reports.base import FigureError, check_path, require_matplotlib
 
     with _refused(FigureError):
         require_matplotlib()

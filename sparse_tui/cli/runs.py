@@ -275,7 +275,8 @@ def show(
     with _refused(StoreError):
         recs = [store.get(r) for r in run_ids]
     if fig_path is not None:
-        from sparse_tui.reports.figures import FigureError, curves_figure, geometry_figure
+        from sparse_tui.reports.entries.blog3_geometry import geometry_figure
+        from sparse_tui.reports.figures import FigureError, curves_figure
         from sparse_tui.science.geometry import ARRAY
 
         embedded = [r.run_id for r in recs if store.array(r.run_id, ARRAY) is not None]

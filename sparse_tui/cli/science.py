@@ -178,8 +178,11 @@ def reproduce(
     at X (panels with a fitted law). --list prints the atlas of every figure."""
     from sparse_tui import atlas
     from sparse_tui.presets.catalog import resolve
-    from sparse_tui.reports import reproduce as rp
-    from sparse_tui.reports.fitreport import parse_threshold
+    from sparse_tui.reports import planner
+    from sparse_tui.reports.fitreport import json_safe, parse_threshold
+    from sparse_tui.reports.library import draw, plot_paths, refits
+    from sparse_tui.reports.listing import list_json, list_lines, status_rows
+    from sparse_tui.reports.reproduce import reproduce as run_reproduce
     from sparse_tui.science.fitting import FitError
     from sparse_tui.store import StoreError
 
@@ -187,14 +190,14 @@ def reproduce(
         if name is not None:
             raise fail("reproduce --list: takes no figure name")
         store = _open_store(runs_dir) if _runs_dir(runs_dir).joinpath("runs.db").exists() else None
-        rows = rp.status_rows(store, presets_dir, with_verdicts=True)
+        rows = status_rows(store, presets_dir, with_verdicts=True)
         if as_json:
-            sys.stdout.write(json.dumps(rp.list_json(rows, store is not None), indent=1) + "\n")
+            sys.stdout.write(json.dumps(list_json(rows, store is not None), indent=1) + "\n")
             return
         where = f"runs in {store.path}" if store is not None else "no run store here"
         width = max(60, min(shutil.get_terminal_size((80, 24)).columns, 120))
         sys.stdout.write("\n".join([f"figure atlas: {len(rows)} entries; {where}",
-                                    *rp.list_lines(rows, store is not None, width)]) + "\n")
+                                    *list_lines(rows, store is not None, width)]) + "\n")
         return
     if name is None:
         raise fail("reproduce: name a figure (e.g. fig15) or pass --list")
@@ -205,8 +208,7 @@ def reproduce(
     with _refused(atlas.AtlasError, FitError):
         chosen = atlas.find(name)
         x = parse_threshold(threshold)
-        refit = {e.key for e in chosen if x is not None and rp.refits(e)}
-        if x is not None and not refit:
+        if x is not None and not any(refits(e) for e in chosen):
             raise atlas.AtlasError(f"--threshold: {name} has no panel with a fitted law (its plateaus are not "
                                    "fitted; sparse-tui reproduce --list shows each kind)")
     if size == "auto":
@@ -215,57 +217,48 @@ def reproduce(
         size = "gpu" if torch.cuda.is_available() else "cpu"
     with _refused(atlas.AtlasError), _preset_refused():  # every named preset loads before the store is opened
         for entry in chosen:
-            rp.plan(None, entry, size, presets_dir)
+            planner.plan(None, entry, size, presets_dir)
     store = _reproduce_store(runs_dir, chosen, size, presets_dir)
-    plans = []
-    code = ExitCode.OK
-    for entry in chosen:  # planned in turn: an entry reuses what an earlier one just trained (Fig. 5 and Fig. 16)
-        p = rp.plan(store, entry, size, presets_dir)
-        plans.append(p)
+
+    def said(p) -> None:
         _say(p.describe())
         _say(resolve(p.preset, presets_dir).line())
-        todo = p.to_train()
-        again = [p.specs[i] for i in sorted(p.resumable)]
-        if not todo and not again:
-            continue
+
+    def train(store, p) -> ExitCode:  # this process coordinates, as `run --headless`
+        todo, again = p.to_train(), [p.specs[i] for i in sorted(p.resumable)]
         ex = _preflight(None, todo + again, device, p.preset)
         with _refused(StoreError):  # an interrupted or failed run continues in its own row (its checkpoint checked)
-            batches = rp.resume_batches(store, p)
-        for batch_id, ids, specs in batches:
-            code = max(code, _train_batch(store, ex, specs, batch_id=batch_id, resume=ids, workers=n_workers,
-                                          device=device, then_exit=False, table=not as_json))
-        if todo:
-            code = max(code, _train_batch(store, ex, todo, workers=n_workers, device=device, then_exit=False,
-                                          table=not as_json))  # this process coordinates, as `run --headless`
-    reports = []
-    paths = rp.plot_paths(fig_path, chosen) if fig_path is not None else [None] * len(plans)
-    for p, path in zip(plans, paths):
-        ids = rp.plan_run_ids(store, p)
-        if not ids:
-            err.print(f"{p.entry.key}: no finished run to report", markup=False)
+            batches = planner.resume_batches(store, p)
+        how = dict(workers=n_workers, device=device, then_exit=False, table=not as_json)
+        codes = [_train_batch(store, ex, specs, batch_id=batch_id, resume=ids, **how) for batch_id, ids, specs in batches]
+        return max([*codes, _train_batch(store, ex, todo, **how) if todo else ExitCode.OK])
+
+    outcomes = run_reproduce(store, chosen, size, presets_dir=presets_dir, threshold=x, train=train, said=said)
+    code = max([ExitCode.OK, *(o.trained for o in outcomes if o.trained is not None)])
+    paths = plot_paths(fig_path, chosen) if fig_path is not None else [None] * len(outcomes)
+    for o, path in zip(outcomes, paths):
+        e = o.plan.entry
+        if o.why:
+            err.print(f"{e.key}: {o.why}", markup=False)
             code = max(code, ExitCode.RUN_FAILED)
             continue
-        if x is not None and p.entry.key not in refit:
-            err.print(f"{p.entry.key}: a {p.entry.kind} entry, reported at its preset's threshold (--threshold "
-                      "re-reads fitted laws only)", markup=False)
-        try:
-            rep = rp.report(store, p.entry, ids, threshold=x if p.entry.key in refit else None)
-        except (atlas.AtlasError, ValueError) as e:
-            raise _fit_error(e) from None
-        reports.append(rep)
+        if x is not None and not refits(e):
+            err.print(f"{e.key}: a {e.kind} entry, reported at its preset's threshold (--threshold re-reads fitted "
+                      "laws only)", markup=False)
+        if o.error is not None:
+            raise _fit_error(o.error) from None
         if not as_json:
-            out.print(rep.text, markup=False)
+            out.print(o.report.text, markup=False)
             out.print("")
         if path is not None:
             from sparse_tui.reports.figures import FigureError
 
             with _refused(FigureError):
-                rp.draw(store, rep, path)
+                draw(store, o.report, path)
             err.print(f"wrote {path}")
     if as_json:
-        from sparse_tui.reports.fitreport import json_safe
-
-        sys.stdout.write(json.dumps(json_safe([r.data for r in reports]), indent=1) + "\n")
+        reports = [o.report.to_dict() for o in outcomes if o.report is not None]
+        sys.stdout.write(json.dumps(json_safe(reports), indent=1) + "\n")
     raise typer.Exit(int(code))
 
 
@@ -320,9 +313,9 @@ def presets_copy(
 
 def _reproduce_store(runs_dir: Optional[Path], chosen, size: str, presets_dir: Optional[Path]):
     """The store ``reproduce`` trains into; a read-only one is used when it holds every run the entries need
-    (``reproduce.read_only_problem``: then it only reports)."""
+    (``planner.read_only_problem``: then it only reports)."""
     from sparse_tui import atlas
-    from sparse_tui.reports import reproduce as rp
+    from sparse_tui.reports.planner import read_only_problem
     from sparse_tui.store import RunStore, StoreError
 
     where = _runs_dir(runs_dir)
@@ -335,7 +328,7 @@ def _reproduce_store(runs_dir: Optional[Path], chosen, size: str, presets_dir: O
         if not store.read_only:
             raise fail(str(e)) from None
     with _refused(atlas.AtlasError):
-        why = rp.read_only_problem(store, chosen, size, presets_dir)
+        why = read_only_problem(store, chosen, size, presets_dir)
     if why:
         raise fail(why)
     return store

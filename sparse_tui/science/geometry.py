@@ -4,7 +4,7 @@ similar content" (Ziming Liu, 2026), sections "Failure even for context length =
 first two principal components).
 
 Training stores each token-input run's final embedding matrix (``RunStore.log_array(run, "embed", [V, D])``, written by
-the training loop when a run ends); ``figures.geometry_figure``, ``sparse-tui show RUN --plot`` and the console's
+the training loop when a run ends); ``reports.entries.blog3_geometry.geometry_figure``, ``sparse-tui show RUN --plot`` and the console's
 Attention panel draw it through ``plane``, and say in numbers how ordered it is (``order``). numpy only: no torch,
 no Textual, no matplotlib.
 """

@@ -1,6 +1,6 @@
 """Phase-diagram grids: a value (plateau step, final accuracy / loss, emerged fraction) averaged over seeds for
 runs that differ in two parameters (the phase diagrams the blog "Sparse attention 6 – In-context associative recall"
-suggests: N × lr, N × data size). One owner for the console's Phase panel, ``figures.phase_entry_figure`` and
+suggests: N × lr, N × data size). One owner for the console's Phase panel, ``reports.entries.blog6_phase.phase_entry_figure`` and
 ``sparse-tui reproduce``'s phase report; no Textual here."""
 
 from __future__ import annotations

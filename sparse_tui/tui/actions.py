@@ -5,8 +5,8 @@ Each takes the store and the request's arguments and returns the message that re
 thread. They use the code paths of the command line: launching is ``runner.start_detached`` (``sparse-tui run
 --detach``), resuming ``runner.resume_runs_detached`` (``sparse-tui resume --detach``), fitting
 ``fitreport.fit_store`` (``sparse-tui fit``), exporting ``export.export`` (``sparse-tui export``), the theory overlay
-``models.ode.recorded_curve``, the atlas ``reports.reproduce`` (``sparse-tui reproduce``, so both show the same
-numbers). Nothing here imports Textual widgets.
+``models.ode.recorded_curve``, the atlas ``reports.reproduce.reproduce`` (``sparse-tui reproduce``, so both show the
+same numbers). Nothing here imports Textual widgets.
 """
 
 from __future__ import annotations
@@ -27,7 +27,9 @@ from sparse_tui.lifecycle.annotate import AnnotateError, check_note, parse_tags
 from sparse_tui.models.ode import recorded_curve
 from sparse_tui.presets.loading import config_get, expand
 from sparse_tui.reports import figures
-from sparse_tui.reports import reproduce as rp
+from sparse_tui.reports.base import FORMATS
+from sparse_tui.reports.listing import status_rows
+from sparse_tui.reports.reproduce import Launched, launch_detached, reproduce
 from sparse_tui.science import geometry
 from sparse_tui.science.fitting import FitError
 from sparse_tui.science.phase import cell_note
@@ -62,10 +64,10 @@ ATLAS_SIZE = "cpu"  # the console launches the CPU-sized presets (a GPU size: sp
 
 
 def atlas_status(store: RunStore) -> AtlasData:
-    """Each atlas entry's stored runs of its CPU preset (``reproduce.status_rows``: runs of the same configuration,
+    """Each atlas entry's stored runs of its CPU preset (``listing.status_rows``: runs of the same configuration,
     whoever trained them), as the atlas screen's list says them."""
     status = {}
-    for row in rp.status_rows(store):
+    for row in status_rows(store):
         stored = row.stored.get(ATLAS_SIZE) or row.stored.get("gpu")
         status[row.entry.key] = f"{stored} runs" if stored else ("no cpu preset" if not row.entry.built else "")
     return AtlasData(status=status)
@@ -90,32 +92,36 @@ def atlas_detail(store: RunStore, e: Any) -> AtlasData:
         body = f"no CPU-sized preset; sparse-tui reproduce {e.key} --size gpu"
     else:
         try:
-            plan = rp.plan(store, e, ATLAS_SIZE)
-            if plan.missing:
-                body = plan.describe() + "\nEnter launches the missing runs."
+            (out,) = reproduce(store, [e], ATLAS_SIZE, partial=False)
+            if out.error is not None:
+                raise out.error
+            if out.plan.missing:
+                body = out.plan.describe() + "\nEnter launches the missing runs."
             else:
-                body = rp.report(store, e, rp.plan_run_ids(store, plan)).text
+                body = out.report.text if out.report is not None else out.why
         except Exception as exc:  # noqa: BLE001 - shown in the panel, the console goes on
             body = f"cannot report: {str(exc).splitlines()[0] if str(exc) else exc!r}"
     return AtlasData(key=e.key, detail="\n".join(head) + "\n\n" + body)
 
 
 def atlas_launch(store: RunStore, e: Any, executor: ExecutorOptions = ExecutorOptions()) -> Done:
-    """The missing runs of an atlas entry's CPU preset, started detached through the runner (as ``launch``)."""
-    try:
-        plan = rp.plan(store, e, ATLAS_SIZE)
-        todo = plan.to_train()
-        again = [r.run_id for r in plan.resumable.values()]  # interrupted or failed: continued in their own rows
-        if not todo and not again:
-            return Done(f"{e.key}: every run is already in the store")
+    """The missing runs of an atlas entry's CPU preset, started detached through the runner (as ``launch``):
+    ``reproduce`` with ``launch_detached`` as its trainer, as ``sparse-tui reproduce`` trains headless."""
+    def train(store: RunStore, plan: Any) -> Launched:
         check_executor(executor)
-        pids = [pid for _, _, pid in runner.resume_runs_detached(store, again, executor=executor)] if again else []
-        batch_id, ids, pid = runner.start_detached(store, todo, executor=executor) if todo else ("", [], None)
+        return launch_detached(store, plan, executor)
+
+    try:
+        (out,) = reproduce(store, [e], ATLAS_SIZE, train=train, reports=False)
     except Exception as exc:  # noqa: BLE001 - a refused launch is a notification, not a crash
         return Done(f"{e.key}: cannot launch: {str(exc).splitlines()[0]}", severity="error")
-    resumed = f"{len(again)} run(s) resumed; " if again else ""
-    launched = f"launched {len(ids)} run(s) of {plan.preset} (batch {batch_id}, pid {pid})" if todo else ""
-    return Done(f"{e.key}: {resumed}{launched}".rstrip("; "), pids=pids + ([pid] if todo else []))
+    got = out.trained
+    if got is None:
+        return Done(f"{e.key}: every run is already in the store")
+    resumed = f"{got.resumed} run(s) resumed; " if got.resumed else ""
+    launched = (f"launched {len(got.run_ids)} run(s) of {out.plan.preset} (batch {got.batch_id}, pid {got.pids[-1]})"
+                if got.run_ids else "")
+    return Done(f"{e.key}: {resumed}{launched}".rstrip("; "), pids=got.pids)
 
 
 def launch_question(loaded: Any, executor: ExecutorOptions = ExecutorOptions(), store: RunStore | None = None) -> str:
@@ -269,8 +275,8 @@ def figure_target(text: str, folder: Path) -> tuple[Path | None, tuple[float, fl
     if path.is_absolute() and not path.parent.is_dir():
         raise ValueError(f"{path}: folder {path.parent} does not exist")
     path = path if path.is_absolute() else folder / path
-    if path.suffix.lower() not in figures.FORMATS:
-        raise ValueError(f"{path}: the file name must end in {', '.join(figures.FORMATS)}")
+    if path.suffix.lower() not in FORMATS:
+        raise ValueError(f"{path}: the file name must end in {', '.join(FORMATS)}")
     return path, size
 
 

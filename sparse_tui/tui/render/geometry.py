@@ -1,6 +1,6 @@
 """A run's final token embedding as a labelled text scatter, shown under its attention map (the view of the blog
 "Sparse attention 3 – inefficiency of extracting similar content": numerically close tokens sit close). The plane
-and the order numbers come from ``sparse_tui.science.geometry``, as in ``figures.geometry_figure``."""
+and the order numbers come from ``sparse_tui.science.geometry``, as in ``reports.entries.blog3_geometry.geometry_figure``."""
 
 from __future__ import annotations
 
