@@ -93,7 +93,8 @@ def test_the_switch_is_judged_at_its_last_level_against_both_constants():
     assert check_(None, div(lin_none + lin_const + lin_switch, higher=False))[0] == "not reproduced"
     # the 5% step (the constant's, by construction) is not read: the same runs with any first level
     assert diversity._uses("p 0 -> 0.9 when stuck 5 -> 0 when test/acc >= 0.05", "p 0.9")
-    assert diversity._uses("p steps 0:0.3 1079:0", "p 0.3") and not diversity._uses("p 0.3 -> 0 when test/loss <= 0.5", "p 0.5")
+    assert diversity._uses("p steps 0:0.3 1079:0", "p 0.3")
+    assert not diversity._uses("p 0.3 -> 0 when test/loss <= 0.5", "p 0.5")
 
 
 def test_no_claim_is_a_word_outside_the_counts_and_a_sentence_counts_once():
@@ -108,7 +109,8 @@ def test_no_claim_is_a_word_outside_the_counts_and_a_sentence_counts_once():
     assert data["euclidean"]["sentence_verdict"] == "reproduced" and data["euclidean_ordered"]["counted"] is False
     assert data["blog6_phase"]["verdict"] == "no claim" and data["blog6_phase"]["counted"] is False
     n = sum(d["counted"] for d in data.values())
-    line = next(x for x in listing.list_lines(listing.status_rows(None, with_verdicts=True), False, 200) if "counted" in x)
+    rows = listing.status_rows(None, with_verdicts=True)
+    line = next(x for x in listing.list_lines(rows, False, 200) if "counted" in x)
     m = re.search(r"(\d+) reproduced, (\d+) in kind, (\d+) not reproduced", line)
     assert m and sum(map(int, m.groups())) == n  # one per sentence: euclidean's sentence once, with its best word
 

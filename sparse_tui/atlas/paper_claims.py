@@ -1,7 +1,8 @@
 """Atlas entries for claims of arXiv 2505.17863 that no figure entry tested (issue 42): Fig. 14's fourth
 configuration, Fig. 5 left's late grokking, §2.3's "only a temporary advantage" of cross-sample repetition (in the
 reduced flow and in the toy model: one sentence, ``reports.verdict.SENTENCES``) and Eq. 6's closed form. Their
-reports and checks: ``sparse_tui/reports/entries/`` (eq6, sec23, fig14_random, fig5_late); their records: docs/REPRODUCTION.md.
+reports and checks: ``sparse_tui/reports/entries/`` (eq6, sec23, fig14_random, fig5_late); their records:
+docs/REPRODUCTION.md.
 """
 
 from __future__ import annotations

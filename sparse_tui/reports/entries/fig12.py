@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from sparse_tui.presets.loading import config_get
-from sparse_tui.reports.base import Claim, _cfg, _colours, _fig, figure_writer
+from sparse_tui.reports.base import Claim, _colours, _fig, figure_writer
 
 
 @figure_writer()
@@ -69,4 +69,5 @@ def _check_fig12(store: Any, rep: Any) -> tuple[str, str]:
     return ("reproduced" if all(ok) else "in kind" if top_ok else "not reproduced"), why
 
 
-CLAIM = Claim("repetition leaves the plateau earlier (App. B.2), judged where f(p, d) > 1.05 (issue 42)", _check_fig12, figure=fig12_figure)
+CLAIM = Claim("repetition leaves the plateau earlier (App. B.2), judged where f(p, d) > 1.05 (issue 42)", _check_fig12,
+              figure=fig12_figure)

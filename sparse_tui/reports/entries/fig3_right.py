@@ -8,7 +8,7 @@ from typing import Any, Sequence
 
 from sparse_tui.atlas import Entry
 from sparse_tui.presets.loading import config_get
-from sparse_tui.reports.base import Claim, Report, _colours, _fig, _fmt, _gmean, figure_writer, make_report
+from sparse_tui.reports.base import Claim, Report, _colours, _fig, _gmean, figure_writer, make_report
 
 
 @dataclass
