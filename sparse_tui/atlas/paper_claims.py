@@ -16,6 +16,7 @@ R_FIG14R = "Fig. 14's fourth configuration — no feature, random position (`pap
 R_FIG5L = "Fig. 5 left: late grokking at large B (`paper_fig5_B_long_cpu`)"
 R_TEMP = "§2.3: only a temporary advantage? (`paper_sec23_temporary`, `paper_sec23_temporary_toy`)"
 R_EQ6 = "Closed form vs integrated dynamics"
+R_FIG17H = "Fig. 17 per head and per layer (`paper_fig17_heads_cpu`)"
 
 ENTRIES = [
     Entry("fig14_random", "Fig. 14 (fourth configuration)", PAPER, "App. B.1, B.3",
@@ -43,8 +44,9 @@ ENTRIES = [
           "the same sentence in the toy model trained by SGD", "curves",
           {"cpu": "paper_sec23_temporary_toy", "gpu": "paper_sec23_temporary_toy"}, threshold=FLOW,
           notes="d = 16, T = 32, p {0, 0.3, 0.9}, 20,000 SGD steps (about 100 plateaus), 3 seeds (ours).",
-          record=R_TEMP, measured="2026-11-28, CPU: see the record",
-          claim=E + "sec23:CLAIM", verdict="not run"),
+          record=R_TEMP, measured="2026-11-28, CPU, 3 seeds: p = 0.3 ends level with p = 0 (1.000-1.002 ×), "
+                                  "p = 0.9 below it (0.989-0.996 ×)",
+          claim=E + "sec23:CLAIM", verdict="not reproduced", cpu_minutes=25.3),
     Entry("eq6", "Eq. 6 / App. A.3.2", PAPER, "§2.2, Eq. 6, App. A.3.2",
           "the linearised escape time's closed form against the integrated flow (Fig. 1c's grid)", "theory",
           {"cpu": "paper_fig1c_theory", "gpu": "paper_fig1c_theory"}, threshold=FLOW,
@@ -53,4 +55,10 @@ ENTRIES = [
           record=R_EQ6, measured="2026-11-28, CPU: closed form 1.64 · d^0.559 · T^1.116 against the flow's 1.56 · "
                                  "d^0.499 · T^0.975 (+0.06, +0.14); 2.14-4.55 × the integrated plateau",
           claim=E + "eq6:CLAIM", verdict="in kind", cpu_minutes=0.14),
+    Entry("fig17_heads", "Fig. 17 (per head, per layer)", PAPER, "App. C.2",
+          "heads of a layer attend alike; copying in one layer only, selection only in a later one", "curves",
+          {"cpu": "paper_fig17_heads_cpu"}, threshold=ACC,
+          notes="A 4-layer, 4-head variant of Fig. 17's CPU model (attention-only, d_model 32; ours), 3 seeds.",
+          record=R_FIG17H, measured="2026-11-28, CPU: see the record", claim=E + "fig17_heads:CLAIM",
+          verdict="not run"),
 ]
