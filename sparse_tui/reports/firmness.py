@@ -69,9 +69,9 @@ def firmness(store: Any, entry: Any, run_ids: Sequence[str], word: str,
     by_seed: dict[Any, list[str]] = {}
     ode = True
     for rid in run_ids:
-        rec = store.get(rid)
-        by_seed.setdefault(rec.seed, []).append(rid)
-        ode = ode and (rec.config or {}).get("model", {}).get("kind") == "ode"
+        rec = store.get(rid)  # a record without seed or config (a hand-made one) counts as one seed, not a flow
+        by_seed.setdefault(getattr(rec, "seed", None), []).append(rid)
+        ode = ode and (getattr(rec, "config", None) or {}).get("model", {}).get("kind") == "ode"
     if ode:
         return Firmness("deterministic", 0.0, len(by_seed), {word: 1.0},
                         "an integrated flow: no seed, no sampling (the same numbers on any machine)")
@@ -126,12 +126,12 @@ def environment(runs: Sequence[Any]) -> dict[str, Any]:
         return sorted(vals, key=str) or None
 
     def v(key: str) -> Callable[[Any], Any]:
-        return lambda r: (r.versions or {}).get(key)
+        return lambda r: (getattr(r, "versions", None) or {}).get(key)
 
     stack = seen(v("stack"))
     return {"torch": seen(v("torch")), "numpy": seen(v("numpy")), "threads": seen(v("threads")),
             "schedule": (None if stack is None else sorted({"sequential" if s == 1 else "stacked" for s in stack})),
-            "stack_sizes": stack, "device": seen(lambda r: r.device), "commit": seen(v("commit")),
+            "stack_sizes": stack, "device": seen(lambda r: getattr(r, "device", None)), "commit": seen(v("commit")),
             "sparse_tui": seen(v("sparse_tui")), "platform": seen(v("platform")), "runs": len(runs)}
 
 
