@@ -21,18 +21,23 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 TODAY = {"torch": "2.13.0+cpu", "numpy": "2.4.6", "threads": 1, "schedule": "sequential", "device": "cpu",
-         "commit": "6add903", "date": "2026-11-28", "machine": "the shared 2-core CPU of the development machine"}
+         "date": "2026-11-28", "machine": "the shared 2-core CPU of the development machine"}
 BEFORE = {"torch": None, "numpy": None, "threads": None, "schedule": None, "device": "cpu", "commit": None,
           "machine": "the shared 2-core CPU of the development machine",
           "note": "made before issue 42: versions, threads, schedule and commit were not recorded"}
-# Records rerun on 2026-11-28 (issue 42), in the environment ``TODAY``, each digit for digit as written before.
-RERUN = ("fig1a", "fig1b", "fig1c", "fig2_left", "fig2_right", "fig6", "fig7", "fig8", "fig10", "diversity_theory",
-         "fig5_left", "fig5_right", "fig16_left", "fig16_right", "fig17", "fig3_right", "fig12")
+# Records made or rerun on 2026-11-28 (issue 42) in the environment ``TODAY``, by the commit their runs recorded (the
+# reruns gave the numbers their records had written before, digit for digit at the records' precision).
+RERUN = {**{k: "6add903" for k in ("fig1a", "fig1b", "fig1c", "fig2_left", "fig2_right", "fig6", "fig7", "fig8",
+                                   "fig10", "diversity_theory", "eq6", "fig5_left", "fig5_right", "fig16_left",
+                                   "fig16_right", "fig17", "sec23_temporary", "sec23_toy")},
+         **{k: "2007856" for k in ("fig14_random", "fig5_late")}, "fig17_heads": "dac1b94"}
 
 
 def environment(key: str) -> dict[str, Any]:
     """The environment docs/REPRODUCTION.md's record of entry ``key`` was made in."""
-    return dict(TODAY if key in RERUN else BEFORE)
+    if key in RERUN:
+        return {**TODAY, "commit": RERUN[key]}
+    return dict(BEFORE)
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ FIRMNESS = ("firm", "fragile", "deterministic", "one seed", "not measured")
 # Entries whose check reads numbers after the plateau (final accuracies, perplexities, losses at the end of
 # training, 60 % crossings), not only when the ability emerges (reports/verdict.py's CHECKS say which).
 POST_PLATEAU = frozenset({
-    "fig5_left", "fig5_right", "fig16_left", "fig16_right", "fig17", "blog3_V", "blog3_C", "blog3_nembd",
+    "fig5_left", "fig5_right", "fig17", "blog3_V", "blog3_C", "blog3_nembd",
     "blog3_geometry", "euclidean", "euclidean_ordered", "blog6_nembd", "blog6_n80", "warmup", "fig5_late",
     "diversity", "diversity_linreg",
 })
