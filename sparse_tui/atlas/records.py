@@ -30,7 +30,7 @@ BEFORE = {"torch": None, "numpy": None, "threads": None, "schedule": None, "devi
 RERUN = {**{k: "6add903" for k in ("fig1a", "fig1b", "fig1c", "fig2_left", "fig2_right", "fig6", "fig7", "fig8",
                                    "fig10", "diversity_theory", "eq6", "fig5_left", "fig5_right", "fig16_left",
                                    "fig16_right", "fig17", "sec23_temporary", "sec23_toy")},
-         **{k: "2007856" for k in ("fig14_random", "fig5_late")}, "fig17_heads": "dac1b94"}
+         **{k: "2007856" for k in ("fig14_random", "fig5_late")}, "fig17_heads": "dac1b94", "hyp_residual": "1011728"}
 
 
 def environment(key: str) -> dict[str, Any]:

@@ -129,9 +129,8 @@ def list_lines(rows: Sequence[StatusRow], with_store: bool, width: int = 80) -> 
     out.extend(f"{r.entry.key}: {r.entry.built}" for r in rows if r.entry.built)
     n = counts(rows)
     out.append(f"counted, one per source sentence: {n['reproduced']} reproduced, {n['in kind']} in kind, "
-               f"{n['not reproduced']} not reproduced (no claim and not run are not counted); ~ fragile: a seed "
-               "bootstrap flips the word more than 20% of the time, or post-plateau numbers from fewer than 3 seeds "
-               "(--json: firmness, environment)")
+               f"{n['not reproduced']} not reproduced. ~ fragile (a seed bootstrap flips it > 20%, or post-plateau "
+               "numbers from < 3 seeds; --json: firmness, environment)")
     out.append("* the record's verdict (docs/REPRODUCTION.md): no complete set of stored CPU runs here. CPU min: the "
                "stored runs' wall time, else the record's (shared 2-core CPU). GPU: projected time of the GPU preset "
                "on one H100 from the card's measurements of 2026-11-26 (estimate.project_h100; a projection, not a measurement; "
