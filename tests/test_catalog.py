@@ -105,7 +105,7 @@ def test_presets_lists_the_groups_with_figure_and_time(tmp_path):
     assert by_name["mine"][0] == "yours" and rows[0][1] == "mine"  # your own first
     assert by_name["smoke"][0] == "checks" and rows[1][1] == "smoke"
     assert by_name["blog_n80"][2:] == ["Blog 6, N = 80: data × lr", "24 min 53 s"]
-    assert by_name["paper_fig1c_theory"][2:] == ["Fig. 1c", "8.4 s"]
+    assert by_name["paper_fig1c_theory"][2:] == ["Fig. 1c, Eq. 6 / App. A.3.2", "8.4 s"]  # eq6 reuses its runs
     assert by_name["paper_fig11"][3] == "-"  # GPU-sized: no CPU time measured, none invented
     assert len(by_name) == len(list(bundled_dir().glob("*.toml"))) + 1
 
@@ -157,3 +157,20 @@ def test_what_next_names_the_environments_script_when_the_path_lacks_it(tmp_path
     assert c._self_command() == os.path.join(script.parent.parent.name, "bin", "sparse-tui")  # .venv/bin/sparse-tui
     monkeypatch.setattr("shutil.which", lambda name: str(script))
     assert c._self_command() == "sparse-tui"
+
+
+def test_a_directory_never_shadows_a_preset_name(tmp_path, monkeypatch):
+    """Issue 42: a run folder named like a preset (``--runs-dir ./diversity_theory``) is not the preset: the name
+    resolves to the preset file, and ``reproduce diversity_theory --runs-dir ./diversity_theory`` integrates it."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "diversity_theory").mkdir()
+    r = resolve("diversity_theory")
+    assert (r.origin, r.path) == ("bundled", bundled_dir() / "diversity_theory.toml")
+    (tmp_path / "nope").mkdir()
+    with pytest.raises(CatalogError, match=r"^nope: is a directory, not a preset file, and no preset named 'nope'"):
+        resolve("nope")
+    r = cli("reproduce", "diversity_theory", "--size", "cpu", "--runs-dir", "./diversity_theory", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "verdict: " in r.stdout and (tmp_path / "diversity_theory" / "runs.db").is_file()
+    r = cli("run", "diversity_theory", "--dry-run", cwd=tmp_path)
+    assert r.returncode == 0 and "(bundled with sparse-tui)" in r.stderr.splitlines()[0], r.stderr

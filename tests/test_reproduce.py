@@ -242,12 +242,14 @@ def test_every_report_ends_with_its_verdict_and_a_reread_never_sets_it(tmp_path)
     word = data["verdict"]
     assert word in WORDS[:3] and data["verdict_detail"]["source"] == "runs"
     r = cli("reproduce", "fig1c", "--size", "cpu", "--runs-dir", str(runs), "--presets-dir", str(presets))
-    assert r.stdout.rstrip().splitlines()[-1].startswith(f"  verdict: {word} — ")
+    verdict, firm, env = r.stdout.rstrip().splitlines()[-3:]  # the verdict, then how firm it is and what made it
+    assert verdict.startswith(f"  verdict: {word} — ") and firm.startswith("  firmness: deterministic — ")
+    assert env.startswith("  environment: torch ") and "threads 1, sequential" in env
     # a re-read far from the preset's threshold moves every plateau, not the verdict
     r = cli("reproduce", "fig1c", "--size", "cpu", "--runs-dir", str(runs), "--presets-dir", str(presets),
             "--threshold", "0.45")
     assert "fig1c (diagnosis: plateaus re-read at 0.45)" in r.stdout
-    last = r.stdout.rstrip().splitlines()[-1]
+    last = r.stdout.rstrip().splitlines()[-3]
     assert last.startswith(f"  verdict: {word} — ") and "the re-read at 0.45 above is a diagnosis" in last
     r = cli("reproduce", "--list", "--json", "--runs-dir", str(runs), "--presets-dir", str(presets))
     row = {d["key"]: d for d in json.loads(r.stdout)}["fig1c"]

@@ -32,6 +32,7 @@ MODULES = (
     "sparse_tui.atlas.paper_recall",  # arXiv 2505.17863 §3, App. C (issue 22)
     "sparse_tui.atlas.blogs",  # Ziming Liu's blogs 3 and 6 and their two proposals (issue 22)
     "sparse_tui.atlas.proposals",  # the paper's own proposal, §4: repetition schedules (issue 33)
+    "sparse_tui.atlas.paper_claims",  # the paper's claims no figure entry tested (issue 42)
 )
 
 KINDS = ("law", "table", "curves", "theory")

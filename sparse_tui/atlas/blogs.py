@@ -104,7 +104,7 @@ ENTRIES = [
           measured="2026-11-26, CPU, seed 0: recall emerges only at N = 40, lr 1e-2 (step 900, final 0.81); N = 80 "
                    "at 1e-2 peaks at 0.21 and diverges; nothing emerges at 1e-3 in 2000 steps",
           claim=E + "blog6_phase:CLAIM",
-          verdict="reproduced", cpu_minutes=18.0),
+          verdict="no claim", cpu_minutes=18.0),  # the blog suggests the plane, claims nothing (issue 42)
     Entry("warmup", "Blog 6, hypothesis: lr warm-up", BLOG6, "Comment: Link to learning rate warmup",
           "a small early learning rate keeps large N stable while the induction head forms", "curves",
           {"cpu": "blog6_warmup"}, notes=RECALL + " Linear warm-up from 0 over 500 of 2000 steps.", record=R_WARM,

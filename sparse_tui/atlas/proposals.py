@@ -39,9 +39,10 @@ ENTRIES = [
                 "(the paper's T: 256), 400 steps, 3 seeds.",
           record=R_DIV,
           measured="2026-11-27, CPU, 3 seeds: p 0.3 -> 0 at the plateau keeps p's 1.04-1.17x and ends at test loss "
-                   "0.027-0.054 (p = 0: 0.037-0.062, p = 0.3: 0.056-0.092); in kind",
+                   "0.027-0.054 (p = 0: 0.037-0.062, p = 0.3: 0.056-0.092); at a tenth of the threshold "
+                   "1.08 / 1.03 / 1.00x sooner than p = 0 (seed 2 a tie: not sooner, issue 42's rule)",
           claim=E + "diversity:CLAIM",
-          verdict="in kind", cpu_minutes=42.0),
+          verdict="not reproduced", cpu_minutes=42.0),
     Entry("diversity_theory", "§4 proposal (reduced flow)", PAPER, "§4, App. A.4, Eqs. 17-21",
           "the switch p = 0.3 -> 0 in the reduced dynamics, bounded by the constant flows", "curves",
           {"cpu": "diversity_theory"}, threshold=Threshold("test/loss", "fraction", 0.2),

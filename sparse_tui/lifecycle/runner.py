@@ -237,7 +237,9 @@ def claim_next_stack(store: RunStore, batch_id: str, *, group: int, device: str 
             planned = True
             for line in plan_lines(queued, cfgs, group, budget):
                 say(line)
-        recs = store.claim_runs(next_stack(queued, cfgs, group, budget), device=str(dev), versions=versions)
+        ids = next_stack(queued, cfgs, group, budget)
+        stacked = {**versions, "stack": len(ids)} if versions else versions  # stacked or sequential (issue 42)
+        recs = store.claim_runs(ids, device=str(dev), versions=stacked)
         if recs:
             return recs, [cfgs[r.run_id] for r in recs], dev
 

@@ -7,7 +7,8 @@ checkout or from an installed wheel.
 
 ``resolve`` is the one rule for a preset argument (``run``, ``reproduce``, the console, ``presets copy``):
 
-1. a path that exists is that file;
+1. a file that exists is that file (a directory never is: a run folder ``./diversity_theory`` does not shadow the
+   preset ``diversity_theory``);
 2. else a bare name (``smoke``, ``smoke.toml``, ``presets/smoke.toml``) is the user's own ``./presets/NAME.toml``
    (or ``--presets-dir``);
 3. else the bundled ``NAME.toml``.
@@ -76,10 +77,10 @@ def resolve(ref: str | Path, local_dir: Path | None = None) -> Resolved:
     """The file a preset argument names (the three rules of the module docstring). Raises ``CatalogError`` naming
     where it looked when a bare name fits no file; any other path is returned as given."""
     ref = Path(ref)
-    if ref.exists():
+    if ref.is_file():
         return Resolved(ref, "file")
     name = _bare_name(ref)
-    if name is None:  # a path: the loader says what is wrong with it
+    if name is None:  # a path: the loader says what is wrong with it (missing, a directory)
         return Resolved(ref, "file")
     local = Path(local_dir if local_dir is not None else LOCAL_DIR) / f"{name}.toml"
     if local.is_file():
@@ -87,7 +88,8 @@ def resolve(ref: str | Path, local_dir: Path | None = None) -> Resolved:
     bundled = bundled_dir() / f"{name}.toml"
     if bundled.is_file():
         return Resolved(bundled, "bundled")
-    raise CatalogError(f"{ref}: file not found, and no preset named {name!r} in {local.parent}/ or among the bundled "
+    found = "is a directory, not a preset file" if ref.is_dir() else "file not found"
+    raise CatalogError(f"{ref}: {found}, and no preset named {name!r} in {local.parent}/ or among the bundled "
                        "presets (sparse-tui presets lists them)")
 
 

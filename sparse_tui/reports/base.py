@@ -127,10 +127,13 @@ class Report:
     run_ids: tuple[str, ...] = ()
     verdict: Any = None
     elsewhere: tuple[str, ...] = ()  # its points' runs still training in another process (reproduce.py)
+    firmness: Any = None  # firmness.Firmness: a seed bootstrap of the verdict (issue 42), set by ``library.report``
+    environment: dict[str, Any] | None = None  # what produced the runs (firmness.environment), set with it
 
     def to_dict(self) -> dict[str, Any]:
         """``reproduce --json``: the entry's key, the data's fields (a field named for a Python keyword ends in _,
-        its key does not) and the verdict (null while points still train elsewhere, with their runs)."""
+        its key does not), the verdict (null while points still train elsewhere, with their runs), its firmness and
+        the runs' environment."""
         data = dataclasses.asdict(self.data)
         out = {"entry": self.entry.key, **{k.removesuffix("_"): v for k, v in data.items()}}
         if self.verdict is not None:
@@ -138,6 +141,8 @@ class Report:
         if self.elsewhere:
             out.update(training_elsewhere=list(self.elsewhere))
             out.setdefault("verdict", None)
+        if self.firmness is not None:
+            out.update(firmness=self.firmness.to_dict(), environment=self.environment)
         return out
 
 

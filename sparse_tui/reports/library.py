@@ -194,7 +194,7 @@ def report(store: Any, entry: Entry, run_ids: Sequence[str], threshold: float | 
     fn = entry.report_fn()
     if threshold is None:
         rep = fn(store, entry, run_ids)
-        return _with_verdict(store, rep) if verdict else rep
+        return _with_firmness(store, _with_verdict(store, rep), fn) if verdict else rep
     if fn is not law_report:
         raise AtlasError(f"{entry.key}: --threshold re-reads the plateaus of a fitted law; {entry.figure} is a "
                          f"{entry.kind} entry")
@@ -204,8 +204,23 @@ def report(store: Any, entry: Entry, run_ids: Sequence[str], threshold: float | 
     if not verdict:
         return rep
     own = verdicts.verdict(store, law_report(store, entry, run_ids))
-    return _with_verdict(store, rep, own, note=f" (at the preset's threshold; the re-read at {threshold:g} above "
-                                               "is a diagnosis)")
+    return _with_firmness(store, _with_verdict(store, rep, own, note=f" (at the preset's threshold; the re-read at "
+                                                                    f"{threshold:g} above is a diagnosis)"), law_report)
+
+
+def _with_firmness(store: Any, rep: Report, fn: Any) -> Report:
+    """``rep`` with how firm its verdict is (``firmness.firmness``: a seed bootstrap of the word, each draw's word
+    from ``fn``'s report over the draw's runs) and what produced its runs (``firmness.environment``), as two lines
+    after the verdict (issue 42)."""
+    from sparse_tui.reports import firmness as firm
+
+    entry, ids = rep.entry, list(rep.run_ids)
+    rep.firmness = firm.firmness(store, entry, ids, rep.verdict.word,
+                                 lambda sub: verdicts.verdict(store, fn(store, entry, sub)).word)
+    rep.environment = firm.environment([store.get(r) for r in ids])
+    rep.text = "\n".join([rep.text, f"  {rep.firmness.line()}",
+                          f"  environment: {firm.environment_line(rep.environment)}"])
+    return rep
 
 
 def _with_verdict(store: Any, rep: Report, v: "verdicts.Verdict | None" = None, note: str = "") -> Report:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from sparse_tui.atlas import SIZES, AtlasError, Entry, entries
+from sparse_tui.atlas import SIZES, AtlasError, Entry, entries, records
 from sparse_tui.lifecycle.estimate import LENT_CARD, CardProjection, project
 from sparse_tui.reports import verdict as verdicts
 from sparse_tui.reports.library import report
@@ -24,6 +24,8 @@ class StatusRow:
     verdict: "verdicts.Verdict | None" = None  # computed from the store's runs (``with_verdicts``), else the record's
     cpu_minutes: float | None = None  # the stored CPU runs' summed wall time, else the record's
     gpu_projection: "CardProjection | None" = None  # the GPU preset's range on the lent card (estimate.project)
+    firmness: Any = None  # firmness.Firmness of the verdict: the stored runs' bootstrap, else what the preset says
+    environment: dict[str, Any] | None = None  # what produced the verdict's runs (the store's), else the record's
 
 
 def status_rows(store: Any | None, presets_dir: Path | None = None, only: Iterable[Entry] | None = None,
@@ -59,16 +61,35 @@ def status_rows(store: Any | None, presets_dir: Path | None = None, only: Iterab
             if with_verdicts and size == "cpu" and found and len(found) == len(specs):
                 ids = [found[i].run_id for i in sorted(found)]
                 try:
-                    row.verdict = report(store, e, ids).verdict
+                    rep = report(store, e, ids)
+                    row.verdict, row.firmness, row.environment = rep.verdict, rep.firmness, rep.environment
                 except Exception as ex:  # noqa: BLE001 - a report that fails is listed, not fatal
                     row.verdict = verdicts.Verdict("not reproduced", f"the report failed: {ex}")
                 row.cpu_minutes = sum(found[i].duration or 0.0 for i in found) / 60
         if row.verdict is None:
             row.verdict = recorded_verdict(e)
+        if row.firmness is None:
+            row.firmness = _recorded_firmness(e, presets_dir)
+        if row.environment is None:
+            row.environment = records.environment(e.key)
         if row.cpu_minutes is None:
             row.cpu_minutes = e.cpu_minutes
         rows.append(row)
     return rows
+
+
+def _recorded_firmness(e: Entry, presets_dir: Path | None) -> Any:
+    """How firm the record's verdict is, from what its CPU preset alone says (no runs to bootstrap here):
+    deterministic (an integrated flow), fragile (post-plateau numbers from fewer than 3 seeds), else not measured."""
+    from sparse_tui.reports import firmness as firm
+
+    if e.built or e.preset("cpu") is None:
+        return firm.Firmness("not measured", why="no preset")
+    try:
+        _, specs = load_specs(e, "cpu", presets_dir)
+    except Exception:  # noqa: BLE001 - a broken preset is listed elsewhere
+        return firm.Firmness("not measured", why="the preset does not load")
+    return firm.static(e, [s.config for s in specs])
 
 
 def recorded_verdict(e: Entry) -> "verdicts.Verdict":
@@ -102,13 +123,18 @@ def list_lines(rows: Sequence[StatusRow], with_store: bool, width: int = 80) -> 
     out = [head + "figure", "-" * min(width, len(head) + fig_w)]
     for r in rows:
         v = r.verdict
-        word = (v.word + ("*" if v.source == "record" else "")) if v else "—"
+        fragile = "~" if (r.firmness is not None and r.firmness.word == "fragile") else ""
+        word = (v.word + fragile + ("*" if v.source == "record" else "")) if v else "—"
         stored = r.stored.get("cpu", "") if with_store else ""
         gpu = _gpu_cell(r.gpu_projection)
         fig = textwrap.wrap(r.entry.figure, fig_w, break_long_words=False, break_on_hyphens=False) or [""]
         out.append(f"{r.entry.key:<17} {word:<15} {_minutes(r.cpu_minutes):>7} {gpu:>5} {stored or '—':>7}  {fig[0]}")
         out.extend(" " * len(head) + f for f in fig[1:])
     out.extend(f"{r.entry.key}: {r.entry.built}" for r in rows if r.entry.built)
+    n = counts(rows)
+    out.append(f"counted, one per source sentence: {n['reproduced']} reproduced, {n['in kind']} in kind, "
+               f"{n['not reproduced']} not reproduced. ~ fragile (a seed bootstrap flips it > 20%, or post-plateau "
+               "numbers from < 3 seeds; --json: firmness, environment)")
     out.append("* the record's verdict (docs/REPRODUCTION.md): no complete set of stored CPU runs here. CPU min: the "
                f"stored runs' wall time, else the record's (shared 2-core CPU). {gpu_head}: projected minutes "
                f"of the GPU preset on one {LENT_CARD}, a range (estimate.project: from the card's own calibration "
@@ -119,8 +145,33 @@ def list_lines(rows: Sequence[StatusRow], with_store: bool, width: int = 80) -> 
                                         if len(line) > width else [line])]
 
 
+def sentence_words(rows: Sequence[StatusRow]) -> dict[str, str]:
+    """For each sentence two or more entries test (``verdict.SENTENCES``), its first key -> the sentence's word."""
+    words = {r.entry.key: r.verdict.word for r in rows if r.verdict}
+    return {k: verdicts.sentence_word({m: words[m] for m in members if m in words})
+            for k, members in verdicts.SENTENCES.items() if k in words}
+
+
+def counts(rows: Sequence[StatusRow]) -> dict[str, int]:
+    """The counted words (``verdict.COUNTED``), one per source sentence: a sentence tested by several entries
+    counts once, with its word (``sentence_words``)."""
+    sentence = sentence_words(rows)
+    out = {w: 0 for w in verdicts.COUNTED}
+    for r in rows:
+        if not r.verdict or not verdicts.counted(r.entry.key):
+            continue
+        word = sentence.get(r.entry.key, r.verdict.word)
+        if word in out:
+            out[word] += 1
+    return out
+
+
 def list_json(rows: Sequence[StatusRow], with_store: bool) -> list[dict[str, Any]]:
-    """``reproduce --list --json``: everything the atlas knows of each entry, its verdict and its cost."""
+    """``reproduce --list --json``: everything the atlas knows of each entry, its verdict, how firm it is
+    (``firmness``), what produced it (``environment``: the stored runs', else the record's), whether its word counts
+    (one per source sentence: ``verdict.SENTENCES``; ``no claim`` and ``not run`` never) and, on a sentence's first
+    entry, the sentence's word, and its cost."""
+    sentence = sentence_words(rows)
     out = []
     for r in rows:
         e = r.entry
@@ -133,6 +184,11 @@ def list_json(rows: Sequence[StatusRow], with_store: bool) -> list[dict[str, Any
                     "verdict": r.verdict.word if r.verdict else "not run",
                     "verdict_source": r.verdict.source if r.verdict else None,
                     "verdict_why": r.verdict.why if r.verdict else None,
+                    "firmness": r.firmness.to_dict() if r.firmness else None,
+                    "environment": r.environment,
+                    "counted": verdicts.counted(e.key) and bool(r.verdict) and r.verdict.word in verdicts.COUNTED,
+                    "sentence": verdicts.sentence_of(e.key),
+                    "sentence_verdict": sentence.get(e.key),
                     "cost": {"cpu_minutes": r.cpu_minutes,
                              "cpu_source": "store" if (r.verdict and r.verdict.source == "runs") else "record",
                              "gpu_minutes_projected": (round(r.gpu_projection.seconds / 60, 1)

@@ -13,6 +13,13 @@ ends with one of ``WORDS``, computed here from its report (``reports.base.Report
   numbers; the thresholds that make a claim decidable (e.g. "sharp" = a drop within 25 % of the plateau) are ours
   and are named in the claim.
 * ``not run``: no stored run (the caller's case: nothing to report).
+* ``no claim``: the source states nothing to check (blog 6's phase diagram: it only suggests drawing the plane); the
+  report's numbers are a description. Outside the counts (``COUNTED``).
+
+Issue 42: the checks ask what the source claims (cross-sample repetition is judged only where the theory's speed-up
+factor f(p, d) exceeds 1.05, Figs. 3 right and 12; the §4 switch on the step at its last level against both
+constants and on its final value, never on the 5 % step, the constant's until it switches); a sentence tested by
+two entries is judged once (``SENTENCES``); how firm a word is (a seed bootstrap): ``reports/firmness.py``.
 
 A re-read at another threshold (`reproduce KEY --threshold X`) is a diagnosis: the CLI prints its fit, but the
 verdict is that of the preset's own threshold (``reproduce`` computes it from the runs as stored).
@@ -25,7 +32,31 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-WORDS = ("reproduced", "in kind", "not reproduced", "not run")
+WORDS = ("reproduced", "in kind", "not reproduced", "not run", "no claim")
+COUNTED = ("reproduced", "in kind", "not reproduced")  # the words a summary counts
+RANK = {"reproduced": 0, "in kind": 1, "not reproduced": 2}  # best first: a sentence's word over its open choices
+# An entry that tests the same source sentence as another (an open choice of it): the sentence is judged once, under
+# the first key, by the best word of its entries (every choice the source leaves open tried, the best reading is the
+# sentence's); the other entries keep their own words as readings of that choice, not counted.
+SENTENCES: dict[str, tuple[str, ...]] = {"euclidean": ("euclidean", "euclidean_ordered"),
+                                         "sec23_temporary": ("sec23_temporary", "sec23_toy")}
+
+
+def sentence_of(key: str) -> str | None:
+    """The first key of the sentence ``key`` shares with other entries (``SENTENCES``), or None."""
+    return next((k for k, members in SENTENCES.items() if key in members), None)
+
+
+def sentence_word(words: dict[str, str]) -> str:
+    """The sentence's word from its entries' words (key -> word): the best counted one, else not run."""
+    ranked = sorted((RANK[w], w) for w in words.values() if w in RANK)
+    return ranked[0][1] if ranked else "not run"
+
+
+def counted(key: str) -> bool:
+    """Whether the entry ``key``'s own word counts in a summary (a second entry of a sentence does not)."""
+    s = sentence_of(key)
+    return s is None or s == key
 DEFAULT_TARGET = 0.15
 
 

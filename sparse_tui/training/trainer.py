@@ -20,14 +20,19 @@ from sparse_tui.training.runlog import RunLogger, RunResult
 
 
 def library_versions(device: torch.device | None = None) -> dict:
-    """The versions a run's record keeps (Python, torch, numpy, sparse-tui, the platform; on a GPU also CUDA and
-    the card's name)."""
+    """The versions a run's record keeps (Python, torch, numpy, sparse-tui, the platform, torch's intra-op threads
+    and the checkout's commit (None from a wheel: base/provenance.py); on a GPU also CUDA and the card's name). The
+    runner adds ``stack``: how many runs trained stacked with it (issue 42: what a record says produced it)."""
+    from sparse_tui.base.provenance import commit
+
     v = {
         "python": platform.python_version(),
         "torch": torch.__version__,
         "numpy": numpy.__version__,
         "sparse_tui": __version__,
         "platform": platform.platform(),
+        "threads": torch.get_num_threads(),
+        "commit": commit(),
     }
     if device is not None and device.type == "cuda":
         v["cuda"] = torch.version.cuda

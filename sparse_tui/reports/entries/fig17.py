@@ -24,6 +24,33 @@ def _probe_layer(series: dict, kind: str) -> str | None:
     return max(names, key=lambda n: series[n][1][-1] if series[n][1] else float("-inf"), default=None)
 
 
+def per_layer(series: dict) -> dict[str, dict[str, Any]]:
+    """Each layer's copy and selection probes at the end (``attn/L{l}/{kind}``: the mean over heads), each head's
+    (``attn/L{l}/H{h}/{kind}``) and their spread (max - min): App. C.2's per-head and per-layer claims (issue 42)."""
+    def last(name: str) -> float | None:
+        vals = [v for v in series.get(name, ([], []))[1] if v is not None]
+        return vals[-1] if vals else None
+
+    layers = sorted({int(m.group(1)) for n in series if (m := re.fullmatch(r"attn/L(\d+)/(copy|select)", n))})
+    out: dict[str, dict[str, Any]] = {}
+    for li in layers:
+        cell: dict[str, Any] = {}
+        for kind in ("copy", "select"):
+            heads = [v for n in sorted(series) if re.fullmatch(rf"attn/L{li}/H\d+/{kind}", n)
+                     and (v := last(n)) is not None]
+            cell[kind], cell[f"{kind}_heads"] = last(f"attn/L{li}/{kind}"), heads
+            cell[f"{kind}_spread"] = (max(heads) - min(heads)) if heads else None
+        out[str(li)] = cell
+    return out
+
+
+def per_layer_line(li: str, cell: dict[str, Any]) -> str:
+    """One layer's probes at the end, each with its heads' values."""
+    return f"layer {li}: " + "  ".join(
+        f"{k} {_num(cell[k], '.3f')} (heads " + ("/".join(f"{h:.2f}" for h in cell[f'{k}_heads']) or "—") + ")"
+        for k in ("copy", "select"))
+
+
 def probes_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     """Fig. 17 (App. C.2): per run, the copy probe (attention from the relevant value to its key, in the layer
     that learns it) and the selection probe (query to the relevant value, in its layer) at the start, at half the
@@ -51,6 +78,8 @@ def probes_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
                 f"{k} {_num(vals.get(k), '.3f')}" for k in points))
         row["acc"] = {k: _at(series, "test/acc", st) for k, st in points.items()}
         lines.append("    acc    test/acc         " + "  ".join(f"{k} {_num(v, '.3f')}" for k, v in row["acc"].items()))
+        row["layers"] = per_layer(series)  # per layer and per head at the end (App. C.2; issue 42)
+        lines.extend(f"    {per_layer_line(li, cell)}" for li, cell in row["layers"].items())
         out.append(row)
     return make_report(entry, run_ids, lines, Runs(out))
 
