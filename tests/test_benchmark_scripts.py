@@ -58,7 +58,8 @@ def test_entry_report_reads_the_runs_where_selects(tmp_path):
     out = _script("entry_report.py", "--runs-dir", str(tmp_path), "--entry", "fig15_sgd", "--where", "train.lr=0.005")
     assert out.returncode == 0, out.stderr
     assert "runs: 9 matching" in out.stdout
-    assert out.stdout.strip().splitlines()[-1].strip().startswith("verdict: reproduced")
+    verdict = [ln.strip() for ln in out.stdout.splitlines() if ln.strip().startswith("verdict:")]
+    assert verdict and verdict[-1].startswith("verdict: reproduced")  # (firmness and environment lines follow it)
     both = _script("entry_report.py", "--runs-dir", str(tmp_path), "--entry", "fig15_sgd")
     assert "runs: 18 matching" in both.stdout and "verdict: reproduced" not in both.stdout
 

@@ -48,7 +48,8 @@ def test_fig3_right_is_judged_only_where_the_theory_predicts_a_speed_up():
 
 def fig12(runs: list[tuple[float, int, int, float | None]]) -> tuple[SimpleNamespace, SimpleNamespace]:
     """A fake store and Fig. 12 report: (p, d, seed, plateau) per run."""
-    recs = {f"r{i}": SimpleNamespace(config={"task": {"p": p, "d": d}}, seed=s) for i, (p, d, s, _) in enumerate(runs)}
+    recs = {f"r{i}": SimpleNamespace(run_config=SimpleNamespace(task=SimpleNamespace(p=p, d=d)), seed=s)
+            for i, (p, d, s, _) in enumerate(runs)}  # the check reads the typed config (RunRecord.run_config)
     store = SimpleNamespace(get=lambda rid: recs[rid])
     return store, SimpleNamespace(data=SimpleNamespace(runs=[{"run_id": f"r{i}", "plateau": pl}
                                                              for i, (*_, pl) in enumerate(runs)]))

@@ -77,8 +77,8 @@ def resolve(ref: str | Path, local_dir: Path | None = None) -> Resolved:
     """The file a preset argument names (the three rules of the module docstring). Raises ``CatalogError`` naming
     where it looked when a bare name fits no file; any other path is returned as given."""
     ref = Path(ref)
-    if ref.is_file():
-        return Resolved(ref, "file")
+    if ref.exists() and not ref.is_dir():  # a file of any kind (the safe reader refuses a FIFO or a device)
+        return Resolved(ref, "file")  # a directory never shadows a preset name (issue 42)
     name = _bare_name(ref)
     if name is None:  # a path: the loader says what is wrong with it (missing, a directory)
         return Resolved(ref, "file")
