@@ -16,7 +16,7 @@ def test_doctor_on_cpu_exits_0_and_reports_every_schedule():
 
 
 def test_doctor_fails_when_the_stack_falls_back(monkeypatch):
-    from sparse_tui.lifecycle import doctor
+    from sparse_tui.cli import checks as doctor
     from sparse_tui.training import loop
 
     real = loop.trial_step
@@ -39,7 +39,7 @@ def test_doctor_on_a_missing_device_fails_cleanly():
     import pytest
     import torch
 
-    from sparse_tui.lifecycle import doctor
+    from sparse_tui.cli import checks as doctor
 
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
@@ -54,7 +54,7 @@ def test_doctor_says_whether_a_ray_cluster_runs_here(tmp_path, monkeypatch):
     import socket
     from importlib import metadata
 
-    from sparse_tui.lifecycle import doctor
+    from sparse_tui.cli import checks as doctor
 
     monkeypatch.setenv("RAY_TMPDIR", str(tmp_path))
     (tmp_path / "ray").mkdir()

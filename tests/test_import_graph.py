@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("lifecycle and reports", ("sparse_tui.lifecycle", "sparse_tui.export", "sparse_tui.executors",
                                "sparse_tui.science.forecast", "sparse_tui.reports.fitreport",
                                "sparse_tui.science.phase", "sparse_tui.track")),
-    ("commands", ("sparse_tui.reports", "sparse_tui.lifecycle.doctor")),
+    ("commands", ("sparse_tui.reports",)),
     ("console", ("sparse_tui.tui",)),
     # the package's face: its __init__ offers sparse_tui.init (the logging API, loaded when called) and the version
     ("cli", ("sparse_tui.cli", "sparse_tui.__main__", "sparse_tui")),

@@ -1,4 +1,5 @@
-"""``sparse-tui doctor``: the device and every training schedule on a tiny sweep."""
+"""``sparse-tui doctor``: the device and every training schedule on a tiny sweep (the checks: cli/checks.py,
+imported when the command runs, so ``--help`` stays light)."""
 
 from __future__ import annotations
 
@@ -19,16 +20,7 @@ def doctor(
 
     if missing_torch():
         raise fail(missing_torch())
-    from sparse_tui.lifecycle.doctor import diagnose
+    from sparse_tui.cli.checks import diagnose
 
     code = diagnose(device, say=lambda line: out.print(line, markup=False, highlight=False))
     raise typer.Exit(code)
-
-
-def main() -> None:
-    """Console-script entry point."""
-    app()
-
-
-if __name__ == "__main__":
-    main()

@@ -12,6 +12,7 @@ from typing import Any, Mapping
 
 from pydantic import ValidationError
 
+from sparse_tui.base.dotted import flatten
 from sparse_tui.base.files import ReadError, read_regular
 from sparse_tui.presets.errors import PresetError, _loc, format_validation_error
 from sparse_tui.presets.schema import (
@@ -89,18 +90,6 @@ def _merged(old: dict, new: dict) -> dict:
     out = dict(old)
     for k, v in new.items():
         out[k] = _merged(old[k], v) if isinstance(v, dict) and isinstance(old.get(k), dict) else v
-    return out
-
-
-def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Flatten nested tables to dotted keys (lists stay values)."""
-    out: dict[str, Any] = {}
-    for k, v in data.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, Mapping):
-            out.update(flatten(v, key + "."))
-        else:
-            out[key] = v
     return out
 
 

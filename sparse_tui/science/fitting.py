@@ -79,7 +79,7 @@ class FitError(ValueError):
 
 def flat_rows(rows: Any) -> list[dict[str, Any]]:
     """The fit's rows (a list of dicts or a DataFrame) flattened to dotted keys (``params.task.d``)."""
-    from sparse_tui.presets.loading import flatten
+    from sparse_tui.base.dotted import flatten
 
     if hasattr(rows, "to_dict") and not isinstance(rows, Mapping):
         rows = rows.to_dict("records")

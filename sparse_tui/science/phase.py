@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable, Sequence
 
-from sparse_tui.store import RunRecord
+RunRecord = Any  # a store.RunRecord (anything with its fields): read, not imported (science sits below the store)
 
 
 def final_metric(rec: RunRecord, last: dict | None, names: Sequence[str]) -> float | None:

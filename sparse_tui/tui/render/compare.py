@@ -7,8 +7,8 @@ from rich.console import Group as RichGroup
 from rich.table import Table
 from rich.text import Text
 
+from sparse_tui.base.dotted import flatten
 from sparse_tui.base.numbers import fmt_short
-from sparse_tui.presets.loading import flatten
 from sparse_tui.science.phase import final_metric
 from sparse_tui.store import RunRecord
 from sparse_tui.tui.render.groups import Stat

@@ -1,4 +1,5 @@
-"""``sparse-tui doctor``: check that this machine trains correctly, with every schedule, before a real sweep.
+"""The checks of ``sparse-tui doctor`` (cli/doctor.py imports this module when it runs): that this machine trains
+correctly, with every schedule, before a real sweep.
 
 It prints the device, the torch and CUDA versions, the free memory and whether a Ray cluster runs here (for
 ``--executor ray``, docs/CLUSTER.md; information only), then trains a tiny recall sweep (three runs
