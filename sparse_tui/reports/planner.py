@@ -122,15 +122,22 @@ TRAINING = ("queued", "running")  # a run another process is training (or about 
 def training_runs(store: Any, specs: Sequence[Any], missing: Sequence[int]) -> dict[int, Any]:
     """For each of ``missing`` (spec indices), a store run of the same configuration that is queued or running (in
     another ``reproduce``, a console launch, a ``run``): the point is joined, not trained a second time."""
+    return _same_config(store, specs, missing, TRAINING, key=lambda r: r.created_at)
+
+
+def _same_config(store: Any, specs: Sequence[Any], missing: Sequence[int], statuses: Sequence[str], key: Any
+                 ) -> dict[int, Any]:
+    """For each of ``missing``, the store run in ``statuses`` of the same configuration that ranks highest by
+    ``key``; each run is given to one spec index at most."""
     by_key: dict[str, list[Any]] = {}
-    for r in store.runs(status=list(TRAINING)):
+    for r in store.runs(status=list(statuses)):
         by_key.setdefault(config_key(_canonical(r.config)), []).append(r)
     out: dict[int, Any] = {}
     taken: set[str] = set()
     for i in missing:
         recs = [r for r in by_key.get(config_key(specs[i].config.model_dump(mode="json")), []) if r.run_id not in taken]
         if recs:
-            out[i] = max(recs, key=lambda r: r.created_at)
+            out[i] = max(recs, key=key)
             taken.add(out[i].run_id)
     return out
 
@@ -147,18 +154,8 @@ def still_training(store: Any, p: Plan) -> list[str]:
 def resumable_runs(store: Any, specs: Sequence[Any], missing: Sequence[int]) -> dict[int, Any]:
     """For each of ``missing`` (spec indices), the store run of the same configuration that was interrupted or
     failed, if any: the one with the latest checkpoint, else the newest (older duplicates stay as they are)."""
-    by_key: dict[str, list[Any]] = {}
-    for r in store.runs(status=list(RESUMED)):
-        by_key.setdefault(config_key(_canonical(r.config)), []).append(r)
-    out: dict[int, Any] = {}
-    taken: set[str] = set()
-    for i in missing:
-        recs = [r for r in by_key.get(config_key(specs[i].config.model_dump(mode="json")), []) if r.run_id not in taken]
-        if recs:
-            best = max(recs, key=lambda r: (has_checkpoint(store.runs_dir, r.run_id) or -1, r.created_at))
-            out[i] = best
-            taken.add(best.run_id)
-    return out
+    return _same_config(store, specs, missing, RESUMED,
+                        key=lambda r: (has_checkpoint(store.runs_dir, r.run_id) or -1, r.created_at))
 
 
 def resume_batches(store: Any, p: Plan) -> list[tuple[str, list[str], list[Any]]]:
