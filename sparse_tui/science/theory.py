@@ -139,6 +139,9 @@ __all__ = [
 # ---------------------------------------------------------------------------------------------------------------
 
 
+SPEED_UP_JUDGED = 1.05  # repetition's speed-up is judged where f(p, d) exceeds this (issue 42: Figs. 3 right, 12)
+
+
 def f_rep(p: Any, d: Any) -> np.ndarray:
     """f(p, d) = sqrt(p^2 d + (1-p)^2) (App. A.4.2, Eq. 22): the speed-up factor of cross-sample repetition."""
     p, d = np.asarray(p, dtype=float), np.asarray(d, dtype=float)

@@ -6,6 +6,7 @@ from typing import Any, Sequence
 
 from sparse_tui.reports.base import Claim, _colours, _fig, figure_writer, run_config
 from sparse_tui.science.repetition import initial
+from sparse_tui.science.theory import SPEED_UP_JUDGED, f_rep
 
 
 @figure_writer()
@@ -34,29 +35,21 @@ def fig12_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None
     return fig
 
 
-PREDICTED = 1.05  # cross-sample repetition is judged where f(p, d) = √(p²d + (1 − p)²) > this (App. A.4.2, Eq. 22)
-
-
-def _f_rep(p: float, d: float) -> float:
-    from sparse_tui.science.theory import f_rep
-
-    return float(f_rep(p, d))
-
-
 def _check_fig12(store: Any, rep: Any) -> tuple[str, str]:
     """App. B.2 (Fig. 12): repetition leaves the plateau earlier, judged at the p whose f(p, d) exceeds
-    ``PREDICTED`` at the run's d. Held: every judged run earlier than its seed's p = 0 run; in kind: every judged run
+    ``SPEED_UP_JUDGED`` at the run's d. Held: every judged run earlier than its seed's p = 0 run; in kind: every
+    judged run
     of the largest p; not reproduced otherwise, or no run judged."""
     recs = [(store.get(r["run_id"]), r["plateau"]) for r in rep.data.runs]
     runs = [(float(initial(run_config(rec).task.p)), float(run_config(rec).task.d), rec.seed, pl) for rec, pl in recs]
     base = {s: pl for p, _, s, pl in runs if p == 0}
-    rows = [(p, d, pl, base.get(s), _f_rep(p, d)) for p, d, s, pl in runs if p > 0]
-    judged = [(p, pl, b) for p, d, pl, b, f in rows if f > PREDICTED]
+    rows = [(p, d, pl, base.get(s), float(f_rep(p, d))) for p, d, s, pl in runs if p > 0]
+    judged = [(p, pl, b) for p, d, pl, b, f in rows if f > SPEED_UP_JUDGED]
     ok = [bool(pl and b and pl < b) for _, pl, b in judged]
     top = max((p for p, *_ in judged), default=None)
     why = "plateau (test, no repetition) vs p = 0: " + ", ".join(
         (f"p = {p:g}: {pl:g} vs {b:g}" if (pl and b) else f"p = {p:g}: —")
-        + ("" if f > PREDICTED else f" (not judged: f = {f:.2f})") for p, d, pl, b, f in rows)
+        + ("" if f > SPEED_UP_JUDGED else f" (not judged: f = {f:.2f})") for p, d, pl, b, f in rows)
     if not judged:
         return "not reproduced", why + "; no run where the theory predicts a speed-up"
     top_ok = all(o for (p, *_), o in zip(judged, ok) if p == top)

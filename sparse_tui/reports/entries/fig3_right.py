@@ -8,6 +8,7 @@ from typing import Any, Sequence
 
 from sparse_tui.atlas import Entry
 from sparse_tui.reports.base import Claim, Report, _colours, _fig, _gmean, figure_writer, make_report, run_config
+from sparse_tui.science.theory import SPEED_UP_JUDGED, f_rep
 
 
 @dataclass
@@ -93,19 +94,10 @@ def p_table_figure(data: TableData, *, title: str | None = None) -> Any:
     return fig
 
 
-PREDICTED = 1.05  # cross-sample repetition is judged where f(p, d) = √(p²d + (1 − p)²) > this (App. A.4.2, Eq. 22)
-
-
-def _f_rep(p: float, d: float) -> float:
-    from sparse_tui.science.theory import f_rep
-
-    return float(f_rep(p, d))
-
-
 def _check_fig3_right(store: Any, rep: Any) -> tuple[str, str]:
     """§2.4: "this form of repetition accelerates emergence, with the effect becoming more pronounced as d
-    increases", judged at the (p, d) where the theory's speed-up factor f(p, d) exceeds ``PREDICTED`` (at p = 0.1,
-    f is 0.94 at d = 8 and 0.985 at d = 16: the theory predicts no speed-up there, or a slow-down). Held: faster than
+    increases", judged at the (p, d) where the theory's speed-up factor f(p, d) exceeds ``SPEED_UP_JUDGED`` (at
+    p = 0.1, f is 0.94 at d = 8 and 0.985 at d = 16: the theory predicts no speed-up there, or a slow-down). Held: faster than
     p = 0 in every judged cell, not slower as d grows, and ≥ 1.5× at the largest d wherever f there is ≥ 1.5 (ours);
     in kind: faster in every judged cell; not reproduced: a judged cell not faster, or no cell judged."""
     tab = rep.data.table
@@ -117,17 +109,19 @@ def _check_fig3_right(store: Any, rep: Any) -> tuple[str, str]:
     for p, row in sorted(tab.items(), key=lambda kv: float(kv[0])):
         if float(p) == 0:
             continue
-        cells = [(d, _f_rep(float(p), float(d)), base[d]["mean"] / row[d]["mean"] if d in row else None) for d in ds]
-        mine = [(d, f, s) for d, f, s in cells if f > PREDICTED]
+        cells = [(d, float(f_rep(float(p), float(d))), base[d]["mean"] / row[d]["mean"] if d in row else None)
+                 for d in ds]
+        mine = [(d, f, s) for d, f, s in cells if f > SPEED_UP_JUDGED]
         judged += len(mine)
         every = every and all(s is not None and s > 1 for _, _, s in mine)
         sp = [s for _, _, s in mine]
         growing = growing and all(a is not None and b is not None and b >= a for a, b in zip(sp, sp[1:]))
         if mine and mine[-1][1] >= 1.5:
             big = big and mine[-1][2] is not None and mine[-1][2] >= 1.5
-        lines.append(f"p = {p}: " + " / ".join(f"{'—' if s is None else format(s, '.2f')}"
-                                               f"{'' if f > PREDICTED else ' (not judged)'}" for _, f, s in cells))
-    why = (f"speed-up over p = 0 at d = {' / '.join(ds)} (judged where f(p, d) > {PREDICTED:g}: {judged} cells): "
+        lines.append(f"p = {p}: " + " / ".join(
+            f"{'—' if s is None else format(s, '.2f')}{'' if f > SPEED_UP_JUDGED else ' (not judged)'}"
+            for _, f, s in cells))
+    why = (f"speed-up over p = 0 at d = {' / '.join(ds)} (judged where f(p, d) > {SPEED_UP_JUDGED:g}: {judged} cells): "
            + "; ".join(lines))
     if not judged:
         return "not reproduced", why + "; no cell where the theory predicts a speed-up"
