@@ -96,10 +96,11 @@ def p_table_figure(data: TableData, *, title: str | None = None) -> Any:
 
 def _check_fig3_right(store: Any, rep: Any) -> tuple[str, str]:
     """§2.4: "this form of repetition accelerates emergence, with the effect becoming more pronounced as d
-    increases", judged at the (p, d) where the theory's speed-up factor f(p, d) exceeds ``SPEED_UP_JUDGED`` (at
-    p = 0.1, f is 0.94 at d = 8 and 0.985 at d = 16: the theory predicts no speed-up there, or a slow-down). Held: faster than
-    p = 0 in every judged cell, not slower as d grows, and ≥ 1.5× at the largest d wherever f there is ≥ 1.5 (ours);
-    in kind: faster in every judged cell; not reproduced: a judged cell not faster, or no cell judged."""
+    increases", judged at the (p, d) where the theory's speed-up factor f(p, d) exceeds ``SPEED_UP_JUDGED`` (at p =
+    0.1, f is 0.94 at d = 8 and 0.985 at d = 16: the theory predicts no speed-up there, or a slow-down). Held:
+    faster than p = 0 in every judged cell, not slower as d grows, and ≥ 1.5× at the largest d wherever f there is ≥
+    1.5 (ours); in kind: faster in every judged cell; not reproduced: a judged cell not faster, or no cell
+    judged."""
     tab = rep.data.table
     base = tab.get("0.0") or tab.get("0")
     if base is None:
