@@ -23,6 +23,7 @@ from typing import Callable
 
 from textual import events, work
 from textual.app import App
+from textual.await_complete import AwaitComplete
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.theme import ThemeProvider
@@ -198,6 +199,16 @@ class SparseTuiApp(Reporting, FocusHighlight, Guarded, App[int]):
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen(help_groups(self)))
+
+    def push_screen(self, screen, *args, **kwargs):
+        """A dialog that is open already is not opened again (the bell rings). Textual draws a modal screen over a
+        picture of the screens under it, one nested render each, and the app's keys (?, ctrl+p and the palette's
+        commands) work over every dialog: help from the palette over help, round after round, stacked screens until
+        the render passed Python's recursion limit (CI, 2026-11-29). One of each kind bounds the stack."""
+        if isinstance(screen, Screen) and any(type(s) is type(screen) for s in self.screen_stack):
+            self.bell()
+            return AwaitComplete()
+        return super().push_screen(screen, *args, **kwargs)
 
     def wake(self) -> None:
         if self.poller is not None:
