@@ -68,7 +68,7 @@ _LAYOUT = [
 
 # The config fields a stack's members must share (models/transformer.py builds the structure from them).
 _STRUCTURE = ("n_layers", "n_heads", "mlp", "layernorm", "residual", "causal", "readout_self_key", "attention",
-              "tie_embeddings", "pos_enc", "embed_scale")
+              "tie_embeddings", "pos_enc", "embed_scale", "prev_token_head")
 
 
 def _layout(name: str, input_kind: str) -> tuple[str, ...]:
@@ -94,15 +94,19 @@ def _ix(idx: list[Tensor]) -> tuple[Tensor, ...]:
     return tuple(t.view(*([1] * d), -1, *([1] * (nd - d - 1))) for d, t in enumerate(idx))
 
 
-def _register(root: nn.Module, name: str, param: nn.Parameter, mask: Tensor | None) -> None:
+def _register(root: nn.Module, name: str, param: Tensor, mask: Tensor | None) -> None:
     """``param`` (and its gradient mask, a buffer ``<name>_mask``) at the dotted ``name`` under ``root``, in
-    plain container modules: ``root.state_dict()`` then has the keys of the model it stacks."""
+    plain container modules: ``root.state_dict()`` then has the keys of the model it stacks. A plain tensor (not
+    an ``nn.Parameter``: a fixed parameter) is a non-persistent buffer, rebuilt with the models."""
     *path, leaf = name.split(".")
     for part in path:
         if part not in root._modules:
             root.add_module(part, nn.Module())
         root = root._modules[part]
-    root.register_parameter(leaf, param)
+    if isinstance(param, nn.Parameter):
+        root.register_parameter(leaf, param)
+    else:
+        root.register_buffer(leaf, param, persistent=False)
     root.register_buffer(leaf + "_mask", mask, persistent=False)
 
 
@@ -125,7 +129,7 @@ class StackedTransformer(nn.Module):
     def __init__(self, modules: list[Transformer], kernel: str = "auto", classification: bool = True):
         super().__init__()
         ref = modules[0]
-        self.M = M = len(modules)
+        self.M = len(modules)
         self.kernel = kernel
         self.input_kind = "embedding" if isinstance(ref.embed, nn.Embedding) else "linear"
         # The structure every member shares (its widths, lengths and vocabularies may differ): read from the
@@ -139,7 +143,8 @@ class StackedTransformer(nn.Module):
                     *(getattr(m.cfg, k) for k in _STRUCTURE))
 
         if any(structure(m) != structure(ref) for m in modules[1:]):
-            raise ValueError("a stack needs models of one structure (layers, heads, MLP, LayerNorm, input)")
+            raise ValueError("a stack needs models of one structure (layers, heads, MLP, LayerNorm, input, "
+                             "previous-token head)")
 
         sizes = [self._sizes(m) for m in modules]
         padded = {k: max(s[k] for s in sizes) for k in sizes[0]}
@@ -153,32 +158,37 @@ class StackedTransformer(nn.Module):
         self.widths = [s["D"] for s in sizes]
         self.mixed_width = len(set(self.widths)) > 1
         self.outs = [s["out"] for s in sizes]
-        dtype = next(ref.parameters()).dtype
-        device = next(ref.parameters()).device
-        f = dict(dtype=dtype, device=device)
+        p0 = next(ref.parameters())
+        f = dict(dtype=p0.dtype, device=p0.device)
+        self._stack_parameters(modules, sizes, padded, f)
+        self._constants(sizes, f, classification)
+        self._index()
 
-        # Stacked parameters, registered under the Transformer's own names (so ``state_dict()`` has its keys, each
-        # with a leading [M]), their per-model placement, and the 0/1 masks of the real entries (buffers).
-        self.names = [n for n, _ in ref.named_parameters()]
+    def _stack_parameters(self, modules: list[Transformer], sizes: list[dict], padded: dict, f: dict) -> None:
+        """Stacked parameters, registered under the Transformer's own names (so ``state_dict()`` has its keys, each
+        with a leading [M]), their per-model placement, and the 0/1 masks of the real entries (buffers). A
+        parameter the models never train (``Transformer.fixed``: the frozen previous-token head) is a buffer
+        instead, outside the optimiser."""
+        self.names = [n for n, _ in modules[0].named_parameters()]
+        self.fixed = sorted(modules[0].fixed)
         self._places: dict[str, list[tuple]] = {}
         for name in self.names:
             lay = _layout(name, self.input_kind)
             shape = [padded[k] for k in lay]
-            stacked = torch.zeros(M, *shape, **f)
+            stacked = torch.zeros(self.M, *shape, **f)
             # A 0/1 gradient mask only where a width is padded: padded positions ("L", left padding) get no
             # gradient at all (no real query attends to them), so a stack mixing only sequence lengths multiplies
             # nothing (tests/test_stack.py checks that every padded entry's gradient is exactly 0).
             widths = any(sz[k] != padded[k] for sz in sizes for k in lay if k != "L")
-            mask = torch.zeros(M, *shape, **f) if widths else None
+            mask = torch.zeros(self.M, *shape, **f) if widths and name not in modules[0].fixed else None
             places = []
             for i, m in enumerate(modules):
-                ix = _ix([_index(k, sizes[i][k], padded[k], self.H).to(device) for k in lay])
-                real = dict(m.named_parameters())[name].detach()
-                stacked[i][ix] = real
+                ix = _ix([_index(k, sizes[i][k], padded[k], self.H).to(f["device"]) for k in lay])
+                stacked[i][ix] = dict(m.named_parameters())[name].detach()
                 if mask is not None:
                     mask[i][ix] = 1.0
                 places.append(ix)
-            _register(self, name, nn.Parameter(stacked), mask)
+            _register(self, name, stacked if name in modules[0].fixed else nn.Parameter(stacked), mask)
             self._places[name] = places
         frozen = [i for i, m in enumerate(modules) if getattr(m, "frozen_embedding", False)]
         if frozen:  # a fixed embedding (model.embedding = "ordered"): its gradient is 0, so no optimiser moves it
@@ -186,8 +196,10 @@ class StackedTransformer(nn.Module):
                 self.embed.weight_mask = torch.ones_like(self.embed.weight)
             self.embed.weight_mask[frozen] = 0.0
 
-        # Per-model constants (buffers: they follow ``.to()``): query scale 1/sqrt(d_qk), LayerNorm widths,
-        # sinusoidal positions, masks.
+    def _constants(self, sizes: list[dict], f: dict, classification: bool) -> None:
+        """Per-model constants (buffers: they follow ``.to()``): query scale 1/sqrt(d_qk), LayerNorm widths,
+        sinusoidal positions, masks."""
+        M = self.M
         scales = [1.0 / math.sqrt(s["Q"] // self.H) for s in sizes]
         if len(set(scales)) == 1:
             self.q_scale: float | Tensor = scales[0]
@@ -207,15 +219,15 @@ class StackedTransformer(nn.Module):
             lb = torch.zeros(M, 1, self.C, **f)
             for i, c in enumerate(self.outs):
                 lb[i, :, c:] = float("-inf")
-        offsets = (torch.arange(M, device=device) * self.V).view(M, 1, 1) if self.V and M > 1 else None
+        offsets = (torch.arange(M, device=f["device"]) * self.V).view(M, 1, 1) if self.V and M > 1 else None
         for key, t in (("width_mask", wm), ("inv_width", inv), ("pos_table", pe), ("logit_bias", lb),
                        ("offsets", offsets)):
             self.register_buffer(key, t, persistent=False)
-        self._index()
 
     def _index(self) -> None:
         """The lookups the forward uses (name -> parameter, name -> gradient mask), refreshed after ``.to()``."""
         self.params = dict(self.named_parameters())
+        self.params.update((n, self.get_buffer(n)) for n in self.fixed)  # read as the trained ones are
         self.grad_masks = {n: self.get_buffer(n + "_mask") for n in self.names
                            if self.get_buffer(n + "_mask") is not None}
         self._bias_cache: dict[tuple, Tensor | None] = {}
@@ -279,25 +291,34 @@ class StackedTransformer(nn.Module):
         var = (c * c).sum(-1, keepdim=True) * self.inv_width
         return c * torch.rsqrt(var + 1e-5) * w.unsqueeze(1) + b.unsqueeze(1)
 
-    def _attn_bias(self, n_q: int, kernel: str, device, dtype, strict: bool = False) -> Tensor | None:
+    def _attn_bias(self, n_q: int, kernel: str, device, dtype, strict: bool = False, prev: bool = False
+                   ) -> Tensor | None:
         """Additive mask for the last n_q queries: [n_q, L] (one sequence length) or [M, 1, n_q, L] (mixed).
-        ``strict``: the readout query (position L - 1) does not see its own key (``readout_self_key = False``)."""
-        key = (n_q, kernel, strict)
+        ``strict``: the readout query (position L - 1) does not see its own key (``readout_self_key = False``).
+        ``prev``: the frozen previous-token head's pattern (``transformer.prev_token_mask``): each query sees the
+        key before it only, a model's first real position itself."""
+        key = (n_q, kernel, strict, prev)
         if key in self._bias_cache:
             return self._bias_cache[key]
         L = self.L
         qpos = torch.arange(L - n_q, L, device=device)[:, None]
         kpos = torch.arange(L, device=device)[None, :]
         allowed = (kpos <= qpos) if self.cfg.causal else torch.ones(n_q, L, dtype=torch.bool, device=device)
+        if prev:  # the first real position (0, or a model's left-padding offset below) keeps its own key
+            allowed = (kpos == qpos - 1) | (kpos == qpos)
         if strict:  # left padding: position L - 1 is every model's readout
             allowed = allowed & ~((qpos == L - 1) & (kpos == L - 1))
         if not self.mixed_len:
             bias = None
-            if (self.cfg.causal and n_q > 1) or strict:
+            if prev:
+                allowed = allowed & ~((kpos == qpos) & (qpos > 0))
+            if (self.cfg.causal and n_q > 1) or strict or prev:
                 bias = torch.zeros(n_q, L, dtype=dtype, device=device).masked_fill(~allowed, float("-inf"))
         else:
             off = torch.tensor([L - n for n in self.seq_lens], device=device).view(-1, 1, 1)
             ok = allowed & (kpos >= off)  # a real query never sees a padding key
+            if prev:
+                ok = ok & ~((kpos == qpos) & (qpos > off))
             ok = ok | ((qpos < off) & (kpos == qpos))  # a padding query sees itself only (finite, never used)
             # Rows padded to a multiple of 16 elements and viewed back to L: fused attention kernels on CUDA want
             # the mask's row stride aligned (the view changes no value).
@@ -326,7 +347,8 @@ class StackedTransformer(nn.Module):
         if self.cfg.attention == "euclidean":  # q scaled per model: [M, 1, 1] -> [M, 1, 1, 1] over [M, B*H, n, d]
             s = self.q_scale if not torch.is_tensor(self.q_scale) else self.q_scale.view(M, 1, 1, 1)
             q, k = euclidean_qk(q, k, s)
-        bias = self._attn_bias(n_q, kernel, x.device, x.dtype, strict)
+        prev = i == 0 and bool(self.fixed)  # the frozen previous-token head
+        bias = self._attn_bias(n_q, kernel, x.device, x.dtype, strict, prev)
         if probs is not None:
             s = q @ k.transpose(-2, -1)
             p = (s if bias is None else s + bias).softmax(-1)
@@ -339,7 +361,7 @@ class StackedTransformer(nn.Module):
             if self.mixed_len:
                 y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=1.0)
             else:
-                causal = self.cfg.causal and n_q > 1 and n_q == L and not strict
+                causal = self.cfg.causal and n_q > 1 and n_q == L and not strict and not prev
                 y = F.scaled_dot_product_attention(q, k, v, attn_mask=None if causal else bias, is_causal=causal,
                                                    scale=1.0)
         else:  # "math", and the CPU core with mixed lengths: explicit scores + per-model bias

@@ -38,6 +38,11 @@ Linear layer carries a bias except the key projection: a key bias adds the same 
 row, which the softmax ignores, so it would never receive a gradient. ``bias = False`` removes them all (q, v, o,
 the MLP, a linear input map and the readout); LayerNorm keeps its own.
 
+Frozen previous-token head (``prev_token_head = "frozen"``, one head, two layers or more, skip connections): the
+first layer's attention is hand-built (``Transformer._freeze_prev_token_head``): a fixed pattern, each position on
+the one before it, and a fixed value/output map, so that of the induction head's two sparse patterns (arXiv
+2505.17863 §3.1) only the selection is left to learn (§3.2's second hypothesis; docs/REPRODUCTION.md).
+
 The forward pass is a plain function of the parameters and the input: no state, no in-place updates, and control
 flow only on the static configuration, so it works under ``torch.func.functional_call`` and ``torch.func.vmap``.
 """
@@ -63,6 +68,14 @@ def sinusoidal_positions(length: int, d_model: int) -> Tensor:
     pe[:, 0::2] = torch.sin(pos * freq)
     pe[:, 1::2] = torch.cos(pos * freq)[:, : d_model // 2]
     return pe
+
+
+def prev_token_mask(length: int) -> Tensor:
+    """bool [length, length]: query t may attend to key t - 1 only, query 0 to itself (the frozen previous-token
+    head's pattern, ``model.prev_token_head = "frozen"``)."""
+    q = torch.arange(length)[:, None]
+    k = torch.arange(length)[None, :]
+    return (k == q - 1) | ((q == 0) & (k == 0))
 
 
 # Longest sequence for which the CPU training forward uses ``_AttentionCore`` rather than
@@ -299,6 +312,12 @@ class Transformer(nn.Module):
         # The same mask as an additive bias (0 where attending, -inf elsewhere), for ``_AttentionCore``.
         self.register_buffer("mask_bias", torch.zeros(seq_len, seq_len).masked_fill(~self.mask, float("-inf")),
                              persistent=False)
+        # The first layer's fixed pattern (``prev_token_head = "frozen"``): position t attends to t - 1 only, the
+        # first position (which has none) to itself.
+        prev = prev_token_mask(seq_len)
+        self.register_buffer("prev_mask", prev, persistent=False)
+        self.register_buffer("prev_bias", torch.zeros(seq_len, seq_len).masked_fill(~prev, float("-inf")),
+                             persistent=False)
 
         d_qk = cfg.d_qk or d_model // n_heads
         self.blocks = nn.ModuleList(Block(cfg, d_qk) for _ in range(cfg.n_layers))
@@ -336,6 +355,36 @@ class Transformer(nn.Module):
                 self.embed.weight.zero_()
                 self.embed.weight[:, 0] = torch.arange(vocab_size, dtype=self.embed.weight.dtype)
             self.embed.weight.requires_grad_(False)
+        self.fixed: frozenset[str] = frozenset()
+        if cfg.prev_token_head == "frozen":
+            self._freeze_prev_token_head()
+
+    def _freeze_prev_token_head(self) -> None:
+        """The first layer's (one-head) attention as a hand-built previous-token head that never learns: query and
+        key weights 0, so every score is 0 and the fixed mask ``prev_mask`` alone sets the pattern (exactly one-hot
+        on t - 1); value weight the identity, output weight ``J`` (each pair of stream dimensions turned by 90
+        degrees: (a, b) -> (-b, a)), biases 0. The stream at t then carries ``J h(t - 1)`` beside its own
+        ``h(t)``; J is skew (x . J x = 0 for every x), so the copy of a token never matches the token itself under
+        the identity, the ambiguity a plain copy (J = I) would leave the selection layer (a key's own position and
+        the position after it would carry the same sum). Set after the seeded draws, so every other parameter has
+        the value it has in the learned model of the same seed. ``requires_grad`` False, and ``fixed`` names them:
+        models/stack.py keeps them as buffers, outside the optimiser."""
+        a = self.blocks[0].attn
+        D = a.v.weight.shape[0]
+        J = torch.zeros(D, D)
+        idx = torch.arange(0, D - 1, 2)
+        J[idx, idx + 1] = -1.0
+        J[idx + 1, idx] = 1.0
+        with torch.no_grad():
+            for lin in (a.q, a.k, a.v, a.o):
+                lin.weight.zero_()
+                if lin.bias is not None:
+                    lin.bias.zero_()
+            a.v.weight.copy_(torch.eye(D))
+            a.o.weight.copy_(J)
+        for p in a.parameters():
+            p.requires_grad_(False)
+        self.fixed = frozenset(f"blocks.0.attn.{n}" for n, _ in a.named_parameters())
 
     def _init_torch_defaults(self, generator: torch.Generator | None) -> None:
         """PyTorch's default module initialisation, as a from-scratch PyTorch script gets it: Linear weights and biases
@@ -391,6 +440,9 @@ class Transformer(nn.Module):
             causal = self.cfg.causal and n_q > 1
             mask = self.mask[L - n_q : L, :L] if causal else None
             bias = self.mask_bias[L - n_q : L, :L] if causal and kernel == "core" else None
+            if i == 0 and self.fixed:  # the frozen previous-token head: its fixed pattern is the whole mask
+                causal, mask = False, self.prev_mask[L - n_q : L, :L]
+                bias = self.prev_bias[L - n_q : L, :L] if kernel == "core" else None
             strict = last and not self.cfg.readout_self_key  # the readout query does not see its own position
             if strict:
                 own = torch.zeros(n_q, L, dtype=torch.bool, device=h.device)

@@ -376,10 +376,29 @@ class TransformerModel(_Section):
         ),
     )
 
+    prev_token_head: Literal["learned", "frozen"] = Field(
+        "learned",
+        description=(
+            "learned: every attention layer learns. frozen: the first layer's attention is a hand-built "
+            "previous-token head that never learns (each position attends to the one before it; value identity, "
+            "output a fixed 90-degree turn of each pair of stream dimensions), so that only the induction head's "
+            "selection pattern is learned: the test of arXiv 2505.17863 §3.2's hypothesis that each sparse pattern "
+            "adds to the N_pairs exponent (docs/REPRODUCTION.md). Needs n_heads 1, n_layers 2 or more, residual on "
+            "and an even d_model."
+        ),
+    )
+
     @model_validator(mode="after")
     def _check(self) -> "TransformerModel":
         if self.d_model % self.n_heads != 0:
             raise ValueError("d_model: must be divisible by n_heads")
+        if self.prev_token_head == "frozen":
+            need = {"n_heads": self.n_heads == 1, "n_layers": self.n_layers >= 2, "residual": self.residual,
+                    "d_model": self.d_model % 2 == 0}
+            bad = next((k for k, ok in need.items() if not ok), None)
+            if bad:
+                raise ValueError(f"{bad}: prev_token_head = 'frozen' needs n_heads 1, n_layers 2 or more, "
+                                 "residual true and an even d_model")
         return self
 
 
