@@ -1,8 +1,8 @@
 """Atlas entries for claims of arXiv 2505.17863 that no figure entry tested (issue 42): Fig. 14's fourth
 configuration, Fig. 5 left's late grokking, §2.3's "only a temporary advantage" of cross-sample repetition (in the
-reduced flow and in the toy model: one sentence, ``reports.verdict.SENTENCES``) and Eq. 6's closed form. Their
-reports and checks: ``sparse_tui/reports/entries/`` (eq6, sec23, fig14_random, fig5_late); their records:
-docs/REPRODUCTION.md.
+reduced flow and in the toy model: one sentence, ``reports.verdict.SENTENCES``), Eq. 6's closed form, Fig. 17's
+per-head claims and §3.2's two hypotheses. Their reports and checks: ``sparse_tui/reports/entries/`` (eq6, sec23,
+fig14_random, fig5_late, fig17_heads, hyp_residual, hyp_prevtoken); their records: docs/REPRODUCTION.md.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ R_TEMP = "§2.3: only a temporary advantage? (`paper_sec23_temporary`, `paper_se
 R_EQ6 = "Closed form vs integrated dynamics"
 R_FIG17H = "Fig. 17 per head and per layer (`paper_fig17_heads_cpu`)"
 R_HYP = "§3.2's hypothesis: residual connections and the N_tokens exponent (`hyp_residual_cpu`)"
+R_HYP_B = "§3.2's second hypothesis: each sparse pattern adds to the N_pairs exponent (`hyp_prevtoken_cpu`)"
 
 ENTRIES = [
     Entry("fig14_random", "Fig. 14, 4th config.", PAPER, "App. B.1, B.3",
@@ -73,4 +74,14 @@ ENTRIES = [
           record=R_HYP, measured="2026-11-28, CPU, 2 seeds: N_tokens +0.95 with the residual stream, +1.10 without "
                                  "(no MLP); +0.94 and +2.47 with an MLP", claim=E + "hyp_residual:CLAIM",
           verdict="in kind", cpu_minutes=8.4),
+    Entry("hyp_prevtoken", "§3.2 hypothesis (b)", PAPER, "§3.2",
+          "each sparse pattern adds to the N_pairs exponent: the Fig. 4 right grid with the previous-token head "
+          "learned or given (frozen)", "curves", {"cpu": "hyp_prevtoken_cpu"}, fit_vars=("n_tokens", "n_pairs"),
+          law="fig4", threshold=ACC,
+          notes="Fig. 4 right's CPU grid × model.prev_token_head {learned, frozen}: a hand-built previous-token head "
+                "in layer 1 (fixed pattern on t - 1, value identity, output a 90° turn of each pair of dimensions; "
+                "ours).",
+          record=R_HYP_B, measured="2026-11-29, CPU, 3 seeds: N_pairs +1.48 learned, +1.11 with the head frozen "
+                                   "(half would be +0.74); N_tokens +0.96 and +0.94",
+          claim=E + "hyp_prevtoken:CLAIM", verdict="in kind", cpu_minutes=12.5),
 ]

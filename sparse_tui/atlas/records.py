@@ -30,13 +30,15 @@ BEFORE = {"torch": None, "numpy": None, "threads": None, "schedule": None, "devi
 RERUN = {**{k: "6add903" for k in ("fig1a", "fig1b", "fig1c", "fig2_left", "fig2_right", "fig6", "fig7", "fig8",
                                    "fig10", "diversity_theory", "eq6", "fig5_left", "fig5_right", "fig16_left",
                                    "fig16_right", "fig17", "sec23_temporary", "sec23_toy")},
-         **{k: "2007856" for k in ("fig14_random", "fig5_late")}, "fig17_heads": "dac1b94", "hyp_residual": "1011728"}
+         **{k: "2007856" for k in ("fig14_random", "fig5_late")}, "fig17_heads": "dac1b94", "hyp_residual": "1011728",
+         "hyp_prevtoken": "ca2720f"}
+DATES = {"hyp_prevtoken": "2026-11-29"}  # records of ``RERUN`` made on another day than ``TODAY``'s
 
 
 def environment(key: str) -> dict[str, Any]:
     """The environment docs/REPRODUCTION.md's record of entry ``key`` was made in."""
     if key in RERUN:
-        return {**TODAY, "commit": RERUN[key]}
+        return {**TODAY, "commit": RERUN[key], "date": DATES.get(key, TODAY["date"])}
     return dict(BEFORE)
 
 
