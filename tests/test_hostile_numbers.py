@@ -17,8 +17,8 @@ import pytest
 from sparse_tui.base import parse
 from sparse_tui.cli.runs import figure_size, timeout_seconds
 from sparse_tui.reports import fitreport
+from sparse_tui.science.dynamics import parse_grid
 from sparse_tui.science.repetition import Schedule, parse_condition
-from sparse_tui.science.theory import parse_grid
 from sparse_tui.tui.render import filters
 
 N = 10_000
