@@ -108,7 +108,7 @@ def test_stack_interrupted_keeps_the_records_of_members_already_ended(tmp_path, 
     """Issue 19: an interrupt during a long step or evaluation of a stack whose other members had ended (diverged,
     stopped after their plateau, cancelled) records the survivor interrupted and leaves the others' status,
     reason, summary and plateau step as they were recorded."""
-    from sparse_tui.training import loop, optim, runlog
+    from sparse_tui.training import optim, runlog, tracker
 
     monkeypatch.setattr(runlog, "HEARTBEAT_SECONDS", 0.0)  # the cancel is seen at step 1
     store = RunStore(tmp_path / "runs")
@@ -137,13 +137,13 @@ def test_stack_interrupted_keeps_the_records_of_members_already_ended(tmp_path, 
 
         monkeypatch.setattr(optim.StackOptimizer, "step", step)
     else:
-        real_eval = loop.evaluate
+        real_eval = tracker.evaluate
 
         def evaluate(*a, **kw):
             stop()
             return real_eval(*a, **kw)
 
-        monkeypatch.setattr(loop, "evaluate", evaluate)
+        monkeypatch.setattr(tracker, "evaluate", evaluate)
     with pytest.raises(KeyboardInterrupt):
         runner.train_claimed(store, recs, cfgs, torch.device("cpu"), None)
     for rid, (name, _, (status, reason)) in zip(ids[1:], ENDED_MEMBERS):
