@@ -11,7 +11,8 @@ import math
 import pytest
 import torch
 
-from sparse_tui.presets.schema import TASKS, RunConfig
+from sparse_tui.presets.schema import RunConfig
+from sparse_tui.presets.tasks import TASKS
 from sparse_tui.training import metrics
 from sparse_tui.training.loop import Prepared, evaluate_due
 from sparse_tui.training.snapshots import attention_snapshot

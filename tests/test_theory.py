@@ -12,7 +12,8 @@ from scipy.integrate import solve_ivp
 
 from sparse_tui.models.ode import ode_curve, recorded_curve, simulate_run
 from sparse_tui.presets.loading import config_from_json
-from sparse_tui.presets.schema import RecallTask, RunConfig
+from sparse_tui.presets.schema import RunConfig
+from sparse_tui.presets.tasks import RecallTask
 from sparse_tui.science import dynamics as dyn
 from sparse_tui.science import theory as th
 from sparse_tui.science.fitting import fit_power_law
