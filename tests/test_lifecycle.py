@@ -19,7 +19,7 @@ import torch
 from conftest import read_only_copy
 
 from sparse_tui.executors import LocalExecutor
-from sparse_tui.lifecycle import runner
+from sparse_tui.lifecycle import resume, runner, signals
 from sparse_tui.presets.loading import RunSpec
 from sparse_tui.presets.schema import RunConfig
 from sparse_tui.store import RunStore
@@ -98,7 +98,7 @@ def _stop_when_others_ended(store, ids, survivor):
         if not state["raised"] and all(store.get(i).status not in ("queued", "running")
                                        for i in ids if i != survivor):
             state["raised"] = True
-            raise runner.StopNow()
+            raise signals.StopNow()
 
     return maybe_interrupt
 
@@ -240,11 +240,11 @@ def test_an_interrupted_coordinator_leaves_the_queue_to_a_live_one(tmp_path, liv
     store = RunStore(tmp_path / "runs")
     batch, ids = store.create_runs([RunSpec("t", "t.toml", cfg(seed=s), {"seed": s}) for s in range(2)])
     store.add_coordinator(batch, live_process.pid)
-    runner.run_batch(store, batch, LocalExecutor(), flag=runner.StopFlag("interrupted"))
+    runner.run_batch(store, batch, LocalExecutor(), flag=signals.StopFlag("interrupted"))
     assert [r.status for r in store.runs()] == ["queued", "queued"]
     live_process.kill()
     live_process.wait()
-    runner.run_batch(store, batch, LocalExecutor(), flag=runner.StopFlag("interrupted"))
+    runner.run_batch(store, batch, LocalExecutor(), flag=signals.StopFlag("interrupted"))
     assert {(r.status, r.reason) for r in store.runs()} == {("interrupted", "never started")}
 
 
@@ -298,7 +298,7 @@ def test_an_exact_id_wins_over_a_prefix(tmp_path):
     store = RunStore(runs_dir)
     assert store.find("abc123", ("run", "batch")) == ("batch", "abc123")
     assert store.find("abc12345", ("run", "batch")) == ("run", "abc12345")
-    batch, ids = runner.resume_targets(store, "abc123")
+    batch, ids = resume.resume_targets(store, "abc123")
     assert batch == "abc123" and sorted(ids) == ["abc12345", "abc12399"]
 
 
