@@ -32,10 +32,10 @@ def law_report(store: Any, entry: Entry, run_ids: Sequence[str], threshold: floa
     """Fit ``entry.fit_vars`` over the runs (App. D.2) and set each exponent beside the paper's law (``entry.law``)
     with the tolerance the record is held to (``entry.targets``). ``threshold``: re-read every plateau from the
     stored curves at that absolute value first (``fitreport.reread_plateaus``; `reproduce FIG --threshold X`)."""
-    from sparse_tui.reports import fitreport
+    from sparse_tui.reports import fitreport, selection
     from sparse_tui.science.theory import PAPER_FITS
 
-    sel = fitreport.select_runs(store, run_ids=list(run_ids))
+    sel = selection.select_runs(store, run_ids=list(run_ids))
     reread = None
     if threshold is not None:
         sel, reread = fitreport.reread_plateaus(store, sel, threshold,
