@@ -36,6 +36,7 @@ __all__ = [
     "switched_trajectory",
 ]
 
+
 def plateau_times(
     d: Any,
     T: Any,

@@ -27,7 +27,7 @@ from sparse_tui.lifecycle.annotate import AnnotateError, check_note, parse_tags
 from sparse_tui.lifecycle.resume import resume_runs_detached
 from sparse_tui.models.ode import recorded_curve
 from sparse_tui.presets.loading import expand
-from sparse_tui.reports import figures, panels
+from sparse_tui.reports import curves, figures, panels
 from sparse_tui.reports.base import FORMATS
 from sparse_tui.reports.listing import status_rows
 from sparse_tui.reports.reproduce import Launched, launch_detached, reproduce
@@ -297,7 +297,7 @@ def figure(store: RunStore, panel: str, payload: Any, path: Path, size: tuple[fl
         path.parent.mkdir(parents=True, exist_ok=True)
         if panel == "curves":
             ids, groups = payload if isinstance(payload, tuple) else (payload, None)
-            out = figures.curves_figure(store, ids, path, groups=groups, size=size)
+            out = curves.curves_figure(store, ids, path, groups=groups, size=size)
         elif panel == "fit":
             out = figures.fit_figure(payload, path)
         elif panel == "scatter":
