@@ -8,8 +8,9 @@ Runs may share a stack when they differ only in what the stack handles per model
   ``n_pairs``, nearest's ``context``, linreg's ``T``), vocabulary and vector dimensions.
 
 Everything else separates stacks: task kind, model kind, layer and head count, the structural switches (MLP,
-LayerNorm, residual, positions, input, causal, tied embeddings), optimiser kind, batch size, step count, device,
-precision and CUDA-graph mode. Toy models (paper Eq. 2) stack only with toy models of the same shape.
+LayerNorm, residual, positions, input, causal, tied embeddings, a frozen previous-token head), optimiser kind, batch
+size, step count, device, precision and CUDA-graph mode. Toy models (paper Eq. 2) stack only with toy models of the
+same shape.
 """
 
 from __future__ import annotations
