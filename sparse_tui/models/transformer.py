@@ -308,16 +308,7 @@ class Transformer(nn.Module):
             self.pos = None
         else:
             raise ValueError(f"pos_enc must be 'sinusoidal', 'learned' or 'none', got {cfg.pos_enc!r}")
-        self.register_buffer("mask", torch.ones(seq_len, seq_len, dtype=torch.bool).tril(), persistent=False)
-        # The same mask as an additive bias (0 where attending, -inf elsewhere), for ``_AttentionCore``.
-        self.register_buffer("mask_bias", torch.zeros(seq_len, seq_len).masked_fill(~self.mask, float("-inf")),
-                             persistent=False)
-        # The first layer's fixed pattern (``prev_token_head = "frozen"``): position t attends to t - 1 only, the
-        # first position (which has none) to itself.
-        prev = prev_token_mask(seq_len)
-        self.register_buffer("prev_mask", prev, persistent=False)
-        self.register_buffer("prev_bias", torch.zeros(seq_len, seq_len).masked_fill(~prev, float("-inf")),
-                             persistent=False)
+        self._masks(seq_len)
 
         d_qk = cfg.d_qk or d_model // n_heads
         self.blocks = nn.ModuleList(Block(cfg, d_qk) for _ in range(cfg.n_layers))
@@ -358,6 +349,15 @@ class Transformer(nn.Module):
         self.fixed: frozenset[str] = frozenset()
         if cfg.prev_token_head == "frozen":
             self._freeze_prev_token_head()
+
+    def _masks(self, seq_len: int) -> None:
+        """The attention masks (buffers), each also as an additive bias (0 where attending, -inf elsewhere) for
+        ``_AttentionCore``: the causal one, and the first layer's fixed pattern (``prev_token_head = "frozen"``:
+        position t attends to t - 1 only, the first position, which has none, to itself)."""
+        for name, bias, m in (("mask", "mask_bias", torch.ones(seq_len, seq_len, dtype=torch.bool).tril()),
+                              ("prev_mask", "prev_bias", prev_token_mask(seq_len))):
+            self.register_buffer(name, m, persistent=False)
+            self.register_buffer(bias, torch.zeros(seq_len, seq_len).masked_fill(~m, float("-inf")), persistent=False)
 
     def _freeze_prev_token_head(self) -> None:
         """The first layer's (one-head) attention as a hand-built previous-token head that never learns: query and
