@@ -123,3 +123,21 @@ def test_the_frozen_head_needs_the_structure_it_is_built_for(field, value):
     with pytest.raises(ValidationError, match=f"{field}: prev_token_head = 'frozen' needs"):
         RunConfig.model_validate(raw)
     RunConfig.model_validate({**raw, "model": {**raw["model"], "prev_token_head": "learned"}})
+
+
+def test_a_preset_asking_the_head_of_a_structure_it_does_not_fit_is_one_line_per_point_exit_2(tmp_path):
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from sparse_tui.cli import app
+
+    preset = Path(__file__).resolve().parent.parent / "presets" / "hyp_prevtoken_cpu.toml"
+    runs = tmp_path / "runs"
+    r = CliRunner().invoke(app, ["run", str(preset), "--dry-run", "--runs-dir", str(runs), "--set", "model.n_heads=2"])
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    lines = r.output.strip().splitlines()
+    want = ("hyp_prevtoken_cpu.toml: model.n_heads: prev_token_head = 'frozen' needs n_heads 1, n_layers 2 or more, "
+            "residual true and an even d_model (sweep point task.n_tokens=")
+    assert len(lines) == 9 and all(ln.startswith(want) and ln.endswith("model.prev_token_head=frozen)") for ln in lines)
+    assert not runs.exists()  # the learned points are valid, but nothing is written
