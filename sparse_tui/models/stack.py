@@ -27,6 +27,10 @@ Mixed shapes (``padded``): runs that differ in width (``d_model``, ``d_qk``, MLP
 * vocabulary / outputs: padded logits are -inf (classification) or 0 against a 0 target (regression), so the loss
   and its gradient are those of the model alone.
 
+Fixed parameters (``Transformer.fixed``: the frozen previous-token head of ``model.prev_token_head = "frozen"``) are
+stacked as buffers, not parameters: no gradient, outside the optimiser (no weight decay moves them), and its layer's
+mask is the fixed pattern, per model under left padding (a model's first real position keeps its own key).
+
 tests/test_stack.py proves all of it in float64: every width of presets/blog_nembd.toml in one stack against each
 model alone (outputs, gradients, optimiser steps).
 """
