@@ -82,3 +82,26 @@ def test_forecast_eval_scores_held_out_runs_on_a_known_law(tmp_path):
         assert row[s]["within_30"] == 1.0 and row[s]["median_abs_log"] < 0.01 and row[s]["nominal"] == 0.8
     bad = _script("forecast_eval.py", "--store", f"fig1ab={tmp_path}")
     assert bad.returncode == 2 and "ENTRY=RUNS_DIR" in bad.stderr
+
+
+def test_same_numbers_finds_one_moved_value_and_ignores_the_machines_readings(tmp_path):
+    """benchmarks/same_numbers.py (the bit-stability record across torch versions): two stores of the same runs are
+    the same numbers when only sys/* differs; one metric value moved in its last bit is found and named."""
+    stores = []
+    for name, last_loss, cpu in (("a", 0.25, 10.0), ("b", 0.25, 90.0), ("c", 0.25 + 2**-40, 10.0)):
+        store = RunStore(tmp_path / name)
+        _, ids = store.create_runs(expand(load_preset(ROOT / "presets" / "smoke.toml", ["seeds=[0,1]"])))
+        for rid in ids:
+            store.log_metrics_many(rid, [0, 10], {"train/loss": [1.0, last_loss], "sys/cpu_pct": [cpu, cpu]})
+        store.close()
+        stores.append(str(tmp_path / name))
+    same = _script("same_numbers.py", stores[0], stores[1])
+    assert same.returncode == 0, same.stderr
+    assert "4 metric values: 4 identical, 0 differ" in same.stdout
+    moved = _script("same_numbers.py", stores[0], stores[2])
+    assert moved.returncode == 1
+    assert "2 differ" in moved.stdout and "'train/loss': 2" in moved.stdout
+    other = RunStore(tmp_path / "d")
+    other.create_runs(expand(load_preset(ROOT / "presets" / "smoke.toml", ["seeds=[5]"])))
+    other.close()
+    assert _script("same_numbers.py", stores[0], str(tmp_path / "d")).returncode == 2
