@@ -31,7 +31,6 @@ __all__ = [
     "compare_closed_form",
     "parse_grid",
     "expand_grid",
-    "CLOSED_FORM_NOTE",
     "Phase",
     "switched_trajectory",
 ]
@@ -323,13 +322,6 @@ def switched_trajectory(
 # ---------------------------------------------------------------------------------------------------------------
 # Closed form vs integrated dynamics
 # ---------------------------------------------------------------------------------------------------------------
-
-CLOSED_FORM_NOTE = (
-    "Closed form (App. A.3.2, arcsinh) / integrated plateau = 2.14 .. 4.55 on d = 16..256, T = 64..4096 (B = 1, "
-    "threshold 0.2); integrated plateau = 1.27 .. 1.50 x sqrt(d) T / B; fitted exponents d 0.50, T 0.98. The "
-    "linearisation gets the time scale sqrt(d) T / B right but adds a spurious log factor (it replaces "
-    "exp(da) by 1 + da)."
-)
 
 
 def compare_closed_form(
