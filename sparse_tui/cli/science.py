@@ -189,10 +189,7 @@ def reproduce(
     from sparse_tui import atlas
     from sparse_tui.presets.catalog import resolve
     from sparse_tui.reports import planner
-    from sparse_tui.reports.fitreport import parse_threshold
-    from sparse_tui.reports.library import plot_paths, refits
     from sparse_tui.reports.reproduce import reproduce as run_reproduce
-    from sparse_tui.science.fitting import FitError
     from sparse_tui.store import StoreError
 
     if presets_dir is not None:
@@ -207,28 +204,11 @@ def reproduce(
     _device_flag(device)
     n_workers = _workers_flag(workers)
     fig_path = _figure_path(plot)
-    with _refused(atlas.AtlasError, FitError):
-        chosen = atlas.find(name)
-        x = parse_threshold(threshold)
-        if x is not None and not any(refits(e) for e in chosen):
-            raise atlas.AtlasError(f"--threshold: {name} has no panel with a fitted law (its plateaus are not "
-                                   "fitted; sparse-tui reproduce --list shows each kind)")
+    chosen, x = _reproduce_entries(name, threshold)
     if fig_path is not None:  # every figure file is checked before any training, and before the first is written
-        from sparse_tui.base.files import problem
-
-        for path in plot_paths(fig_path, chosen):
-            why = problem(path)
-            if why:
-                raise fail(f"--plot {path}: {why}")
+        _plot_files_writable(fig_path, chosen)
     if size == "auto":
-        from sparse_tui.base.extras import missing_torch
-
-        if missing_torch():  # no torch, no GPU to train on: what the store holds is reported, training refused
-            size = "cpu"
-        else:
-            import torch
-
-            size = "gpu" if torch.cuda.is_available() else "cpu"
+        size = _auto_size()
     with _refused(atlas.AtlasError), _preset_refused():  # every named preset loads before the store is opened
         for entry in chosen:
             planner.plan(None, entry, size, presets_dir)
@@ -250,13 +230,52 @@ def reproduce(
                  for batch_id, ids, specs in batches]
         return max([*codes, _train_batch(store, ex, todo, **how) if todo else ExitCode.OK])
 
-    def waiting(entry) -> None:
-        _say(f"{entry.key}: another reproduce of it is training on this store; waiting for it (its runs are then "
-             "reused, never trained twice)")
-
     outcomes = run_reproduce(store, chosen, size, presets_dir=presets_dir, threshold=x, train=train, said=said,
-                             verdict_now=verdict_now, waiting=waiting)
+                             verdict_now=verdict_now, waiting=_waiting)
     raise typer.Exit(int(_print_outcomes(store, outcomes, chosen, x, fig_path, as_json)))
+
+
+def _reproduce_entries(name: str, threshold: Optional[str]) -> tuple[list, Optional[float]]:
+    """The atlas entries ``name`` names and the --threshold to re-read their plateaus at (only where one of them
+    fits a law); one line and exit 2 otherwise."""
+    from sparse_tui import atlas
+    from sparse_tui.reports.fitreport import parse_threshold
+    from sparse_tui.reports.library import refits
+    from sparse_tui.science.fitting import FitError
+
+    with _refused(atlas.AtlasError, FitError):
+        chosen = atlas.find(name)
+        x = parse_threshold(threshold)
+        if x is not None and not any(refits(e) for e in chosen):
+            raise atlas.AtlasError(f"--threshold: {name} has no panel with a fitted law (its plateaus are not "
+                                   "fitted; sparse-tui reproduce --list shows each kind)")
+    return chosen, x
+
+
+def _plot_files_writable(fig_path: Path, chosen: list) -> None:
+    from sparse_tui.base.files import problem
+    from sparse_tui.reports.library import plot_paths
+
+    for path in plot_paths(fig_path, chosen):
+        if why := problem(path):
+            raise fail(f"--plot {path}: {why}")
+
+
+def _auto_size() -> str:
+    """--size auto: gpu when CUDA is available; cpu without torch (no GPU to train on: what the store holds is
+    reported, training refused)."""
+    from sparse_tui.base.extras import missing_torch
+
+    if missing_torch():
+        return "cpu"
+    import torch
+
+    return "gpu" if torch.cuda.is_available() else "cpu"
+
+
+def _waiting(entry) -> None:
+    _say(f"{entry.key}: another reproduce of it is training on this store; waiting for it (its runs are then "
+         "reused, never trained twice)")
 
 
 def _reproduce_list(runs_dir: Optional[Path], presets_dir: Optional[Path], as_json: bool) -> None:

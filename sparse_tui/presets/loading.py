@@ -183,9 +183,47 @@ def validate_preset_data(
     raw: dict, src: str, overrides: list[str] | None = None, path: Path | None = None
 ) -> LoadedPreset:
     """Validate preset data already parsed from TOML (the TUI's form uses this too)."""
-    errors: list[str] = []
     raw = copy.deepcopy(raw)
-    for ov in overrides or []:
+    errors = _apply_overrides(raw, overrides or [])
+    if errors:
+        raise PresetError(errors)
+    try:
+        preset = Preset.model_validate(raw)
+    except ValidationError as e:
+        raise PresetError(format_validation_error(e, src)) from None
+    except RecursionError:
+        raise PresetError([f"{src}: nested too deeply"]) from None
+    n_runs = len(preset.seeds)
+    for values in preset.sweep.values():
+        n_runs *= max(1, len(values))
+    if n_runs > MAX_RUNS:
+        sizes = " x ".join(str(len(v)) for v in preset.sweep.values())
+        raise PresetError([f"{src}: sweep: {n_runs} runs ({sizes} x {len(preset.seeds)} seed(s)) is more than"
+                           f" {MAX_RUNS}; split the sweep into several presets"])
+    sweep = raw.get("sweep", {}) or {}
+    base = {k: v for k, v in raw.items() if k not in ("sweep", "seeds")}
+    errors = _sweep_errors(sweep, base, src)
+    if errors:
+        raise PresetError(list(dict.fromkeys(errors)))
+    # Cross-field rules can fail only for some combinations (d_model x n_heads): check every point.
+    loaded = LoadedPreset(path=path or Path(src), preset=preset, raw=raw)
+    bad = []
+    for combo in _combos(sweep):
+        try:
+            RunConfig.model_validate(_point(base, combo))
+        except ValidationError as e:
+            where = ", ".join(f"{k}={v}" for k, v in combo.items())
+            for line in format_validation_error(e, src):
+                bad.append(f"{line} (sweep point {where})")
+    if bad:
+        raise PresetError(list(dict.fromkeys(bad)))
+    return loaded
+
+
+def _apply_overrides(raw: dict, overrides: list[str]) -> list[str]:
+    """Apply ``--set key=value`` overrides to ``raw`` in place; returns one line per override refused."""
+    errors: list[str] = []
+    for ov in overrides:
         if "=" not in ov:
             errors.append(f"--set {ov}: expected key=value")
             continue
@@ -209,24 +247,13 @@ def validate_preset_data(
             raw.setdefault("sweep", {})[key[len("sweep."):]] = value
         else:
             set_dotted(raw, key, value, merge=key != "sweep")  # --set 'sweep={}': no sweep (its keys are not settings)
-    if errors:
-        raise PresetError(errors)
-    try:
-        preset = Preset.model_validate(raw)
-    except ValidationError as e:
-        raise PresetError(format_validation_error(e, src)) from None
-    except RecursionError:
-        raise PresetError([f"{src}: nested too deeply"]) from None
-    n_runs = len(preset.seeds)
-    for values in preset.sweep.values():
-        n_runs *= max(1, len(values))
-    if n_runs > MAX_RUNS:
-        sizes = " x ".join(str(len(v)) for v in preset.sweep.values())
-        raise PresetError([f"{src}: sweep: {n_runs} runs ({sizes} x {len(preset.seeds)} seed(s)) is more than"
-                           f" {MAX_RUNS}; split the sweep into several presets"])
-    # Validate the sweep: every key must exist, every value list non-empty, every point valid.
-    sweep = raw.get("sweep", {}) or {}
-    base = {k: v for k, v in raw.items() if k not in ("sweep", "seeds")}
+    return errors
+
+
+def _sweep_errors(sweep: dict, base: dict, src: str) -> list[str]:
+    """The sweep's problems, one line each: every key must exist, every value list be non-empty and without
+    repeats, every value valid at the preset's other settings."""
+    errors: list[str] = []
     for key, values in sweep.items():
         if key in ("seed", "seeds"):
             errors.append(f"{src}: sweep.{key}: use the top-level 'seeds' list")
@@ -249,21 +276,7 @@ def validate_preset_data(
                     p, msg = _loc(err, "")
                     if p == key or p.endswith("." + key.split(".")[-1]) or p == key.split(".")[0]:
                         errors.append(f"{src}: sweep.{key}[{i}]: {msg}")
-    if errors:
-        raise PresetError(list(dict.fromkeys(errors)))
-    # Cross-field rules can fail only for some combinations (d_model x n_heads): check every point.
-    loaded = LoadedPreset(path=path or Path(src), preset=preset, raw=raw)
-    bad = []
-    for combo in _combos(sweep):
-        try:
-            RunConfig.model_validate(_point(base, combo))
-        except ValidationError as e:
-            where = ", ".join(f"{k}={v}" for k, v in combo.items())
-            for line in format_validation_error(e, src):
-                bad.append(f"{line} (sweep point {where})")
-    if bad:
-        raise PresetError(list(dict.fromkeys(bad)))
-    return loaded
+    return errors
 
 
 def _first_duplicate(values: list, schedules: bool = False) -> Any:

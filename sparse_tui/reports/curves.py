@@ -149,8 +149,6 @@ def _overlay_figure(data: Sequence[tuple[Any, Mapping]], title: str | None, grou
     import numpy as np
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
-
 
     have = set().union(*(s.keys() for _, s in data))
     metrics = [m for m in ("test/loss", "test/acc") if m in have] or [min(have)]
@@ -193,12 +191,7 @@ def _overlay_figure(data: Sequence[tuple[Any, Mapping]], title: str | None, grou
             ax.set_xscale("log")
         ax.set_xlabel("step")
         ax.set_ylabel(metric)
-    extra = [Line2D([], [], color="0.3", marker="o", ls="", ms=3.5, label="plateau step" + (" (mean ± std)" if keys
-                                                                                            else ""))]
-    if keys:
-        extra.append(Patch(color="0.3", alpha=0.25, label="± std over the group's runs (a loss: ×/÷ geometric std)"))
-    if any(r.plateau_step is None for r in recs):
-        extra.append(Line2D([], [], color="0.3", marker=">", ls="", ms=4, label="no plateau by the end (censored)"))
+    extra = _marker_handles(bool(keys), recs)
     if ramp:
         sm = mpl.cm.ScalarMappable(norm=norm, cmap=mpl.colors.ListedColormap(cmap(np.linspace(0, 0.92, 256))))
         fig.colorbar(sm, ax=list(axes), label=short[ckey], pad=0.02, fraction=0.05)
@@ -221,6 +214,21 @@ def _overlay_figure(data: Sequence[tuple[Any, Mapping]], title: str | None, grou
             fig.legend(handles=handles, loc="outside lower center", ncol=min(4, len(handles)), frameon=False)
     mean = f", mean ± std over the runs of each {', '.join(short[k] for k in keys)}" if keys else ""
     return _titled(fig, title or f"{', '.join(sorted({r.preset for r in recs}))}: {len(recs)} runs" + mean, recs[0])
+
+
+def _marker_handles(grouped: bool, recs: Sequence[Any]) -> list:
+    """The overlay legend's entries for what is not a run: the plateau marker (a group's mean ± std), the band of
+    a group, the censored runs' marker."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    extra = [Line2D([], [], color="0.3", marker="o", ls="", ms=3.5, label="plateau step" + (" (mean ± std)" if grouped
+                                                                                            else ""))]
+    if grouped:
+        extra.append(Patch(color="0.3", alpha=0.25, label="± std over the group's runs (a loss: ×/÷ geometric std)"))
+    if any(r.plateau_step is None for r in recs):
+        extra.append(Line2D([], [], color="0.3", marker=">", ls="", ms=4, label="no plateau by the end (censored)"))
+    return extra
 
 
 def _titled(fig: Any, head: str, rec: Any) -> Any:

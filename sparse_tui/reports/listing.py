@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 from sparse_tui.atlas import SIZES, AtlasError, Entry, entries, records
 from sparse_tui.lifecycle.estimate import LENT_CARD, CardProjection, project
@@ -28,14 +28,13 @@ class StatusRow:
     environment: dict[str, Any] | None = None  # what produced the verdict's runs (the store's), else the record's
 
 
-def status_rows(store: Any | None, presets_dir: Path | None = None, only: Iterable[Entry] | None = None,
-                with_verdicts: bool = False) -> list[StatusRow]:
-    """Every atlas entry (or ``only``) with, per size, how many of its preset's runs the store holds as results.
+def status_rows(store: Any | None, presets_dir: Path | None = None, with_verdicts: bool = False) -> list[StatusRow]:
+    """Every atlas entry with, per size, how many of its preset's runs the store holds as results.
     ``with_verdicts``: where the store holds every run of the entry's CPU preset, its verdict (``verdict.verdict``
     of its report) and the runs' summed wall time; elsewhere the record's (``Entry.verdict``, ``Entry.cpu_minutes``)."""
     rows = []
     index = index_runs(store) if store is not None else {}
-    for e in (list(only) if only is not None else entries()):
+    for e in entries():
         stored: dict[str, str] = {}
         row = StatusRow(e, stored)
         if e.preset("gpu") not in (None, e.preset("cpu")) and not e.built:

@@ -59,6 +59,11 @@ def _integrate(
 
     Returns (crossing times [N] (nan = none), states at t_eval [N, len(t_eval), 3] or None, accepted steps).
     ``direction = -1``: the event fires when observable <= level; ``+1``: when observable >= level.
+
+    One function on purpose (issue 39 allows the integrator its length): every sub-step of the loop (the stages, the
+    error control, the dense output, the event's bisection) reads and writes the same dozen per-point arrays (state,
+    time, step size, output pointer, crossings, the active mask); cut apart, each piece would take and return most
+    of them, and the loop would no longer read line by line against Hairer's DOPRI5.
     """
     N = len(P)
     y = np.zeros((N, 3))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -31,7 +31,6 @@ __all__ = [
     "compare_closed_form",
     "parse_grid",
     "expand_grid",
-    "CLOSED_FORM_NOTE",
     "Phase",
     "switched_trajectory",
 ]
@@ -141,6 +140,35 @@ class Trajectory:
     params: dict[str, float] = field(default_factory=dict)
 
 
+def _times(times: Any) -> np.ndarray:
+    times = np.asarray(times, dtype=float).ravel()
+    if times.size and np.any(times < 0):
+        raise ValueError("times must be >= 0")
+    return times
+
+
+def _crossing(obs: str, level: float, direction: int, P: _Params, terminal: bool = False) -> Callable:
+    """An event for scipy's ``solve_ivp``: the observable ``obs`` crossing ``level`` (direction -1: falling, +1:
+    rising) under the parameters ``P`` of one point; ``terminal``: the integration stops there."""
+    g = OBSERVABLES[obs]
+
+    def ev(t, y):
+        return float(g(y[None], P)[0] - level)
+
+    ev.direction, ev.terminal = float(direction), terminal
+    return ev
+
+
+def _observed(times: np.ndarray, Y: np.ndarray, Pn: _Params, plateau: float, steps: int, params: dict) -> Trajectory:
+    """The trajectory of states ``Y`` at ``times`` under the per-time parameters ``Pn``: its observables."""
+    L = _losses(Y, Pn)
+    return Trajectory(
+        t=times, w_tilde=Y[:, 0], w_rest=Y[:, 1], w=OBSERVABLES["w"](Y, Pn), delta_a=Y[:, 2], alpha=L["alpha"],
+        relevant=L["s"], entropy=_entropy(L["s"], L["r"], Pn), train_loss=L["train"], test_loss=L["test"],
+        plateau=None if np.isnan(plateau) else float(plateau), steps=steps, params=params,
+    )
+
+
 def trajectory(
     times: Any,
     d: float,
@@ -166,9 +194,7 @@ def trajectory(
     scipy's LSODA, because after the transition the explicit step is stability-limited (h < ~3 / max(p, 1/d))
     while the state hardly moves; ``steps`` counts DOPRI5 steps plus LSODA right-hand-side evaluations.
     """
-    times = np.asarray(times, dtype=float).ravel()
-    if times.size and np.any(times < 0):
-        raise ValueError("times must be >= 0")
+    times = _times(times)
     order = np.argsort(times, kind="stable")
     ts = times[order]
     tb = B if test_B is None else test_B
@@ -192,21 +218,9 @@ def trajectory(
     if k1 < ts.size:
         from scipy.integrate import solve_ivp
 
-        y_sw = out[0, -1]
-        g_fn = OBSERVABLES[event]
-
-        def fun(t, y):
-            return _rhs(y[None], P)[0]
-
-        events = None
-        if np.isnan(c) and np.isfinite(lv[0]):
-            def ev(t, y):
-                return float(g_fn(y[None], P)[0] - lv[0])
-
-            ev.direction = float(direction)
-            events = ev
-        sol = solve_ivp(fun, (t_switch, t_last), y_sw, method="LSODA", t_eval=ts[k1:], rtol=rtol, atol=atol,
-                        events=events)
+        events = _crossing(event, lv[0], direction, P) if np.isnan(c) and np.isfinite(lv[0]) else None
+        sol = solve_ivp(lambda t, y: _rhs(y[None], P)[0], (t_switch, t_last), out[0, -1], method="LSODA",
+                        t_eval=ts[k1:], rtol=rtol, atol=atol, events=events)
         if not sol.success:
             raise IntegrationError(f"LSODA failed: {sol.message}")
         Ys[k1:] = sol.y.T
@@ -216,14 +230,8 @@ def trajectory(
     Y = np.empty((times.size, 3))
     if times.size:
         Y[order] = Ys
-    Pn = P.take(np.zeros(times.size, dtype=int))
-    L = _losses(Y, Pn)
-    return Trajectory(
-        t=times, w_tilde=Y[:, 0], w_rest=Y[:, 1], w=OBSERVABLES["w"](Y, Pn), delta_a=Y[:, 2], alpha=L["alpha"],
-        relevant=L["s"], entropy=_entropy(L["s"], L["r"], Pn), train_loss=L["train"], test_loss=L["test"],
-        plateau=None if np.isnan(c) else c, steps=nst,
-        params={"d": float(d), "T": float(T), "B": float(B), "p": float(p), "test_B": float(tb)},
-    )
+    return _observed(times, Y, P.take(np.zeros(times.size, dtype=int)), c, nst,
+                     {"d": float(d), "T": float(T), "B": float(B), "p": float(p), "test_B": float(tb)})
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -261,37 +269,24 @@ def switched_trajectory(
     and the flow time of each switch that happened. LSODA (scipy) per phase, events located by its root finder."""
     from scipy.integrate import solve_ivp
 
-    times = np.asarray(times, dtype=float).ravel()
-    if times.size and np.any(times < 0):
-        raise ValueError("times must be >= 0")
+    times = _times(times)
     t_end = float(times.max()) if times.size else 0.0
     y, t0, cross, switches, nfev = np.zeros(3), 0.0, np.nan, [], 0
     Y = np.full((times.size, 3), np.nan)
     phase_of = np.zeros(times.size, dtype=int)
-    g_watch = OBSERVABLES[event]
     for i, ph in enumerate(phases):
         P = _Params(d, T, ph.B, ph.p, test_B)
         stop = t_end
         evs = []
-
-        def watch(t, yy, P=P):
-            return float(g_watch(yy[None], P)[0] - level)
-
-        watch.direction = float(direction)
+        watch = _crossing(event, level, direction, P)
         if np.isnan(cross):
             if direction * watch(t0, y) >= 0:
                 cross = t0
             else:
                 evs.append(watch)
         if isinstance(ph.until, tuple) and i < len(phases) - 1:
-            obs, lv, dr = ph.until
-            g = OBSERVABLES[obs]
-
-            def sw(t, yy, g=g, lv=lv, P=P):
-                return float(g(yy[None], P)[0] - lv)
-
-            sw.direction, sw.terminal = float(dr), True
-            if dr * sw(t0, y) >= 0:  # already met: switch at once
+            sw = _crossing(*ph.until, P, terminal=True)
+            if sw.direction * sw(t0, y) >= 0:  # already met: switch at once
                 stop = t0
             else:
                 evs.append(sw)
@@ -321,26 +316,12 @@ def switched_trajectory(
     Bs = np.array([phases[k].B for k in phase_of], dtype=float)
     ps = np.array([phases[k].p for k in phase_of], dtype=float)
     Pn = _Params(np.full(times.size, d), np.full(times.size, T), Bs, ps, np.full(times.size, test_B))
-    L = _losses(Y, Pn)
-    traj = Trajectory(
-        t=times, w_tilde=Y[:, 0], w_rest=Y[:, 1], w=OBSERVABLES["w"](Y, Pn), delta_a=Y[:, 2], alpha=L["alpha"],
-        relevant=L["s"], entropy=_entropy(L["s"], L["r"], Pn), train_loss=L["train"], test_loss=L["test"],
-        plateau=None if np.isnan(cross) else float(cross), steps=nfev,
-        params={"d": float(d), "T": float(T), "test_B": float(test_B)},
-    )
-    return traj, switches
+    return _observed(times, Y, Pn, cross, nfev, {"d": float(d), "T": float(T), "test_B": float(test_B)}), switches
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Closed form vs integrated dynamics
 # ---------------------------------------------------------------------------------------------------------------
-
-CLOSED_FORM_NOTE = (
-    "Closed form (App. A.3.2, arcsinh) / integrated plateau = 2.14 .. 4.55 on d = 16..256, T = 64..4096 (B = 1, "
-    "threshold 0.2); integrated plateau = 1.27 .. 1.50 x sqrt(d) T / B; fitted exponents d 0.50, T 0.98. The "
-    "linearisation gets the time scale sqrt(d) T / B right but adds a spurious log factor (it replaces "
-    "exp(da) by 1 + da)."
-)
 
 
 def compare_closed_form(

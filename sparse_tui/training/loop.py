@@ -394,15 +394,74 @@ def evaluate_due(prep: Prepared, due: list[Tracker], step: int, sums: list[float
             tr.evaluate(step, None if sums is None else sums[tr.slot], vals[tr.slot], snaps.get(tr.slot), system)
 
 
-def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_mode, dtype, notes, autocast):
+def _graph_and_context(cfgs, device, graph_mode: str, notes: list[str]) -> bool:
+    """Whether the stack's step is captured as a CUDA graph (``graph_wanted``, and never with a repetition schedule:
+    a switch changes the step's constants); on CUDA, the context is made first (timed once per process)."""
     graph = graph_wanted(device, graph_mode)
-    if graph and any(scheduled(c.task) for c in cfgs):  # a switch changes the step's constants: never captured
+    if graph and any(scheduled(c.task) for c in cfgs):
         graph = False
         notes.append("CUDA graph off: a repetition schedule (task.p / task.B) changes the training step")
     if device.type == "cuda" and "cuda context" not in startup.PHASES:
         with startup.timed("cuda context"):
             torch.zeros(1, device=device)
             torch.cuda.synchronize(device)
+    return graph
+
+
+def _restack(prep: Prepared, live: list[Tracker], ckpt, graph: bool, step: int, notes: list[str]):
+    """Continue with a stack of the ``live`` runs only (its graph captured anew), checkpointed at once. When that
+    fails, training began: the old stack goes on (its runs never restart from a checkpoint or step 0 while the store
+    holds later points), its graph captured anew or eagerly. Says which in ``notes`` and the batch log. Returns
+    (prep, ckpt, step_fn, graphed, failed)."""
+    failed = False
+    try:
+        new = Prepared.restack(prep, live)
+        step_fn, graphed = _engine(new, graph, "auto", notes)
+    except Exception as e:  # noqa: BLE001 - the trial's StackFailed, or the new stack's allocation
+        failed, new = True, None
+        for slot, mb in enumerate(prep.members):
+            mb.slot, mb.stack = slot, prep.stack
+        reason = e.reason if isinstance(e, StackFailed) else f"{type(e).__name__}: {e}"
+        why = f"stack of {prep.M} runs not rebuilt at step {step} ({reason}): kept the stack of {prep.M}"
+        step_fn, graphed = prep.step_fn, False
+        if graph:
+            try:
+                step_fn, graphed = _engine(prep, graph, "auto", notes)  # its graph captured anew
+            except StackFailed:
+                pass  # it goes on eagerly
+    else:
+        why = f"stack of {prep.M} runs rebuilt as {len(live)} at step {step} (the others ended)"
+        prep = new
+        ckpt = ckpt.handover(step, prep, live) if ckpt is not None else None
+    notes.append(why)
+    print(f"sparse-tui: {why}", file=sys.stderr, flush=True)
+    return prep, ckpt, step_fn, graphed, failed
+
+
+def _log_train(prep: Prepared, live: list[Tracker], step: int, sums: list[float] | None, reset: set[int]) -> None:
+    """train/loss points between evaluations (every ``eval.train_every`` steps): from ``sums`` when the loss sums
+    were read back at this step, else from a copy kept on the device until the next evaluation (GPUs)."""
+    held = None
+    for tr in [tr for tr in live if tr.result is None and step not in tr.ev_steps]:
+        if step % tr.cfg.eval.train_every == 0 and tr.n_since:
+            if sums is None and held is None:
+                held = prep.loss_sum.clone()
+            tr.log_train(step, sums[tr.slot] if sums is not None else held[tr.slot])
+            reset.add(tr.slot)
+
+
+def _end_survivors(live: list[Tracker], steps: int) -> None:
+    """The runs still live after the last step end finished, or diverged when their last loss is not finite."""
+    for tr in live:
+        bad = [k for k in ("test/loss", "train/loss") if k in tr.last and not math.isfinite(tr.last[k])]
+        if bad:
+            tr.end("diverged", steps, f"non-finite {bad[0]} at step {steps}")
+        else:
+            tr.end("finished", steps)
+
+
+def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_mode, dtype, notes, autocast):
+    graph = _graph_and_context(cfgs, device, graph_mode, notes)
     with startup.timed("build"):
         prep = Prepared(cfgs, device, loggers, kernel, dtype, autocast, capturable=graph)
     runs, steps = prep.members, prep.steps
@@ -456,13 +515,7 @@ def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_m
             if after >= 0 and tr.det.step is not None and step - tr.det.step >= after:
                 tr.end("finished", step, f"stopped at step {step}, {step - tr.det.step} steps after its"
                                          " plateau (plateau.stop_after)")
-        held = None  # the loss sums copied on the device, for points read back at the next evaluation (GPUs)
-        for tr in [tr for tr in live if tr.result is None and step not in tr.ev_steps]:
-            if step % tr.cfg.eval.train_every == 0 and tr.n_since:  # train/loss between evaluations
-                if sums is None and held is None:
-                    held = prep.loss_sum.clone()
-                tr.log_train(step, sums[tr.slot] if sums is not None else held[tr.slot])
-                reset.add(tr.slot)
+        _log_train(prep, live, step, sums, reset)
         if reset:
             prep.loss_sum.mul_(prep.reset_masks(frozenset(reset)))
         if on_step is not None:
@@ -480,38 +533,10 @@ def _train(cfgs, device, loggers, should_stop, on_done, on_step, kernel, graph_m
         if not live:
             break
         if 2 * len(live) <= prep.M and steps - step >= RESTACK_MIN_STEPS and not restack_failed:
-            # continue with a stack of the live runs only (its graph captured anew), checkpointed at once
             step_fn = None  # the old stack's graph is let go before the new one is captured: never two at once
-            try:
-                new = Prepared.restack(prep, live)
-                step_fn, graphed = _engine(new, graph, "auto", notes)
-            except Exception as e:  # noqa: BLE001 - the trial's StackFailed, or the new stack's allocation
-                # Training began: the old stack goes on (its runs never restart from a checkpoint or step 0 while
-                # the store holds later points); no second attempt
-                restack_failed, new = True, None
-                for slot, mb in enumerate(prep.members):
-                    mb.slot, mb.stack = slot, prep.stack
-                reason = e.reason if isinstance(e, StackFailed) else f"{type(e).__name__}: {e}"
-                why = f"stack of {prep.M} runs not rebuilt at step {step} ({reason}): kept the stack of {prep.M}"
-                step_fn, graphed = prep.step_fn, False
-                if graph:
-                    try:
-                        step_fn, graphed = _engine(prep, graph, "auto", notes)  # its graph captured anew
-                    except StackFailed:
-                        pass  # it goes on eagerly
-            else:
-                why = f"stack of {prep.M} runs rebuilt as {len(live)} at step {step} (the others ended)"
-                prep = new
-                ckpt = ckpt.handover(step, prep, live) if ckpt is not None else None
+            prep, ckpt, step_fn, graphed, restack_failed = _restack(prep, live, ckpt, graph, step, notes)  # no retry
             context.update({"cuda_graph": graphed} if graph else {})
-            notes.append(why)
-            print(f"sparse-tui: {why}", file=sys.stderr, flush=True)
-    for tr in live:
-        bad = [k for k in ("test/loss", "train/loss") if k in tr.last and not math.isfinite(tr.last[k])]
-        if bad:
-            tr.end("diverged", steps, f"non-finite {bad[0]} at step {steps}")
-        else:
-            tr.end("finished", steps)
+    _end_survivors(live, steps)
     if ckpt is not None:
         ckpt.finished(runs)
     return [tr.result for tr in runs]
