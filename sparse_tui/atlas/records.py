@@ -32,7 +32,8 @@ RERUN = {**{k: "6add903" for k in ("fig1a", "fig1b", "fig1c", "fig2_left", "fig2
                                    "fig16_right", "fig17", "sec23_temporary", "sec23_toy")},
          **{k: "2007856" for k in ("fig14_random", "fig5_late")}, "fig17_heads": "dac1b94", "hyp_residual": "1011728",
          "hyp_prevtoken": "ca2720f", "fig3_right": "64b7cb7", "fig12": "b593edf", "fig9": "b593edf"}
-DATES = {k: "2026-11-29" for k in ("hyp_prevtoken", "fig3_right", "fig12", "fig9")}  # records of ``RERUN`` made on another day than ``TODAY``'s
+# records of ``RERUN`` made on another day than ``TODAY``'s
+DATES = {k: "2026-11-29" for k in ("hyp_prevtoken", "fig3_right", "fig12", "fig9")}
 
 
 def environment(key: str) -> dict[str, Any]:

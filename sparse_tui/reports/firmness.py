@@ -136,13 +136,20 @@ def environment(runs: Sequence[Any]) -> dict[str, Any]:
 
 
 def environment_line(env: dict[str, Any]) -> str:
-    """One line of ``environment``'s fields (a list of one value printed bare)."""
-    def cell(key: str, short: bool = False) -> str:
+    """One line of ``environment``'s fields (a list of one value printed bare); the fields no run recorded are named
+    once at the end ("not recorded: threads, schedule, commit"), not one "not recorded" each."""
+    def cell(key: str, short: bool = False) -> str | None:
         vals = env.get(key)
         if not vals:
-            return "not recorded"
+            return None
         vals = [str(x)[:10] if short else str(x) for x in vals]
         return vals[0] if len(vals) == 1 else "{" + ", ".join(vals) + "}"
 
-    return (f"torch {cell('torch')}, numpy {cell('numpy')}, threads {cell('threads')}, {cell('schedule')} "
-            f"(stacks of {cell('stack_sizes')}), device {cell('device')}, commit {cell('commit', short=True)}")
+    schedule = cell("schedule")
+    fields = {"torch": f"torch {cell('torch')}", "numpy": f"numpy {cell('numpy')}",
+              "threads": f"threads {cell('threads')}",
+              "schedule": f"{schedule} (stacks of {cell('stack_sizes')})" if schedule else None,
+              "device": f"device {cell('device')}", "commit": f"commit {cell('commit', short=True)}"}
+    missing = [k for k in fields if cell(k) is None]
+    line = ", ".join(text for k, text in fields.items() if k not in missing)
+    return "; ".join(filter(None, [line, "not recorded: " + ", ".join(missing) if missing else ""]))
