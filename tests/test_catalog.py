@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from sparse_tui.presets import catalog
-from sparse_tui.presets.catalog import CatalogError, bundled_dir, cpu_time, resolve
+from sparse_tui.presets.catalog import CatalogError, bundled_dir, resolve
+from sparse_tui.presets.timing import timing
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "COLUMNS": "200"}
@@ -123,7 +124,7 @@ def test_presets_lists_the_groups_with_figure_and_time(tmp_path):
 def test_the_cpu_time_is_the_headers_or_a_dash(tmp_path, time_line, shown):
     p = tmp_path / "x.toml"
     p.write_text(f"# x.toml: a preset\n{time_line}\nname = \"x\"\n# Time: 5 s (after the header: not read)\n")
-    assert cpu_time(p) == shown
+    assert timing(p).duration == shown
 
 
 def test_presets_copy_writes_an_editable_copy_and_never_overwrites(tmp_path):

@@ -5,8 +5,8 @@ console's preset form (its status line) and the README's time for ``make run`` (
 holds the README to it). A header states the time of the whole preset (not one run's ``9-17 s each``) with the load,
 the machine and the date of the measurement; what a header leaves out is shown as unknown, never guessed.
 
-The load changes the time; ``LOAD_RULE`` says by how much (measured, docs/PERFORMANCE.md "Load") and ``at_load``
-applies it. Imports neither torch nor textual."""
+The load changes the time; ``LOAD_RULE`` says by how much (measured: docs/PERFORMANCE.md, "Load"). Imports neither
+torch nor textual."""
 
 from __future__ import annotations
 
@@ -17,6 +17,13 @@ from pathlib import Path
 from sparse_tui.base.files import open_regular
 
 HEADER_BYTES = 64 << 10  # timing reads at most this much of a preset's header
+
+# How load scales a recorded time: stated once, shown under `sparse-tui presets` and in the README; measured with
+# benchmarks/load_scaling.sh (docs/PERFORMANCE.md, "Load").
+LOAD_RULE = ("Load scales a time about in proportion: a run that took t with L0 busy processes at its priority "
+             "(itself included) takes about t x L / L0 with L of them (niced jobs hardly count; on the shared 2-core "
+             "CPU, 2026-11-29: paper_fig17_cpu 31 s alone, 96 s beside 2 busy processes (x3.1), 136 s beside 3 "
+             "(x4.4)).")
 
 _DURATION = re.compile(r"(?:about )?\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)? ?(?:h|min|minutes|s|seconds)\b(?: \d+ s\b)?")
 _PART = re.compile(r"\s*(?:each|per (?:toy )?run)\b")  # a duration of one run of several, not of the preset
@@ -36,13 +43,14 @@ class Timing:
     machine: str = ""
     date: str = ""
 
-    def text(self) -> str:
-        """``24 min 53 s, load 5-8, shared 2-core CPU, 2026-11-26``: unknown parts said so; ``-`` when no time is
-        stated."""
-        if self.duration == "-":
-            return "-"
+    def context(self) -> str:
+        """``load 5-8, shared 2-core CPU, 2026-11-26``: what the time was measured at, unknown parts said so."""
         load = "quiet" if self.load == "quiet" else f"load {self.load}" if self.load else "load not stated"
-        return ", ".join([self.duration, load, self.machine or "machine not stated", self.date or "undated"])
+        return ", ".join([load, self.machine or "machine not stated", self.date or "undated"])
+
+    def text(self) -> str:
+        """``24 min 53 s, load 5-8, shared 2-core CPU, 2026-11-26``; ``-`` when no time is stated."""
+        return "-" if self.duration == "-" else f"{self.duration}, {self.context()}"
 
 
 def timing(path: Path) -> Timing:

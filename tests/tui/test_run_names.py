@@ -10,7 +10,7 @@ from .conftest import run_async
 def test_names_keep_whole_pairs_and_drop_what_every_run_shares():
     """At 80 columns a 20-run sweep showed `…28 T=64 seed=0`: the swept value cut. Now whole key=value pairs, the
     words every shown run shares (the preset of one sweep, seed=0) left out first, a preset cut alike for all its
-    runs, the last pairs dropped and counted (…+N) only when the pairs alone do not fit (issue 43: never a cut value)."""
+    runs, the last pairs dropped and counted (…+N) only when the pairs alone do not fit (issue 43: no value cut)."""
     from sparse_tui.tui.render.names import fit_label, fit_names
 
     sweep = [f"paper_fig1c_theory d={d} T={T} seed=0" for d in (16, 32, 64, 128, 256) for T in (64, 256, 1024, 4096)]
@@ -87,7 +87,8 @@ async def test_column_picker_says_what_fits_and_makes_room(tmp_path: Path, prese
         "widen the terminal")
 
 
-BLOG_N80 = [f"blog_n80 train_size={n} lr={lr} seed={s}" for n in (10000, 100000) for lr in (0.01, 0.001) for s in (0, 1)]
+BLOG_N80 = [f"blog_n80 train_size={n} lr={lr} seed={s}"
+            for n in (10000, 100000) for lr in (0.01, 0.001) for s in (0, 1)]
 
 
 def _values(text: str) -> list[str]:
