@@ -151,7 +151,49 @@ def test_runs_command_at_80_columns_keeps_whole_values(tmp_path: Path, monkeypat
     lines = buf.getvalue().splitlines()
     assert max(len(line) for line in lines[1:]) <= 80
     rows = {rid: [line for line in lines if rid in line] for rid in ids}
-    assert all(len(r) == 1 for r in rows.values()), lines  # one line per run
+    assert all(len(r) == 1 for r in rows.values()), lines  # each id once
+    assert len([line for line in lines[1:] if line.strip()]) == len(ids) + 1, lines  # a header, one line per run
     for rid, (line,) in rows.items():
         size = names[rid].split()[1].split("=")[1]  # 10000 or 100000
         assert f"={size} " in line, line  # the whole value, never train_size=100…
+
+
+def _blog_n80_store(runs_dir: Path) -> dict[str, str]:
+    """A store holding the 8 runs of blog_n80's sweep (train_size 10^4, 10^5 x lr x 2 seeds): run id -> name."""
+    from sparse_tui.store import RunStore
+
+    from .conftest import _specs
+
+    raw = {"name": "blog_n80", "task": {"kind": "recall", "n_tokens": 64, "n_pairs": 32, "train_size": 10000},
+           "model": {"kind": "transformer", "d_model": 80},
+           "train": {"optimizer": "adam", "lr": 1e-3, "steps": 4000, "device": "cpu"}, "seeds": [0, 1],
+           "sweep": {"task.train_size": [10000, 100000], "train.lr": [1e-2, 1e-3]}}
+    store = RunStore(runs_dir)
+    store.create_runs(_specs(raw))
+    names = {r.run_id: r.name for r in store.runs(reap=False)}
+    store.close()
+    assert sorted(names.values()) == sorted(BLOG_N80)
+    return names
+
+
+@run_async
+async def test_runs_panel_at_80x24_shows_whole_training_set_sizes(tmp_path: Path, presets_dir: Path, console_errors):
+    """The newcomer's defect 5, in the console: at 80x24 every blog_n80 run read `train_size=10000…`, 100000
+    included. Now each name cell shows its run's whole size, and the group rows (g) too."""
+    from .conftest import opened
+
+    names = _blog_n80_store(tmp_path / "store")
+    async with opened(tmp_path / "store", presets_dir, size=(80, 24)) as (app, pilot, seen):
+        await pilot.press("2")
+        await pilot.pause(0.3)
+        panel = app.query_one("RunsPanel")
+        cells = {k: str(panel.table.get_cell(k, "name")) for k in panel.shown}
+        assert set(cells) == set(names)
+        for rid, cell in cells.items():
+            assert _values(cell)[:1] == _values(names[rid])[:1], (names[rid], cell)  # train_size, whole
+        await pilot.press("g")  # groups over the seeds: train_size x lr
+        await pilot.pause(0.3)
+        groups = [str(panel.table.get_cell(k, "name")).split(" n=")[0].split(" (n=")[0] for k in panel.shown]
+        assert len(groups) == 4 and all(set(_values(g)) <= {"10000", "100000", "0.01", "0.001"} for g in groups)
+        assert sorted(_values(g)[0] for g in groups) == ["10000", "10000", "100000", "100000"], groups
+    assert console_errors == []
