@@ -21,9 +21,9 @@ HEADER_BYTES = 64 << 10  # timing reads at most this much of a preset's header
 # How load scales a recorded time: stated once, shown under `sparse-tui presets` and in the README; measured with
 # benchmarks/load_scaling.sh (docs/PERFORMANCE.md, "Load").
 LOAD_RULE = ("Load scales a time about in proportion: a run that took t with L0 busy processes at its priority "
-             "(itself included) takes about t x L / L0 with L of them (niced jobs hardly count; on the shared 2-core "
-             "CPU, 2026-11-29: paper_fig17_cpu 31 s alone, 96 s beside 2 busy processes (x3.1), 136 s beside 3 "
-             "(x4.4)).")
+             "(itself included, at least 1) takes about t x L / L0 with L of them, within about a third (niced jobs "
+             "hardly count). Measured on the shared 2-core CPU, 2026-11-29 (benchmarks/load_scaling.sh): "
+             "paper_fig17_cpu 12.5 s alone at load ~1, 28 s beside 2 busy processes (x2.3), 79 s beside 4 (x6.3).")
 
 _DURATION = re.compile(r"(?:about )?\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)? ?(?:h|min|minutes|s|seconds)\b(?: \d+ s\b)?")
 _PART = re.compile(r"\s*(?:each|per (?:toy )?run)\b")  # a duration of one run of several, not of the preset
