@@ -61,3 +61,14 @@ def test_the_load_machine_and_date_are_those_of_the_same_measurement(tmp_path):
     t = read("# Time: 25 min wall for the 9 runs.")  # what it leaves out is said, never guessed
     assert t.text() == "25 min, load not stated, machine not stated, undated"
     assert read("# What you should see: a drop.").text() == "-"
+
+
+def test_every_bundled_time_says_when_it_was_measured():
+    """A time without its date cannot be told from one measured on today's code: every bundled preset that states a
+    time dates it (the three undated ones now carry the date of the commit that recorded them)."""
+    from sparse_tui.presets.catalog import bundled_dir
+
+    timed = {p.stem: timing(p) for p in bundled_dir().glob("*.toml")}
+    timed = {k: t for k, t in timed.items() if t.duration != "-"}
+    assert len(timed) >= 40
+    assert [k for k, t in timed.items() if not t.date] == []
