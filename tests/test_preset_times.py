@@ -54,6 +54,7 @@ def test_the_load_machine_and_date_are_those_of_the_same_measurement(tmp_path):
     t = read("# Time: 9 min 10 s for the 24 runs on a quiet 2-core CPU (2026-11-26); 59 min 21 s when other jobs "
              "kept both cores busy (load average 5-8)")
     assert t == Timing("9 min 10 s", "quiet", "quiet 2-core CPU", "2026-11-26")
+    assert t.text() == "9 min 10 s, quiet 2-core CPU, 2026-11-26"
     t = read("# Time: 8.4 s wall for the 20 runs on the shared 2-core CPU (load average 3.1; 2026-11-25). Earlier, "
              "at load average 8.5-9.4: 54 s.")
     assert t == Timing("8.4 s", "3.1", "shared 2-core CPU", "2026-11-25")

@@ -46,7 +46,8 @@ class Timing:
     def context(self) -> str:
         """``load 5-8, shared 2-core CPU, 2026-11-26``: what the time was measured at, unknown parts said so."""
         load = "quiet" if self.load == "quiet" else f"load {self.load}" if self.load else "load not stated"
-        return ", ".join([load, self.machine or "machine not stated", self.date or "undated"])
+        machine = self.machine or "machine not stated"
+        return ", ".join(([] if load == "quiet" and "quiet" in machine else [load]) + [machine, self.date or "undated"])
 
     def text(self) -> str:
         """``24 min 53 s, load 5-8, shared 2-core CPU, 2026-11-26``; ``-`` when no time is stated."""
