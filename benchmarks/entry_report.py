@@ -33,9 +33,9 @@ def main() -> None:
     store = RunStore(a.runs_dir)
     ids = [r.run_id for r in sorted(store.runs(status=list(planner.REUSED)), key=lambda r: (r.created_at, r.position))]
     if a.where:
-        from sparse_tui.reports import fitreport
+        from sparse_tui.reports import selection
 
-        kept = {row["run_id"] for row in fitreport.select_runs(store, where=a.where).rows}
+        kept = {row["run_id"] for row in selection.select_runs(store, where=a.where).rows}
         ids = [i for i in ids if i in kept]
     if not ids:
         sys.exit(f"--runs-dir: {a.runs_dir} holds no finished run")

@@ -30,7 +30,7 @@ def _gmean(xs):
 
 
 def main() -> None:
-    from sparse_tui.reports import fitreport
+    from sparse_tui.reports import fitreport, selection
     from sparse_tui.science.fitting import fit_power_law
     from sparse_tui.store import RunStore
 
@@ -42,7 +42,7 @@ def main() -> None:
     a = ap.parse_args()
     names = [n if "." in n else f"task.{n}" for n in a.vars.split(",")]
     store = RunStore(a.runs_dir)
-    sel = fitreport.select_runs(store, where=a.where)
+    sel = selection.select_runs(store, where=a.where)
     if a.threshold is not None:
         sel, _ = fitreport.reread_plateaus(store, sel, a.threshold)
     if not sel.rows:

@@ -457,7 +457,7 @@ def init(name: str | None = None, config: Mapping[str, Any] | None = None, *, ru
     LogError (one line naming the key) for an argument that cannot be stored; StoreError for a store that cannot
     be opened. Nothing is recorded then."""
     from sparse_tui.base.dotted import flatten
-    from sparse_tui.presets.schema import MAX_NAME as MAX_GROUP
+    from sparse_tui.presets.fields import MAX_NAME as MAX_GROUP
     from sparse_tui.presets.schema import tag_problem
 
     clean = clean_config(config)

@@ -9,7 +9,7 @@ from typing import Literal
 import torch
 from pydantic import Field, model_validator
 
-from sparse_tui.presets.schema import TaskKind, TaskSection
+from sparse_tui.presets.tasks import TaskKind, TaskSection
 from sparse_tui.tasks.base import Batch, Task
 
 

@@ -72,7 +72,7 @@ def test_the_figures_bands_stay_inside_the_data_and_say_censored_runs(tmp_path):
     from matplotlib.collections import PolyCollection
 
     from sparse_tui.presets.loading import expand, validate_preset_data
-    from sparse_tui.reports.figures import curves_figure
+    from sparse_tui.reports.curves import curves_figure
     from sparse_tui.store import RunStore
 
     raw = {"name": "b", "task": {"kind": "recall", "n_tokens": 8, "n_pairs": 2}, "seeds": [0, 1, 2],

@@ -1,6 +1,6 @@
 """A stack's evaluation in one batched pass (loop.Prepared.measure / snapshots: one forward of the whole stack per
 chunk of test sequences) gives every member's metrics and attention snapshots as evaluating its own module does
-(Tracker.measure, loop.attention_snapshot), for every task kind of the registry and the toy model, with mixed shapes
+(Tracker.measure, training/snapshots.py), for every task kind of the registry and the toy model, with mixed shapes
 and with ended members riding along in the stack."""
 
 from __future__ import annotations
@@ -11,9 +11,11 @@ import math
 import pytest
 import torch
 
-from sparse_tui.presets.schema import TASKS, RunConfig
+from sparse_tui.presets.schema import RunConfig
+from sparse_tui.presets.tasks import TASKS
 from sparse_tui.training import metrics
-from sparse_tui.training.loop import Prepared, attention_snapshot, evaluate_due
+from sparse_tui.training.loop import Prepared, evaluate_due
+from sparse_tui.training.snapshots import attention_snapshot
 
 TR = {"kind": "transformer", "n_layers": 2, "n_heads": 2, "d_model": 16}
 TRAIN = {"lr": 3e-2, "batch_size": 8, "steps": 40, "device": "cpu"}

@@ -27,7 +27,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from sparse_tui.presets.schema import RunConfig
-from sparse_tui.training import loop, metrics
+from sparse_tui.training import loop, metrics, precision
 from sparse_tui.training.loop import Prepared
 
 TR = {"kind": "transformer", "n_layers": 2, "n_heads": 2, "d_model": 16}
@@ -208,15 +208,15 @@ def precision_api():
 
 def test_tf32_switch_works_after_the_fp32_precision_api_was_used(precision_api):
     precision_api.fp32_precision = "tf32"  # anything else in the process (a library, the user) used the new API
-    with loop.full_fp32(torch.device("cpu")):  # read allow_tf32 first, and raised
+    with precision.full_fp32(torch.device("cpu")):  # read allow_tf32 first, and raised
         pass
-    assert loop.tf32_enabled()
-    with loop._tf32(False):
-        assert not loop.tf32_enabled() and precision_api.fp32_precision == "ieee"
+    assert precision.tf32_enabled()
+    with precision._tf32(False):
+        assert not precision.tf32_enabled() and precision_api.fp32_precision == "ieee"
     assert precision_api.fp32_precision == "tf32"
     precision_api.fp32_precision = "ieee"
-    with loop._tf32(True):
-        assert loop.tf32_enabled()
+    with precision._tf32(True):
+        assert precision.tf32_enabled()
     assert precision_api.fp32_precision == "ieee"
 
 

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 import pytest
 import torch
 
-from sparse_tui.training import cudagraph, loop
+from sparse_tui.training import cudagraph, loop, precision
 
 
 class FakeGen:
@@ -243,19 +243,19 @@ def test_evaluations_run_in_float32_under_tf32():
     """train.precision = "tf32" rounds the training steps' matmuls; an evaluation switches TF32 off and puts the
     setting back (the docs promise float32 evaluations). Through torch's fp32_precision where it has it (reading the
     legacy flags raises once anything used it: tests/test_cuda_faults.py)."""
-    with loop._tf32(True):
-        assert loop.tf32_enabled()
-        with loop.full_fp32(torch.device("cuda")):
-            assert not loop.tf32_enabled()
-        assert loop.tf32_enabled()
+    with precision._tf32(True):
+        assert precision.tf32_enabled()
+        with precision.full_fp32(torch.device("cuda")):
+            assert not precision.tf32_enabled()
+        assert precision.tf32_enabled()
 
 
 def test_tf32_precision_switches_tf32_on_for_the_steps_and_puts_the_flags_back():
-    with loop._tf32(False):
-        with loop.precision_mode("tf32", torch.device("cuda")) as autocast:
-            assert loop.tf32_enabled()
+    with precision._tf32(False):
+        with precision.precision_mode("tf32", torch.device("cuda")) as autocast:
+            assert precision.tf32_enabled()
             assert autocast is loop.nullcontext  # tf32 needs no autocast (bf16 does)
-        assert not loop.tf32_enabled()
+        assert not precision.tf32_enabled()
 
 
 def test_the_optimiser_is_capturable_only_when_the_step_is_graphed(monkeypatch):

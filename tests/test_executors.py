@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from sparse_tui.cli import app
 from sparse_tui.executors import EXECUTORS, ExecutorError, ExecutorOptions, executor_for, options
-from sparse_tui.lifecycle import runner
+from sparse_tui.lifecycle import runner, signals
 from sparse_tui.presets.loading import expand, load_preset
 from sparse_tui.store import RunStore
 
@@ -170,7 +170,7 @@ def test_a_stopped_batch_ends_its_queued_runs_whatever_the_executor(dry, tiny_pr
     store = RunStore(tmp_path / "runs")
     batch, ids = store.create_runs(expand(load_preset(tiny_preset, SWEEP)))
     ex = executor_for(ExecutorOptions("dry"))
-    runner.run_batch(store, batch, ex, flag=runner.StopFlag("interrupted"))
+    runner.run_batch(store, batch, ex, flag=signals.StopFlag("interrupted"))
     assert ex.calls == [("run_batch", batch, 1, None, 1)] and ex.stacks == []
     assert {(r.status, r.reason) for r in store.runs()} == {("interrupted", "never started")}
 

@@ -110,7 +110,7 @@ def test_show_plot_one_run_and_several(store_dir, tmp_path):
 def test_show_plot_of_a_sweep_draws_one_panel_per_point(store_dir, tmp_path):
     """Several sweep points (each with its seeds): small multiples in the order of the swept values, the watched
     metric (the plateau metric, test/loss here), the threshold 0.2 x its first value and the plateau steps."""
-    from sparse_tui.reports.figures import curves_figure
+    from sparse_tui.reports.curves import curves_figure
 
     store = RunStore(store_dir, create=False)
     recs = [r for r in store.runs() if r.params["task.B"] == 2]  # 3 values of d x 2 seeds

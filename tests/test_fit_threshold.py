@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from sparse_tui.cli import app
 from sparse_tui.presets.loading import expand, load_preset
-from sparse_tui.reports import fitreport
+from sparse_tui.reports import fitreport, selection
 from sparse_tui.science.fitting import FitError
 from sparse_tui.store import RunStore
 
@@ -84,7 +84,7 @@ def one_line_error(r) -> str:
 
 def test_reread_plateau_is_the_first_evaluation_at_or_below_the_threshold(tmp_path):
     store = RunStore(make_store(tmp_path), create=False)
-    sel = fitreport.select_runs(store, preset="synth-thr")
+    sel = selection.select_runs(store, preset="synth-thr")
     assert len(sel.rows) == 10
     at = {}
     for x in (0.4, 0.2, 0.1, 0.45):
@@ -131,7 +131,7 @@ def test_censored_at_the_threshold_lower_bound_is_the_last_evaluation(tmp_path):
     assert never["lower_bound"] == 1000  # its last evaluation, not its 5000-step budget
     # a threshold stricter than where the runs stopped: every run is censored, at its last evaluation
     store = RunStore(Path(runs), create=False)
-    new, info = fitreport.reread_plateaus(store, fitreport.select_runs(store), 0.01)
+    new, info = fitreport.reread_plateaus(store, selection.select_runs(store), 0.01)
     assert all(r["plateau_step"] is None for r in new.rows)
     ends = [leave(d, T) + 300 for d in (4, 16, 64) for T in (8, 16, 32)] + [1000]
     assert sorted(r["last_step"] for r in new.rows) == sorted(ends)
@@ -174,7 +174,7 @@ def test_rising_metric_rule_rereads_at_or_above(tmp_path):
     _, (rid,) = store.create_runs(specs)
     store.log_metrics_many(rid, [0, 10, 20, 30], {"toy/alpha": [0.0, 0.06, 0.5, 0.9], "test/loss": [1, 1, 1, 1]})
     store.finish(rid, "finished", plateau_step=10, step=30)
-    new, info = fitreport.reread_plateaus(store, fitreport.select_runs(store), 0.5)
+    new, info = fitreport.reread_plateaus(store, selection.select_runs(store), 0.5)
     assert new.rows[0]["plateau_step"] == 20
     assert info.used == ["toy/alpha >= 0.5"] and info.preset_rules == ["toy/alpha >= 0.05"]
 
@@ -185,7 +185,7 @@ def test_run_without_its_curve_is_skipped_and_counted(tmp_path):
     victim = store.runs(preset="synth-thr")[0].run_id
     store.con.execute("DELETE FROM metrics WHERE run_id=?", (victim,))
     store.con.commit()
-    new, info = fitreport.reread_plateaus(store, fitreport.select_runs(store), 0.4)
+    new, info = fitreport.reread_plateaus(store, selection.select_runs(store), 0.4)
     assert info.runs == 9 and new.skipped == {"no stored test/loss curve": 1}
     assert "skipped 1 no stored test/loss curve" in new.describe()
 

@@ -16,9 +16,9 @@ import pytest
 
 from sparse_tui.base import parse
 from sparse_tui.cli.runs import figure_size, timeout_seconds
-from sparse_tui.reports import fitreport
+from sparse_tui.reports import fitreport, selection
+from sparse_tui.science.dynamics import parse_grid
 from sparse_tui.science.repetition import Schedule, parse_condition
-from sparse_tui.science.theory import parse_grid
 from sparse_tui.tui.render import filters
 
 N = 10_000
@@ -57,9 +57,9 @@ def _filter(text: str) -> None:
 
 
 def _where(text: str) -> None:
-    for w in fitreport.parse_where([text]):
+    for w in selection.parse_where([text]):
         for v in (10**400, 0.5):
-            fitreport._match(v, w)
+            selection._match(v, w)
 
 
 FIELDS = {
@@ -117,12 +117,12 @@ def test_every_number_field_survives_10000_generated_strings(field):
 
 
 def test_fit_where_compares_an_integer_above_1e308_without_overflow():
-    (w,) = fitreport.parse_where(["task.d>5"])
-    assert fitreport._match(10**400, w) is False  # not a finite number: no match, no OverflowError
-    (w,) = fitreport.parse_where([f"task.d={10**400}"])
-    assert fitreport._match(10**400, w) is True and fitreport._match(5, w) is False
+    (w,) = selection.parse_where(["task.d>5"])
+    assert selection._match(10**400, w) is False  # not a finite number: no match, no OverflowError
+    (w,) = selection.parse_where([f"task.d={10**400}"])
+    assert selection._match(10**400, w) is True and selection._match(5, w) is False
     with pytest.raises(ValueError, match="more than 1000 values"):
-        fitreport.parse_where(["seed=" + "1," * 5000])
+        selection.parse_where(["seed=" + "1," * 5000])
 
 
 def test_an_integer_beyond_4300_digits_in_a_preset_or_set_is_one_line(tmp_path):

@@ -22,6 +22,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("training", ("sparse_tui.training",)),
     ("lifecycle and reports", ("sparse_tui.lifecycle", "sparse_tui.export", "sparse_tui.executors",
                                "sparse_tui.science.forecast", "sparse_tui.reports.fitreport",
+                               "sparse_tui.reports.selection",
                                "sparse_tui.science.phase", "sparse_tui.track")),
     ("commands", ("sparse_tui.reports",)),
     ("console", ("sparse_tui.tui",)),

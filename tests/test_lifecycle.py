@@ -19,7 +19,7 @@ import torch
 from conftest import read_only_copy
 
 from sparse_tui.executors import LocalExecutor
-from sparse_tui.lifecycle import runner
+from sparse_tui.lifecycle import resume, runner, signals
 from sparse_tui.presets.loading import RunSpec
 from sparse_tui.presets.schema import RunConfig
 from sparse_tui.store import RunStore
@@ -98,7 +98,7 @@ def _stop_when_others_ended(store, ids, survivor):
         if not state["raised"] and all(store.get(i).status not in ("queued", "running")
                                        for i in ids if i != survivor):
             state["raised"] = True
-            raise runner.StopNow()
+            raise signals.StopNow()
 
     return maybe_interrupt
 
@@ -108,7 +108,7 @@ def test_stack_interrupted_keeps_the_records_of_members_already_ended(tmp_path, 
     """Issue 19: an interrupt during a long step or evaluation of a stack whose other members had ended (diverged,
     stopped after their plateau, cancelled) records the survivor interrupted and leaves the others' status,
     reason, summary and plateau step as they were recorded."""
-    from sparse_tui.training import loop, optim, runlog
+    from sparse_tui.training import optim, runlog, tracker
 
     monkeypatch.setattr(runlog, "HEARTBEAT_SECONDS", 0.0)  # the cancel is seen at step 1
     store = RunStore(tmp_path / "runs")
@@ -137,13 +137,13 @@ def test_stack_interrupted_keeps_the_records_of_members_already_ended(tmp_path, 
 
         monkeypatch.setattr(optim.StackOptimizer, "step", step)
     else:
-        real_eval = loop.evaluate
+        real_eval = tracker.evaluate
 
         def evaluate(*a, **kw):
             stop()
             return real_eval(*a, **kw)
 
-        monkeypatch.setattr(loop, "evaluate", evaluate)
+        monkeypatch.setattr(tracker, "evaluate", evaluate)
     with pytest.raises(KeyboardInterrupt):
         runner.train_claimed(store, recs, cfgs, torch.device("cpu"), None)
     for rid, (name, _, (status, reason)) in zip(ids[1:], ENDED_MEMBERS):
@@ -240,11 +240,11 @@ def test_an_interrupted_coordinator_leaves_the_queue_to_a_live_one(tmp_path, liv
     store = RunStore(tmp_path / "runs")
     batch, ids = store.create_runs([RunSpec("t", "t.toml", cfg(seed=s), {"seed": s}) for s in range(2)])
     store.add_coordinator(batch, live_process.pid)
-    runner.run_batch(store, batch, LocalExecutor(), flag=runner.StopFlag("interrupted"))
+    runner.run_batch(store, batch, LocalExecutor(), flag=signals.StopFlag("interrupted"))
     assert [r.status for r in store.runs()] == ["queued", "queued"]
     live_process.kill()
     live_process.wait()
-    runner.run_batch(store, batch, LocalExecutor(), flag=runner.StopFlag("interrupted"))
+    runner.run_batch(store, batch, LocalExecutor(), flag=signals.StopFlag("interrupted"))
     assert {(r.status, r.reason) for r in store.runs()} == {("interrupted", "never started")}
 
 
@@ -298,7 +298,7 @@ def test_an_exact_id_wins_over_a_prefix(tmp_path):
     store = RunStore(runs_dir)
     assert store.find("abc123", ("run", "batch")) == ("batch", "abc123")
     assert store.find("abc12345", ("run", "batch")) == ("run", "abc12345")
-    batch, ids = runner.resume_targets(store, "abc123")
+    batch, ids = resume.resume_targets(store, "abc123")
     assert batch == "abc123" and sorted(ids) == ["abc12345", "abc12399"]
 
 

@@ -14,7 +14,7 @@ import torch
 from sparse_tui.executors import LocalExecutor
 from sparse_tui.presets.loading import RunSpec
 from sparse_tui.presets.schema import RunConfig
-from sparse_tui.training import loop
+from sparse_tui.training import loop, tracker
 from sparse_tui.training.optim import StackOptimizer
 
 BASE = {
@@ -95,8 +95,8 @@ def _inject_optimiser(monkeypatch):
 
 def _inject_evaluation(monkeypatch):
     fail = _boom("evaluation")
-    fail.real = loop.evaluate
-    monkeypatch.setattr(loop, "evaluate", fail)
+    fail.real = tracker.evaluate
+    monkeypatch.setattr(tracker, "evaluate", fail)
 
 
 @pytest.mark.parametrize("inject", [_inject_sampling, _inject_optimiser, _inject_evaluation])

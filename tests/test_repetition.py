@@ -202,7 +202,7 @@ def _preset(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# The theory of the switch: the reduced flow (Eqs. 12-14 / 17-21) with a time-varying p (theory.switched_trajectory)
+# The theory of the switch: the reduced flow (Eqs. 12-14 / 17-21) with a time-varying p (dynamics.switched_trajectory)
 # ---------------------------------------------------------------------------------------------------------------
 
 D, T_ = 64, 512  # Fig. 10's setting (presets/paper_fig10_theory.toml): f(0.3, 64) = 2.5
@@ -211,21 +211,21 @@ D, T_ = 64, 512  # Fig. 10's setting (presets/paper_fig10_theory.toml): f(0.3, 6
 def _flow(phases, times=None):
     import numpy as np
 
-    from sparse_tui.science import theory as th
+    from sparse_tui.science import dynamics as dyn
 
     times = np.linspace(0, 8000, 801) if times is None else times
-    return th.switched_trajectory(times, D, T_, phases, test_B=1)
+    return dyn.switched_trajectory(times, D, T_, phases, test_B=1)
 
 
 def test_one_phase_is_the_constant_flow():
     import numpy as np
 
-    from sparse_tui.science import theory as th
+    from sparse_tui.science import dynamics as dyn
 
     t = np.linspace(0, 8000, 401)
     for p in (0.0, 0.3):
-        ref = th.trajectory(t, D, T_, 1, p, test_B=1)
-        got, sw = _flow([th.Phase(1, p)], t)
+        ref = dyn.trajectory(t, D, T_, 1, p, test_B=1)
+        got, sw = _flow([dyn.Phase(1, p)], t)
         assert sw == [] and got.plateau == pytest.approx(ref.plateau, rel=1e-6)
         assert np.max(np.abs(got.test_loss - ref.test_loss)) < 1e-5
 
@@ -236,23 +236,23 @@ def test_switch_is_bounded_by_the_constant_flows_and_follows_the_carried_state()
     t_s + t_0 - ln(1 + da_s + w_s) sqrt(d) T within 6% (docs/THEORY.md, "The switch")."""
     import numpy as np
 
-    from sparse_tui.science import theory as th
+    from sparse_tui.science import dynamics as dyn
 
-    t0 = _flow([th.Phase(1, 0.0)])[0].plateau
-    tp = _flow([th.Phase(1, 0.3)])[0].plateau
+    t0 = _flow([dyn.Phase(1, 0.0)])[0].plateau
+    tp = _flow([dyn.Phase(1, 0.3)])[0].plateau
     assert t0 == pytest.approx(5319.3, abs=0.5) and tp == pytest.approx(2157.6, abs=0.5)
     prev = t0
     for frac in (0.25, 0.5, 0.75):
         ts = frac * tp
-        tr, sw = _flow([th.Phase(1, 0.3, ts), th.Phase(1, 0.0)], np.array([ts, 8000.0]))
+        tr, sw = _flow([dyn.Phase(1, 0.3, ts), dyn.Phase(1, 0.0)], np.array([ts, 8000.0]))
         assert sw == [pytest.approx(ts)] and tp < tr.plateau < prev
         prev = tr.plateau
         a0 = 1 + tr.delta_a[0] + tr.w[0]
         assert tr.plateau == pytest.approx(ts + t0 - np.log(a0) * np.sqrt(D) * T_, rel=0.06)
     # switched after the plateau's end: the same plateau as p = 0.3, and the loss falls to 1e-3 sooner than with
     # p = 0.3 kept (2300 vs 2370) and than with no repetition at all (5470); the end is the same (W = W*)
-    after, sw = _flow([th.Phase(1, 0.3, ("test_loss", 0.1, -1)), th.Phase(1, 0.0)])
-    keep, none = _flow([th.Phase(1, 0.3)])[0], _flow([th.Phase(1, 0.0)], np.linspace(0, 16000, 1601))[0]
+    after, sw = _flow([dyn.Phase(1, 0.3, ("test_loss", 0.1, -1)), dyn.Phase(1, 0.0)])
+    keep, none = _flow([dyn.Phase(1, 0.3)])[0], _flow([dyn.Phase(1, 0.0)], np.linspace(0, 16000, 1601))[0]
     assert sw == [pytest.approx(tp, rel=1e-6)] and after.plateau == pytest.approx(tp, rel=1e-6)
 
     def reach(tr, level=1e-3):
@@ -265,9 +265,9 @@ def test_switch_is_bounded_by_the_constant_flows_and_follows_the_carried_state()
 def test_when_to_switch_during_the_escape():
     """Switching once the test loss has fallen 2-10% (0.49-0.45 of 0.5) gives a plateau shorter than keeping p
     (2114-2147 < 2158); switching at the first movement (0.4999) loses most of the speed-up (4179)."""
-    from sparse_tui.science import theory as th
+    from sparse_tui.science import dynamics as dyn
 
-    got = {lv: _flow([th.Phase(1, 0.3, ("test_loss", lv, -1)), th.Phase(1, 0.0)])[0].plateau
+    got = {lv: _flow([dyn.Phase(1, 0.3, ("test_loss", lv, -1)), dyn.Phase(1, 0.0)])[0].plateau
            for lv in (0.4999, 0.49, 0.45)}
     assert got[0.4999] == pytest.approx(4179, abs=2)
     assert got[0.49] == pytest.approx(2147, abs=2) and got[0.45] == pytest.approx(2114, abs=2)

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import StopAfter
 
-from sparse_tui.lifecycle import runner
+from sparse_tui.lifecycle import runner, signals
 from sparse_tui.presets.loading import expand, load_preset
 from sparse_tui.store import RunStore
 from sparse_tui.training.checkpoint import has_checkpoint
@@ -197,7 +197,7 @@ def test_sigstop_does_not_fail_a_live_run(tiny_preset, tmp_path, monkeypatch):
 
 def test_sigterm_cuts_a_long_evaluation_short(tiny_preset, runs_dir, monkeypatch):
     """A SIGTERM during an evaluation that would take a minute ends the run as interrupted within the grace."""
-    import sparse_tui.training.loop as loop
+    import sparse_tui.training.tracker as tracker
 
     evaluating = threading.Event()
 
@@ -208,7 +208,7 @@ def test_sigterm_cuts_a_long_evaluation_short(tiny_preset, runs_dir, monkeypatch
             time.sleep(0.01)
         raise AssertionError("the evaluation was not interrupted")
 
-    monkeypatch.setattr(loop, "evaluate", slow_evaluate)
+    monkeypatch.setattr(tracker, "evaluate", slow_evaluate)
     store = RunStore(runs_dir)
     batch, (rid,) = _batch(store, tiny_preset)
     saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGALRM)}
@@ -220,8 +220,8 @@ def test_sigterm_cuts_a_long_evaluation_short(tiny_preset, runs_dir, monkeypatch
         os.kill(os.getpid(), signal.SIGTERM)
 
     try:
-        flag = runner.StopFlag()
-        runner.install_signal_handlers(flag)
+        flag = signals.StopFlag()
+        signals.install_signal_handlers(flag)
         threading.Thread(target=kill_when_evaluating, daemon=True).start()
         with pytest.raises(KeyboardInterrupt):
             runner.work(store, batch, should_stop=flag)

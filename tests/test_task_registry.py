@@ -18,7 +18,8 @@ from sparse_tui.models import build_model
 from sparse_tui.presets import resources
 from sparse_tui.presets.errors import PresetError
 from sparse_tui.presets.loading import config_from_json, expand, load_preset
-from sparse_tui.presets.schema import TASKS, RunConfig, logged_metrics, register_task, unregister_task
+from sparse_tui.presets.schema import RunConfig, logged_metrics, register_task, unregister_task
+from sparse_tui.presets.tasks import TASKS
 from sparse_tui.store import RunStore
 from sparse_tui.tasks import make_task
 from sparse_tui.tui.form_model import PresetDraft

@@ -12,7 +12,9 @@ from scipy.integrate import solve_ivp
 
 from sparse_tui.models.ode import ode_curve, recorded_curve, simulate_run
 from sparse_tui.presets.loading import config_from_json
-from sparse_tui.presets.schema import RecallTask, RunConfig
+from sparse_tui.presets.schema import RunConfig
+from sparse_tui.presets.tasks import RecallTask
+from sparse_tui.science import dynamics as dyn
 from sparse_tui.science import theory as th
 from sparse_tui.science.fitting import fit_power_law
 
@@ -128,18 +130,18 @@ def test_no_overflow_and_degenerate_cases():
         assert np.all(np.isfinite(f))
         # T = B: every token is relevant, attention never moves, W learns plain regression
         assert th.rhs(np.array([0.1, 0.2, 0.0]), 16, 8, 8, 0.0)[2] == 0.0
-        assert np.isfinite(th.plateau_times(16, 8, 8))
-        assert np.isfinite(th.plateau_times(1, 4, 1, 0.5))  # d = 1
+        assert np.isfinite(dyn.plateau_times(16, 8, 8))
+        assert np.isfinite(dyn.plateau_times(1, 4, 1, 0.5))  # d = 1
     with pytest.raises(ValueError):
-        th.plateau_times(16, 4, 8)
+        dyn.plateau_times(16, 4, 8)
 
 
 # ------------------------------------------------------------------------------------------------ integrator
 
 
 def test_plateau_matches_solve_ivp_without_repetition():
-    g = th.expand_grid(GRID)
-    pl = th.plateau_times(g["d"], g["T"])
+    g = dyn.expand_grid(GRID)
+    pl = dyn.plateau_times(g["d"], g["T"])
     for i in [0, 6, 13, 19]:
         ref = reference_plateau(g["d"][i], g["T"][i])
         assert pl[i] == pytest.approx(ref, rel=1e-3)
@@ -151,7 +153,7 @@ def test_plateau_matches_solve_ivp_with_repetition():
     pts = [(64, 1024, 4, 0.0), (32, 4096, 16, 0.0), (64, 512, 1, 0.1), (128, 1024, 1, 0.5), (16, 64, 1, 0.9),
            (64, 512, 2, 0.3)]
     d, T, B, p = (np.array(v, float) for v in zip(*pts))
-    pl = th.plateau_times(d, T, B, p)
+    pl = dyn.plateau_times(d, T, B, p)
     for i, pt in enumerate(pts):
         assert pl[i] == pytest.approx(reference_plateau(*pt), rel=1e-3), pt
     # B = 2 trained, B_test = 2 vs the literal 2-D equations
@@ -160,14 +162,14 @@ def test_plateau_matches_solve_ivp_with_repetition():
 
 def test_plateau_never_reached_is_nan():
     # trained with B = 2 but tested with B = 1: the toy model cannot generalise (App. D.1); loss -> 0.25 > 0.1
-    assert np.isnan(th.plateau_times(16, 64, 2, test_B=1))
-    assert np.isnan(th.plateau_times(64, 1024, t_max=100.0))
+    assert np.isnan(dyn.plateau_times(16, 64, 2, test_B=1))
+    assert np.isnan(dyn.plateau_times(64, 1024, t_max=100.0))
 
 
 def test_grid_is_fast_and_fits_the_paper_exponents():
-    g = th.expand_grid(GRID)
+    g = dyn.expand_grid(GRID)
     t0 = time.perf_counter()
-    pl = th.plateau_times(g["d"], g["T"])
+    pl = dyn.plateau_times(g["d"], g["T"])
     elapsed = time.perf_counter() - t0
     assert elapsed < 5.0, elapsed
     rows = [{"task.d": d, "task.T": T, "plateau_step": x} for d, T, x in zip(g["d"], g["T"], pl)]
@@ -179,7 +181,7 @@ def test_grid_is_fast_and_fits_the_paper_exponents():
 
 
 def test_B_exponent_is_minus_one():
-    rows = th.plateau_grid({"d": [16, 64, 256], "T": [4096], "B": [1, 2, 4, 8, 16]})
+    rows = dyn.plateau_grid({"d": [16, 64, 256], "T": [4096], "B": [1, 2, 4, 8, 16]})
     fit = fit_power_law(rows, ["d", "B"], target="plateau")
     assert fit.exponents["B"] == pytest.approx(-1.0, abs=0.05)
     assert fit.exponents["d"] == pytest.approx(0.5, abs=0.05)
@@ -188,11 +190,11 @@ def test_B_exponent_is_minus_one():
 def test_cross_sample_repetition_shortens_plateau_as_f_predicts():
     for d in (64, 256):
         p = np.array([0.0, 0.1, 0.3, 0.5])
-        pl = th.plateau_times(d, 4096, 1, p)
+        pl = dyn.plateau_times(d, 4096, 1, p)
         assert np.all(np.diff(pl) < 0)  # more repetition, shorter plateau
         ratio = pl * th.f_rep(p, d) / pl[0]  # 1 if T_plateau ~ 1 / f
         np.testing.assert_allclose(ratio, 1.0, atol=0.1)
-    rows = th.plateau_grid({"d": [16, 32, 64, 128, 256], "T": [4096], "p": [0, 0.03, 0.1, 0.3]})
+    rows = dyn.plateau_grid({"d": [16, 32, 64, 128, 256], "T": [4096], "p": [0, 0.03, 0.1, 0.3]})
     fit = fit_power_law(rows, ["d", "T", "f"], target="plateau", tie=[("d", 0.5), ("T", 1.0), ("f", -1.0)])
     # paper Fig. 2 right: 2.15 (sqrt(d) T / f)^1.02
     assert fit.tie_scale == pytest.approx(1.0, abs=0.05)
@@ -224,18 +226,18 @@ def test_linearisation_matches_early_dynamics():
     for d, T in [(256, 1024), (1024, 4096)]:
         lam = 1 / (math.sqrt(d) * T)
         ts = np.array([0.05, 0.1, 0.25]) / lam
-        tr = th.trajectory(ts, d, T)
+        tr = dyn.trajectory(ts, d, T)
         w, da = th.linear_solution(ts, d, T)
         np.testing.assert_allclose(tr.w, w, rtol=0.02)
         np.testing.assert_allclose(tr.delta_a, da, rtol=0.02)
         # the w error comes from the neglected curvature ~ 1 / (d T): shrinks with d
-    e1 = abs(th.trajectory([0.25 * 16 * 1024], 256, 1024).w[0] / math.sinh(0.25) - 1)
-    e2 = abs(th.trajectory([0.25 * 64 * 1024], 4096, 1024).w[0] / math.sinh(0.25) - 1)
+    e1 = abs(dyn.trajectory([0.25 * 16 * 1024], 256, 1024).w[0] / math.sinh(0.25) - 1)
+    e2 = abs(dyn.trajectory([0.25 * 64 * 1024], 4096, 1024).w[0] / math.sinh(0.25) - 1)
     assert e2 < e1
 
 
 def test_compare_closed_form_reports_ratio_range():
-    out = th.compare_closed_form({"d": [16, 256], "T": [64, 4096]})
+    out = dyn.compare_closed_form({"d": [16, 256], "T": [64, 4096]})
     lo, hi = out["ratio_arcsinh"]
     assert 1.5 < lo <= hi < 6  # the linearisation over-estimates the plateau 2-4.5 fold (see theory docstring)
     slo, shi = out["ratio_scale"]
@@ -244,17 +246,17 @@ def test_compare_closed_form_reports_ratio_range():
 
 
 def test_grid_helpers():
-    assert th.parse_grid("d=16,32 T=64") == {"d": [16, 32], "T": [64]}
-    assert th.parse_grid(["p=0,0.5"]) == {"p": [0.0, 0.5]}
+    assert dyn.parse_grid("d=16,32 T=64") == {"d": [16, 32], "T": [64]}
+    assert dyn.parse_grid(["p=0,0.5"]) == {"p": [0.0, 0.5]}
     with pytest.raises(ValueError):
-        th.parse_grid(["x=1"])
-    g = th.expand_grid({"d": [16, 32], "T": [64, 128]})
+        dyn.parse_grid(["x=1"])
+    g = dyn.expand_grid({"d": [16, 32], "T": [64, 128]})
     assert list(g["d"]) == [16, 16, 32, 32] and list(g["T"]) == [64, 128, 64, 128]
     assert list(g["B"]) == [1] * 4 and list(g["p"]) == [0] * 4
 
 
 def test_trajectory_values():
-    tr = th.trajectory([0.0, 100.0, 50.0], 64, 256, 1, 0.2)
+    tr = dyn.trajectory([0.0, 100.0, 50.0], 64, 256, 1, 0.2)
     assert tr.test_loss[0] == 0.5 and tr.w[0] == 0.0 and tr.alpha[0] == pytest.approx(1 / 256)
     assert tr.entropy[0] == pytest.approx(math.log(256))
     assert tr.w_tilde[2] < tr.w_tilde[1]  # unsorted times are returned in the order asked
@@ -282,7 +284,7 @@ def test_simulate_run_metrics_and_plateau():
     assert names <= set(run.metrics)
     assert all(len(v) == len(run.steps) for v in run.metrics.values())
     assert run.metrics["test/loss"][0] == 0.5
-    ref = float(th.plateau_times(64, 512))
+    ref = float(dyn.plateau_times(64, 512))
     assert run.plateau_step == pytest.approx(ref, rel=1e-6)
     # the eval-grid crossing brackets the exact one
     i = int(np.argmax(run.metrics["test/loss"] <= 0.1))
@@ -315,11 +317,11 @@ def test_simulate_run_repetition_and_plateau_config():
     # cross-sample repetition: combined projection and w~ are recorded
     run = simulate_run(_cfg(task__p=0.3))
     assert "toy/w_tilde" in run.metrics
-    assert run.plateau_step == pytest.approx(float(th.plateau_times(64, 512, 1, 0.3)), rel=1e-6)
+    assert run.plateau_step == pytest.approx(float(dyn.plateau_times(64, 512, 1, 0.3)), rel=1e-6)
     # in-context repetition: the test set keeps B only with test_repetition (the linreg task's test set)
     assert simulate_run(_cfg(task__B=4)).plateau_step is None
     r = simulate_run(_cfg(task__B=4, task__test_repetition=True))
-    assert r.plateau_step == pytest.approx(float(th.plateau_times(64, 512, 4)), rel=1e-6)
+    assert r.plateau_step == pytest.approx(float(dyn.plateau_times(64, 512, 4)), rel=1e-6)
     # other plateau metrics / modes
     r = simulate_run(_cfg(plateau__metric="toy/alpha", plateau__mode="above", plateau__value=0.5))
     i = int(np.argmax(r.metrics["toy/alpha"] >= 0.5))
@@ -335,16 +337,16 @@ def test_simulate_run_repetition_and_plateau_config():
 def test_stiff_phase_hands_over_to_lsoda():
     # after the transition the explicit step is stability-limited; the LSODA tail must agree with pure DOPRI5
     ts = np.linspace(0, 5000, 101)
-    a = th.trajectory(ts, 16, 64, 1, 0.5, event="alpha", level=0.9, direction=1)
-    b = th.trajectory(ts, 16, 64, 1, 0.5, event="alpha", level=0.9, direction=1, stiff_switch=False)
+    a = dyn.trajectory(ts, 16, 64, 1, 0.5, event="alpha", level=0.9, direction=1)
+    b = dyn.trajectory(ts, 16, 64, 1, 0.5, event="alpha", level=0.9, direction=1, stiff_switch=False)
     np.testing.assert_allclose(a.test_loss, b.test_loss, rtol=1e-5, atol=1e-12)
     np.testing.assert_allclose(a.w, b.w, rtol=1e-6)
     np.testing.assert_allclose(a.alpha, b.alpha, rtol=1e-6)
     assert a.plateau == pytest.approx(b.plateau, rel=1e-6)  # located in the LSODA phase (t_esc ~ 222)
-    assert a.plateau > 3 * th.plateau_times(16, 64, 1, 0.5, loss="train")
+    assert a.plateau > 3 * dyn.plateau_times(16, 64, 1, 0.5, loss="train")
     # a long run stays cheap
     t0 = time.perf_counter()
-    th.trajectory(np.linspace(0, 1e6, 1001), 16, 64, 1, 0.5)
+    dyn.trajectory(np.linspace(0, 1e6, 1001), 16, 64, 1, 0.5)
     assert time.perf_counter() - t0 < 5.0
 
 
@@ -420,9 +422,9 @@ def _solve_eq3_4(d, T, times):
 def test_fig1ab_and_fig6_flow_against_an_independent_integration(d, T):
     """Figs. 1a/1b (T = 512, d = 64) and Fig. 6's path (T = 256, d = 64): w, alpha and the loss of theory.trajectory
     (what the 'ode' runs record) against scipy's LSODA on Eqs. 3-4, through the plateau, the drop and after."""
-    t_end = 3.0 * float(th.plateau_times(d, T))
+    t_end = 3.0 * float(dyn.plateau_times(d, T))
     times = np.linspace(0, t_end, 61)
-    tr = th.trajectory(times, d, T)
+    tr = dyn.trajectory(times, d, T)
     w, da = _solve_eq3_4(d, T, times)
     alpha = 1.0 / (1 + (T - 1) * np.exp(-da))
     np.testing.assert_allclose(tr.w, w, rtol=1e-5, atol=1e-6)
@@ -448,9 +450,9 @@ def test_fig10_flow_with_repetition_against_an_independent_integration():
                              + w * sg * (a * w - math.sqrt(d - 1)))
         return [-gwt, -gw, -gda]
 
-    times = np.linspace(0, 2.5 * float(th.plateau_times(d, T, 1, p)), 41)
+    times = np.linspace(0, 2.5 * float(dyn.plateau_times(d, T, 1, p)), 41)
     sol = solve_ivp(f, (0, times[-1]), [0.0, 0.0, 0.0], t_eval=times, method="LSODA", rtol=1e-10, atol=1e-12)
-    tr = th.trajectory(times, d, T, 1, p)
+    tr = dyn.trajectory(times, d, T, 1, p)
     np.testing.assert_allclose(tr.w_tilde, sol.y[0], rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(tr.w_rest, sol.y[1], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(tr.delta_a, sol.y[2], rtol=1e-5, atol=1e-6)

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from sparse_tui.cli import app
 from sparse_tui.presets.loading import expand, load_preset
-from sparse_tui.reports import fitreport
+from sparse_tui.reports import selection
 from sparse_tui.store import RunStore
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -235,14 +235,14 @@ def test_fitreport_select_rows_filters():
         {"run_id": "b", "status": "finished", "plateau_step": 20, "params.task.d": 32, "params.model.kind": "toy"},
         {"run_id": "c", "status": "running", "plateau_step": None, "params.task.d": 32, "params.model.kind": "toy"},
     ]
-    sel = fitreport.select_rows(rows, where=["model.kind=toy"])
+    sel = selection.select_rows(rows, where=["model.kind=toy"])
     assert [r["run_id"] for r in sel.rows] == ["b"] and sel.skipped == {"running": 1}
-    sel = fitreport.select_rows(rows, where=["d>=32", "kind!=ode"])
+    sel = selection.select_rows(rows, where=["d>=32", "kind!=ode"])
     assert sel.matched == 2
-    sel = fitreport.select_rows(rows, where=["task.d=16,32"])
+    sel = selection.select_rows(rows, where=["task.d=16,32"])
     assert sel.matched == 3
-    assert fitreport.parse_tie("d:0.5,T/B:1,f:-1") == [("d", 0.5), ("T/B", 1.0), ("f", -1.0)]
-    assert fitreport.parse_vars("d, T/B ,f") == ["d", "T/B", "f"]
+    assert selection.parse_tie("d:0.5,T/B:1,f:-1") == [("d", 0.5), ("T/B", 1.0), ("f", -1.0)]
+    assert selection.parse_vars("d, T/B ,f") == ["d", "T/B", "f"]
 
 
 # ---------------------------------------------------------------------------------------------------------------

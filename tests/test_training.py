@@ -157,7 +157,7 @@ def test_flush_denormal_is_on_while_a_cpu_run_trains_and_restored_after():
     ran up to 3x faster), and the setting is put back afterwards; off, the arithmetic keeps them."""
     import torch
 
-    from sparse_tui.training.loop import denormals_flushed
+    from sparse_tui.training.precision import denormals_flushed
 
     seen = []
     for flush in (True, False):
@@ -243,14 +243,14 @@ def test_recall_probes_read_copy_and_selection_from_a_hand_built_attention_patte
 
 
 def test_ode_and_trained_runs_share_one_rule_for_best(monkeypatch):
-    """An ODE run's summary is built by the trained runs' tracker (loop.Tracker): "best" is the lowest finite
+    """An ODE run's summary is built by the trained runs' tracker (tracker.Tracker): "best" is the lowest finite
     value of every *loss and the highest finite value of every *acc, whoever computed the points (before, the ODE
     path had its own builder: min over every value, NaN included, and no accuracies)."""
     import numpy as np
 
     from sparse_tui.models import ode
     from sparse_tui.presets.schema import RunConfig
-    from sparse_tui.training.loop import Tracker
+    from sparse_tui.training.tracker import Tracker
 
     cfg = RunConfig.model_validate({"task": {"kind": "linreg", "d": 8, "T": 16}, "model": {"kind": "ode"},
                                     "train": {"lr": 1.0, "steps": 30}, "eval": {"every": 10}})

@@ -375,8 +375,9 @@ def _show_figures(store, recs: list, fig_path: Path, inches, mean_by: Optional[s
     """``show --plot FILE``: the runs' curves in FILE and, for token-input runs, their final embeddings in
     FILE_embedding (blog 3's geometry view)."""
     from sparse_tui.base.files import problem
+    from sparse_tui.reports.curves import curves_figure
     from sparse_tui.reports.entries.blog3_geometry import geometry_figure
-    from sparse_tui.reports.figures import FigureError, curves_figure
+    from sparse_tui.reports.figures import FigureError
     from sparse_tui.science.geometry import ARRAY
 
     embedded = [r.run_id for r in recs if store.array(r.run_id, ARRAY) is not None]

@@ -268,12 +268,13 @@ def worker(
     import torch
 
     from sparse_tui.lifecycle import runner
+    from sparse_tui.lifecycle.signals import StopFlag, install_signal_handlers
 
     if threads:
         torch.set_num_threads(threads)
     store = _open_store(runs_dir)
-    flag = runner.StopFlag()
-    runner.install_signal_handlers(flag)
+    flag = StopFlag()
+    install_signal_handlers(flag)
     try:
         runner.work(store, batch_id, device=device, should_stop=flag, group=group)
     except KeyboardInterrupt:
@@ -299,6 +300,7 @@ def resume(
     checkpoints, through the same launch path as 'run'."""
     opts = executor
     from sparse_tui.lifecycle import runner
+    from sparse_tui.lifecycle.resume import check_resumable, resume_runs_detached, resume_targets
     from sparse_tui.store import StoreError
     from sparse_tui.training.scheduler import SCHEDULES
 
@@ -307,11 +309,11 @@ def resume(
     _device_flag(device)
     store = _open_store(runs_dir)
     with _refused(StoreError):
-        batch_id, ids = runner.resume_targets(store, target)
-        specs = runner.check_resumable(store, ids)
+        batch_id, ids = resume_targets(store, target)
+        specs = check_resumable(store, ids)
     ex = _preflight(opts, specs, device, specs[0].preset)
     if detach:
-        [(batch_id, ids, pid)] = runner.resume_runs_detached(store, ids, schedule=schedule, workers=n_workers,
+        [(batch_id, ids, pid)] = resume_runs_detached(store, ids, schedule=schedule, workers=n_workers,
                                                              device=device, executor=opts)
         out.print(f"batch {batch_id}: {len(ids)} run(s) resumed in the background (pid {pid})")
         out.print(f"log: {_esc(runner.log_path(store, batch_id))}")

@@ -15,6 +15,7 @@ from typing import Callable
 from sparse_tui.base.devices import DeviceError, resolve
 from sparse_tui.executors.base import BEAT_SECONDS, ExecutorError
 from sparse_tui.lifecycle import runner
+from sparse_tui.lifecycle.signals import StopFlag
 from sparse_tui.store import RunStore
 
 
@@ -73,7 +74,7 @@ class LocalExecutor:
         return f"{max(1, workers)} worker(s)"
 
     def run_batch(self, store: RunStore, batch_id: str, *, workers: int = 1, device: str | None = None,
-                  flag: runner.StopFlag, poll: Callable[[], None] | None = None, group: int = 1) -> None:
+                  flag: StopFlag, poll: Callable[[], None] | None = None, group: int = 1) -> None:
         """In this process (``workers`` <= 1), or with ``workers`` worker processes (stacks of up to ``group``
         same-shape runs each) that it replaces when they die and stops on ``flag``."""
         if workers <= 1:

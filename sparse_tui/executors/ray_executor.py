@@ -50,7 +50,8 @@ from sparse_tui.executors.address import auto_address, is_current_cluster, parse
 from sparse_tui.executors.base import BEAT_SECONDS, INSTALL_HINT, ExecutorError, Option
 from sparse_tui.executors.channel import PUT_TIMEOUT, Channel, ChannelSink, apply
 from sparse_tui.lifecycle import runner
-from sparse_tui.lifecycle.runner import ExecutorOptions, StopFlag, record_end
+from sparse_tui.lifecycle.runner import ExecutorOptions, record_end
+from sparse_tui.lifecycle.signals import StopFlag
 from sparse_tui.store import TERMINAL
 from sparse_tui.training.checkpoint import CheckpointFiles
 

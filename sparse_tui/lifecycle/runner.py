@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -50,8 +49,9 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Callable, ContextManager, Protocol, Sequence
 
 from sparse_tui.base.devices import resolve
+from sparse_tui.lifecycle.signals import StopFlag, _training_section, install_signal_handlers
 from sparse_tui.store import RunRecord, RunSink, RunStore, StoreError, is_disk_full
-from sparse_tui.training.checkpoint import CheckpointError, check, fingerprint, remove_stale_temporaries
+from sparse_tui.training.checkpoint import remove_stale_temporaries
 from sparse_tui.training.runlog import RunLogger
 
 if TYPE_CHECKING:
@@ -59,25 +59,6 @@ if TYPE_CHECKING:
 
     from sparse_tui.presets.loading import RunSpec
     from sparse_tui.presets.schema import RunConfig
-
-# Seconds the training loop has, after Ctrl-C / SIGTERM, to stop at a step boundary before an alarm cuts the step
-# or evaluation short (docs: SIGTERM and Ctrl-C are honoured within 2 s).
-STOP_GRACE = 1.0
-_training = False  # True while this process is inside a run's training loop (the alarm may interrupt it)
-
-
-class StopNow(KeyboardInterrupt):
-    """Raised by the alarm when a step or evaluation did not reach a stop check within ``STOP_GRACE``."""
-
-
-@dataclass
-class StopFlag:
-    """Set by signal handlers; polled by the training loop between steps."""
-
-    status: str | None = None
-
-    def __call__(self) -> str | None:
-        return self.status
 
 
 @dataclass(frozen=True)
@@ -139,37 +120,6 @@ class Executor(Protocol):
                   poll: Callable[[], None] | None, group: int) -> None:
         """Train every queued run of ``batch_id`` until none is left or ``flag`` says stop (``flag.status``; the
         executor may set it, e.g. on Ctrl-C); ``poll`` is called as it waits (the progress display)."""
-
-
-def install_signal_handlers(flag: StopFlag) -> None:
-    """Ctrl-C, SIGTERM and SIGHUP set ``flag``; if training has not stopped ``STOP_GRACE`` s later, ``StopNow`` is
-    raised in it. A second signal stops waiting at once."""
-
-    def handler(signum, frame):  # noqa: ARG001
-        if flag.status is None:
-            flag.status = "interrupted"
-            if _training and hasattr(signal, "setitimer"):
-                signal.setitimer(signal.ITIMER_REAL, STOP_GRACE)
-        else:  # a second Ctrl-C: stop waiting
-            raise KeyboardInterrupt
-
-    def alarm(signum, frame):  # noqa: ARG001
-        if _training and flag.status:
-            raise StopNow()
-
-    signal.signal(signal.SIGINT, handler)
-    signal.signal(signal.SIGTERM, handler)
-    if hasattr(signal, "SIGHUP"):
-        signal.signal(signal.SIGHUP, handler)
-    if hasattr(signal, "SIGALRM"):
-        signal.signal(signal.SIGALRM, alarm)
-
-
-def _training_section(on: bool) -> None:
-    global _training
-    _training = on
-    if not on and hasattr(signal, "setitimer"):
-        signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 # -- 4. claim and train -------------------------------------------------------------------------------------------
@@ -613,86 +563,11 @@ def run_headless(
     return batch_id, run_ids, flag.status
 
 
-# -- 7. resume -----------------------------------------------------------------------------------------------------
-
-RESUMABLE = ("failed", "interrupted", "queued")
-
-
-def resume_targets(store: RunStore, target: str) -> tuple[str, list[str]]:
-    """The runs ``sparse-tui resume TARGET`` continues: TARGET is a batch id or a run id, or a unique prefix of
-    either (``store.find``, the resolver every command shares). Returns (batch_id, run_ids) of its failed,
-    interrupted and queued runs; StoreError (one line) when there are none, or TARGET names nothing or several
-    runs or batches."""
-    store.reap()
-    kind, found = store.find(target, ("run", "batch"), what="run or batch id")
-    if kind == "batch":
-        batch_id, recs = found, store.runs(batch_id=found)
-    else:
-        rec = store.get(found)
-        batch_id, recs = rec.batch_id, [rec]
-    live = [r for r in recs if r.status == "running"]
-    todo = [r for r in recs if r.status in RESUMABLE]
-    if not todo:
-        states = ", ".join(sorted({r.status for r in recs}))
-        extra = f" ({len(live)} still running)" if live else ""
-        raise StoreError(f"nothing to resume in {kind} {found}: {states}{extra}")
-    return batch_id, [r.run_id for r in sorted(todo, key=lambda r: r.position)]
-
-
-def check_resumable(store: RunStore, run_ids: list[str]) -> list[RunSpec]:
-    """What ``resume`` checks before anything is written: the store can be written, each run's stored config still
-    validates, and each run's checkpoint is data (``checkpoint.check``: a planted pickle is refused, never run).
-    Returns the runs as specs (what the executor's preflight and plan read); StoreError (one line, naming the file
-    or the run) otherwise."""
-    from sparse_tui.presets.loading import RunSpec
-
-    if store.read_only or not os.access(store.path, os.W_OK) or not os.access(store.runs_dir, os.W_OK):
-        raise StoreError(f"{store.path}: the run store is read-only (file system or permissions); cannot resume"
-                         " runs in it (copy it to a writable directory)")
-    recs = [store.get(r) for r in run_ids]
-    for r in recs:  # a run of the user's own script (sparse_tui.init, track.py): only that script can continue it
-        if (r.versions or {}).get("logged_by"):
-            raise StoreError(f"run {r.run_id} was logged by its own script ({r.versions.get('script') or 'a script'})"
-                             " through sparse_tui.init; sparse-tui cannot train it (run the script again)")
-    cfgs, bad = stored_configs(recs)
-    if bad:
-        raise StoreError(next(iter(bad.values())))
-    for r in recs:
-        try:
-            check(store.runs_dir, r.run_id, fingerprint(r.run_id, cfgs[r.run_id]))
-        except CheckpointError as e:
-            raise StoreError(str(e)) from None
-    return [RunSpec(r.preset, r.preset_path or "", cfgs[r.run_id], r.swept) for r in recs]
-
-
 def requeue_for_resume(store: RunStore, batch_id: str, run_ids: list[str], coordinator: int | None = None) -> list[str]:
     """Make this process (or ``coordinator``) one of the batch's coordinators and put ``run_ids`` back in the
     queue. A coordinator still alive keeps coordinating: both train the queued runs."""
     store.add_coordinator(batch_id, coordinator)
     return store.requeue(run_ids)
-
-
-def resume_runs_detached(store: RunStore, run_ids: list[str], *, schedule: str = "auto", workers: int | None = None,
-                         device: str | None = None,
-                         executor: ExecutorOptions | None = None) -> list[tuple[str, list[str], int]]:
-    """``sparse-tui resume RUN --detach``, and the console's for its selected or marked runs: the resumable ones
-    (failed, interrupted, queued) are re-queued per batch, with one detached coordinator per batch. Returns
-    [(batch_id, run_ids, pid)]; StoreError when none of them can be resumed. ``executor``: where the
-    coordinators train (None: this machine)."""
-    store.reap()
-    recs = [store.get(r) for r in run_ids]
-    todo = [r for r in recs if r.status in RESUMABLE]
-    if not todo:
-        states = ", ".join(sorted({r.status for r in recs})) or "no runs"
-        raise StoreError(f"nothing to resume: only failed, interrupted or queued runs can be ({states})")
-    check_resumable(store, [r.run_id for r in todo])
-    out = []
-    for batch_id in dict.fromkeys(r.batch_id for r in todo):
-        ids = [r.run_id for r in sorted(todo, key=lambda r: r.position) if r.batch_id == batch_id]
-        requeue_for_resume(store, batch_id, ids)
-        out.append((batch_id, ids, detach(store, batch_id, workers=workers or 0, device=device, schedule=schedule,
-                                          executor=executor)))
-    return out
 
 
 def batch_specs(store: RunStore, batch_id: str) -> list:

@@ -43,7 +43,7 @@ import numpy as np
 
 from sparse_tui.presets.loading import eval_steps
 from sparse_tui.presets.schema import RunConfig
-from sparse_tui.science import theory
+from sparse_tui.science import dynamics, theory
 from sparse_tui.science.repetition import initial, parse_condition, scheduled
 from sparse_tui.science.schedule import lr_factor
 
@@ -85,10 +85,10 @@ def _linreg(cfg: Any) -> tuple[float, float, float, float, float]:
 
 
 def _trajectory(cfg: Any, times: np.ndarray, **event) -> Any:
-    """``theory.trajectory`` of ``cfg``'s task at flow ``times``. Tolerances come from ``cfg.model`` (kind 'ode')
+    """``dynamics.trajectory`` of ``cfg``'s task at flow ``times``. Tolerances come from ``cfg.model`` (kind 'ode')
     when it has ``rtol``/``atol``, else 1e-8 / 1e-10."""
     d, T, B, p, test_B = _linreg(cfg)
-    return theory.trajectory(times, d, T, B, p, test_B=test_B, rtol=float(getattr(cfg.model, "rtol", 1e-8)),
+    return dynamics.trajectory(times, d, T, B, p, test_B=test_B, rtol=float(getattr(cfg.model, "rtol", 1e-8)),
                              atol=float(getattr(cfg.model, "atol", 1e-10)), **event)
 
 
@@ -139,8 +139,8 @@ def _plateau_level(cfg: Any, obs: str) -> tuple[float, int]:
     return value, +1
 
 
-def _phases(cfg: Any) -> tuple[str, list[theory.Phase]]:
-    """The scheduled key of ``cfg``'s task ('p' or 'B') and its schedule as ``theory.Phase``s: steps at their flow
+def _phases(cfg: Any) -> tuple[str, list[dynamics.Phase]]:
+    """The scheduled key of ``cfg``'s task ('p' or 'B') and its schedule as ``dynamics.Phase``s: steps at their flow
     time (``step_times``), a metric condition at the exact crossing of the flow observable (not at the next
     evaluation, as a trained run switches), ``plateau`` at the exact plateau crossing of ``[plateau]``."""
     (key, sched), = scheduled(cfg.task).items()
@@ -159,13 +159,14 @@ def _phases(cfg: Any) -> tuple[str, list[theory.Phase]]:
                 raise ValueError(f"task.{key}: the flow does not compute {c[1]!r}")
             ends.append((PLATEAU_OBSERVABLES[c[1]], c[3], +1 if c[2][0] == ">" else -1))
     ends.append(None)
-    return key, [theory.Phase(B=v if key == "B" else B, p=v if key == "p" else p, until=e) for v, e in zip(vals, ends)]
+    return key, [dynamics.Phase(B=v if key == "B" else B, p=v if key == "p" else p, until=e)
+                 for v, e in zip(vals, ends)]
 
 
 def _simulate_switched(cfg: Any, steps: np.ndarray, times: np.ndarray, obs: str, level: float, direction: int,
                        notes: list[str]) -> tuple[dict, float | None, int]:
     key, phases = _phases(cfg)
-    tr, switches = theory.switched_trajectory(
+    tr, switches = dynamics.switched_trajectory(
         times, *_linreg(cfg)[:2], phases, test_B=_linreg(cfg)[4], rtol=float(getattr(cfg.model, "rtol", 1e-8)),
         atol=float(getattr(cfg.model, "atol", 1e-10)), event=obs, level=level, direction=direction)
     metrics = _metrics(tr)
@@ -179,7 +180,7 @@ def _simulate_switched(cfg: Any, steps: np.ndarray, times: np.ndarray, obs: str,
 def simulate_run(cfg: Any) -> OdeRun:
     """Integrate the reduced dynamics for ``cfg`` (a ``presets.RunConfig`` with a linreg task) and return its
     metrics at the evaluation steps and the exact plateau step (tolerances: ``_trajectory``). A repetition schedule
-    (repetition.py) is followed by ``theory.switched_trajectory``."""
+    (repetition.py) is followed by ``dynamics.switched_trajectory``."""
     p = _linreg(cfg)[3]
     steps = np.array(eval_steps(cfg), dtype=np.int64)
     times = step_times(cfg, steps)

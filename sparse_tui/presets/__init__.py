@@ -8,8 +8,7 @@ Every field carries a description: the TUI builds its preset form from this sche
 ``sparse-tui presets --schema`` prints it. Errors are collected as ``PresetError`` with one line per problem
 in the form ``FILE: key.path: message`` (no traceback; the CLI exits 2).
 
-The package: ``schema`` (the sections and the task registry), ``errors`` (``PresetError``
-and its lines), ``loading`` (files, overrides, sweep expansion). It imports neither torch nor textual, so ``sparse-tui
---help``
-stays light.
+The package: ``schema`` (the sections), ``fields`` (their base and limits), ``tasks`` (the task kinds and their
+registry), ``errors`` (``PresetError`` and its lines), ``loading`` (files, overrides, sweep expansion). It imports
+neither torch nor textual, so ``sparse-tui --help`` stays light.
 """

@@ -189,8 +189,8 @@ def copy(name: str, dest: Path | None = None, local_dir: Path | None = None) -> 
     preset's name, or a ``.toml`` file the validator accepts, read by the one safe reader (a regular file of at most
     ``MAX_PRESET_BYTES``; a FIFO or a device is refused, never waited on). Raises ``CatalogError``."""
     from sparse_tui.presets.errors import PresetError
+    from sparse_tui.presets.fields import MAX_PRESET_BYTES
     from sparse_tui.presets.loading import load_preset
-    from sparse_tui.presets.schema import MAX_PRESET_BYTES
 
     if not str(name).strip():
         raise CatalogError("presets copy: give a preset name (sparse-tui presets lists them)")

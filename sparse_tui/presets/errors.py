@@ -7,7 +7,8 @@ import re
 from pydantic import ValidationError
 
 from sparse_tui.base.numbers import fmt_plain
-from sparse_tui.presets.schema import KIND_SECTIONS, MAX_PROBLEM_LINES, _esc, kind_classes
+from sparse_tui.presets.fields import MAX_PROBLEM_LINES
+from sparse_tui.presets.schema import KIND_SECTIONS, _esc, kind_classes
 
 
 class PresetError(Exception):

@@ -15,17 +15,8 @@ from pydantic import ValidationError
 from sparse_tui.base.dotted import flatten
 from sparse_tui.base.files import ReadError, read_regular
 from sparse_tui.presets.errors import PresetError, _loc, format_validation_error
-from sparse_tui.presets.schema import (
-    KIND_SECTIONS,
-    MAX_PRESET_BYTES,
-    MAX_RUNS,
-    Preset,
-    RunConfig,
-    _esc,
-    _show,
-    default_kind,
-    kind_classes,
-)
+from sparse_tui.presets.fields import MAX_PRESET_BYTES, MAX_RUNS, _show
+from sparse_tui.presets.schema import KIND_SECTIONS, Preset, RunConfig, _esc, default_kind, kind_classes
 from sparse_tui.science.repetition import REPEAT_KEYS, Schedule
 
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from sparse_tui.presets.schema import RunConfig, n_eval_steps, task_kind
+from sparse_tui.presets.schema import RunConfig, n_eval_steps
+from sparse_tui.presets.tasks import task_kind
 
 F32 = 4
 # Evaluation materialises at most this many attention probabilities per chunk (training/metrics.py _ATTN_BUDGET).

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from sparse_tui.atlas import AtlasError, Entry
-from sparse_tui.reports import figures
+from sparse_tui.reports import curves, figures
 from sparse_tui.reports import verdict as verdicts
 from sparse_tui.reports.base import Claim, Report, Runs, _gmean, _num, make_report, run_config
 
@@ -32,10 +32,10 @@ def law_report(store: Any, entry: Entry, run_ids: Sequence[str], threshold: floa
     """Fit ``entry.fit_vars`` over the runs (App. D.2) and set each exponent beside the paper's law (``entry.law``)
     with the tolerance the record is held to (``entry.targets``). ``threshold``: re-read every plateau from the
     stored curves at that absolute value first (``fitreport.reread_plateaus``; `reproduce FIG --threshold X`)."""
-    from sparse_tui.reports import fitreport
+    from sparse_tui.reports import fitreport, selection
     from sparse_tui.science.theory import PAPER_FITS
 
-    sel = fitreport.select_runs(store, run_ids=list(run_ids))
+    sel = selection.select_runs(store, run_ids=list(run_ids))
     reread = None
     if threshold is not None:
         sel, reread = fitreport.reread_plateaus(store, sel, threshold,
@@ -131,7 +131,7 @@ def curves_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     recs = [store.get(rid) for rid in run_ids]
     # Each run by its sweep point and seed, as the figure's panels and legends name it (a label cut to a fixed width
     # lost what told blog6_warmup's runs apart).
-    names = [f"{figures.run_key(rec)} seed={rec.seed}" for rec in recs]
+    names = [f"{curves.run_key(rec)} seed={rec.seed}" for rec in recs]
     w = max([3, *map(len, names)])
     lines = [f"  {len(run_ids)} run(s); "
              "paper: curves only (no numbers); measured: plateau (the preset's rule), the train loss's crossing of "
@@ -256,4 +256,4 @@ def _law_check(store: Any, rep: Report) -> tuple[str, str]:
 # The generic kinds (``atlas.CLAIMS``): a fitted law is checked by the one rule for laws (``verdict.law_verdict``);
 # learning curves have no claim of their own: an entry of curves names its claim (reports/entries/).
 LAW = Claim("", _law_check, law_report, figures.fit_figure)
-CURVES = Claim("", None, curves_report, figures.curves_figure)
+CURVES = Claim("", None, curves_report, curves.curves_figure)

@@ -115,7 +115,7 @@ class Plan:
                 f"run(s): {len(self.reused)} already in the store{cont}, {len(self.to_train())} to train")
 
 
-RESUMED = ("interrupted", "failed")  # statuses of a run that reproduce continues in place (runner.RESUMABLE's ended)
+RESUMED = ("interrupted", "failed")  # statuses of a run that reproduce continues in place (resume.RESUMABLE's ended)
 TRAINING = ("queued", "running")  # a run another process is training (or about to): joined, never trained again
 
 
@@ -160,15 +160,15 @@ def resumable_runs(store: Any, specs: Sequence[Any], missing: Sequence[int]) -> 
 
 def resume_batches(store: Any, p: Plan) -> list[tuple[str, list[str], list[Any]]]:
     """``p.resumable`` by batch, as ``resume`` takes them: [(batch id, run ids, their specs)], checked first
-    (``runner.check_resumable``: a writable store, configs that validate, checkpoints that are the runs' own;
+    (``resume.check_resumable``: a writable store, configs that validate, checkpoints that are the runs' own;
     StoreError names a refused one). ``runner.run_headless(..., batch_id=, resume=)`` then re-queues and trains them
     in their own rows."""
-    from sparse_tui.lifecycle import runner
+    from sparse_tui.lifecycle.resume import check_resumable
 
     recs = [p.resumable[i] for i in sorted(p.resumable)]
     if not recs:
         return []
-    specs = dict(zip((r.run_id for r in recs), runner.check_resumable(store, [r.run_id for r in recs])))
+    specs = dict(zip((r.run_id for r in recs), check_resumable(store, [r.run_id for r in recs])))
     batches: dict[str, list[str]] = {}
     for r in recs:
         batches.setdefault(r.batch_id, []).append(r.run_id)

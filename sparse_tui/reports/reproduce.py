@@ -108,12 +108,13 @@ class Launched:
 
 def launch_detached(store: Any, p: Plan, executor: Any) -> Launched:
     """``reproduce``'s ``train`` for the console: the plan's interrupted or failed runs resumed in their own rows
-    (``runner.resume_runs_detached``) and its missing runs started as a new batch (``runner.start_detached``),
+    (``resume.resume_runs_detached``) and its missing runs started as a new batch (``runner.start_detached``),
     detached from this process, as ``sparse-tui run --detach``."""
     from sparse_tui.lifecycle import runner
+    from sparse_tui.lifecycle.resume import resume_runs_detached
 
     todo = p.to_train()
     again = [r.run_id for r in p.resumable.values()]
-    pids = [pid for _, _, pid in runner.resume_runs_detached(store, again, executor=executor)] if again else []
+    pids = [pid for _, _, pid in resume_runs_detached(store, again, executor=executor)] if again else []
     batch_id, ids, pid = runner.start_detached(store, todo, executor=executor) if todo else ("", [], None)
     return Launched(batch_id, ids, len(again), pids + ([pid] if todo else []))

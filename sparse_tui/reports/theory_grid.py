@@ -11,17 +11,14 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from sparse_tui.reports.fitreport import _fmt, json_safe
+from sparse_tui.science.dynamics import compare_closed_form, expand_grid, parse_grid, plateau_times
 from sparse_tui.science.fitting import FitError, FitResult, compare_to_theory, fit_power_law, format_comparison
 from sparse_tui.science.theory import (
     PAPER_FITS,
-    compare_closed_form,
     escape_time_linear,
     escape_time_linear_log,
-    expand_grid,
     f_rep,
     forecast_exponents,
-    parse_grid,
-    plateau_times,
 )
 
 
@@ -66,7 +63,7 @@ def format_theory_point(pt: Mapping[str, Any]) -> str:
 
 def theory_grid(grid: Mapping[str, Sequence[float]] | Sequence[str] | str, *, threshold: float = 0.2,
                 paper: str | None = "auto") -> dict[str, Any]:
-    """Integrated plateaus over a grid (``theory.parse_grid`` strings or a dict), the closed forms, and the power-law
+    """Integrated plateaus over a grid (``dynamics.parse_grid`` strings or a dict), the closed forms, and the power-law
     fit of the integrated plateaus over the variables that vary (p enters as f(p, d)), with its comparison.
 
     Returns {"rows": [...], "ranges": {...}, "fit": FitResult | None, "fit_error": str | None,

@@ -17,7 +17,8 @@ import pkgutil
 
 import torch
 
-from sparse_tui.presets.schema import RunConfig, task_kind
+from sparse_tui.presets.schema import RunConfig
+from sparse_tui.presets.tasks import task_kind
 from sparse_tui.tasks.base import Task
 
 

@@ -10,7 +10,7 @@ import torch
 from torch import Tensor
 
 from sparse_tui.base.devices import resolve
-from sparse_tui.presets.schema import task_kind
+from sparse_tui.presets.tasks import task_kind
 from sparse_tui.tasks._common import make_generator
 
 

@@ -63,7 +63,7 @@ import math
 
 import torch
 
-from sparse_tui.presets.schema import LinregTask as LinregConfig
+from sparse_tui.presets.tasks import LinregTask as LinregConfig
 from sparse_tui.science.repetition import all_values, initial
 from sparse_tui.tasks._common import make_generator
 from sparse_tui.tasks.base import Batch, Task

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import torch
 
-from sparse_tui.presets.schema import NearestTask as NearestConfig
+from sparse_tui.presets.tasks import NearestTask as NearestConfig
 from sparse_tui.tasks.base import Batch, Task
 
 

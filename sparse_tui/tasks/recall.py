@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import torch
 
-from sparse_tui.presets.schema import RecallTask as RecallConfig
+from sparse_tui.presets.tasks import RecallTask as RecallConfig
 from sparse_tui.science.repetition import initial
 from sparse_tui.tasks._common import make_generator
 from sparse_tui.tasks.base import Batch, Task

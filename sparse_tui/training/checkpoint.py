@@ -364,7 +364,7 @@ class Checkpointer:
             "rng_cpu": torch.get_rng_state(),
             "rng_cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
             "live": [mb.slot for mb in live],  # places in this stack (loop.Prepared: it may have shrunk)
-            "members": [mb.state_dict() for mb in prep.members],  # loop.Tracker: streams, detector, metrics
+            "members": [mb.state_dict() for mb in prep.members],  # tracker.Tracker: streams, detector, metrics
             "wall": self.wall_before + time.monotonic() - self.started,
         }
         try:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import sys
 import time
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from types import SimpleNamespace
 from typing import Callable
 
@@ -41,17 +41,18 @@ from sparse_tui.base import startup
 from sparse_tui.base.sysmetrics import SYSTEM
 from sparse_tui.models import build_model
 from sparse_tui.models.stack import build_stack, stacked_loss
-from sparse_tui.presets.loading import eval_steps
 from sparse_tui.presets.schema import RunConfig
-from sparse_tui.science.repetition import Switcher, scheduled
-from sparse_tui.science.schedule import lr_factor, lr_table
+from sparse_tui.science.repetition import scheduled
+from sparse_tui.science.schedule import lr_table
 from sparse_tui.tasks import make_task
 from sparse_tui.training import calibration, cudagraph
 from sparse_tui.training.checkpoint import Checkpointer
-from sparse_tui.training.metrics import evaluate, evaluate_stack, toy_metrics
+from sparse_tui.training.metrics import evaluate_stack, toy_metrics
 from sparse_tui.training.optim import StackOptimizer
-from sparse_tui.training.plateau import PlateauDetector
+from sparse_tui.training.precision import cpu_float_mode, full_fp32, precision_mode
 from sparse_tui.training.runlog import RunLogger, RunResult, heartbeat_all, together
+from sparse_tui.training.snapshots import snapshot_maps, snapshot_meta
+from sparse_tui.training.tracker import Tracker, read_back
 
 startup.record("imports", startup.since_start())  # process start to torch and the training code imported
 
@@ -64,142 +65,6 @@ class StackFailed(RuntimeError):
         self.reason, self.oom = reason, oom
 
 
-def snapshot_steps(cfg: RunConfig) -> set[int]:
-    ev = eval_steps(cfg)
-    if cfg.eval.snapshot_every <= 0:
-        picks = {0, cfg.train.steps}
-        # plus a few evenly spaced evaluation steps so the heatmap can be stepped through training
-        for k in range(1, 4):
-            picks.add(ev[round(k * (len(ev) - 1) / 4)])
-        return picks
-    return {s for s in ev if s % cfg.eval.snapshot_every == 0} | {cfg.train.steps}
-
-
-@torch.no_grad()
-def attention_snapshot(model, batch, n: int) -> tuple[dict, dict]:
-    """Full attention maps (all query rows) of the first ``n`` test sequences of one model, for the heatmap panel
-    (a stack's members: ``Prepared.snapshots``, from one forward of the stack)."""
-    x = batch.x[:n]
-    prev = getattr(model, "readout_only", None)
-    if prev is not None:
-        model.readout_only = False
-    try:
-        _, attn = model(x)
-    finally:
-        if prev is not None:
-            model.readout_only = prev
-    return snapshot_maps([a for a in attn if a is not None], x.shape[1]), snapshot_meta(batch, n)
-
-
-def snapshot_maps(attn: list[torch.Tensor], L: int) -> dict:
-    """``{'L1': [H, E, Lq, L], ...}`` from each layer's probabilities [E, H, Lq, L] (a model's own positions)."""
-    maps = {}
-    for li, a in enumerate(attn, start=1):
-        a = a.float()
-        if L > 160:  # long sequences: keep the readout row only (a T x T map would not fit a terminal anyway)
-            a = a[:, :, -1:, :]
-        maps[f"L{li}"] = a.permute(1, 0, 2, 3).cpu().numpy()  # [H, E, Lq, L]
-    return maps
-
-
-def snapshot_meta(batch, n: int) -> dict:
-    x = batch.x[:n]
-    meta = {"seq_len": x.shape[1], "relevant": batch.relevant[:n].int().cpu().tolist()}
-    if x.dtype == torch.long:
-        meta["tokens"] = x.cpu().tolist()
-    if batch.copy_q is not None:
-        meta["copy_q"] = batch.copy_q[:n].cpu().tolist()
-        meta["copy_k"] = batch.copy_k[:n].cpu().tolist()
-    return meta
-
-
-def denormals_flushed() -> bool:
-    """Whether this thread's CPU arithmetic flushes denormal floats to zero now (FTZ / DAZ)."""
-    return float(torch.tensor([1e-39], dtype=torch.float32) * 1.0) == 0.0
-
-
-@contextmanager
-def cpu_float_mode(flush_denormal: bool, device: torch.device):
-    """``train.flush_denormal`` on a CPU: denormal floats are flushed to zero while the run trains (restored after).
-
-    Unstable runs drive values into the denormal range (below 1.2e-38), where every CPU float operation takes
-    tens of times longer; measured on blog_n80 at lr 1e-2, 600 steps took 49.1 s without and 17.1 s with flushing,
-    ending at the same loss (docs/PERFORMANCE.md). It changes results only where a value underflows."""
-    if not (flush_denormal and device.type == "cpu"):
-        yield
-        return
-    before = denormals_flushed()
-    torch.set_flush_denormal(True)
-    try:
-        yield
-    finally:
-        torch.set_flush_denormal(before)
-
-
-@contextmanager
-def precision_mode(precision: str, device: torch.device):
-    """``train.precision`` for the training steps (evaluations always run in float32):
-
-    * ``fp32``: float32 everywhere (the default; the results the tests and docs quote);
-    * ``tf32``: CUDA matmuls round their inputs to TensorFloat-32 (10-bit mantissa, float32 range and accumulation):
-      curves match fp32 to about 1e-3 relative, plateau steps can move by an evaluation; no effect on CPUs;
-    * ``bf16``: the forward runs under bfloat16 autocast (8-bit mantissa; weights, gradients, optimiser state and
-      the loss stay float32): curves differ visibly from fp32 (about 1e-2), plateau lengths can shift; on CPUs it
-      is slower than fp32 on most chips."""
-    if precision == "tf32" and device.type == "cuda":
-        with _tf32(True):
-            yield nullcontext
-        return
-    if precision == "bf16":
-        # cache_enabled=False: autocast's weight-cast cache must not outlive a CUDA graph capture
-        yield lambda: torch.autocast(device_type=device.type, dtype=torch.bfloat16, cache_enabled=False)
-        return
-    yield nullcontext
-
-
-def full_fp32(device: torch.device):
-    """Evaluations run in float32 whatever ``train.precision`` says: TF32 matmuls are switched off inside."""
-    return _tf32(False) if device.type == "cuda" and tf32_enabled() else nullcontext()
-
-
-def _new_precision_api() -> bool:
-    """Whether this torch has the ``fp32_precision`` switches (2.9 and later). Once anything in the process set one,
-    reading the legacy ``allow_tf32`` raises ("mix of the legacy and new APIs"), so where they exist they are the
-    only ones read or written here; older torch has the legacy flags only."""
-    return hasattr(torch.backends.cuda.matmul, "fp32_precision")
-
-
-def tf32_enabled() -> bool:
-    """Whether CUDA float32 matmuls run in TensorFloat-32 now."""
-    if _new_precision_api():
-        p = torch.backends.cuda.matmul.fp32_precision
-        if p == "none":  # inherits the global setting
-            p = getattr(torch.backends, "fp32_precision", "none")
-        return p == "tf32"
-    return bool(torch.backends.cuda.matmul.allow_tf32 or torch.backends.cudnn.allow_tf32)
-
-
-@contextmanager
-def _tf32(on: bool):
-    """CUDA matmuls in TensorFloat-32 (``on``) or in full float32 inside (the legacy flags: and cuDNN's; the
-    models here run no convolution); the setting as it was after."""
-    if _new_precision_api():
-        m = torch.backends.cuda.matmul
-        before = m.fp32_precision
-        m.fp32_precision = "tf32" if on else "ieee"
-        try:
-            yield
-        finally:
-            m.fp32_precision = before
-        return
-    before = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = on
-    try:
-        yield
-    finally:
-        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
-
-
 def graph_wanted(device: torch.device, mode: str) -> bool:
     """Whether the step is captured as a CUDA graph (``train.cuda_graph``: auto / on capture on CUDA devices; never
     in a process where a capture already failed: training/cudagraph.py)."""
@@ -210,146 +75,6 @@ def generator_slots(members) -> list[tuple[object, str]]:
     """``(task, attribute)`` of every member's random generators: what the trial puts back, what a CUDA graph
     registers (device generators only) and what a failed capture replaces."""
     return [(mb.task, k) for mb in members for k, v in vars(mb.task).items() if isinstance(v, torch.Generator)]
-
-
-class Tracker:
-    """One run's bookkeeping, whoever computes its numbers (``train_stack`` for a member of a stack, the ODE
-    integration in training/trainer.py): ``evaluate`` (a trained member), ``record`` (the one rule for "best": the
-    lowest finite value of a ``*loss``, the highest of an ``*acc``, and the plateau detector), ``log_train``,
-    ``end`` and ``summary`` (the one summary builder of a run). ``begin`` starts its clock and says what its
-    summary reports about how it trained (``context``) and whom ``end`` tells (``on_done(index, result)``)."""
-
-    def __init__(self, cfg, logger, task=None, module=None, test=None, index: int = 0):
-        self.index, self.cfg, self.logger, self.task, self.module, self.test = index, cfg, logger, task, module, test
-        self.slot, self.stack = index, None  # its place in the stack it trains in now, and that stack (Prepared)
-        self.ev_steps = set(eval_steps(cfg))
-        self.snaps = snapshot_steps(cfg)
-        self.det = PlateauDetector(mode=cfg.plateau.mode, value=cfg.plateau.value)
-        # repetition schedules (repetition.py) of a trained run: task.p / task.B switched by the run's own metrics
-        self.switchers = {k: Switcher(s, cfg.plateau.metric, cfg.plateau.mode == "above")
-                          for k, s in scheduled(cfg.task).items()} if task is not None else {}
-        self.best: dict[str, float] = {}
-        self.last: dict[str, float] = {}
-        self.n_since = 0  # training steps summed in the stack's loss sum since this run's last logged point
-        self.train_log: list[tuple[int, float]] = []  # train/loss points buffered until the next evaluation
-        self.result: RunResult | None = None
-        self.begin({})
-
-    def begin(self, context: dict, on_done: Callable[[int, RunResult], None] | None = None) -> None:
-        self.started, self.context, self.on_done = time.perf_counter(), context, on_done
-
-    def measure(self) -> dict[str, float]:
-        """The member's metrics now, from its own module (its slice of the stack copied in), in float32."""
-        self.stack.load_into(self.slot, self.module)
-        self.module.eval()
-        with full_fp32(self.test.x.device):
-            vals = evaluate(self.module, self.test, self.task.kind, self.task.classification)
-            if self.cfg.model.kind == "toy":
-                vals.update(toy_metrics(self.module, self.task))
-        self.module.train()
-        return vals
-
-    def evaluate(self, step: int, loss_sum: float | None = None, measured: dict | None = None,
-                 snapshot: tuple[dict, dict] | None = None, system: dict | None = None) -> None:
-        """Evaluate, log the metrics (and the attention maps at snapshot steps) and record them. ``loss_sum``:
-        the stack's training-loss sum of this run since its last logged point (its mean is ``train/loss``).
-        ``measured`` / ``snapshot``: this member's metrics and maps from the stack's batched pass
-        (``evaluate_due``), else computed here from its own module. ``system``: the process's ``sys/*`` metrics
-        (sparse_tui/base/sysmetrics.py), logged with the others but not part of the run's final metrics."""
-        self.flush()
-        vals = dict(measured) if measured is not None else self.measure()
-        if self.n_since and loss_sum is not None:
-            vals["train/loss"] = loss_sum / self.n_since
-        self.n_since = 0
-        vals["lr"] = self.cfg.train.lr * lr_factor(max(step, 1), self.cfg)
-        self.record(step, vals)  # before logging: a schedule's switch adds its value in force (sched/p, sched/B)
-        self.logger.metrics(step, {**vals, **system} if system else vals)
-        if step in self.snaps:
-            if snapshot is None:
-                with full_fp32(self.test.x.device):
-                    snapshot = attention_snapshot(self.module, self.test, self.cfg.eval.snapshot_examples)
-            self.logger.attention(step, *snapshot)
-
-    def record(self, step: int, vals: dict[str, float]) -> None:
-        self.last = vals
-        before = self.det.step
-        self.det.update(step, vals.get(self.cfg.plateau.metric, math.nan))
-        if before is None and self.det.step is not None and self.task is not None:
-            self.logger.plateau(self.det.step)  # live: runs and the console show it before the run ends
-        for key, sw in self.switchers.items():  # a switch fires here, at an evaluation; it acts from step + 1
-            sw.observe(step, vals, plateau=self.det.step is not None)
-            vals[f"sched/{key}"] = float(sw.value(step + 1))
-        for k, v in vals.items():
-            if k.endswith("loss") and math.isfinite(v):
-                self.best[k] = min(self.best.get(k, math.inf), v)
-            elif k.endswith("acc") and math.isfinite(v):
-                self.best[k] = max(self.best.get(k, -math.inf), v)
-
-    def schedule_to(self, step: int) -> None:
-        """Set the task's scheduled repetition keys to their values for training step ``step``."""
-        for key, sw in self.switchers.items():
-            v = sw.value(step)
-            setattr(self.task, key, int(v) if isinstance(getattr(self.task, key), int) else float(v))
-
-    def log_train(self, step: int, loss_sum: float | torch.Tensor) -> None:
-        """A train/loss point between evaluations: the mean since the last one (stored at the next ``flush``).
-        ``loss_sum``: a float, or on GPUs a 0-d tensor on the device (read back at the next evaluation with the
-        others: ``read_back``)."""
-        self.train_log.append((step, loss_sum / self.n_since))
-        self.n_since = 0
-
-    def flush(self) -> None:
-        """Store the buffered train/loss points in one transaction (at evaluations, checkpoints and the end)."""
-        if self.train_log:
-            read_back([self])
-            self.logger.series([p[0] for p in self.train_log], {"train/loss": [p[1] for p in self.train_log]})
-            self.train_log.clear()
-
-    def summary(self, step: int) -> dict:
-        elapsed = time.perf_counter() - self.started
-        out = {"final": self.last, "best": self.best, "steps_done": step, "wall_seconds": elapsed}
-        if self.module is not None:
-            out["steps_per_second"] = step / elapsed if elapsed > 0 else None
-            out["n_params"] = sum(p.numel() for p in self.module.parameters())
-        out.update({k: list(v) if isinstance(v, list) else v for k, v in self.context.items() if v != []})
-        return out
-
-    def end(self, status: str, step: int, reason: str | None = None) -> RunResult:
-        self.flush()
-        if isinstance(getattr(self.module, "embed", None), torch.nn.Embedding):
-            # the final token embedding outlives the checkpoints (blog 3's geometry view:
-            # sparse_tui/science/geometry.py)
-            self.stack.load_into(self.slot, self.module)
-            self.logger.array("embed", self.module.embed.weight.detach().float().cpu().numpy())
-        self.result = RunResult(status=status, reason=reason, plateau_step=self.det.step, summary=self.summary(step),
-                                step=step)
-        if self.on_done is not None:
-            self.on_done(self.index, self.result)
-        return self.result
-
-    def state_dict(self) -> dict:
-        """What a checkpoint keeps of this run: its random streams, detector, metrics and loss count."""
-        return {"gens": {k: g.get_state() for k, g in vars(self.task).items() if isinstance(g, torch.Generator)},
-                "det": (self.det.initial, self.det.step), "best": dict(self.best), "last": dict(self.last),
-                "n_since": self.n_since, "sched": {k: sw.state_dict() for k, sw in self.switchers.items()}}
-
-    def load_state_dict(self, state: dict) -> None:
-        for k, st in state["gens"].items():
-            getattr(self.task, k).set_state(st)
-        self.det.initial, self.det.step = state["det"]
-        self.best, self.last, self.n_since = dict(state["best"]), dict(state["last"]), state["n_since"]
-        for key, st in state.get("sched", {}).items():
-            self.switchers[key].load_state_dict(st)
-
-
-def read_back(trackers: list[Tracker]) -> None:
-    """The train/loss points ``trackers`` keep on the device, read back to the host in one transfer."""
-    held = [(tr, i) for tr in trackers for i, p in enumerate(tr.train_log) if torch.is_tensor(p[1])]
-    if not held:
-        return
-    vals = torch.stack([tr.train_log[i][1].reshape(()) for tr, i in held]).tolist()
-    for (tr, i), v in zip(held, vals):
-        tr.train_log[i] = (tr.train_log[i][0], v)
 
 
 def reads_every_step(device: torch.device) -> bool:

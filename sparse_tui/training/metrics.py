@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from sparse_tui.presets.resources import EVAL_ATTN_ELEMENTS
-from sparse_tui.presets.schema import task_kind
+from sparse_tui.presets.tasks import task_kind
 from sparse_tui.tasks.base import Batch
 
 # Upper bound on attention-probability elements materialised per evaluation chunk (about 256 MB in float32): the

@@ -128,7 +128,8 @@ def measure_thread_speedup(
     the float mode as it found them; trains nothing that is kept."""
     import torch
 
-    from sparse_tui.training.loop import Prepared, cpu_float_mode
+    from sparse_tui.training.loop import Prepared
+    from sparse_tui.training.precision import cpu_float_mode
 
     old_threads, rng = torch.get_num_threads(), torch.get_rng_state()
     try:

@@ -15,8 +15,9 @@ import torch
 
 from sparse_tui.base.version import __version__
 from sparse_tui.presets.schema import RunConfig
-from sparse_tui.training.loop import Tracker, train_stack
+from sparse_tui.training.loop import train_stack
 from sparse_tui.training.runlog import RunLogger, RunResult
+from sparse_tui.training.tracker import Tracker
 
 
 def library_versions(device: torch.device | None = None) -> dict:
@@ -67,7 +68,7 @@ def train_run(
 
 def _integrate_ode_run(cfg: RunConfig, logger: RunLogger, on_done=None) -> RunResult:
     """Record the reduced gradient-flow dynamics (paper Eqs. 12-14 / 17-21) as an ordinary run: its points go
-    through the same ``loop.Tracker`` as a trained run's evaluations (one rule for "best", one summary)."""
+    through the same ``tracker.Tracker`` as a trained run's evaluations (one rule for "best", one summary)."""
     from sparse_tui.models.ode import simulate_run
 
     tracker = Tracker(cfg, logger)

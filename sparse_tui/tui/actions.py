@@ -3,7 +3,7 @@
 Each takes the store and the request's arguments and returns the message that reports the outcome (``Done``,
 ``Problem``, ``AttentionData``, ``TheoryData``, ``FitDone``); the worker posts it, the main screen applies it on the UI
 thread. They use the code paths of the command line: launching is ``runner.start_detached`` (``sparse-tui run
---detach``), resuming ``runner.resume_runs_detached`` (``sparse-tui resume --detach``), fitting
+--detach``), resuming ``resume.resume_runs_detached`` (``sparse-tui resume --detach``), fitting
 ``fitreport.fit_store`` (``sparse-tui fit``), exporting ``export.export`` (``sparse-tui export``), the theory overlay
 ``models.ode.recorded_curve``, the atlas ``reports.reproduce.reproduce`` (``sparse-tui reproduce``, so both show the
 same numbers). Nothing here imports Textual widgets.
@@ -24,9 +24,10 @@ from sparse_tui.executors import ExecutorError, ExecutorOptions, executor_for
 from sparse_tui.export.tables import write_output
 from sparse_tui.lifecycle import runner
 from sparse_tui.lifecycle.annotate import AnnotateError, check_note, parse_tags
+from sparse_tui.lifecycle.resume import resume_runs_detached
 from sparse_tui.models.ode import recorded_curve
 from sparse_tui.presets.loading import expand
-from sparse_tui.reports import figures, panels
+from sparse_tui.reports import curves, figures, panels
 from sparse_tui.reports.base import FORMATS
 from sparse_tui.reports.listing import status_rows
 from sparse_tui.reports.reproduce import Launched, launch_detached, reproduce
@@ -183,7 +184,7 @@ def resume(store: RunStore, ids: list[str], workers: int | None = None,
     """Continue failed / interrupted / queued runs from their latest checkpoint, one detached coordinator per batch."""
     try:
         check_executor(executor)
-        started = runner.resume_runs_detached(store, ids, workers=workers or None, executor=executor)
+        started = resume_runs_detached(store, ids, workers=workers or None, executor=executor)
     except StoreError as e:  # the run changed since the table was drawn (it finished, or another resume won)
         return Problem(f"cannot resume: {e}", severity="warning")
     n = sum(len(r) for _, r, _ in started)
@@ -296,7 +297,7 @@ def figure(store: RunStore, panel: str, payload: Any, path: Path, size: tuple[fl
         path.parent.mkdir(parents=True, exist_ok=True)
         if panel == "curves":
             ids, groups = payload if isinstance(payload, tuple) else (payload, None)
-            out = figures.curves_figure(store, ids, path, groups=groups, size=size)
+            out = curves.curves_figure(store, ids, path, groups=groups, size=size)
         elif panel == "fit":
             out = figures.fit_figure(payload, path)
         elif panel == "scatter":

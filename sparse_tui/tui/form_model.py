@@ -24,10 +24,10 @@ from sparse_tui.base.dotted import flatten
 from sparse_tui.base.files import read_regular, write_file
 from sparse_tui.presets.catalog import GROUPS, catalogue
 from sparse_tui.presets.errors import PresetError
+from sparse_tui.presets.fields import MAX_PRESET_BYTES
 from sparse_tui.presets.loading import parse_value, set_dotted, validate_preset_data
 from sparse_tui.presets.schema import (
     KIND_SECTIONS,
-    MAX_PRESET_BYTES,
     EvalConfig,
     PlateauConfig,
     Preset,

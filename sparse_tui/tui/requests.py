@@ -16,7 +16,7 @@ from textual.message import Message
 from textual.worker import get_current_worker
 
 from sparse_tui.lifecycle.annotate import delete_question, undeletable
-from sparse_tui.lifecycle.runner import RESUMABLE
+from sparse_tui.lifecycle.resume import RESUMABLE
 from sparse_tui.science.fitting import FitError
 from sparse_tui.store import StoreError
 from sparse_tui.tui import actions, selection
@@ -119,7 +119,7 @@ class PanelRequests:
 
     def on_resume_requested(self, msg: ResumeRequested) -> None:
         """``u`` in Runs: continue failed / interrupted / queued runs from their last checkpoint, the same path as
-        ``sparse-tui resume RUN --detach`` (runner.resume_runs_detached); anything else is refused with a
+        ``sparse-tui resume RUN --detach`` (resume.resume_runs_detached); anything else is refused with a
         notification."""
         chosen = [r for r in self.records if r.run_id in msg.run_ids]
         todo = [r.run_id for r in chosen if r.status in RESUMABLE]

@@ -179,7 +179,8 @@ def test_figures_of_many_runs_groups_and_the_scatter(tmp_path: Path):
     step axis (their plateaus span a decade), one plateau marker per run and no dotted lines; groups of seeds get
     a mean line and a ± std band each, and the size asked for; the scatter figure has a point per run."""
     pytest.importorskip("matplotlib")
-    from sparse_tui.reports.figures import FigureError, curves_figure
+    from sparse_tui.reports.curves import curves_figure
+    from sparse_tui.reports.figures import FigureError
     from sparse_tui.reports.panels import scatter_figure
     from sparse_tui.store import RunStore
     from sparse_tui.tui.widgets.scatter import PLATEAU, scatter_data

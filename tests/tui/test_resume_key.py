@@ -1,11 +1,11 @@
-"""``u`` in the Runs panel resumes the selected run through runner.resume_runs_detached (issue 11: "The console offers
+"""``u`` in the Runs panel resumes the selected run through resume.resume_runs_detached (issue 11: "The console offers
 the same" as ``sparse-tui resume``), and refuses runs that cannot be resumed."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from sparse_tui.lifecycle import runner
+from sparse_tui.lifecycle import resume, runner
 from sparse_tui.store import RunStore
 from sparse_tui.tui.widgets.run_table import RunsPanel
 
@@ -68,8 +68,8 @@ def test_resume_runs_detached_groups_by_batch_and_refuses_finished(synthetic: Pa
     from sparse_tui.store import StoreError
 
     with pytest.raises(StoreError, match="nothing to resume.*finished"):
-        runner.resume_runs_detached(store, ["0000000c", "00000002"])
+        resume.resume_runs_detached(store, ["0000000c", "00000002"])
     assert calls == []
-    out = runner.resume_runs_detached(store, ["0000000c", "0000000d"])  # the finished one is left alone
+    out = resume.resume_runs_detached(store, ["0000000c", "0000000d"])  # the finished one is left alone
     assert [(ids, pid) for _, ids, pid in out] == [(["0000000d"], 7)]
     assert store.get("0000000c").status == "finished" and store.get("0000000d").status == "queued"

@@ -19,7 +19,7 @@ from sparse_tui.reports.base import (
     make_report,
     run_config,
 )
-from sparse_tui.reports.figures import curves_figure
+from sparse_tui.reports.curves import curves_figure
 
 
 @dataclass

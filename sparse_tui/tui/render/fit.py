@@ -69,7 +69,8 @@ def parse_fit_options(text: str) -> dict[str, Any]:
     --target plateau_time --paper none --threshold 0.4 --where task.B=2 --preset NAME --batch ID`` (also
     ``--opt=value``, ``opt=value``, ``boot 200``). Returns {option: value} (``where`` a list); raises ``FitError``
     in one line."""
-    from sparse_tui.reports.fitreport import parse_threshold, parse_tie, parse_where
+    from sparse_tui.reports.fitreport import parse_threshold
+    from sparse_tui.reports.selection import parse_tie, parse_where
     from sparse_tui.science.fitting import FitError
 
     try:
