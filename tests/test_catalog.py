@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from sparse_tui.presets import catalog
-from sparse_tui.presets.catalog import CatalogError, bundled_dir, cpu_time, resolve
+from sparse_tui.presets.catalog import CatalogError, bundled_dir, resolve
+from sparse_tui.presets.timing import timing
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "COLUMNS": "200"}
@@ -104,8 +105,9 @@ def test_presets_lists_the_groups_with_figure_and_time(tmp_path):
     by_name = {row[1]: row for row in rows}
     assert by_name["mine"][0] == "yours" and rows[0][1] == "mine"  # your own first
     assert by_name["smoke"][0] == "checks" and rows[1][1] == "smoke"
-    assert by_name["blog_n80"][2:] == ["Blog 6, N = 80: data × lr", "24 min 53 s"]
-    assert by_name["paper_fig1c_theory"][2:] == ["Fig. 1c, Eq. 6 / App. A.3.2", "8.4 s"]  # eq6 reuses its runs
+    assert by_name["blog_n80"][2:4] == ["Blog 6, N = 80: data × lr", "2 min 26 s"]
+    assert by_name["paper_fig1c_theory"][2:] == ["Fig. 1c, Eq. 6 / App. A.3.2", "8.4 s",
+                                                 "load 3.1, shared 2-core CPU, 2026-11-25"]  # eq6 reuses its runs
     assert by_name["paper_fig11"][3] == "-"  # GPU-sized: no CPU time measured, none invented
     assert len(by_name) == len(list(bundled_dir().glob("*.toml"))) + 1
 
@@ -123,7 +125,7 @@ def test_presets_lists_the_groups_with_figure_and_time(tmp_path):
 def test_the_cpu_time_is_the_headers_or_a_dash(tmp_path, time_line, shown):
     p = tmp_path / "x.toml"
     p.write_text(f"# x.toml: a preset\n{time_line}\nname = \"x\"\n# Time: 5 s (after the header: not read)\n")
-    assert cpu_time(p) == shown
+    assert timing(p).duration == shown
 
 
 def test_presets_copy_writes_an_editable_copy_and_never_overwrites(tmp_path):

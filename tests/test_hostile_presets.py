@@ -1,5 +1,5 @@
 """Presets under hostile input (issue 45): ``presets copy`` copied any existing path (special files included), a FIFO
-or a link to /dev/zero in ./presets hung or crashed ``sparse-tui presets`` and the console (``catalog.cpu_time``
+or a link to /dev/zero in ./presets hung or crashed ``sparse-tui presets`` and the console (``timing.timing``
 opened every file), some messages misled, and an explicit ``--presets-dir`` that does not exist fell back to the
 bundled presets without a word. Each case is the issue's shortest reproduction. Cases that hung run as real
 processes with a timeout (a hang guard, not a timing threshold)."""
@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from sparse_tui.cli import app
 from sparse_tui.presets import catalog
+from sparse_tui.presets.timing import timing
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "COLUMNS": "200"}
 
@@ -121,8 +122,8 @@ def test_presets_and_the_catalogue_survive_a_fifo_and_a_link_to_dev_zero(tmp_pat
     (own / "zero.toml").symlink_to("/dev/zero")
     (own / "mine.toml").write_text("# Time: 8.4 s on a 2-core CPU\n" + TINY_PRESET)
     mine = [i for i in catalog.catalogue(own) if i.group == "yours"]  # what the console lists too
-    assert [(i.name, i.cpu_time) for i in mine] == [("mine", "8.4 s")]
-    assert catalog.cpu_time(own / "zero.toml") == "-" and catalog.cpu_time(own / "pipe.toml") == "-"
+    assert [(i.name, i.timing.duration) for i in mine] == [("mine", "8.4 s")]
+    assert timing(own / "zero.toml").duration == "-" and timing(own / "pipe.toml").duration == "-"
     r = _proc("presets", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "mine" in r.stdout and "pipe" not in r.stdout and "zero" not in r.stdout

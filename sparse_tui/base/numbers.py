@@ -1,7 +1,7 @@
 """The number formatters of the package, for the console and the command line: ``fmt_num`` (a format spec, "-" for
 None, nan/inf spelled out), ``fmt_or`` (a format spec, one mark for None and nan/inf alike), ``fmt_plain`` (4.0 as
-4), ``fmt_short`` (at most about 6 characters: 0.221, 2.5e-6, 21.5k), ``fmt_age`` (12s, 5m, 2h05, 3d) and
-``fmt_duration`` (45 s, 12 min 05 s, 2 h 05 min)."""
+4), ``fmt_short`` (at most about 6 characters: 0.221, 2.5e-6, 21.5k), ``fmt_fit`` (in a given width, never cut),
+``fmt_age`` (12s, 5m, 2h05, 3d) and ``fmt_duration`` (45 s, 12 min 05 s, 2 h 05 min)."""
 
 from __future__ import annotations
 
@@ -63,6 +63,21 @@ def fmt_short(v: Any, digits: int = 3) -> str:
         return f"{m.rstrip('0').rstrip('.')}e{int(e)}"
     return f"{f:.{digits}g}" if a < 1000 else str(int(round(f)))
 
+
+
+def fmt_fit(v: Any, width: int, spec: str = "g") -> str:
+    """A number in at most ``width`` characters, never cut (a cut ``100000`` reads ``1000``, a cut ``1.23e+03``
+    reads ``1.23``): as ``fmt_num(v, spec)`` writes it when that fits, else with fewer digits or in a shorter form
+    (``21.5k``, ``0.0012``, ``1.2e-5``, ``1e5``); the shortest of them when none fits."""
+    text, f = _special(v)
+    if text is not None:
+        return text
+    forms = [fmt_num(v, spec), fmt_short(f, 3), fmt_short(f, 2)]
+    for digits in (2, 1, 0):
+        m, e = f"{f:.{digits}e}".split("e")
+        forms.append(f"{m.rstrip('0').rstrip('.') if '.' in m else m}e{int(e)}")
+    forms = [t for t in forms if "e+" not in t or t == forms[0]]
+    return next((t for t in forms if len(t) <= width), min(forms, key=len))
 
 def fmt_age(seconds: float | None) -> str:
     if seconds is None or seconds < 0:

@@ -341,24 +341,27 @@ PresetsDirOpt = typer.Option(None, "--presets-dir", help="Your own preset files 
 @presets_app.callback()
 def presets(ctx: typer.Context, presets_dir: Optional[Path] = PresetsDirOpt) -> None:
     """Every preset sparse-tui ships and your own (./presets), grouped: yours, checks, theory, paper (CPU), paper
-    (GPU), blogs; each with the figure it reproduces and the CPU time its header records ("-": none measured).
+    (GPU), blogs; each with the figure it reproduces and the time its header records, with the load, machine and date
+    it was measured at ("-": none measured), and how load scales it.
     `sparse-tui run NAME` runs one; `sparse-tui presets copy NAME [DIR]` copies one to edit."""
     if ctx.invoked_subcommand is not None:
         return
     from sparse_tui.presets.catalog import bundled_dir, catalogue
+    from sparse_tui.presets.timing import LOAD_RULE
 
     presets_dir = _presets_dir(presets_dir)
     t = Table(title=f"presets (bundled: {_esc(bundled_dir())}; yours: {_esc(presets_dir)}/)", title_justify="left")
-    for col in ("group", "preset", "reproduces", "CPU time"):  # names and times never split: the figure wraps
-        t.add_column(col, no_wrap=col != "reproduces")
+    for col in ("group", "preset", "reproduces", "time", "measured at"):  # names and times never split
+        t.add_column(col, no_wrap=col not in ("reproduces", "measured at"))
     group = None
     for item in catalogue(presets_dir):
         if item.group != group and group is not None:
             t.add_section()
         t.add_row(_cell(item.group if item.group != group else ""), _cell(item.name), _cell(item.figure or "-"),
-                  _cell(item.cpu_time))
+                  _cell(item.timing.duration), _cell(item.timing.context() if item.timing.duration != "-" else ""))
         group = item.group
     out.print(t)
+    out.print(f"Times are the presets' headers' (presets/timing.py). {LOAD_RULE}", markup=False)
     out.print("sparse-tui run NAME --headless runs one; sparse-tui presets copy NAME [DIR] writes a copy to edit "
               "(default ./presets, looked up before the bundled one)", markup=False)
 

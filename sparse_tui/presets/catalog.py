@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from sparse_tui.base.files import ReadError, open_regular, read_regular
+from sparse_tui.base.files import ReadError, read_regular
+from sparse_tui.presets.timing import Timing, timing
 
-HEADER_BYTES = 64 << 10  # cpu_time reads at most this much of a preset's header
 LOCAL_DIR = Path("presets")  # the user's own presets: ./presets, as the console and `run NAME` look for them
 
 # The groups in the order they are listed; "yours" is the user's own folder, the others are bundled presets.
@@ -133,7 +133,7 @@ class Item:
     path: Path
     group: str  # one of GROUPS
     figure: str  # the figures it reproduces (atlas), "" for none
-    cpu_time: str  # the measured CPU time its header states, "-" when it states none
+    timing: Timing  # the measured time its header states, with load, machine and date (timing.py)
 
 
 def _group_and_figure(name: str) -> tuple[str, str]:
@@ -154,34 +154,6 @@ def _group_and_figure(name: str) -> tuple[str, str]:
     return ("paper (CPU)" if e.preset("cpu") == name else "paper (GPU)"), figure
 
 
-_DURATION = re.compile(r"(?:about )?\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)? ?(?:h|min|minutes|s|seconds)\b(?: \d+ s\b)?")
-_PART = re.compile(r"\s*(?:each|per (?:toy )?run)\b")  # a duration of one run of several, not of the preset
-
-
-def cpu_time(path: Path) -> str:
-    """The measured CPU time a preset's header states after ``Time:``: its first duration of the whole preset
-    (``8.4 s``, ``about 4 min``; not one run's ``9-17 s each``), or "-" when the header states none (only a GPU
-    estimate, "not measured", or no ``Time:``)."""
-    lines = []
-    try:  # base/files.py: a FIFO or a link to /dev/zero dropped in ./presets is refused, never waited on or read
-        with open_regular(path, "a preset file") as fh:
-            head = fh.read(HEADER_BYTES)
-        for raw in head.decode("utf-8", errors="replace").splitlines():
-            if not raw.startswith("#"):
-                break
-            lines.append(raw.lstrip("#").strip())
-    except OSError:
-        return "-"
-    m = re.search(r"\bTime:\s*(.*)", " ".join(lines))
-    text = m.group(1).split("GPU")[0] if m else ""  # what follows "GPU" is a GPU time or an estimate
-    if re.match(r"(?:about )?(?:a )?seconds?\b", text):
-        return text.split(" on ")[0]
-    for d in _DURATION.finditer(text):
-        if not _PART.match(text, d.end()) and not text[:d.start()].endswith("half "):
-            return d.group(0)
-    return "-"
-
-
 def catalogue(local_dir: Path | None = None) -> list[Item]:
     """The user's own presets (``local_dir``, default ./presets), then the bundled ones, in ``GROUPS`` order and by
     name within a group. A local folder that is the bundled one (a checkout) adds nothing of its own."""
@@ -192,10 +164,10 @@ def catalogue(local_dir: Path | None = None) -> list[Item]:
         for p in sorted(local.glob("*.toml")):
             if not p.is_file():  # a FIFO, a device, a folder or a dangling link is no preset (stat: nothing opened)
                 continue
-            items.append(Item(p.stem, p, "yours", _group_and_figure(p.stem)[1], cpu_time(p)))
+            items.append(Item(p.stem, p, "yours", _group_and_figure(p.stem)[1], timing(p)))
     for p in sorted(bundled.glob("*.toml")):
         group, figure = _group_and_figure(p.stem)
-        items.append(Item(p.stem, p, group, figure, cpu_time(p)))
+        items.append(Item(p.stem, p, group, figure, timing(p)))
     return sorted(items, key=lambda i: (GROUPS.index(i.group), _natural(i.name)))
 
 

@@ -22,6 +22,7 @@ from typing import Sequence
 from rich.text import Text
 
 from sparse_tui.base.plotting import nice_ticks, tick_labels
+from sparse_tui.tui.render.names import fit_label
 
 # plotext colour names -> Rich colours of the legend
 _RICH = {"orange": "dark_orange", "gray": "grey62", "white": "white", "cyan": "cyan", "green": "green",
@@ -138,6 +139,7 @@ def legend(spec: PlotSpec, width: int, max_lines: int | None = None) -> Text:
             entries.append((sym, rich_color(s.color), s.label))
     if any(color == "red" for _, color in spec.vlines):
         entries.append(("│", "red", "plateau step"))
+    entries = [(sym, style, fit_label(label, width - len(sym) - bool(sym))) for sym, style, label in entries]
     lines, rest = _pack(entries, width, max_lines)
     if rest:  # too many: the reference entries (theory, plateau) stay, the runs give way, and are counted
         refs = [e for e in entries if e[1] in (rich_color("gray"), "red")]
@@ -330,7 +332,7 @@ def draw_grid(specs: Sequence[PlotSpec], width: int, height: int, page: int = 0,
             lines: list[Text] = []
             if i < len(chunk):
                 spec = chunk[i]
-                head = Text(spec.title[: cw - 1], style="bold")
+                head = Text(fit_label(spec.title, cw - 1), style="bold")
                 body = PlotSpec(**{**spec.__dict__, "title": "", "xlabel": "", "show_legend": False})
                 lines = [head, *draw(body, cw - 1, ch - 1, theme).split("\n", allow_blank=True)]
             lines = lines[:ch] + [Text("")] * (ch - len(lines[:ch]))

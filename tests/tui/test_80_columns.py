@@ -84,13 +84,11 @@ async def test_runs_table_footer_help_export_palette(synthetic: Path, presets_di
     assert console_errors == []
 
 
-def test_run_names_are_cut_the_same_way_keeping_their_end():
-    """At 80 columns every run name is cut from the front (it was: seed-0 names cut at the end, 'blog… d_model=8',
-    the others at the front, '…model=8 seed=1'), so the swept values and the seed stay visible and line up."""
-    from sparse_tui.tui.render.runs import fit_name
+def test_hyperparameter_cells_never_cut_a_number():
+    """A hyperparameter cell narrower than its value was cut from the front (``…00000`` for 100000, ``…000316228`` for
+    3.16e-4): now a number is written shorter, never cut (issue 43); run names follow names.py (test_run_names)."""
+    from sparse_tui.tui.render.names import fit_value
 
-    a, b = "blog_n80 model.d_model=8 seed=0", "blog_n80 model.d_model=8 seed=1"
-    cut = [fit_name(a, 16), fit_name(b, 16)]
-    assert cut == ["…_model=8 seed=0", "…_model=8 seed=1"]
-    assert all(len(c) == 16 for c in cut)
-    assert fit_name("short seed=0", 16) == "short seed=0"
+    assert fit_value(100000, 6) == "100000" and fit_value(100000, 4) == "100k" and fit_value(100000, 3) == "1e5"
+    assert fit_value(3.16227766e-4, 6) == "3.2e-4" and fit_value(0.001, 10) == "0.001"
+    assert fit_value("transformer", 6) == "…ormer"  # a text keeps its end

@@ -46,7 +46,7 @@ def test_a_text_filter_is_parsed_once_for_all_rows(rows, monkeypatch):
 @run_async
 async def test_the_console_lists_presets_beside_a_fifo_and_a_link_to_dev_zero(presets_dir: Path, runs_dir: Path,
                                                                              console_errors):
-    """Issue 45: a FIFO or a link to /dev/zero in ./presets blanked the console for 45 s (catalog.cpu_time opened
+    """Issue 45: a FIFO or a link to /dev/zero in ./presets blanked the console for 45 s (timing.timing opened
     every file); they are left out of the list, which shows the real presets."""
     import os
 

@@ -176,13 +176,16 @@ def fit_table(report: Any, req: FitRequest | None = None) -> Text:
     res, comp = report.result, report.comparison
     boot = bool(res.boot_ci)
     t = Text(no_wrap=True, overflow="ellipsis")
-    t.append(f"{'var':>9} {'fitted':>7} {'95% CI':>15}" + (f" {'bootstrap':>15}" if boot else "")
+    short = {str(r["variable"]): "/".join(k.split(".")[-1] for k in str(r["variable"]).split("/")) for r in comp}
+    names = {v: n if list(short.values()).count(n) == 1 else v for v, n in short.items()}  # d_model, never l.d_model
+    vw = max([9] + [len(n) for n in names.values()])
+    t.append(f"{'var':>{vw}} {'fitted':>7} {'95% CI':>15}" + (f" {'bootstrap':>15}" if boot else "")
              + f" {'theory':>6} {'paper':>6}\n", style="bold")
     for r in comp:
         v = r["variable"]
         ci = f"[{r['ci'][0]:+.2f},{r['ci'][1]:+.2f}]"
         ok = r["forecast_in_ci"]
-        t.append(f"{str(v)[-9:]:>9} {r['fitted']:>+7.2f} {ci:>15} ")
+        t.append(f"{names[str(v)]:>{vw}} {r['fitted']:>+7.2f} {ci:>15} ")
         if boot:
             b = res.boot_ci.get(v)
             t.append(f"{'—' if b is None else f'[{b[0]:+.2f},{b[1]:+.2f}]':>15} ")

@@ -9,8 +9,9 @@ from typing import Callable, Sequence
 from rich.style import Style
 from rich.text import Text
 
-from sparse_tui.base.numbers import fmt_num
+from sparse_tui.base.numbers import fmt_fit, fmt_num
 from sparse_tui.base.plotting import ramp
+from sparse_tui.tui.render.names import cut_end
 
 
 def _bg(rgb: tuple[int, int, int]) -> Style:
@@ -57,7 +58,7 @@ def heatmap(matrix: Sequence[Sequence[float]], row_labels: Sequence[str], col_la
         out.append("".join(line), style="dim")
     else:
         for lab in col_labels:
-            out.append(str(lab)[:cell].rjust(cell), style="dim")
+            out.append(cut_end(str(lab), cell).rjust(cell), style="dim")  # fitted by the caller: never cut
     out.append("\n")
     marks = marks or {}
     for i, row in enumerate(matrix):
@@ -66,7 +67,7 @@ def heatmap(matrix: Sequence[Sequence[float]], row_labels: Sequence[str], col_la
             ok = v is not None and math.isfinite(v) and (not log or v > 0)
             rgb = ramp((tr(v) - lo) / span) if ok else (40, 40, 40)
             if values and ok:
-                txt = fmt_num(v, ".3g")[:cell].rjust(cell)
+                txt = fmt_fit(v, cell, ".3g").rjust(cell)  # 1234 in 4 columns: 1234, never "1.23"
             else:
                 txt = marks.get((i, j), "").center(cell)[:cell] if (i, j) in marks else " " * cell
                 if not ok and (i, j) not in marks:

@@ -1,12 +1,12 @@
 """The run table's text: one ``Row`` per run (display cells, sort keys, the text the filter searches; ``table_row``),
-tags, sort orders (natural, by value), the swept keys of a set of runs, and name cutting for narrow columns."""
+tags, sort orders (natural, by value), the swept keys of a set of runs. Names cut to a column: ``names.py``."""
 
 from __future__ import annotations
 
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Collection, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from rich.text import Text
 
@@ -79,63 +79,6 @@ def param_text(v: Any) -> str:
     if isinstance(v, float):
         return fmt_num(v, "g")
     return str(v)
-
-
-def fit_name(name: str, width: int) -> str:
-    """A value cut to ``width`` from the front, so that its end stays (hyperparameter cells; names: ``fit_pairs``)."""
-    if len(name) <= width:
-        return name
-    return "…" + name[-(width - 1):] if width > 1 else "…"
-
-
-def shared_words(names: Iterable[str]) -> set[str]:
-    """The words every one of these names holds (the preset of one sweep, ``seed=0``): they tell no run apart."""
-    sets = [set(n.split()) for n in names]
-    return set.intersection(*sets) if len(sets) > 1 else set()
-
-
-def _head_pairs(name: str, drop: Collection[str]) -> tuple[str, list[str]]:
-    """A name's leading words that are no ``key=value`` pair (the preset), and its pairs; without ``drop``."""
-    words = [w for w in name.split() if w not in drop] or name.split()
-    n = next((i for i, w in enumerate(words) if "=" in w), len(words))
-    return " ".join(words[:n]), words[n:]
-
-
-def fit_names(names: Sequence[str], width: int) -> dict[str, str]:
-    """Run names fitted to ``width`` together, so that they line up: when one does not fit, the words every name
-    shares (the preset of one sweep, ``seed=0``) are left out of all, and a preset is cut the same for all its runs
-    (to what its longest pairs leave); then each name as ``fit_pairs``."""
-    drop = shared_words(names) if any(len(n) > width for n in names) else set()
-    widest: dict[str, int] = {}
-    for n in names:
-        head, pairs = _head_pairs(n, drop)
-        widest[head] = max(widest.get(head, 0), len(" ".join(pairs)))
-    return {n: fit_pairs(n, width, drop, widest[_head_pairs(n, drop)[0]]) for n in names}
-
-
-def fit_pairs(name: str, width: int, drop: Collection[str] = (), widest: int = 0) -> str:
-    """A run name in ``width`` columns that keeps whole ``key=value`` pairs, so the swept values stay readable
-    (``d=128 T=64``, never ``…28 T=64``): without the words in ``drop``; then, when it does not fit, with the words
-    before the pairs (the preset) cut to what the pairs leave (``widest``: the longest pairs of that preset's runs,
-    so that all are cut alike) or left out, then with the last pairs replaced by ``…``. The detail line shows the
-    whole name."""
-    head, pairs = _head_pairs(name, drop)
-    tail = " ".join(pairs)
-    room = width - max(len(tail), widest) - 1  # for the preset, before the pairs
-    if len(head) <= room or not tail:
-        return cut_end(f"{head} {tail}".strip(), width)
-    if room >= 4 or len(tail) <= width:  # a few letters of the preset, or none, then every pair
-        return f"{head[:room - 1]}… {tail}" if room >= 4 else tail
-    out: list[str] = []
-    for p in pairs:
-        if len(" ".join(out + [p, "…"])) > width:
-            break
-        out.append(p)
-    return " ".join(out + ["…"]) if out else cut_end(tail, width)
-
-
-def cut_end(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: max(0, width - 1)] + "…"
 
 
 def speed(rec: RunRecord) -> float | None:

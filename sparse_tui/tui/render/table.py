@@ -13,6 +13,7 @@ from sparse_tui.science.phase import is_length
 from sparse_tui.store import RunRecord
 from sparse_tui.tui.render.filters import FIELDS, RESULTS, matches, parse
 from sparse_tui.tui.render.groups import Group, group_row, group_runs, split_keys
+from sparse_tui.tui.render.names import fit_names, fit_value
 from sparse_tui.tui.render.runs import (
     COLUMNS,
     DESCENDING_FIRST,
@@ -20,8 +21,6 @@ from sparse_tui.tui.render.runs import (
     Row,
     batch_eta,
     eta,
-    fit_name,
-    fit_names,
     natural,
     param_text,
     run_tags,
@@ -207,7 +206,7 @@ class RunTable:
                 out.append(self._name_cell(row, kind, w))
             elif key.startswith("hp:"):
                 v = row.params.get(key[3:])
-                out.append("" if v is None else fit_name(param_text(v), w))
+                out.append("" if v is None else fit_value(v, w))
             else:
                 out.append(c[key])
         return out

@@ -23,6 +23,7 @@ from textual.widgets.option_list import Option
 from sparse_tui import atlas
 from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.messages import AtlasData, AtlasRequested
+from sparse_tui.tui.render.names import cut_words
 from sparse_tui.tui.screens.answer_once import AnswersOnce
 from sparse_tui.tui.screens.confirm import ConfirmScreen
 
@@ -60,7 +61,7 @@ class AtlasScreen(AnswersOnce, Guarded, ModalScreen[None]):
         CPU minutes, stored runs."""
         state = self.status.get(e.key, "") or e.built or ""
         line = f"{e.key:<17} {state}".rstrip()
-        return line if len(line) <= LIST_WIDTH else line[:LIST_WIDTH - 1] + "…"
+        return cut_words(line, LIST_WIDTH)  # whole words (names.py): never "preset in…"
 
     def on_mount(self) -> None:
         self.query_one(OptionList).focus()

@@ -13,7 +13,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.reactive import reactive
 from textual.widgets import Input, Label, Static
 
-from sparse_tui.base.numbers import fmt_num
+from sparse_tui.base.numbers import fmt_fit, fmt_num
 from sparse_tui.science.phase import PHASE_VALUES, cell_note, phase_grid, phase_slice
 from sparse_tui.store import RunRecord
 from sparse_tui.tui.guard import Guarded
@@ -166,7 +166,7 @@ class PhasePanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True):
         ylabels = [fmt_num(v, "g") if isinstance(v, (int, float)) else str(v) for v in ys]
         lw = max((len(s) for s in ylabels), default=1)
         cell = max(4, min(9, (width - lw - 2) // max(1, len(xs))))
-        xlabels = [fmt_num(v, "g") if isinstance(v, (int, float)) else str(v) for v in xs]
+        xlabels = [fmt_fit(v, cell) if isinstance(v, (int, float)) else str(v) for v in xs]  # 1e5, never 1000
         log = self.value == "plateau"
         vmin, vmax = (0.0, 1.0) if self.value in ("acc", "emerged") else (None, None)
         text = heatmap(grid, ylabels, xlabels, cell=cell, values=True, log=log, vmin=vmin, vmax=vmax)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rich.markup import escape
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -14,6 +15,7 @@ from textual.widgets import Input, Label, ListItem, ListView, Static
 
 from sparse_tui.presets.catalog import is_bundled
 from sparse_tui.presets.loading import expand
+from sparse_tui.presets.timing import timing
 from sparse_tui.tui.form_model import PresetDraft, list_presets
 from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.messages import LaunchRequested
@@ -271,7 +273,9 @@ class PresetsPanel(ConsolePanel, Guarded, Horizontal):
                 n = len(expand(v.loaded))
             except Exception:  # noqa: BLE001 - shown, never raised
                 n = 0
-            status.update(f"[green]✓ valid[/] · {n} run(s){' · unsaved changes (ctrl+s)' if d.dirty else ''}")
+            took = timing(d.path)  # the header's measured time, as sparse-tui presets lists it (presets/timing.py)
+            took = f" · took {escape(took.text())}" if took.duration != "-" else ""
+            status.update(f"[green]✓ valid[/] · {n} run(s){took}{' · unsaved changes (ctrl+s)' if d.dirty else ''}")
         else:
             n = len(v.field_errors) + len(v.general)
             lines = [f"[red]✗ {n} problem(s)[/]"] + [f"[red]{g}[/]" for g in v.general[:2]]
