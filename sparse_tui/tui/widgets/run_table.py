@@ -50,8 +50,8 @@ class FilterSuggester(Suggester):
 
 
 def _cell(value):
-    """A cell as the DataTable gets it: text as ``Text``, never parsed as markup (a run named ``lr=[1e-3]`` or
-    ``[bold]`` shows as typed; parsing every cell's markup was half of a 2,000-run table's layout time)."""
+    """A cell as the DataTable gets it: text as ``Text``, never parsed as markup (a run named ``[bold]x`` showed as a
+    bold x; parsing every cell's markup was half of a 2,000-run table's layout time)."""
     return Text(value, no_wrap=True, end="") if isinstance(value, str) else value
 
 
