@@ -53,7 +53,7 @@ MIN_REFIT = 3  # runs that left their plateau before the source is called a refi
 TAU = 0.30  # prior standard deviation of each exponent around the paper's (docs/THEORY.md)
 SIGMA0, SIGMA_LOG_SD = 0.20, 1.5  # log-normal prior on the residual scatter of log plateau (noise_posterior)
 PRIOR_NU = 4.0  # the exponents' prior is Student t with this many degrees of freedom (0: normal), docs/THEORY.md
-KAPPA = 1.5  # misfit allowance of log plateau per e-fold outside the fitted runs' range, in units of their scatter
+KAPPA = 3.0  # misfit allowance of log plateau per e-fold outside the fitted runs' range, in units of their scatter
 FLOW_RATIO = (1.27, 1.39, 1.50)  # integrated plateau / (sqrt(d) T / (B f)): low, mid, high (docs/THEORY.md)
 FITS = 0  # fits made (tests bound it per call)
 
