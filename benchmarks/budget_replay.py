@@ -5,6 +5,7 @@ up to the cap; the planner re-plans after each. The exponents fitted on the chos
 grid's fit: inside its 95 % interval? how wide is their interval against the grid's?
 
     python benchmarks/budget_replay.py --runs-dir RUNS --preset paper_fig4_recall_cpu [--fraction 0.5] [--json]
+                                       [--cost wall|steps]
 
 No training: the store's runs are read. Targets (issue 41): each exponent within the full grid's 95 % interval, and
 its interval at most 1.5x as wide, at half the grid's time.
@@ -32,7 +33,7 @@ def _fit(recs, fit_vars):
     return {v: (f.exponents[v], f.ci[v]) for v in fit_vars}, f.n, f.n_censored
 
 
-def replay(store: RunStore, preset: str, fraction: float) -> dict:
+def replay(store: RunStore, preset: str, fraction: float, cost: str = "wall") -> dict:
     specs = expand(load_preset(ROOT / "presets" / f"{preset}.toml"))
     recs = [r for r in store.runs(preset=preset) if r.status == "finished"]
     by_point = {}
@@ -43,7 +44,7 @@ def replay(store: RunStore, preset: str, fraction: float) -> dict:
     _, fit_vars = _law(preset)
     total = sum(r.duration or 0 for r in recs)
     steps = sum(r.step for r in recs)
-    step_s = total / max(1, steps)
+    step_s = total / max(1, steps)  # (--cost steps: the grid's time is then steps x step_s, the same total)
     full, n_full, _ = _fit(recs, fit_vars)
     now = [0.0]
     chosen: list = []
@@ -58,7 +59,7 @@ def replay(store: RunStore, preset: str, fraction: float) -> dict:
             return []
         cap = spec.config.train.steps
         ran = min(r.step, cap)
-        now[0] += (r.duration or 0) * ran / max(1, r.step)
+        now[0] += ((r.duration or 0) / max(1, r.step) if cost == "wall" else step_s) * ran
         plateau = r.plateau_step if r.plateau_step is not None and r.plateau_step <= cap else None
         chosen.append(SimpleNamespace(run_id=r.run_id, preset=preset, params=r.params, status="finished",
                                       plateau_step=plateau, step=ran, started_at=None, heartbeat_at=None))
@@ -68,7 +69,9 @@ def replay(store: RunStore, preset: str, fraction: float) -> dict:
     bd.spend(fake, specs, budget_s, step_s, preset, train, say=lambda s: None, clock=lambda: now[0])
     part, n_part, n_cens = _fit(chosen, fit_vars)
     out = {"preset": preset, "grid_runs": len(recs), "grid_s": round(total, 1), "budget_s": round(budget_s, 1),
-           "spent_s": round(now[0], 1), "runs": len(chosen), "censored": n_cens, "exponents": {}}
+           "spent_s": round(now[0], 1), "runs": len(chosen), "censored": n_cens,
+           "chosen": [" ".join(f"{k.split('.')[-1]}={v}" for k, v in r.params.items()
+                               if k.split(".")[-1] in (*fit_vars, "seed")) for r in chosen], "exponents": {}}
     for v in fit_vars:
         b, (lo, hi) = full[v]
         pb, (plo, phi) = part[v]
@@ -83,15 +86,19 @@ def main() -> None:
     ap.add_argument("--runs-dir", type=Path, required=True)
     ap.add_argument("--preset", required=True)
     ap.add_argument("--fraction", type=float, default=0.5)
+    ap.add_argument("--cost", choices=("wall", "steps"), default="wall",
+                    help="what a chosen run costs: its measured wall time (up to its cap), or its steps x the grid's "
+                         "mean seconds per step (the planner's cost model: free of the load at the minute it ran)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     store = RunStore(a.runs_dir)
-    res = replay(store, a.preset, a.fraction)
+    res = replay(store, a.preset, a.fraction, a.cost)
     if a.json:
         print(json.dumps(res))
         return
     print(f"{res['preset']}: budget {res['budget_s']:.0f} s of the grid's {res['grid_s']:.0f} s; spent "
-          f"{res['spent_s']:.0f} s on {res['runs']} of {res['grid_runs']} runs ({res['censored']} censored)")
+          f"{res['spent_s']:.0f} s on {res['runs']} of {res['grid_runs']} runs ({res['censored']} censored): "
+          + ", ".join(res["chosen"]))
     for v, e in res["exponents"].items():
         print(f"  {v:>9}: budget {e['budget']:+.3f} [{e['budget_ci'][0]:+.3f}, {e['budget_ci'][1]:+.3f}]  grid "
               f"{e['grid']:+.3f} [{e['grid_ci'][0]:+.3f}, {e['grid_ci'][1]:+.3f}]  inside: "

@@ -9,10 +9,10 @@ forecast plateau step with an interval of stated coverage (``NOMINAL``, 80 %), f
   atlas entry: its group is fitted on the numeric parameters the group varies, with no prior (``_swept``). The
   exponents have the paper's law (``theory.PAPER_FITS``) as a normal prior of standard deviation ``TAU`` each; log C
   is free. With few runs the exponents are the paper's, with many the data's (docs/THEORY.md, "Live emergence
-  forecast", says the weights). The interval is the posterior
-  predictive: Student t with the residual scatter (seed scatter and misfit; ``SIGMA0`` as a weak prior of ``NU0``
-  residuals) plus the exponents' uncertainty at the run's point, which grows with its log distance from the runs
-  fitted; out of their range a misfit allowance ``KAPPA`` per e-fold is added (power laws bend).
+  forecast", says the weights). The interval is the posterior predictive: the residual scatter (seed scatter and
+  misfit; a weak log-normal prior around ``SIGMA0``, heavy-tailed while few residuals say what it is) plus the
+  exponents' uncertainty at the run's point, which grows with its log distance from the runs fitted; out of their
+  range a misfit allowance of ``KAPPA`` residual scatters per e-fold is added (power laws bend).
 * ``theory``: a toy or ODE run trained by SGD / integrated: the reduced flow's time scale sqrt(d) T / (B f(p, d))
   (App. A.3.2, A.4.2, sqrt(dT) read as sqrt(d) T) x 1.39, divided by lr; interval x 1.27 .. 1.50, the range of
   integrated plateau / time scale over d 16-256, T 64-4096 (docs/THEORY.md, "Closed forms").
@@ -38,10 +38,10 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, field
+from statistics import NormalDist
 from typing import Any, Iterable, Sequence
 
 import numpy as np
-from scipy.special import stdtrit
 
 from sparse_tui import atlas
 from sparse_tui.science.fitting import FitError, Resolver
@@ -51,9 +51,9 @@ from sparse_tui.science.theory import PAPER_FITS, f_rep
 NOMINAL = 0.80  # the interval's coverage: the forecast's displayed range holds 80 % of plateaus
 MIN_REFIT = 3  # runs that left their plateau before the source is called a refit (below: "paper")
 TAU = 0.30  # prior standard deviation of each exponent around the paper's (docs/THEORY.md)
-SIGMA0, NU0 = 0.20, 2.0  # prior residual scatter of log plateau, worth NU0 residuals
+SIGMA0, SIGMA_LOG_SD = 0.20, 1.5  # log-normal prior on the residual scatter of log plateau (noise_posterior)
 PRIOR_NU = 4.0  # the exponents' prior is Student t with this many degrees of freedom (0: normal), docs/THEORY.md
-KAPPA = 0.10  # misfit allowance of log plateau per e-fold outside the fitted runs' range
+KAPPA = 3.0  # misfit allowance of log plateau per e-fold outside the fitted runs' range, in units of their scatter
 FLOW_RATIO = (1.27, 1.39, 1.50)  # integrated plateau / (sqrt(d) T / (B f)): low, mid, high (docs/THEORY.md)
 FITS = 0  # fits made (tests bound it per call)
 
@@ -172,13 +172,14 @@ def prior_exponents(law: str | None, fit_vars: Sequence[str]) -> dict[str, float
 
 @dataclass
 class Law:
-    """log y = beta . [1, log x] fitted on ``n`` runs; predictive Student t (``dof``) of scale s * sqrt(1 + ...)."""
+    """log y = beta . [1, log x] fitted on ``n`` runs; the predictive is normal of variance s^2 (1 + ...), s of
+    posterior ``noise`` (a scale mixture: Student-t-like, heavy-tailed while few runs say what s is)."""
 
     variables: list[str]
     beta: np.ndarray
     cov: np.ndarray  # posterior covariance of beta
-    s2: float  # residual variance of log plateau
-    dof: float
+    s2: float  # residual variance of log plateau (its posterior mean)
+    noise: np.ndarray  # the posterior of the residual scatter s on the grid ``_LOG_S`` (noise_posterior)
     n: int
     lo: np.ndarray  # the fitted runs' range of log x, per variable
     hi: np.ndarray
@@ -188,6 +189,7 @@ class Law:
     resid: np.ndarray | None = None
     ids: list[str] = field(default_factory=list)
     ly: np.ndarray | None = None  # the fitted runs' log plateaus
+    _q: dict = field(default_factory=dict)  # nominal -> the scatter's quantile (absolute) and the normal one
 
     @property
     def exponents(self) -> dict[str, float]:
@@ -201,8 +203,8 @@ class Law:
         z = np.concatenate(([1.0], lx))
         mean = float(z @ self.beta)
         out = np.maximum(0.0, np.maximum(lx - self.hi, self.lo - lx))
-        var = self.s2 + float(z @ self.cov @ z) + (KAPPA * float(out.sum())) ** 2
-        return (*_band(mean, var, self.dof, nominal), _beyond(self.variables, out))
+        scatter = 1.0 + (KAPPA * float(out.sum())) ** 2  # in units of s^2: a new run's scatter and the misfit
+        return (*self._band(mean, scatter, float(z @ self.cov @ z), nominal), _beyond(self.variables, out))
 
     def predict_left_out(self, i: int, nominal: float = NOMINAL) -> tuple[float, float, float, dict[str, float]]:
         """The exact leave-one-out prediction of fitted run ``i`` (ridge hat matrix): y_i - e_i / (1 - h_i), with
@@ -215,8 +217,18 @@ class Law:
         lo = np.array([s[1] if x == s[0] and c == 1 else s[0] for x, s, c in zip(lx, self.lows, self.n_low)])
         hi = np.array([s[1] if x == s[0] and c == 1 else s[0] for x, s, c in zip(lx, self.highs, self.n_high)])
         out = np.maximum(0.0, np.maximum(lx - hi, lo - lx))
-        var = self.s2 / (1.0 - h) + (KAPPA * float(out.sum())) ** 2
-        return (*_band(mean, var, max(1.0, self.dof - 1), nominal), _beyond(self.variables, out))
+        scatter = 1.0 / (1.0 - h) + (KAPPA * float(out.sum())) ** 2  # (the fit's uncertainty is in 1 / (1 - h))
+        return (*self._band(mean, scatter, 0.0, nominal), _beyond(self.variables, out))
+
+    def _band(self, mean: float, scatter: float, var_fit: float, nominal: float) -> tuple[float, float, float]:
+        """Centre, low and high: the scatter part, s^2 ``scatter`` with s of posterior ``noise`` (its quantile
+        ``scale_quantile``: heavy-tailed while s is uncertain), and the fit's, normal of variance ``var_fit`` (the
+        exponents' posterior at the point, whose prior part does not scale with s), added in quadrature."""
+        if nominal not in self._q:
+            self._q[nominal] = (scale_quantile(self.noise, nominal), NormalDist().inv_cdf(0.5 + nominal / 2))
+        qs, qn = self._q[nominal]
+        half = math.sqrt(qs ** 2 * max(scatter, 0.0) + qn ** 2 * max(var_fit, 0.0))
+        return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
 
     def index_ranges(self, LX: np.ndarray) -> None:
         """The two smallest and two largest values of each variable (and how often the extreme occurs), so that a
@@ -231,27 +243,52 @@ class Law:
             self.n_high.append(int((col == u[-1]).sum()))
 
 
-def _band(mean: float, var: float, dof: float, nominal: float) -> tuple[float, float, float]:
-    q = float(stdtrit(max(dof, 1.0), 0.5 + nominal / 2))  # the Student t quantile
-    sd = math.sqrt(max(var, 0.0))
-    return math.exp(mean), math.exp(mean - q * sd), math.exp(mean + q * sd)
-
-
 def _beyond(variables: Sequence[str], out: np.ndarray) -> dict[str, float]:
     return {v: round(math.exp(o), 3) for v, o in zip(variables, out.tolist()) if o > 1e-9}
 
 
+_LOG_S = np.linspace(math.log(1e-4), math.log(10.0), 600)  # the grid of log s on which its posterior is summed
+
+
+def noise_posterior(q: float, nu: float, sigma0: float) -> np.ndarray:
+    """The posterior of the residual scatter s of log plateau on the grid ``_LOG_S`` (weights summing to 1), given
+    the sum of squared residuals ``q`` on ``nu`` degrees of freedom, under a log-normal prior on s centred on
+    ``sigma0``, ``SIGMA_LOG_SD`` e-folds wide: nearly flat in log s (Jeffreys' prior, under which the predictive is
+    the exact Student t of nu degrees of freedom) where the residuals say something, so that it never outweighs them
+    (a scaled inverse chi^2 prior worth 2 residuals of 0.20 held the integrated toy runs' scatter, 0.02, at 0.07);
+    with no residuals it is the prior alone, and the predictive's tails are heavy."""
+    ls = _LOG_S
+    logp = -nu * ls - q / 2 * np.exp(-2 * ls) - (ls - math.log(sigma0)) ** 2 / (2 * SIGMA_LOG_SD**2)
+    w = np.exp(logp - logp.max())
+    return w / w.sum()
+
+
+_ERF = np.vectorize(math.erf, otypes=[float])
+
+
+def scale_quantile(w: np.ndarray, nominal: float) -> float:
+    """t with P(|s e| <= t) = nominal, e standard normal and s of posterior weights ``w`` on ``_LOG_S``: the
+    predictive's central interval is mean +- t sqrt(g) where its variance is s^2 g (a scale mixture of normals, the
+    exact posterior predictive given the exponents' prior weight)."""
+    keep = w > 1e-12 * w.max()
+    s, w = np.exp(_LOG_S[keep]), w[keep] / w[keep].sum()
+    lo, hi = 0.0, 60.0 * float(s.max())
+    for _ in range(60):
+        t = (lo + hi) / 2
+        lo, hi = (t, hi) if float(w @ _ERF(t / (s * math.sqrt(2)))) < nominal else (lo, t)
+    return (lo + hi) / 2
+
+
 def fit_law(LX: np.ndarray, ly: np.ndarray, variables: Sequence[str], prior: dict[str, float],
-            tau: float | None = None, sigma0: float | None = None, nu0: float | None = None) -> Law:
+            tau: float | None = None, sigma0: float | None = None) -> Law:
     """The posterior of log y = b0 + sum b_j log x_j: b0 flat; b_j ~ N(prior[v], tau^2) for a variable with a theory
-    exponent, flat otherwise; residuals N(0, s^2) with s^2 given a scaled inverse chi^2 prior (sigma0, nu0). s^2 and
-    the prior's weight (s^2 / tau^2 against the data's X'X) are solved together (a few fixed-point steps). Raises
+    exponent, flat otherwise; residuals N(0, s^2) with log s normal around log sigma0 a priori (noise_posterior). s^2
+    and the prior's weight (s^2 / tau^2 against the data's X'X) are solved together (a few fixed-point steps). Raises
     FitError when the flat parameters are not identified by the runs."""
     global FITS
     FITS += 1
     tau = TAU if tau is None else tau
     sigma0 = SIGMA0 if sigma0 is None else sigma0
-    nu0 = NU0 if nu0 is None else nu0
     n, k = LX.shape
     X = np.column_stack([np.ones(n), LX])
     P = np.zeros((k + 1, k + 1))  # prior precision (times tau^2)
@@ -261,7 +298,6 @@ def fit_law(LX: np.ndarray, ly: np.ndarray, variables: Sequence[str], prior: dic
             P[j + 1, j + 1] = 1.0
             b0[j + 1] = prior[v]
     XtX, Xty = X.T @ X, X.T @ ly
-    n_flat = 1 + sum(1 for v in variables if v not in prior)
     s2 = sigma0 ** 2
     u = np.ones(k + 1)  # each exponent's prior precision scale: a Student t prior as a scale mixture of normals
     for _ in range(8):
@@ -274,11 +310,13 @@ def fit_law(LX: np.ndarray, ly: np.ndarray, variables: Sequence[str], prior: dic
         if np.linalg.cond(A) > 1e12:
             raise FitError("the runs do not identify the law's free parameters")
         resid = ly - X @ beta
-        # residuals' degrees of freedom: n less the flat parameters (log C, exponents without a prior); the
-        # prior's pull on the others is counted in the scatter (pen), as in the conjugate normal-inverse-gamma fit
-        nu = max(0.0, n - n_flat)
-        pen = float((beta - b0) @ (lam * P * u) @ (beta - b0))
-        s2 = (nu0 * sigma0 ** 2 + float(resid @ resid) + pen) / (nu0 + nu) if nu0 + nu > 0 else sigma0 ** 2
+        # residuals' degrees of freedom: n less the parameters the runs fix (the trace of the hat matrix: log C and
+        # exponents without a prior count 1 each, those held by their prior less: ridge regression's effective
+        # number of parameters). Counting n less the free parameters instead, 3 runs of the toy flow fitted exactly
+        # by 3 parameters claimed 2 residuals of scatter ~0 and an interval that held 2 of 17 later runs.
+        nu = max(0.0, n - float(np.trace(np.linalg.solve(A, XtX))))
+        noise = noise_posterior(float(resid @ resid), nu, sigma0)
+        s2 = float(noise @ np.exp(2 * _LOG_S))
         if PRIOR_NU:  # an exponent far from the paper's (in units of tau) loosens its own prior (EM weight)
             u = (PRIOR_NU + 1) / (PRIOR_NU + (beta - b0) ** 2 / tau ** 2)
     lam = s2 / tau ** 2
@@ -287,11 +325,10 @@ def fit_law(LX: np.ndarray, ly: np.ndarray, variables: Sequence[str], prior: dic
     beta = Ainv @ (Xty + lam * (P * u) @ b0)
     resid = ly - X @ beta
     hat = np.einsum("ij,jk,ik->i", X, Ainv, X)
-    nu = max(0.0, n - n_flat)
     data_prec = ((LX - LX.mean(axis=0)) ** 2).sum(axis=0) if n else np.zeros(k)  # the data's, per exponent
     weight = {v: float(lam * u[j + 1] / (lam * u[j + 1] + data_prec[j])) for j, v in enumerate(variables)
               if v in prior}
-    law = Law(list(variables), beta, s2 * Ainv, s2, nu0 + nu, n, LX.min(axis=0) if n else np.zeros(k),
+    law = Law(list(variables), beta, s2 * Ainv, s2, noise, n, LX.min(axis=0) if n else np.zeros(k),
               LX.max(axis=0) if n else np.zeros(k), weight, hat=hat, resid=resid, ly=ly)
     law.index_ranges(LX)
     return law
