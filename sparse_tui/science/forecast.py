@@ -195,9 +195,6 @@ class Law:
     def exponents(self) -> dict[str, float]:
         return dict(zip(self.variables, self.beta[1:].tolist()))
 
-    def exponent_sd(self) -> dict[str, float]:
-        return {v: math.sqrt(self.cov[i + 1, i + 1]) for i, v in enumerate(self.variables)}
-
     def predict(self, lx: np.ndarray, nominal: float = NOMINAL) -> tuple[float, float, float, dict[str, float]]:
         """Centre, low and high (plateau steps) at log x ``lx``, and how far beyond the runs' range (factor) it is."""
         z = np.concatenate(([1.0], lx))
