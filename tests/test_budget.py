@@ -138,3 +138,29 @@ def test_run_budget_dry_run_and_a_bad_budget(tmp_path):
                          timeout=300)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert bad.stderr.strip().splitlines()[-1].endswith("--budget: 'soon' is not a duration (e.g. 30m, 1h, 90s, 1h30m)")
+
+
+def test_spend_corrects_its_cost_model_by_what_the_runs_took():
+    """On a machine twice as slow as the cost model (a busy CPU; and every run here trains to its cap, which the
+    model's projection does not expect), the re-plans project at the measured cost, so the spend ends within the
+    budget instead of choosing a last run that only fitted at the model's cost; it says what it spent."""
+    specs = _specs()
+    now = [0.0]
+    store = SimpleNamespace(recs=[])
+    store.runs = lambda preset=None: list(store.recs)
+    said = []
+
+    def train(spec):
+        i = next(k for k, s in enumerate(specs) if s.params["task.d"] == spec.params["task.d"]
+                 and s.params["task.T"] == spec.params["task.T"] and s.seed == spec.seed)
+        rec = _ended(specs, [i])[0]
+        if rec.plateau_step > spec.config.train.steps:
+            rec.plateau_step = None
+        store.recs.append(rec)
+        now[0] += spec.config.train.steps * 0.02  # twice the model's 0.01 s a step
+        return [rec.run_id]
+
+    ids = bd.spend(store, specs, 300, 0.01, PRESET, train, say=said.append, clock=lambda: now[0])
+    assert ids and now[0] <= 300, now[0]
+    assert any("x the cost model, as measured" in s for s in said)  # (the code before it spent 317 s here)
+    assert said[-1].startswith("budget: ") and f"spent on {len(ids)} run(s)" in said[-1] and "over" not in said[-1]

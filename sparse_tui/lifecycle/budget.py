@@ -225,23 +225,40 @@ def with_steps(spec: Any, steps: int) -> Any:
 def spend(store: Any, specs: Sequence[Any], budget_s: float, step_s: float, preset: str, train: Any,
           say: Any = print, clock: Any = None, taken: Sequence[int] = ()) -> list[str]:
     """Train within ``budget_s``: plan, train the plan's first run (``train(spec) -> run ids``), re-plan with the
-    runs ended so far and the budget left, until nothing more fits. Returns the run ids trained, in order."""
+    runs ended so far and the budget left, until nothing more fits. Returns the run ids trained, in order.
+
+    The cost model is corrected by what the runs took: each re-plan projects at ``step_s`` times the ratio of the
+    seconds the trained runs took to the seconds projected for them (a busy machine, or evaluations the model
+    leaves out), so the last run chosen fits what is left as this machine now trains. A run is never cut short: the
+    spend can still pass the budget by the last run's own misprojection, and the closing line says by how much."""
     import time
+
+    from sparse_tui.base.numbers import fmt_duration
 
     clock = clock or time.monotonic
     t0 = clock()
     taken = list(taken)  # the specs the store already holds (reproduce's reused runs)
     ids: list[str] = []
+    projected = took = 0.0  # over the runs trained here: seconds at ``step_s``, and seconds taken
     while True:
         left = budget_s - (clock() - t0)
+        scale = took / projected if projected > 0 else 1.0
         ended = [r for r in store.runs(preset=preset) if r.status == "finished"]
-        p = plan(specs, left, step_s, preset, ended, taken)
+        p = plan(specs, left, step_s * scale, preset, ended, taken)
         if not p.runs:
             break
         nxt = p.runs[0]
         say(f"budget: {len(taken) + 1}. {nxt.label}, {nxt.steps} steps"
             + (f" (forecast ~{nxt.forecast:.0f}, 80% up to {nxt.high:.0f})" if nxt.forecast else "")
-            + f"; {len(p.runs) - 1} more planned, {left:.0f} s left")
+            + f"; {len(p.runs) - 1} more planned, {left:.0f} s left"
+            + (f" (steps cost {scale:.2f}x the cost model, as measured)" if scale != 1.0 else ""))
+        start = clock()
         ids += list(train(with_steps(specs[nxt.index], nxt.steps)))
+        took += clock() - start
+        projected += nxt.seconds / scale
         taken.append(nxt.index)
+    used = clock() - t0
+    say(f"budget: {fmt_duration(used)} of {fmt_duration(budget_s)} spent on {len(ids)} run(s)"
+        + (f", {fmt_duration(used - budget_s)} over (the last run took longer than projected)"
+           if used > budget_s else ""))
     return ids
