@@ -70,9 +70,10 @@ def test_groups_split_runs_that_differ_in_other_keys_and_say_so(tmp_path):
     table.group_keys = ["model.d_model"]
     table.items()
     assert table.chart_groups() == ["model.d_model", "train.steps"]  # the charts' bands split alike
-    # at 24 columns the two rows are told apart, with their counts (was: '▸ d_model=32 …' twice, no count)
+    # at 20 columns the rows are told apart by every value, with their counts (was: '▸ d_model=32 …' twice, no
+    # count; then '▸ d_model=32 …+1' twice, told apart only by n): the keys give way, never a value
     names = [table._name_cell(type("R", (), {"run_id": k})(), "group", 20) for k in table.groups]
-    assert names == ["▸ d_model=32 … n=2", "▸ d_model=32 … n=3", "▸ d_model=64 … n=2"], names
+    assert names == ["▸ d…=32 s…=200 n=2", "▸ d…=32 s…=3000 n=3", "▸ d…=64 s…=200 n=2"], names
 
 
 def test_fit_guess_never_proposes_training_length_and_prefers_theory(tmp_path):

@@ -117,7 +117,15 @@ def test_a_name_is_never_cut_inside_a_value():
             if dropped and "…+" in text:
                 assert text.endswith(f"…+{dropped}"), (width, text)  # how many pairs gave way
     assert fit_names(BLOG_N80, 17)["blog_n80 train_size=100000 lr=0.001 seed=1"] == "train…=100000 …+2"
-    assert fit_names(BLOG_N80, 24)["blog_n80 train_size=100000 lr=0.001 seed=1"] == "train_size=100000 …+2"
+    # where every value fits with the keys cut (alike for the column), the keys give way, not the pairs: the runs
+    # stay told apart (a run named whole beside them keeps its whole keys)
+    at24 = fit_names(BLOG_N80, 24)
+    assert at24["blog_n80 train_size=100000 lr=0.001 seed=1"] == "t…=100000 lr=0.001 s…=1"
+    assert len(set(at24.values())) == len(BLOG_N80)
+    groups = ["train_size=10000 lr=0.01", "train_size=10000 lr=0.001", "train_size=100000 lr=0.01",
+              "train_size=100000 lr=0.001"]  # the group rows of `g` by both keys (were `▸ …=10000 …+1` twice)
+    assert list(fit_names(groups, 18).values()) == ["t…=10000 lr=0.01", "t…=10000 lr=0.001", "t…=100000 lr=0.01",
+                                                    "t…=100000 lr=0.001"]
     assert fit_label("blog_n80 train_size=100000", 14) == "train_…=100000"  # the key gives way, never the value
     assert fit_label("d=16 T=1024 (n=3)", 14) == "d=16 …+1 (n=3)"  # a group's count stays
 

@@ -7,8 +7,11 @@ call it too. In order, until the text fits:
 1. the words every shown name shares (the preset of one sweep, ``seed=0``) are left out (``fit_names``);
 2. the words before the ``key=value`` pairs (the preset) are cut, alike for all runs of that preset (``blog_…``), or
    left out;
-3. the last pairs give way, and how many is said: ``train_size=100000 …+2``, never ``train_size=100…``;
-4. one pair that does not fit alone keeps its value whole and gives up letters of its key: ``train…=100000``.
+3. the keys give up letters, every value kept whole: ``t…=100000 lr=0.001 s…=1`` (as many letters as fit, alike for
+   the names of a preset shown together: names that differ in any value stay told apart);
+4. where not even one letter a key fits, the last pairs give way, and how many is said: ``train_size=100000 …+2``,
+   never ``train_size=100…``;
+5. one pair that does not fit alone keeps its value whole and gives up letters of its key: ``train…=100000``.
 
 A trailing count in parentheses (``(n=3)``) stays. Text without pairs keeps whole words (a single word: a preset's
 name, cut at its end). The detail line under the table shows the whole name."""
@@ -45,16 +48,38 @@ def fit_names(names: Sequence[str], width: int) -> dict[str, str]:
     widest: dict[str, int] = {}
     for head, pairs, _ in parts.values():
         widest[head] = max(widest.get(head, 0), len(" ".join(pairs)))
-    out = {n: fit_label(n, width, drop, widest[parts[n][0]]) for n in names}
+    room = {}  # per preset: the letters a key keeps when its runs' pairs fit only with keys cut (alike for all)
+    for head, pairs, note in parts.values():
+        w = width - len(note) - 1 if note and len(note) + 2 <= width else width
+        if len(" ".join(pairs)) > w:  # 0: one of them does not fit even so, and all drop pairs instead
+            room[head] = min(room.get(head, w), keys_fit(pairs, w))
+    out = {n: fit_label(n, width, drop, widest[parts[n][0]], key_room=room.get(parts[n][0])) for n in names}
     cut = {parts[n][0] for n, text in out.items() if "…=" in text}  # presets whose first key gave up letters
     value = {h: max(len(p[0].partition("=")[2]) for hh, p, _ in parts.values() if hh == h and p) for h in cut}
     for n in names:
         if parts[n][0] in cut and parts[n][1]:
-            out[n] = fit_label(n, width, drop, widest[parts[n][0]], value[parts[n][0]])
+            out[n] = fit_label(n, width, drop, widest[parts[n][0]], value[parts[n][0]], room.get(parts[n][0]))
     return out
 
 
-def fit_label(name: str, width: int, drop: Collection[str] = (), widest: int = 0, value_room: int = 0) -> str:
+def _short_key(pair: str, k: int) -> str:
+    """``train_size=100000`` with its key cut to ``k`` letters (``tr…=100000``); a key no longer than that whole."""
+    key, _, value = pair.partition("=")
+    return f"{key[:k]}…={value}" if len(key) > k + 1 else pair
+
+
+def keys_fit(pairs: Sequence[str], width: int) -> int:
+    """The most letters of each key (at least 1) with which every pair, its value whole, fits in ``width``; 0 when
+    not even one letter a key fits."""
+    longest = max((len(p.partition("=")[0]) for p in pairs), default=0)
+    for k in range(longest, 0, -1):
+        if len(" ".join(_short_key(p, k) for p in pairs)) <= width:
+            return k
+    return 0
+
+
+def fit_label(name: str, width: int, drop: Collection[str] = (), widest: int = 0, value_room: int = 0,
+              key_room: int | None = None) -> str:
     """``name`` in ``width`` columns by the module's rule: without the words in ``drop``; then with the words before
     the pairs (the preset) cut to what the pairs leave (``widest``: the longest pairs of that preset's shown runs,
     so that all are cut alike) or left out; then the last pairs dropped and counted (``d=128 …+2``); then one pair
@@ -63,7 +88,7 @@ def fit_label(name: str, width: int, drop: Collection[str] = (), widest: int = 0
     not even ``…`` fits."""
     head, pairs, note = _parts(name, drop)
     if note and len(note) + 2 <= width:
-        return f"{fit_label(' '.join([head] + pairs), width - len(note) - 1)} {note}".lstrip()
+        return f"{fit_label(' '.join([head] + pairs), width - len(note) - 1, key_room=key_room)} {note}".lstrip()
     tail = " ".join(pairs)
     room = width - max(len(tail), widest) - 1  # for the preset, before the pairs
     if not tail or len(head) <= room:
@@ -72,6 +97,9 @@ def fit_label(name: str, width: int, drop: Collection[str] = (), widest: int = 0
         return f"{head[:room - 1]}… {tail}"
     if len(tail) <= width:
         return tail
+    k = keys_fit(pairs, width) if key_room is None else min(key_room, keys_fit(pairs, width))
+    if k:  # every value whole, the keys cut to k letters (``key_room``: alike with the names shown beside it)
+        return " ".join(_short_key(p, k) for p in pairs)
     for k in range(len(pairs) - 1, 0, -1) if not value_room else ():  # the first k pairs whole, the rest counted
         text = f"{' '.join(pairs[:k])} …+{len(pairs) - k}"
         if len(text) <= width:
