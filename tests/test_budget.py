@@ -77,14 +77,12 @@ def test_the_plan_follows_the_refreshed_forecast():
     assert r.high < 2.0 * r.forecast  # a refit's interval, not the paper's x 3.6
 
 
-def test_spend_replans_as_runs_end_and_stops_at_the_budget():
-    """The loop trains the plan's first run, re-plans with it ended, and stops when nothing more fits; the fake
-    clock charges each run its steps."""
-    specs = _specs()
-    now = [0.0]
+def _spending(specs, seconds_per_step: float):
+    """A store of ended runs and a ``train`` that ends each run at once (censored when capped before its plateau)
+    and moves the fake clock on by its steps at ``seconds_per_step``; the runs trained are listed in ``trained``."""
+    now, trained = [0.0], []
     store = SimpleNamespace(recs=[])
     store.runs = lambda preset=None: list(store.recs)
-    trained = []
 
     def train(spec):
         i = next(k for k, s in enumerate(specs) if s.params["task.d"] == spec.params["task.d"]
@@ -94,9 +92,17 @@ def test_spend_replans_as_runs_end_and_stops_at_the_budget():
         if rec.plateau_step > spec.config.train.steps:  # capped before its plateau: censored
             rec.plateau_step = None
         store.recs.append(rec)
-        now[0] += spec.config.train.steps * 0.01
+        now[0] += spec.config.train.steps * seconds_per_step
         return [rec.run_id]
 
+    return store, train, now, trained
+
+
+def test_spend_replans_as_runs_end_and_stops_at_the_budget():
+    """The loop trains the plan's first run, re-plans with it ended, and stops when nothing more fits; the fake
+    clock charges each run its steps."""
+    specs = _specs()
+    store, train, now, trained = _spending(specs, 0.01)
     ids = bd.spend(store, specs, 300, 0.01, PRESET, train, say=lambda s: None, clock=lambda: now[0])
     assert ids and len(ids) == len(trained) and now[0] <= 300 + 60  # the last run may overrun its projection
     assert len({i for i, _ in trained}) == len(trained)
@@ -145,21 +151,8 @@ def test_spend_corrects_its_cost_model_by_what_the_runs_took():
     model's projection does not expect), the re-plans project at the measured cost, so the spend ends within the
     budget instead of choosing a last run that only fitted at the model's cost; it says what it spent."""
     specs = _specs()
-    now = [0.0]
-    store = SimpleNamespace(recs=[])
-    store.runs = lambda preset=None: list(store.recs)
+    store, train, now, _ = _spending(specs, 0.02)  # twice the model's 0.01 s a step
     said = []
-
-    def train(spec):
-        i = next(k for k, s in enumerate(specs) if s.params["task.d"] == spec.params["task.d"]
-                 and s.params["task.T"] == spec.params["task.T"] and s.seed == spec.seed)
-        rec = _ended(specs, [i])[0]
-        if rec.plateau_step > spec.config.train.steps:
-            rec.plateau_step = None
-        store.recs.append(rec)
-        now[0] += spec.config.train.steps * 0.02  # twice the model's 0.01 s a step
-        return [rec.run_id]
-
     ids = bd.spend(store, specs, 300, 0.01, PRESET, train, say=said.append, clock=lambda: now[0])
     assert ids and now[0] <= 300, now[0]
     assert any("x the cost model, as measured" in s for s in said)  # (the code before it spent 317 s here)
