@@ -198,10 +198,16 @@ async def test_runs_panel_at_80x24_shows_whole_training_set_sizes(tmp_path: Path
         cells = {k: str(panel.table.get_cell(k, "name")) for k in panel.shown}
         assert set(cells) == set(names)
         for rid, cell in cells.items():
-            assert _values(cell)[:1] == _values(names[rid])[:1], (names[rid], cell)  # train_size, whole
+            assert _values(cell) == _values(names[rid]), (names[rid], cell)  # every value, whole
+        assert len(set(cells.values())) == 8  # every run told apart: step/total gave its column to the names
+        assert "step" not in [c.label.plain for c in panel.table.columns.values()]
         await pilot.press("g")  # groups over the seeds: train_size x lr
         await pilot.pause(0.3)
         groups = [str(panel.table.get_cell(k, "name")).split(" n=")[0].split(" (n=")[0] for k in panel.shown]
         assert len(groups) == 4 and all(set(_values(g)) <= {"10000", "100000", "0.01", "0.001"} for g in groups)
         assert sorted(_values(g)[0] for g in groups) == ["10000", "10000", "100000", "100000"], groups
+        assert len(set(groups)) == 4 and all(len(_values(g)) == 2 for g in groups), groups  # lr shown, not …+1
+        await pilot.press("g")  # by train_size alone: told apart without help, the status column stays
+        await pilot.pause(0.3)
+        assert "status" in [c.label.plain for c in panel.table.columns.values()]
     assert console_errors == []

@@ -71,6 +71,7 @@ class RunTable:
         self._hp_auto: list[str] = []  # of those, the ones varied within a preset (shown by default)
         self.filter_errors: list[str] = []  # the filter's conditions that could not be read
         self._names: dict[tuple, str] = {}  # (width, kind, run id): the shown runs' names fitted together
+        self._collisions: dict[int, bool] = {}  # name width: whether the shown runs' fitted names read alike
         self._fc: dict[str, dict | None] = {}  # run id -> its emergence forecast (forecast.py)
         self._version = 0  # counts the store reads (set_store)
         self._keys_of: tuple = ()  # (store read, shown runs) -> (varying keys, keys varied within a preset)
@@ -100,7 +101,7 @@ class RunTable:
         keys, self._hp_auto = self._varying(recs)
         self._hp_keys = keys  # every key that varies: o offers them all
         self.visible_ids = [r.run_id for r in rows]
-        self._names = {}
+        self._names, self._collisions = {}, {}
         self.marked = [m for m in self.marked if m in self._records]
         self.hidden &= set(self._records)
         self.group_keys = [k for k in self.group_keys if k in keys] if recs else self.group_keys
@@ -178,6 +179,13 @@ class RunTable:
                 del fixed[h]
                 break
             hidden.remove(h)
+        give = "status" if self.group_keys else "step"  # told apart, the names beat this column (the line under
+        if choice is None and give in fixed and self._collide(room()):  # the table has it)
+            w = fixed.pop(give)
+            if self._collide(room()):
+                fixed[give] = w
+            else:
+                hidden.append(give)
         heads = [h for h in HEADERS if h == "name" or h in fixed]
         cols = [("mark", " ", 1)] + [(h, h, max(8, room()) if h == "name" else fixed[h]) for h in heads] + hp
         shown = ", ".join(t for _, t, _ in hp)
@@ -185,6 +193,18 @@ class RunTable:
                 + (f" · no room at {width} columns for {', '.join(left_out)}: pick fewer or widen the terminal"
                    if left_out else ""))
         return cols, note
+
+    def _collide(self, width: int) -> bool:
+        """Whether the shown runs' names, fitted to ``width``, read alike for runs whose names differ."""
+        if width not in self._collisions:  # (reset with the shown runs: 50 ms at 2,000 runs)
+            fit = width
+            if self.group_keys:  # a group's name: "▸ " + its label + " n=3"
+                names = {g.label for g in self.groups.values()}
+                fit -= 2 + max((len(f" n={g.n}") for g in self.groups.values()), default=0)
+            else:
+                names = {self._records[r].name for r in self.visible_ids if r in self._records}
+            self._collisions[width] = len(set(fit_names(list(names), max(1, fit)).values())) < len(names)
+        return self._collisions[width]
 
     def visible_marks(self) -> list[str]:
         shown = set(self.visible_ids)
