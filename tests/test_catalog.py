@@ -105,7 +105,7 @@ def test_presets_lists_the_groups_with_figure_and_time(tmp_path):
     by_name = {row[1]: row for row in rows}
     assert by_name["mine"][0] == "yours" and rows[0][1] == "mine"  # your own first
     assert by_name["smoke"][0] == "checks" and rows[1][1] == "smoke"
-    assert by_name["blog_n80"][2:4] == ["Blog 6, N = 80: data × lr", "2 min 26 s"]
+    assert by_name["blog_n80"][2:4] == ["Blog 6, N = 80: data × lr", "2 min 33 s"]
     assert by_name["paper_fig1c_theory"][2:] == ["Fig. 1c, Eq. 6 / App. A.3.2", "8.4 s",
                                                  "load 3.1, shared 2-core CPU, 2026-11-25"]  # eq6 reuses its runs
     assert by_name["paper_fig11"][3] == "-"  # GPU-sized: no CPU time measured, none invented
