@@ -52,6 +52,13 @@ value = 0.5
 """
 
 BASE_TIME = 1_700_000_000.0  # fixed times: snapshots never show wall-clock ages
+
+
+def pin_times(con, rid: str, start: float, took: float) -> None:
+    """Fix a test run's device and times (created and started at ``start``, ended and last heard ``took`` s later),
+    so that the ages and durations the console shows do not depend on when the test ran."""
+    con.execute("UPDATE runs SET device='cpu', created_at=?, started_at=?, ended_at=?, heartbeat_at=? WHERE run_id=?",
+                (start, start, start + took, start + took, rid))
 NOW = BASE_TIME + 7200.0
 
 
@@ -192,8 +199,7 @@ def fill_store(runs_dir: Path) -> RunStore:
             ps = plateau if plateau < 4000 else None
             store.finish(rid, status, plateau_step=ps, step=4000,
                          summary={"final": {"test/loss": loss[-1], "train/loss": loss[-1]}})
-            con.execute("UPDATE runs SET device='cpu', created_at=?, started_at=?, ended_at=?, heartbeat_at=?"
-                        " WHERE run_id=?", (BASE_TIME + i, BASE_TIME + i, BASE_TIME + i + 60, BASE_TIME + i + 60, rid))
+            pin_times(con, rid, BASE_TIME + i, 60)
         # recall run 1: finished with attention snapshots (copy + selection pattern at the end)
         rid = rec_ids[0]
         steps = list(range(0, 301, 20))
@@ -229,9 +235,7 @@ def fill_store(runs_dir: Path) -> RunStore:
                                [BASE_TIME + 101 + 60 * s / 140 for s in steps[:8]])
         store.finish(rid2, "failed", reason="process died at step 140", step=140)
         for j, r in enumerate(rec_ids):
-            con.execute("UPDATE runs SET device='cpu', created_at=?, started_at=?, ended_at=?, heartbeat_at=?"
-                        " WHERE run_id=?", (BASE_TIME + 100 + j, BASE_TIME + 100 + j, BASE_TIME + 160 + j,
-                                            BASE_TIME + 160 + j, r))
+            pin_times(con, r, BASE_TIME + 100 + j, 60)
         con.commit()
         return store
     finally:
@@ -260,9 +264,7 @@ def fill_sweep(runs_dir: Path) -> RunStore:
             loss = [0.5 / (1 + math.exp(min(50.0, (s - plateau) / (0.15 * plateau)))) + 1e-3 for s in steps]
             store.log_metrics_many(rid, steps, {"test/loss": loss}, [BASE_TIME + i + 9 * s / 100000 for s in steps])
             store.finish(rid, "finished", plateau_step=plateau, step=100000, summary={"final": {"test/loss": loss[-1]}})
-            store.con.execute("UPDATE runs SET device='cpu', created_at=?, started_at=?, ended_at=?, heartbeat_at=?"
-                              " WHERE run_id=?",
-                              (BASE_TIME + i, BASE_TIME + i, BASE_TIME + i + 9, BASE_TIME + i + 9, rid))
+            pin_times(store.con, rid, BASE_TIME + i, 9)
         store.con.commit()
         return store
     finally:
@@ -363,9 +365,7 @@ def fill_linreg_sweep(runs_dir: Path, key: str = "task.T", values=tuple(range(8,
                                    [BASE_TIME + i + 60 * s / 6000 for s in steps])  # (its fixed times, below)
             store.finish(rid, "finished", plateau_step=plateau if plateau < 6000 else None, step=6000,
                          summary={"final": {"test/loss": loss[-1], "train/loss": loss[-1]}})
-            store.con.execute("UPDATE runs SET device='cpu', created_at=?, started_at=?, ended_at=?, heartbeat_at=?"
-                              " WHERE run_id=?", (BASE_TIME + i, BASE_TIME + i, BASE_TIME + i + 60,
-                                                  BASE_TIME + i + 60, rid))
+            pin_times(store.con, rid, BASE_TIME + i, 60)
         store.con.commit()
         return store
     finally:

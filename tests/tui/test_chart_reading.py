@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import BASE_TIME, _specs, make, opened, run_async, tiny_text, wait_for
+from .conftest import BASE_TIME, _specs, make, opened, pin_times, run_async, tiny_text, wait_for
 
 D, T = (16, 32, 64, 128, 256), (256, 512, 1024, 2048)
 
@@ -38,9 +38,7 @@ def fill_fig1c(runs_dir: Path):
             store.log_metrics_many(rid, steps, {"test/loss": loss}, [BASE_TIME + i + 60 * s / 20000 for s in steps])
             store.finish(rid, "finished", plateau_step=plateau, step=steps[-1],
                          summary={"final": {"test/loss": loss[-1]}})
-            store.con.execute("UPDATE runs SET device='cpu', created_at=?, started_at=?, ended_at=?, heartbeat_at=?"
-                              " WHERE run_id=?", (BASE_TIME + i, BASE_TIME + i, BASE_TIME + i + 60,
-                                                  BASE_TIME + i + 60, rid))
+            pin_times(store.con, rid, BASE_TIME + i, 60)
         store.con.commit()
         return store
     finally:

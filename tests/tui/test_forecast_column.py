@@ -12,7 +12,7 @@ from pathlib import Path
 from sparse_tui.presets.loading import expand, load_preset
 from sparse_tui.store import RunStore
 
-from .conftest import BASE_TIME, make
+from .conftest import BASE_TIME, make, pin_times
 
 FIG15 = Path(__file__).parents[2] / "presets" / "paper_fig15_adam_cpu.toml"
 
@@ -34,8 +34,7 @@ def forecast_store(runs_dir: Path) -> list[str]:
         r = store.get(rid)
         if i < 4:
             store.finish(rid, "finished", plateau_step=2.0 * r.params["task.d"] * r.params["task.T"] ** 0.5, step=6000)
-            con.execute("UPDATE runs SET device='cpu', created_at=?, started_at=?, ended_at=?, heartbeat_at=?"
-                        " WHERE run_id=?", (BASE_TIME + i, BASE_TIME + i, BASE_TIME + i + 60, BASE_TIME + i + 60, rid))
+            pin_times(con, rid, BASE_TIME + i, 60)
         else:  # running in this (live) process: 500 / 900 steps in 100 s
             con.execute("UPDATE runs SET status='running', device='cpu', step=?, created_at=?, started_at=?,"
                         " heartbeat_at=?, pid=?, host=? WHERE run_id=?",
