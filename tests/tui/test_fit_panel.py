@@ -136,3 +136,27 @@ def test_the_fitted_law_is_a_line_only_when_it_is_a_function_of_the_forecast(tmp
     one = fit_plot(fit_store(store, "T", where=["model.n_layers=2"]))
     assert one["curve"] is True
     assert fit_spec(type("R", (), {"plot": one, "info": ""})()).series[0].kind == "line"
+
+
+def test_without_a_theory_exponent_the_x_axis_is_the_fitted_law(tmp_path):
+    """Issue 43 defect 2: a fit over keys no theory speaks of (blog_n80's train_size and lr) put every run at
+    x = 1.00 on the "theory forecast" axis. The axis is then the fitted law itself: measured against fitted, the
+    law the line y = x, and the axis says so."""
+    from sparse_tui.presets.loading import expand, load_preset
+    from sparse_tui.reports.fitreport import fit_store
+    from sparse_tui.tui.render.fit import FORECAST_AXIS, fit_plot
+    from sparse_tui.tui.widgets.fit_panel import fit_spec
+
+    preset = Path(__file__).resolve().parents[2] / "presets" / "blog_n80.toml"
+    store = RunStore(tmp_path)
+    _, ids = store.create_runs(expand(load_preset(preset, ["seeds=[0,1]"])))
+    for k, rid in enumerate(ids):
+        c = store.get(rid).config
+        plateau = 3.0 * c["task"]["train_size"] ** 0.3 * c["train"]["lr"] ** -0.2 * (1.1 if k % 2 else 0.9)
+        store.finish(rid, "finished", plateau_step=plateau, step=100)
+    d = fit_plot(fit_store(store, "train_size,lr"))
+    assert len(d["x"]) == 8 and len(set(d["x"])) == 4  # four fitted values, not one x = 1.00
+    assert d["x"] == d["fit"] and d["curve"] is True and d["xlabel"].startswith("fitted law")
+    spec = fit_spec(type("R", (), {"plot": d, "info": ""})())
+    assert spec.xlabel == d["xlabel"] and spec.series[0].kind == "line"
+    assert d["xlabel"] != FORECAST_AXIS

@@ -125,7 +125,9 @@ def fit_plot(report: Any) -> dict:
     """Plot data of a ``FitReport``: x = the theory forecast prod x_i^forecast_i (variables that have one),
     y = the measured target and the fitted law at each run; censored runs at their lower bound. ``curve``: the fitted
     law is a function of x (every fitted variable has a forecast exponent), so it is drawn as a line; else (a fit over
-    n_layers, lr, embed_scale ...) as one point per run, since runs at one x may have different fitted values."""
+    n_layers, lr, embed_scale ...) as one point per run, since runs at one x may have different fitted values. When
+    no fitted variable has a forecast (lr, train_size) x would be 1 for every run: x is then the fitted law itself
+    (``xlabel`` says which), measured against fitted, the law the line y = x."""
     from sparse_tui.science import fitting
     from sparse_tui.science.theory import forecast_exponents
 
@@ -142,16 +144,14 @@ def fit_plot(report: Any) -> dict:
     resolver = fitting.Resolver(rows)
     censored = {c["row"]: c for c in res.censored}
     exps = {v: fc.get(analog.get(fitting.short_name(v), fitting.short_name(v))) for v in res.variables}
+    by_law = all(e is None for e in exps.values())  # no theory axis: measured against the fitted law
     pts, cens = [], []
     for i, r in enumerate(rows):
         try:
             xv = {v: resolver.value(r, v, i) for v in res.variables}
         except Exception:  # noqa: BLE001 - a row the fit also could not use
             continue
-        f = 1.0
-        for v, x in xv.items():
-            if exps[v] is not None:
-                f *= x ** exps[v]
+        f = res.predict(**xv) if by_law else math.prod(x ** exps[v] for v, x in xv.items() if exps[v] is not None)
         if i in censored:
             lb = censored[i].get("lower_bound")
             if lb:
@@ -164,7 +164,11 @@ def fit_plot(report: Any) -> dict:
     pts.sort()
     return {"x": [p[0] for p in pts], "y": [p[1] for p in pts], "fit": [p[2] for p in pts],
             "cx": [c[0] for c in cens], "cy": [c[1] for c in cens],
-            "curve": all(e is not None for e in exps.values())}
+            "curve": by_law or all(e is not None for e in exps.values()),
+            "xlabel": "fitted law C·Πxᵢ^βᵢ (no variable has a theory exponent)" if by_law else FORECAST_AXIS}
+
+
+FORECAST_AXIS = "theory forecast Πxᵢ^forecastᵢ"
 
 
 def fit_table(report: Any, req: FitRequest | None = None) -> Text:

@@ -19,6 +19,7 @@ from textual.widgets import Input, Label, Static
 from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.messages import FigureRequested, FitDone, FitRequested, GuessRequested
 from sparse_tui.tui.plot import PlotSpec, Series
+from sparse_tui.tui.render.fit import FORECAST_AXIS
 from sparse_tui.tui.selection import fit_selection_key
 from sparse_tui.tui.widgets.ordered_input import OrderedInput
 from sparse_tui.tui.widgets.panel import ConsolePanel, StoreView
@@ -160,7 +161,7 @@ def fit_spec(result: FitDone | None) -> PlotSpec:
     """Log-log plot of the fit: measured plateau against the theory forecast, the fitted law, censored runs. The
     points are drawn after the line, so they stay visible on it."""
     d = result.plot if result else None
-    spec = PlotSpec(log_x=True, log_y=True, xlabel="theory forecast Πxᵢ^forecastᵢ",
+    spec = PlotSpec(log_x=True, log_y=True, xlabel=(d or {}).get("xlabel", FORECAST_AXIS),
                     title=result.info if result else "", empty="plateau vs theory forecast (log-log): no fit yet")
     if not d or not d.get("x"):
         return spec
