@@ -52,6 +52,15 @@ def tiny_input(input, n=3, seq_len=6, generator=None):
     return torch.randn(n, seq_len, 3, generator=generator)
 
 
+def stacked_one(model, kernel, x):
+    """``model`` trained as every run is (models/stack.py: a stack of one) on ``kernel``: the stack and its output
+    on ``x``."""
+    from sparse_tui.models.stack import build_stack
+
+    stack = build_stack([model], kernel, classification=False)
+    return stack, stack(x.unsqueeze(0))[0]
+
+
 def n_params(model):
     return sum(p.numel() for p in model.parameters())
 
@@ -149,40 +158,36 @@ def test_transformer_shapes_rows_and_paths(pos_enc, input, mlp, layernorm, resid
     torch.testing.assert_close(attn[1], attn_full[1][:, :, -1:], rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(attn[0], attn_full[0])
 
-    # the training kernels (fused scaled_dot_product_attention, _AttentionCore): same output, no probabilities
+    # the training kernels of its stack of one (fused scaled_dot_product_attention, _AttentionCore): same output
+    model.readout_only = True
     for kernel in ("sdpa", "core", "auto"):
-        for readout_only in (True, False):
-            model.readout_only, model.need_attn, model.attn_kernel = readout_only, False, kernel
-            out_fast, attn_fast = model(x)
-            assert attn_fast == [None, None]
-            torch.testing.assert_close(out_fast, out, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(stacked_one(model, kernel, x)[1], out, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("causal", [True, False])
 @pytest.mark.parametrize("n_heads,d_qk", [(1, 8), (2, 3)])
 def test_training_kernels_give_the_same_gradients(causal, n_heads, d_qk):
-    """Every attention kernel computes the same function: the same loss and the same gradient for every parameter
-    as the hand-written probabilities path (float64, so that only the order of operations differs)."""
+    """Every attention kernel (of the stack of one that trains the model) computes the same function: the same loss
+    and the same gradient for every parameter as the hand-written probabilities path (float64, so that only the
+    order of operations differs)."""
     torch.manual_seed(3)
     model = tiny(causal=causal, n_heads=n_heads, d_qk=d_qk).double()
-    x = tiny_input("embedding", n=4)
+    assert_kernels_agree(model, tiny_input("embedding", n=4))
 
-    def loss_and_grads():
-        model.zero_grad()
-        out, _ = model(x)
+
+def assert_kernels_agree(model, x, kernels=("sdpa", "core")):
+    """The loss out.pow(2).sum() and every parameter's gradient: the model's own (explicit) path against each
+    kernel of its stack of one (float64)."""
+    model.zero_grad()
+    ref_loss = model(x)[0].pow(2).sum()
+    ref_loss.backward()
+    for kernel in kernels:
+        stack, out = stacked_one(model, kernel, x)
         loss = out.pow(2).sum()
         loss.backward()
-        return loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters()}
-
-    model.need_attn = True
-    ref_loss, ref_grads = loss_and_grads()
-    model.need_attn = False
-    for kernel in ("sdpa", "core"):
-        model.attn_kernel = kernel
-        loss, grads = loss_and_grads()
         torch.testing.assert_close(loss, ref_loss, rtol=1e-12, atol=1e-12)
-        for n in ref_grads:
-            torch.testing.assert_close(grads[n], ref_grads[n], rtol=1e-10, atol=1e-12, msg=f"{kernel}: {n}")
+        for n, p in model.named_parameters():
+            torch.testing.assert_close(stack.params[n].grad[0], p.grad, rtol=1e-10, atol=1e-12, msg=f"{kernel}: {n}")
 
 
 def test_attention_core_gradcheck_and_kernel_choice():
@@ -200,25 +205,27 @@ def test_attention_core_gradcheck_and_kernel_choice():
     y = attention_core(q, k, v, bias)
     assert torch.allclose(y[:, 0], v[:, 0])  # the first query sees only the first key
 
-    model = tiny()
-    assert model.attn_kernel == "auto"
-    assert pick_kernel(model.attn_kernel, torch.device("cpu"), 65) == "core"
-    assert pick_kernel(model.attn_kernel, torch.device("cpu"), CORE_MAX_LEN + 1) == "sdpa"
-    assert pick_kernel(model.attn_kernel, torch.device("cuda"), CORE_MAX_LEN_CUDA) == "core"
-    assert pick_kernel(model.attn_kernel, torch.device("cuda"), CORE_MAX_LEN_CUDA + 1) == "sdpa"
-    model.attn_kernel = "sdpa"
-    assert pick_kernel(model.attn_kernel, torch.device("cpu"), 65) == "sdpa"
+    stack, _ = stacked_one(tiny(), "auto", tiny_input("embedding"))
+    assert stack.kernel == "auto"
+    assert pick_kernel(stack.kernel, torch.device("cpu"), 65) == "core"
+    assert pick_kernel(stack.kernel, torch.device("cpu"), CORE_MAX_LEN + 1) == "sdpa"
+    assert pick_kernel(stack.kernel, torch.device("cuda"), CORE_MAX_LEN_CUDA) == "core"
+    assert pick_kernel(stack.kernel, torch.device("cuda"), CORE_MAX_LEN_CUDA + 1) == "sdpa"
+    assert pick_kernel("sdpa", torch.device("cpu"), 65) == "sdpa"
 
 
-@pytest.mark.parametrize("need_attn", [True, False])
-def test_non_causal_attends_everywhere_and_paths_agree(need_attn):
+@pytest.mark.parametrize("kernel", [None, "sdpa", "core"])
+def test_non_causal_attends_everywhere_and_paths_agree(kernel):
     torch.manual_seed(2)
     model = tiny(causal=False)
     x = tiny_input("embedding")
     out, attn = model(x)
     assert (attn[0] > 0).all() and (attn[1] > 0).all()
-    model.readout_only, model.need_attn = False, need_attn
-    out2, _ = model(x)
+    if kernel is None:
+        model.readout_only = False
+        out2, _ = model(x)
+    else:
+        out2 = stacked_one(model, kernel, x)[1]
     torch.testing.assert_close(out, out2, rtol=1e-5, atol=1e-5)
 
 
@@ -440,10 +447,7 @@ def test_stacked_models_under_vmap_match_each_model():
         torch.testing.assert_close(outs[i], out)
         torch.testing.assert_close(attns[1][i], attn[1])
 
-    # the fused path and per-model gradients work under vmap too
-    base.need_attn = False
-    outs_sdpa = torch.func.vmap(lambda p, b: run(p, b)[0])(params, buffers)
-    torch.testing.assert_close(outs_sdpa, outs, rtol=1e-5, atol=1e-5)
+    # per-model gradients work under vmap too
     grads = torch.func.vmap(torch.func.grad(lambda p, b: run(p, b)[0].pow(2).sum()))(params, buffers)
     models[2].zero_grad()
     models[2](x)[0].pow(2).sum().backward()
@@ -466,7 +470,7 @@ def test_tied_embeddings_read_out_with_the_embedding_table():
     m.readout_only = False
     h = m.embed(x) + m.pos
     for block in m.blocks:
-        h, _ = block(h, 5, m.mask, False)
+        h, _ = block(h, 5, m.mask)
     torch.testing.assert_close(out, h[:, -1] @ m.embed.weight.T)
     out.sum().backward()
     assert m.embed.weight.grad is not None
@@ -521,12 +525,9 @@ def test_bias_free_model_kernels_agree(n_heads, d_qk):
     torch.manual_seed(4)
     model = tiny(n_heads=n_heads, d_qk=d_qk, bias=False).double()
     x = tiny_input("embedding", n=4)
-    model.need_attn = True
     ref = model(x)[0]
-    model.need_attn = False
     for kernel in ("sdpa", "core"):
-        model.attn_kernel = kernel
-        torch.testing.assert_close(model(x)[0], ref, rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(stacked_one(model, kernel, x)[1], ref, rtol=1e-12, atol=1e-12)
 
 
 def test_pos_init_std_sets_the_learned_positions_only():
@@ -581,10 +582,8 @@ def test_euclidean_attention_scores_are_minus_squared_distances_on_every_kernel(
     d2 = ((q.unsqueeze(-2) - k.unsqueeze(-3)) ** 2).sum(-1)  # [N, H, L, L]
     want = (-d2 / 2.0).masked_fill(~model.mask, float("-inf")).softmax(-1)
     torch.testing.assert_close(attn[0], want, rtol=1e-10, atol=1e-12)
-    model.need_attn = False
     for kernel in ("core", "sdpa"):
-        model.attn_kernel = kernel
-        torch.testing.assert_close(model(x)[0], out, rtol=1e-9, atol=1e-10)
+        torch.testing.assert_close(stacked_one(model, kernel, x)[1], out, rtol=1e-9, atol=1e-10)
     dot = build_model(cfg.model_copy(update={"model": cfg.model.model_copy(update={"attention": "dot"})}), task)
     assert not dot.blocks[0].attn.euclidean and not torch.allclose(dot.double()(x)[0], out)
 

@@ -48,7 +48,7 @@ def test_the_frozen_head_attends_exactly_to_the_previous_position():
     assert torch.equal(a.v.weight, torch.eye(8)) and torch.equal(J, -J.T) and torch.equal(J @ J, -torch.eye(8))
     assert not a.q.weight.any() and not a.k.weight.any() and not a.q.bias.any()
     h0 = m.embed(x) + m.pos[:L]
-    h1, _ = m.blocks[0](h0, L, m.prev_mask[:L, :L], True)
+    h1, _ = m.blocks[0](h0, L, m.prev_mask[:L, :L])
     torch.testing.assert_close(h1[:, 1:] - h0[:, 1:], h0[:, :-1] @ J.T)
     # the learned model of the same seed: every parameter outside the head drawn the same
     learned = build_model(cfg(BASE, seed=0, model__prev_token_head="learned"), task)

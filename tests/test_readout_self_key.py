@@ -11,6 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from test_models import assert_kernels_agree
 
 from sparse_tui.models import build_model
 from sparse_tui.models.transformer import Transformer
@@ -62,25 +63,10 @@ def test_the_readout_gives_its_own_position_exactly_zero(causal, attention):
 @pytest.mark.parametrize("causal", [True, False])
 @pytest.mark.parametrize("attention", ["dot", "euclidean"])
 def test_every_kernel_gives_the_same_loss_and_gradients(causal, attention):
-    """The hand-written probabilities path, SDPA and _AttentionCore, readout_only on and off: one function."""
+    """The hand-written probabilities path and the kernels of the stack of one that trains it (SDPA,
+    _AttentionCore): one function."""
     _, model = pair(causal, attention)
-
-    def loss_and_grads():
-        model.zero_grad()
-        out, _ = model(X)
-        loss = out.pow(2).sum()
-        loss.backward()
-        return loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters()}
-
-    ref_loss, ref_grads = loss_and_grads()
-    model.need_attn = False
-    for kernel in ("sdpa", "core"):
-        for readout_only in (True, False):
-            model.attn_kernel, model.readout_only = kernel, readout_only
-            loss, grads = loss_and_grads()
-            torch.testing.assert_close(loss, ref_loss, rtol=1e-12, atol=1e-12)
-            for n in ref_grads:
-                torch.testing.assert_close(grads[n], ref_grads[n], rtol=1e-10, atol=1e-12, msg=f"{kernel}: {n}")
+    assert_kernels_agree(model, X)
 
 
 def test_one_layer_readout_is_the_default_row_renormalised_over_the_other_positions():

@@ -71,7 +71,6 @@ def check_model_equivalence(cfgs, kernel="core"):
     losses.sum().backward()
     stack.mask_grads()
     for i, m in enumerate(mods):
-        m.need_attn = False
         o, _ = m(xs[i])
         n_out = o.shape[-1]
         torch.testing.assert_close(out[i, :, :n_out], o, rtol=1e-12, atol=1e-12)

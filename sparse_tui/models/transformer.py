@@ -11,11 +11,10 @@ off, residual on, one head, learned positions).
     out = unembed(LN(h_L[:, -1]))              only the last position is read out
 
 Attention is written out by hand (q k^T / sqrt(d_qk), mask, softmax, @ v) so that every layer's probabilities come
-out of the training forward pass itself. With ``need_attn = False`` (training steps) it returns ``None`` for each
-layer and computes the same attention with a faster kernel (``attn_kernel``): ``F.scaled_dot_product_attention``
-(fused kernels: CUDA, and long sequences on CPUs) or ``_AttentionCore`` (short sequences on CPUs: one batched
-matmul with an additive mask, a softmax, a hand-written backward). Both are exact: the same function,
-different rounding.
+out of the forward pass itself. Training goes through the native stack (models/stack.py, a single run as a stack
+of one), which computes the same attention with faster kernels (``pick_kernel``): ``F.scaled_dot_product_attention``
+(fused kernels: CUDA, and long sequences on CPUs) or ``_AttentionCore`` (short sequences: one batched matmul with an
+additive mask, a softmax, a hand-written backward). Both are exact: the same function, different rounding.
 
 Exact saving (``readout_only = True``, the default): only the last position is read out, so the last layer
 computes only that query (and its MLP / LayerNorm on that position); keys and values still cover every position.
@@ -172,51 +171,20 @@ class Attention(nn.Module):
         self.v = nn.Linear(d_model, d_model, bias=bias)
         self.o = nn.Linear(d_model, d_model, bias=bias)
 
-    def forward(
-        self, xq: Tensor, xkv: Tensor, mask: Tensor | None, need_attn: bool, kernel: str = "sdpa",
-        bias: Tensor | None = None, causal: bool = False,
-    ) -> tuple[Tensor, Tensor | None]:
+    def forward(self, xq: Tensor, xkv: Tensor, mask: Tensor | None) -> tuple[Tensor, Tensor]:
         """xq [N, Lq, D] (the inputs at the last Lq positions), xkv [N, L, D], mask bool [Lq, L] (True = may attend;
-        None = attend everywhere). ``kernel`` (when ``need_attn`` is False): ``"sdpa"`` or ``"core"``
-        (``_AttentionCore``, which takes the mask as the additive ``bias`` [Lq, L]). ``causal``: ``mask`` is the
-        plain square causal mask, which SDPA then applies by its ``is_causal`` flag.
-
-        Returns the output [N, Lq, D] and the probabilities [N, H, Lq, L] (None when need_attn is False).
-        """
-        H, scale = self.n_heads, 1.0 / math.sqrt(self.d_qk)
-        if not need_attn and kernel == "core":
-            # Fold 1/sqrt(d_qk) into the query projection (a [D, D] scaling instead of one over the scores).
-            q = F.linear(xq, self.q.weight * scale, self.q.bias * scale if self.q.bias is not None else None)
-            k, v = self.k(xkv), self.v(xkv)
-            if H == 1:
-                if self.euclidean:
-                    q, k = euclidean_qk(q, k, scale)
-                y = attention_core(q, k, v, bias)  # [N, Lq, D]
-            else:
-                N, Lq, L = xq.shape[0], xq.shape[1], xkv.shape[1]
-                heads = lambda t, n, d: t.unflatten(-1, (H, d)).transpose(1, 2).reshape(N * H, n, d)  # noqa: E731
-                qh, kh = heads(q, Lq, self.d_qk), heads(k, L, self.d_qk)
-                if self.euclidean:
-                    qh, kh = euclidean_qk(qh, kh, scale)
-                y = attention_core(qh, kh, heads(v, L, self.d_v), bias)
-                y = y.unflatten(0, (N, H)).transpose(1, 2).flatten(-2)
-            return self.o(y), None
+        None = attend everywhere). Returns the output [N, Lq, D] and the probabilities [N, H, Lq, L]."""
+        H = self.n_heads
         q = self.q(xq).unflatten(-1, (H, self.d_qk)).transpose(-3, -2)  # [N, H, Lq, d_qk]
         k = self.k(xkv).unflatten(-1, (H, self.d_qk)).transpose(-3, -2)  # [N, H, L, d_qk]
         v = self.v(xkv).unflatten(-1, (H, self.d_v)).transpose(-3, -2)  # [N, H, L, d_v]
         if self.euclidean:  # unscaled queries here: the scale multiplies the whole score below
             q, k = euclidean_qk(q, k)
-        if need_attn:
-            scores = (q @ k.transpose(-2, -1)) * scale  # [N, H, Lq, L]
-            if mask is not None:
-                scores = scores.masked_fill(~mask, float("-inf"))
-            attn = scores.softmax(dim=-1)
-            y = attn @ v
-        else:
-            attn = None
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=None if causal else mask, is_causal=causal,
-                                               scale=scale)
-        y = y.transpose(-3, -2).flatten(-2)  # [N, Lq, D]
+        scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.d_qk))  # [N, H, Lq, L]
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        attn = scores.softmax(dim=-1)
+        y = (attn @ v).transpose(-3, -2).flatten(-2)  # [N, Lq, D]
         return self.o(y), attn
 
 
@@ -242,10 +210,7 @@ class Block(nn.Module):
         self.ln2 = nn.LayerNorm(D) if (cfg.layernorm and cfg.mlp) else nn.Identity()
         self.mlp = MLP(D, cfg.mlp_factor * D, cfg.bias) if cfg.mlp else None
 
-    def forward(
-        self, h: Tensor, n_q: int, mask: Tensor | None, need_attn: bool, kernel: str = "sdpa",
-        bias: Tensor | None = None, causal: bool = False,
-    ) -> tuple[Tensor, Tensor | None]:
+    def forward(self, h: Tensor, n_q: int, mask: Tensor | None) -> tuple[Tensor, Tensor]:
         """h [N, L, D] -> the new stream at the last n_q positions [N, n_q, D], and the attention."""
         x = self.ln1(h)
         if n_q == h.shape[1]:
@@ -255,7 +220,7 @@ class Block(nn.Module):
             # so ln1(h[:, -n_q:]) = ln1(h)[:, -n_q:]): autograd then scatters one gradient back, not two.
             hq = h[:, -n_q:]
             xq = hq if isinstance(self.ln1, nn.Identity) else self.ln1(hq)
-        a, attn = self.attn(xq, x, mask, need_attn, kernel, bias, causal)
+        a, attn = self.attn(xq, x, mask)
         h = hq + a if self.residual else a
         if self.mlp is not None:
             m = self.mlp(self.ln2(h))
@@ -270,8 +235,8 @@ class Transformer(nn.Module):
     the options described above), ``task`` anything with the sizes of the Task protocol (tasks/base.py):
     ``seq_len``, ``out_dim``, and ``vocab_size`` or ``in_dim``. x is long [N, L] token ids (``input='embedding'``,
     needs vocab_size) or float [N, L, in_dim] vectors (``input='linear'``, needs in_dim), with L <= seq_len;
-    ``input='auto'`` picks an embedding when the task has a vocabulary, else a linear map. Attributes
-    ``need_attn`` (True), ``readout_only`` (True) and ``attn_kernel`` ("auto") may be changed after construction.
+    ``input='auto'`` picks an embedding when the task has a vocabulary, else a linear map. ``readout_only`` (True)
+    may be changed after construction.
     """
 
     def __init__(self, cfg: TransformerModel, task, generator: torch.Generator | None = None):
@@ -284,9 +249,7 @@ class Transformer(nn.Module):
             raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
         if cfg.attention not in ("dot", "euclidean"):
             raise ValueError(f"attention must be 'dot' or 'euclidean', got {cfg.attention!r}")
-        self.need_attn = True
         self.readout_only = True
-        self.attn_kernel = "auto"
         self.cfg = cfg
 
         if input == "embedding":
@@ -308,7 +271,9 @@ class Transformer(nn.Module):
             self.pos = None
         else:
             raise ValueError(f"pos_enc must be 'sinusoidal', 'learned' or 'none', got {cfg.pos_enc!r}")
-        self._masks(seq_len)
+        # the causal mask and the frozen previous-token head's fixed pattern (``prev_token_head = "frozen"``)
+        self.register_buffer("mask", torch.ones(seq_len, seq_len, dtype=torch.bool).tril(), persistent=False)
+        self.register_buffer("prev_mask", prev_token_mask(seq_len), persistent=False)
 
         d_qk = cfg.d_qk or d_model // n_heads
         self.blocks = nn.ModuleList(Block(cfg, d_qk) for _ in range(cfg.n_layers))
@@ -349,15 +314,6 @@ class Transformer(nn.Module):
         self.fixed: frozenset[str] = frozenset()
         if cfg.prev_token_head == "frozen":
             self._freeze_prev_token_head()
-
-    def _masks(self, seq_len: int) -> None:
-        """The attention masks (buffers), each also as an additive bias (0 where attending, -inf elsewhere) for
-        ``_AttentionCore``: the causal one, and the first layer's fixed pattern (``prev_token_head = "frozen"``:
-        position t attends to t - 1 only, the first position, which has none, to itself)."""
-        for name, bias, m in (("mask", "mask_bias", torch.ones(seq_len, seq_len, dtype=torch.bool).tril()),
-                              ("prev_mask", "prev_bias", prev_token_mask(seq_len))):
-            self.register_buffer(name, m, persistent=False)
-            self.register_buffer(bias, torch.zeros(seq_len, seq_len).masked_fill(~m, float("-inf")), persistent=False)
 
     def _freeze_prev_token_head(self) -> None:
         """The first layer's (one-head) attention as a hand-built previous-token head that never learns: query and
@@ -424,33 +380,26 @@ class Transformer(nn.Module):
         if isinstance(self.pos, nn.Parameter):
             nn.init.normal_(self.pos, 0.0, std, generator=generator)
 
-    def forward(self, x: Tensor) -> tuple[Tensor, list[Tensor | None]]:
+    def forward(self, x: Tensor) -> tuple[Tensor, list[Tensor]]:
         h = self.embed(x)  # [N, L, D]
         if self.cfg.embed_scale != 1.0:
             h = h * self.cfg.embed_scale
         L = h.shape[-2]
         if self.pos is not None:
             h = h + self.pos[:L]
-        kernel = "sdpa" if self.need_attn else pick_kernel(self.attn_kernel, h.device, L)
         attns = []
         for i, block in enumerate(self.blocks):
             last = i == len(self.blocks) - 1
             n_q = 1 if (last and self.readout_only) else L  # queries at the last n_q positions
             # The last query position sees every position: no mask needed when only it is computed.
-            causal = self.cfg.causal and n_q > 1
-            mask = self.mask[L - n_q : L, :L] if causal else None
-            bias = self.mask_bias[L - n_q : L, :L] if causal and kernel == "core" else None
+            mask = self.mask[L - n_q : L, :L] if self.cfg.causal and n_q > 1 else None
             if i == 0 and self.fixed:  # the frozen previous-token head: its fixed pattern is the whole mask
-                causal, mask = False, self.prev_mask[L - n_q : L, :L]
-                bias = self.prev_bias[L - n_q : L, :L] if kernel == "core" else None
-            strict = last and not self.cfg.readout_self_key  # the readout query does not see its own position
-            if strict:
+                mask = self.prev_mask[L - n_q : L, :L]
+            if last and not self.cfg.readout_self_key:  # the readout query does not see its own position
                 own = torch.zeros(n_q, L, dtype=torch.bool, device=h.device)
                 own[-1, -1] = True
                 mask = ~own if mask is None else mask & ~own
-                if kernel == "core":
-                    bias = torch.zeros(n_q, L, dtype=h.dtype, device=h.device).masked_fill(~mask, float("-inf"))
-            h, attn = block(h, n_q, mask, self.need_attn, kernel, bias, causal and not strict)
+            h, attn = block(h, n_q, mask)
             attns.append(attn)
         z = self.ln_f(h[:, -1])
         out = self.unembed(z) if self.unembed is not None else z @ self.embed.weight.T  # [N, out_dim]
