@@ -286,7 +286,10 @@ class StackedTransformer(nn.Module):
 
     # -- forward ---------------------------------------------------------------------------------------------
     def _ln(self, h: Tensor, prefix: str) -> Tensor:
-        """LayerNorm over each model's real dimensions (h [M, N, D]); its padded gain and bias are 0."""
+        """LayerNorm over each model's real dimensions (h [M, N, D]); its padded gain and bias are 0. Without
+        LayerNorm (``model.layernorm`` off): h itself."""
+        if not self.cfg.layernorm:
+            return h
         w, b = self.params[prefix + ".weight"], self.params[prefix + ".bias"]
         if not self.mixed_width:
             return F.layer_norm(h, (self.D,), eps=1e-5) * w.unsqueeze(1) + b.unsqueeze(1)
@@ -353,26 +356,19 @@ class StackedTransformer(nn.Module):
             q, k = euclidean_qk(q, k, s)
         prev = i == 0 and bool(self.fixed)  # the frozen previous-token head
         bias = self._attn_bias(n_q, kernel, x.device, x.dtype, strict, prev)
-        if probs is not None:
-            s = q @ k.transpose(-2, -1)
-            p = (s if bias is None else s + bias).softmax(-1)
-            probs.append(p.view(M, B, H, n_q, L))
-            y = p @ v
-        elif kernel == "core" and not self.mixed_len:
+        if kernel == "core" and not self.mixed_len:
             y = attention_core(q.reshape(M * B * H, n_q, q.shape[-1]), k.reshape(M * B * H, L, k.shape[-1]),
                                v.reshape(M * B * H, L, dv), bias).view(M, B * H, n_q, dv)
         elif kernel == "sdpa":
-            if self.mixed_len:
-                y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=1.0)
-            else:
-                causal = self.cfg.causal and n_q > 1 and n_q == L and not strict and not prev
-                y = F.scaled_dot_product_attention(q, k, v, attn_mask=None if causal else bias, is_causal=causal,
-                                                   scale=1.0)
-        else:  # "math", and the CPU core with mixed lengths: explicit scores + per-model bias
+            causal = not self.mixed_len and self.cfg.causal and n_q == L > 1 and not strict and not prev
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=None if causal else bias, is_causal=causal,
+                                               scale=1.0)
+        else:  # "math" (evaluations: ``probs``), and the CPU core with mixed lengths: explicit scores + bias
             s = q @ k.transpose(-2, -1)
-            if bias is not None:
-                s = s + bias
-            y = s.softmax(-1) @ v
+            p = (s if bias is None else s + bias).softmax(-1)
+            if probs is not None:
+                probs.append(p.view(M, B, H, n_q, L))
+            y = p @ v
         y = y.view(M, B, H, n_q, dv)
         y = (y.transpose(2, 3) if H > 1 else y).reshape(M, B * n_q, H * dv)
         return _linear(y, self.params[pre + "o.weight"], self.params.get(pre + "o.bias"))
@@ -404,24 +400,22 @@ class StackedTransformer(nn.Module):
         for i in range(self.cfg.n_layers):
             last = i == self.cfg.n_layers - 1
             n_q = 1 if (last and self.readout_only and not full) else L
-            x_ln = self._ln(h, f"blocks.{i}.ln1") if self.cfg.layernorm else h
+            x_ln = self._ln(h, f"blocks.{i}.ln1")
             if n_q == n:
                 hq, xq = h, x_ln
             else:
                 hq = h.view(M, B, n, D)[:, :, -n_q:].reshape(M, B * n_q, D)
-                xq = self._ln(hq, f"blocks.{i}.ln1") if self.cfg.layernorm else hq
+                xq = self._ln(hq, f"blocks.{i}.ln1")
             a = self._attention(i, xq, x_ln, B, n_q, kernel, last and not self.cfg.readout_self_key, probs)
             h = hq + a if self.cfg.residual else a
             if self.cfg.mlp:
                 pre = f"blocks.{i}.mlp."
-                z = self._ln(h, f"blocks.{i}.ln2") if self.cfg.layernorm else h
+                z = self._ln(h, f"blocks.{i}.ln2")
                 z = _linear(F.gelu(_linear(z, self.params[pre + "fc.weight"], self.params.get(pre + "fc.bias"))),
                             self.params[pre + "proj.weight"], self.params.get(pre + "proj.bias"))
                 h = h + z if self.cfg.residual else z
             n = n_q
-        z = h.view(M, B, n, D)[:, :, -1]  # [M, B, D]
-        if self.cfg.layernorm:
-            z = self._ln(z, "ln_f")
+        z = self._ln(h.view(M, B, n, D)[:, :, -1], "ln_f")  # [M, B, D]
         if self.cfg.tie_embeddings:
             out = torch.bmm(z, emb.transpose(1, 2))
         else:
@@ -483,7 +477,7 @@ def build_stack(modules: list[nn.Module], kernel: str = "auto", classification: 
 
 
 def stacked_loss(out: Tensor, y: Tensor, classification: bool) -> Tensor:
-    """Per-model losses [M] of outputs [M, B, C]: the trainer's ``loss_fn`` of each model (cross-entropy, or
+    """Per-model losses [M] of outputs [M, B, C]: each model's loss alone (cross-entropy, or
     0.5 ||y - y*||^2 averaged over the batch, paper App. A.2)."""
     M, B = out.shape[0], out.shape[1]
     if classification:

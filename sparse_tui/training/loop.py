@@ -330,7 +330,7 @@ class Prepared:
         for mb in due:
             k = min(n, mb.cfg.eval.snapshot_examples)
             off = L - mb.test.x.shape[1]
-            own = [a[mb.slot, :k, :, off:, off:] for a in attn if a is not None]
+            own = [a[mb.slot, :k, :, off:, off:] for a in attn]
             out[mb.slot] = snapshot_maps(own, L - off), snapshot_meta(mb.test, k)
         return out
 

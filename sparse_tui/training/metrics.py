@@ -28,13 +28,6 @@ from sparse_tui.tasks.base import Batch
 _ATTN_BUDGET = EVAL_ATTN_ELEMENTS
 
 
-def loss_fn(out: Tensor, y: Tensor, classification: bool) -> Tensor:
-    """Cross-entropy for classification; 0.5 * ||y - y*||^2 averaged over the batch otherwise (paper App. A.2)."""
-    if classification:
-        return F.cross_entropy(out, y)
-    return 0.5 * ((out - y) ** 2).sum(-1).mean()
-
-
 def _attn_elements(model: torch.nn.Module, seq_len: int) -> int:
     """Attention probabilities one sequence materialises in an evaluation (all layers and heads; a stack: of all
     its models). A Transformer's or a stack's from its config; the toy model has one layer of one head."""
@@ -56,11 +49,11 @@ def _slice(batch: Batch, i: int, j: int) -> Batch:
 
 def _accumulate(sums: dict[str, Tensor], out: Tensor, attn, b: Batch, probe: str, classification: bool) -> None:
     """Add one chunk's sums (loss, accuracy, probes, entropy) to ``sums``, for W models at once (the members of a
-    stack being evaluated, or one model as W = 1): ``out`` [W, m, C], ``attn`` per layer [W, m, H, Lq, L] (or
-    None), ``b`` the chunk's labels stacked the same way (``y`` [W, m] or [W, m, C], ``relevant`` [W, m, L],
-    ``copy_q`` / ``copy_k`` [W, m]) in the attention's position coordinates (left-padded in a stack). Each sum has
-    a leading [W]. The number of operations does not depend on W, and nothing is read back to the host here (the
-    copy probe's selection is a mask, not a ``bool()``)."""
+    stack being evaluated, or one model as W = 1): ``out`` [W, m, C], ``attn`` per layer [W, m, H, Lq, L], ``b``
+    the chunk's labels stacked the same way (``y`` [W, m] or [W, m, C], ``relevant`` [W, m, L], ``copy_q`` /
+    ``copy_k`` [W, m]) in the attention's position coordinates (left-padded in a stack). Each sum has a leading
+    [W]. The number of operations does not depend on W, and nothing is read back to the host here (the copy
+    probe's selection is a mask, not a ``bool()``)."""
 
     def add(name: str, value: Tensor) -> None:
         sums[name] = sums[name] + value if name in sums else value
@@ -74,8 +67,6 @@ def _accumulate(sums: dict[str, Tensor], out: Tensor, attn, b: Batch, probe: str
         add("test/loss", 0.5 * ((out - b.y) ** 2).sum(-1).sum(-1))
     rel = b.relevant.to(torch.float32)  # [W, m, L]
     for li, a in enumerate(attn, start=1):
-        if a is None:
-            continue
         L = a.shape[-1]
         row = a[:, :, :, -1, :].float()  # readout position: [W, m, H, L]
         add(f"attn/L{li}/{probe}", (row * rel[:, :, None, :]).sum(-1).sum(1))  # [W, H], summed over seqs
@@ -151,7 +142,7 @@ def evaluate(model: torch.nn.Module, batch: Batch, kind: str, classification: bo
     labels = _stacked([batch])
     for i in range(0, n, chunk):
         out, attn = model(batch.x[i:i + chunk])
-        _accumulate(sums, out.unsqueeze(0), [None if a is None else a.unsqueeze(0) for a in attn],
+        _accumulate(sums, out.unsqueeze(0), [a.unsqueeze(0) for a in attn],
                     _slice(labels, i, i + chunk), probe, classification)
     return _finish(sums, n, classification)[0]
 
@@ -186,7 +177,7 @@ def evaluate_stack(stack: torch.nn.Module, x: Tensor, tests: list[Batch], which:
         out, attn = stack(x[:, j:j + chunk], need_attn=True)
         if pick is not None:
             out = out.index_select(0, pick)
-            attn = [None if a is None else a.index_select(0, pick) for a in attn]
+            attn = [a.index_select(0, pick) for a in attn]
         _accumulate(sums, out, attn, _slice(labels, j, j + chunk), probe, classification)
     return dict(zip(which, _finish(sums, n, classification)))
 

@@ -33,7 +33,7 @@ def attention_snapshot(model, batch, n: int) -> tuple[dict, dict]:
     finally:
         if prev is not None:
             model.readout_only = prev
-    return snapshot_maps([a for a in attn if a is not None], x.shape[1]), snapshot_meta(batch, n)
+    return snapshot_maps(attn, x.shape[1]), snapshot_meta(batch, n)
 
 
 def snapshot_maps(attn: list[torch.Tensor], L: int) -> dict:
