@@ -219,7 +219,7 @@ class Block(nn.Module):
             # One slice of the stream feeds both the queries and the skip connection (LayerNorm acts per position,
             # so ln1(h[:, -n_q:]) = ln1(h)[:, -n_q:]): autograd then scatters one gradient back, not two.
             hq = h[:, -n_q:]
-            xq = hq if isinstance(self.ln1, nn.Identity) else self.ln1(hq)
+            xq = self.ln1(hq)
         a, attn = self.attn(xq, x, mask)
         h = hq + a if self.residual else a
         if self.mlp is not None:
@@ -240,15 +240,13 @@ class Transformer(nn.Module):
     """
 
     def __init__(self, cfg: TransformerModel, task, generator: torch.Generator | None = None):
+        """The values of ``cfg``'s fields are the schema's to check (presets/schema.py); only how they fit
+        ``task`` is checked here (a config built in code may skip the preset's own checks)."""
         super().__init__()
         d_model, n_heads = cfg.d_model, cfg.n_heads
         seq_len, out_dim = task.seq_len, task.out_dim
         vocab_size, in_dim = getattr(task, "vocab_size", None), getattr(task, "in_dim", None)
         input = cfg.input if cfg.input != "auto" else ("embedding" if vocab_size else "linear")
-        if d_model % n_heads != 0:
-            raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
-        if cfg.attention not in ("dot", "euclidean"):
-            raise ValueError(f"attention must be 'dot' or 'euclidean', got {cfg.attention!r}")
         self.readout_only = True
         self.cfg = cfg
 
@@ -256,21 +254,17 @@ class Transformer(nn.Module):
             if not vocab_size:
                 raise ValueError("input='embedding' needs a token task (task.vocab_size)")
             self.embed = nn.Embedding(vocab_size, d_model)
-        elif input == "linear":
+        else:
             if not in_dim:
                 raise ValueError("input='linear' needs a vector task (task.in_dim)")
             self.embed = nn.Linear(in_dim, d_model, bias=cfg.bias)
-        else:
-            raise ValueError(f"input must be 'embedding' or 'linear', got {input!r}")
 
         if cfg.pos_enc == "learned":
             self.pos = nn.Parameter(torch.empty(seq_len, d_model))
         elif cfg.pos_enc == "sinusoidal":
             self.register_buffer("pos", sinusoidal_positions(seq_len, d_model), persistent=False)
-        elif cfg.pos_enc == "none":
-            self.pos = None
         else:
-            raise ValueError(f"pos_enc must be 'sinusoidal', 'learned' or 'none', got {cfg.pos_enc!r}")
+            self.pos = None
         # the causal mask and the frozen previous-token head's fixed pattern (``prev_token_head = "frozen"``)
         self.register_buffer("mask", torch.ones(seq_len, seq_len, dtype=torch.bool).tril(), persistent=False)
         self.register_buffer("prev_mask", prev_token_mask(seq_len), persistent=False)
@@ -287,18 +281,14 @@ class Transformer(nn.Module):
             self.unembed = nn.Linear(d_model, out_dim, bias=cfg.bias)
         if cfg.init == "normal":
             self._init(cfg.init_std, generator)
-        elif cfg.init in ("torch", "torch_mha"):
+        else:  # "torch", "torch_mha"
             self._init_torch_defaults(generator)
             if cfg.init == "torch_mha":
                 self._init_attention_mha(generator)
-        else:
-            raise ValueError(f"init must be 'normal', 'torch' or 'torch_mha', got {cfg.init!r}")
         if cfg.pos_init_std is not None and isinstance(self.pos, nn.Parameter):
             # Redrawn after the rest (not instead of it), so that every other parameter keeps the values it has
             # without the override: the same seed then differs only in the positions.
             nn.init.normal_(self.pos, 0.0, cfg.pos_init_std, generator=generator)
-        if cfg.embedding not in ("learned", "ordered"):
-            raise ValueError(f"embedding must be 'learned' or 'ordered', got {cfg.embedding!r}")
         self.frozen_embedding = cfg.embedding == "ordered"
         if self.frozen_embedding:
             # The blog "Sparse attention 3 – inefficiency of extracting similar content" ("Questions / Ideas"): with
