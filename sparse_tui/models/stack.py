@@ -194,7 +194,7 @@ class StackedTransformer(nn.Module):
                 places.append(ix)
             _register(self, name, stacked if name in modules[0].fixed else nn.Parameter(stacked), mask)
             self._places[name] = places
-        frozen = [i for i, m in enumerate(modules) if getattr(m, "frozen_embedding", False)]
+        frozen = [i for i, m in enumerate(modules) if m.frozen_embedding]
         if frozen:  # a fixed embedding (model.embedding = "ordered"): its gradient is 0, so no optimiser moves it
             if self.embed.weight_mask is None:
                 self.embed.weight_mask = torch.ones_like(self.embed.weight)
@@ -260,7 +260,7 @@ class StackedTransformer(nn.Module):
     def load_into(self, i: int, module: nn.Module) -> None:
         """Copy model i's real entries into its own module (for evaluation)."""
         for name, p in module.named_parameters():
-            p.copy_(self.params[name][i][self._places[name][i]])
+            p.copy_(self.member_block(name, self.params[name], i))
 
     def member_block(self, name: str, t: Tensor, i: int) -> Tensor:
         """Model i's real entries of ``t``, a tensor laid out like parameter ``name`` (the parameter itself, or an
@@ -428,17 +428,12 @@ class StackedTransformer(nn.Module):
 class StackedToy(nn.Module):
     """M toy models (Eq. 2) of one shape: scores a [M, T], output maps W [M, out, in]."""
 
-    def __init__(self, modules: list[ToyAttention], kernel: str = "auto", classification: bool = False):
+    def __init__(self, modules: list[ToyAttention]):
         super().__init__()
-        shapes = {(m.a.shape, m.W.shape) for m in modules}
-        if len(shapes) != 1:
+        if len({(m.a.shape, m.W.shape) for m in modules}) != 1:
             raise ValueError("a stack of toy models needs one shape (T, in_dim, out_dim)")
-        self.M = len(modules)
-        self.kernel = kernel
-        self.names = ["a", "W"]
-        for n in self.names:
-            self.register_parameter(n, nn.Parameter(torch.stack([getattr(m, n).detach() for m in modules])))
-        self.padded = False
+        self.M, self.padded = len(modules), False
+        self.a, self.W = (nn.Parameter(torch.stack([getattr(m, n).detach() for m in modules])) for n in "aW")
 
     @torch.no_grad()
     def load_into(self, i: int, module: nn.Module) -> None:
@@ -472,7 +467,7 @@ def build_stack(modules: list[nn.Module], kernel: str = "auto", classification: 
     if all(isinstance(m, Transformer) for m in modules):
         return StackedTransformer(modules, kernel, classification)
     if all(isinstance(m, ToyAttention) for m in modules):
-        return StackedToy(modules, kernel, classification)
+        return StackedToy(modules)
     raise ValueError("a stack needs models of one kind")
 
 
