@@ -47,8 +47,6 @@ from sparse_tui.science import dynamics, theory
 from sparse_tui.science.repetition import initial, parse_condition, scheduled
 from sparse_tui.science.schedule import lr_factor
 
-__all__ = ["OdeRun", "simulate_run", "ode_curve", "recorded_curve", "step_times", "PLATEAU_OBSERVABLES"]
-
 # run metric name -> theory observable
 PLATEAU_OBSERVABLES = {
     "test/loss": "test_loss",

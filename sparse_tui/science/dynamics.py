@@ -23,18 +23,6 @@ from sparse_tui.science.theory import (
     escape_time_linear_log,
 )
 
-__all__ = [
-    "plateau_times",
-    "plateau_grid",
-    "trajectory",
-    "Trajectory",
-    "compare_closed_form",
-    "parse_grid",
-    "expand_grid",
-    "Phase",
-    "switched_trajectory",
-]
-
 
 def plateau_times(
     d: Any,

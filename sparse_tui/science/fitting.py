@@ -61,9 +61,6 @@ from scipy.special import stdtrit
 
 from sparse_tui.science.theory import PAPER_FITS, f_rep, forecast_exponents
 
-__all__ = ["FitError", "FitResult", "fit_power_law", "compare_to_theory", "format_comparison", "short_name", "Resolver",
-           "flat_rows", "is_missing"]
-
 _SECTIONS = ("task", "model", "train", "eval", "plateau")
 _LOWER_BOUND_KEYS = ("steps_done", "last_step", "summary.steps_done", "train.steps", "params.train.steps")
 

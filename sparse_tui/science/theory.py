@@ -103,24 +103,6 @@ from typing import Any, Callable
 import numpy as np
 from scipy.special import expit
 
-__all__ = [
-    "f_rep",
-    "forecast_exponents",
-    "PaperFit",
-    "PAPER_FITS",
-    "escape_time_linear",
-    "escape_time_linear_log",
-    "linear_solution",
-    "loss_eq12",
-    "delta_a_of_alpha",
-    "w_equilibrium",
-    "hessian_eq12",
-    "rhs",
-    "rhs_eq12",
-    "losses",
-    "OBSERVABLES",
-]
-
 # ---------------------------------------------------------------------------------------------------------------
 # Forecasts and the paper's own fits
 # ---------------------------------------------------------------------------------------------------------------
