@@ -82,12 +82,16 @@ def _linreg(cfg: Any) -> tuple[float, float, float, float, float]:
     return float(task.d), float(task.T), B, float(initial(task.p)), B if task.test_repetition else 1.0
 
 
+def _tol(cfg: Any) -> dict[str, float]:
+    """The integrator's tolerances: from ``cfg.model`` (kind 'ode') when it has ``rtol``/``atol``, else 1e-8 /
+    1e-10."""
+    return {"rtol": float(getattr(cfg.model, "rtol", 1e-8)), "atol": float(getattr(cfg.model, "atol", 1e-10))}
+
+
 def _trajectory(cfg: Any, times: np.ndarray, **event) -> Any:
-    """``dynamics.trajectory`` of ``cfg``'s task at flow ``times``. Tolerances come from ``cfg.model`` (kind 'ode')
-    when it has ``rtol``/``atol``, else 1e-8 / 1e-10."""
+    """``dynamics.trajectory`` of ``cfg``'s task at flow ``times`` (tolerances: ``_tol``)."""
     d, T, B, p, test_B = _linreg(cfg)
-    return dynamics.trajectory(times, d, T, B, p, test_B=test_B, rtol=float(getattr(cfg.model, "rtol", 1e-8)),
-                             atol=float(getattr(cfg.model, "atol", 1e-10)), **event)
+    return dynamics.trajectory(times, d, T, B, p, test_B=test_B, **_tol(cfg), **event)
 
 
 def _metrics(tr: Any) -> dict[str, np.ndarray]:
@@ -161,12 +165,12 @@ def _phases(cfg: Any) -> tuple[str, list[dynamics.Phase]]:
                  for v, e in zip(vals, ends)]
 
 
-def _simulate_switched(cfg: Any, steps: np.ndarray, times: np.ndarray, obs: str, level: float, direction: int,
-                       notes: list[str]) -> tuple[dict, float | None, int]:
+def _simulate_switched(cfg: Any, times: np.ndarray, obs: str, level: float, direction: int, notes: list[str]
+                       ) -> tuple[dict, float | None, int]:
     key, phases = _phases(cfg)
-    tr, switches = dynamics.switched_trajectory(
-        times, *_linreg(cfg)[:2], phases, test_B=_linreg(cfg)[4], rtol=float(getattr(cfg.model, "rtol", 1e-8)),
-        atol=float(getattr(cfg.model, "atol", 1e-10)), event=obs, level=level, direction=direction)
+    d, T, _, _, test_B = _linreg(cfg)
+    tr, switches = dynamics.switched_trajectory(times, d, T, phases, test_B=test_B, **_tol(cfg), event=obs,
+                                                level=level, direction=direction)
     metrics = _metrics(tr)
     metrics["toy/w_tilde"] = tr.w_tilde
     k = np.searchsorted(np.asarray(switches), times, side="right")  # switches done by each evaluation
@@ -177,7 +181,7 @@ def _simulate_switched(cfg: Any, steps: np.ndarray, times: np.ndarray, obs: str,
 
 def simulate_run(cfg: Any) -> OdeRun:
     """Integrate the reduced dynamics for ``cfg`` (a ``presets.RunConfig`` with a linreg task) and return its
-    metrics at the evaluation steps and the exact plateau step (tolerances: ``_trajectory``). A repetition schedule
+    metrics at the evaluation steps and the exact plateau step (tolerances: ``_tol``). A repetition schedule
     (repetition.py) is followed by ``dynamics.switched_trajectory``."""
     p = _linreg(cfg)[3]
     steps = np.array(eval_steps(cfg), dtype=np.int64)
@@ -196,7 +200,7 @@ def simulate_run(cfg: Any) -> OdeRun:
         notes.append(f"plateau metric {metric!r} is not computed by the flow; no exact plateau")
 
     if scheduled(cfg.task):
-        metrics, pt, n_steps = _simulate_switched(cfg, steps, times, obs, level, direction, notes)
+        metrics, pt, n_steps = _simulate_switched(cfg, times, obs, level, direction, notes)
         pt = pt if exact else None
     else:
         tr = _trajectory(cfg, times, event=obs, level=level, direction=direction)
