@@ -59,7 +59,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 from scipy.special import stdtrit
 
-from sparse_tui.science.theory import PAPER_FITS, f_rep, forecast_exponents
+from sparse_tui.science.theory import PAPER_FITS, PaperFit, f_rep, forecast_exponents
 
 _SECTIONS = ("task", "model", "train", "eval", "plateau")
 _LOWER_BOUND_KEYS = ("steps_done", "last_step", "summary.steps_done", "train.steps", "params.train.steps")
@@ -216,12 +216,7 @@ class FitResult:
     model_kind: str | None = None  # the runs' model.kind when they all share one
     notes: list[str] = field(default_factory=list)
 
-    def predict(self, **x: float) -> float:
-        """C prod x_i^beta_i for keyword values of the variables."""
-        out = self.C
-        for v in self.variables:
-            out *= float(x[v]) ** self.exponents[v]
-        return out
+    predict = PaperFit.predict  # C prod x_i^beta_i for keyword values of the variables (exponents: in their order)
 
     def formula(self, digits: int = 2) -> str:
         parts = [f"{self.C:.{digits}f}"]

@@ -248,7 +248,6 @@ class CheckpointFiles:
         left behind and the previous checkpoint intact."""
         import torch
 
-        older = _versions(self.runs_dir, self.run_ids[0])
         path = checkpoint_dir(self.runs_dir) / f"{self.run_ids[0]}.{int(step)}.pt"
 
         def fill(fh) -> None:
@@ -258,10 +257,7 @@ class CheckpointFiles:
                 torch.save(state, fh)
 
         write_file(path, fill, binary=True, mkdir=True)  # files.py: atomic, the previous checkpoint or this one
-        for _, old in older:
-            if old != path:
-                _unlink(old)
-        _unlink(checkpoint_dir(self.runs_dir) / f"{self.run_ids[0]}.step")  # the older layout's header
+        self.remove(keep=path)
 
     def read_bytes(self) -> bytes | None:
         """The latest checkpoint file's bytes (what the Ray coordinator hands a worker), None when there is none."""
@@ -281,9 +277,11 @@ class CheckpointFiles:
         self.step = found[-1][0]
         return _load(found[-1][1], device)
 
-    def remove(self) -> None:
+    def remove(self, keep: Path | None = None) -> None:
+        """Remove the stack's checkpoint files (but ``keep``) and the older layout's step header."""
         for _, p in _versions(self.runs_dir, self.run_ids[0]):
-            _unlink(p)
+            if p != keep:
+                _unlink(p)
         _unlink(checkpoint_dir(self.runs_dir) / f"{self.run_ids[0]}.step")
 
     def __str__(self) -> str:
