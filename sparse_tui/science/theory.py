@@ -278,10 +278,8 @@ def _rhs(y: np.ndarray, P: _Params) -> np.ndarray:
 def rhs(y: Any, d: Any, T: Any, B: Any = 1, p: Any = 0.0) -> np.ndarray:
     """d/dt (w~, w, da) = -grad L (Eqs. 18-21, extended to in-context repetition B). ``y``: [..., 3]."""
     y = np.asarray(y, dtype=float)
-    shape = y.shape
-    y2 = y.reshape(-1, 3)
-    P = _Params(*(np.broadcast_to(v, shape[:-1]) for v in (d, T, B, p, B)))
-    return _rhs(y2, P).reshape(shape)
+    P = _Params(*(np.broadcast_to(v, y.shape[:-1]) for v in (d, T, B, p, B)))
+    return _rhs(y.reshape(-1, 3), P).reshape(y.shape)
 
 
 def rhs_eq12(w: Any, da: Any, d: Any, T: Any, B: Any = 1) -> tuple[np.ndarray, np.ndarray]:

@@ -112,10 +112,9 @@ class Batcher:
         return t.to(self.dtype) if (self.dtype is not None and t.is_floating_point()) else t
 
     def assemble(self, batches) -> tuple[torch.Tensor, torch.Tensor]:
-        if len(batches) == 1 and not self.padded:
-            return self._float(batches[0].x).unsqueeze(0), self._float(batches[0].y).unsqueeze(0)
         if not self.padded:
-            return (self._float(torch.stack([b.x for b in batches])), self._float(torch.stack([b.y for b in batches])))
+            join = torch.stack if len(batches) > 1 else lambda ts: ts[0].unsqueeze(0)
+            return self._float(join([b.x for b in batches])), self._float(join([b.y for b in batches]))
         st = self.stack
         M, B, L = len(batches), batches[0].x.shape[0], st.L
         x0 = batches[0].x
