@@ -102,11 +102,7 @@ def plateau_grid(grid: Mapping[str, Iterable[Any]] | Sequence[Mapping[str, Any]]
     """Plateau lengths over a grid (see ``expand_grid``): a list of rows {d, T, B, p, plateau}."""
     g = expand_grid(grid)
     pl = plateau_times(g["d"], g["T"], g["B"], g["p"], **kw)
-    return [
-        {"d": float(g["d"][i]), "T": float(g["T"][i]), "B": float(g["B"][i]), "p": float(g["p"][i]),
-         "plateau": float(pl[i])}
-        for i in range(pl.size)
-    ]
+    return [{**{k: float(g[k][i]) for k in _GRID_DEFAULTS}, "plateau": float(pl[i])} for i in range(pl.size)]
 
 
 @dataclass
@@ -331,14 +327,9 @@ def compare_closed_form(
     a = escape_time_linear(g["d"], g["T"], g["B"], g["p"], eps=eps)
     lg = escape_time_linear_log(g["d"], g["T"], g["B"], g["p"], eps=eps)
     sc = 1.0 / _rate(g["d"], g["T"], g["B"], g["p"])
-    rows = []
-    for i in range(pl.size):
-        rows.append({
-            "d": float(g["d"][i]), "T": float(g["T"][i]), "B": float(g["B"][i]), "p": float(g["p"][i]),
-            "plateau": float(pl[i]), "arcsinh": float(a[i]), "log": float(lg[i]),
-            "ratio_arcsinh": float(a[i] / pl[i]), "ratio_log": float(lg[i] / pl[i]),
-            "ratio_scale": float(pl[i] / sc[i]),
-        })
+    rows = [{**{k: float(g[k][i]) for k in _GRID_DEFAULTS}, "plateau": float(pl[i]), "arcsinh": float(a[i]),
+             "log": float(lg[i]), "ratio_arcsinh": float(a[i] / pl[i]), "ratio_log": float(lg[i] / pl[i]),
+             "ratio_scale": float(pl[i] / sc[i])} for i in range(pl.size)]
 
     def rng(key):
         v = np.array([r[key] for r in rows])
