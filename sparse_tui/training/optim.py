@@ -213,10 +213,8 @@ class StackOptimizer:
     @torch.no_grad()
     def snapshot(self) -> list[dict[str, torch.Tensor]] | None:
         """Copies of the state (None: a fused optimiser that has not stepped yet, whose state is made lazily)."""
-        states = self.state_tensors()
-        if not any(states):
-            return None
-        return [{k: v.clone() for k, v in st.items()} for st in states]
+        states = self.state_dict()["state"]
+        return states if any(states) else None
 
     @torch.no_grad()
     def restore(self, snap: list[dict[str, torch.Tensor]] | None) -> None:
