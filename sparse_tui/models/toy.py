@@ -6,9 +6,9 @@ Attention does not look at the tokens: ``a`` ([T]) is one learned score per posi
 same attention row for every sequence. ``W`` ([out_dim, in_dim]) is the output map. With the linreg indicator
 feature (App. B.1) ``in_dim = d + 1`` and ``out_dim = d``; the model cannot make use of that feature (App. B.3).
 
-Initialisation: 'zero' puts a = 0 (uniform attention 1/T, Asm. 2) and W = 0 (Asm. 4), the setting of the theory
-and of the reduced dynamics (Eqs. 3-4); 'normal' draws both from N(0, init_scale^2) (the relaxed setting of
-App. A.3.4 draws W from N(0, 1/d)).
+Initialisation (``model.init``, checked by the schema): 'zero' puts a = 0 (uniform attention 1/T, Asm. 2) and
+W = 0 (Asm. 4), the setting of the theory and of the reduced dynamics (Eqs. 3-4); 'normal' draws both from
+N(0, init_scale^2) (the relaxed setting of App. A.3.4 draws W from N(0, 1/d)).
 """
 
 from __future__ import annotations
@@ -34,8 +34,6 @@ class ToyAttention(nn.Module):
         generator: torch.Generator | None = None,
     ):
         super().__init__()
-        if init not in ("zero", "normal"):
-            raise ValueError(f"toy model init must be 'zero' or 'normal', got {init!r}")
         self.a = nn.Parameter(torch.zeros(seq_len))  # attention scores, one per position
         self.W = nn.Parameter(torch.zeros(out_dim, in_dim))  # output weights
         if init == "normal":
