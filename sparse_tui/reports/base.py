@@ -53,6 +53,7 @@ def check_path(path: str | Path, flag: str = "--plot") -> Path:
 _STYLE = {
     "font.size": 8.5,
     "axes.titlesize": 9,
+    "figure.titlesize": 8.5,
     "axes.labelsize": 8.5,
     "legend.fontsize": 7,
     "xtick.labelsize": 7.5,

@@ -175,7 +175,7 @@ def fit_figure(rep: Any, *, title: str | None = None) -> Any:
     head = title or f"{presets}: {res.formula()}"  # what was fitted, not the selection's log line
     reread = getattr(rep, "reread", None)  # plateaus re-read at another threshold (fit --threshold X)
     at = f", plateau at {'; '.join(reread.used)} (re-read)" if reread is not None else ""
-    fig.suptitle(f"{head}   (R² = {fmt_r2(res.r2)}, n = {res.n}, censored = {res.n_censored}{at})", fontsize=8.5)
+    fig.suptitle(f"{head}   (R² = {fmt_r2(res.r2)}, n = {res.n}, censored = {res.n_censored}{at})")
     return fig
 
 

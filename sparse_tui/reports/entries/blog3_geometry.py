@@ -75,7 +75,7 @@ def geometry_figure(store: Any, run_ids: Sequence[str], *, title: str | None = N
                      f"neighbours {o['neighbours']:.2f}", fontsize=7.5)
         ax.set_xlabel(pl.axes[0])
         ax.set_ylabel(pl.axes[1])
-    fig.suptitle(title or "learned token embeddings (labels: token value)", fontsize=8.5)
+    fig.suptitle(title or "learned token embeddings (labels: token value)")
     return fig
 
 

@@ -86,7 +86,7 @@ def eq6_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None) 
     ax.legend(frameon=False)
     ax2.scatter(x, closed / pl, s=12)
     ax2.set(xscale="log", xlabel="√d·T / B", title="closed form ÷ integrated")
-    fig.suptitle(title or f"Eq. 6 (ε = {EQ6_EPS:g}) against the integrated flow", fontsize=8.5)
+    fig.suptitle(title or f"Eq. 6 (ε = {EQ6_EPS:g}) against the integrated flow")
     return fig
 
 

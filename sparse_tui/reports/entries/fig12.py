@@ -31,7 +31,7 @@ def fig12_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None
         ax.set_xlabel("step")
         ax.set_title(head)
     axes[0].legend(frameon=False)
-    fig.suptitle(title or "Fig. 12: cross-sample repetition", fontsize=8.5)
+    fig.suptitle(title or "Fig. 12: cross-sample repetition")
     return fig
 
 

@@ -89,7 +89,7 @@ def fig16_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None
         ax.set_title(head)
     axes[0].legend(frameon=False, title=("line style: seed " + ", ".join(map(str, seeds))) if len(seeds) > 1
                    else None)
-    fig.suptitle(title or "Fig. 16: repetition on the training data", fontsize=8.5)
+    fig.suptitle(title or "Fig. 16: repetition on the training data")
     return fig
 
 

@@ -109,7 +109,7 @@ def fig17_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None
         ax.set_ylim(-0.02, 1.02)
     for ax in axes if recs else ():
         ax.legend(frameon=False)
-    fig.suptitle(title or "Fig. 17: attention probes during recall's emergence", fontsize=8.5)
+    fig.suptitle(title or "Fig. 17: attention probes during recall's emergence")
     return fig
 
 

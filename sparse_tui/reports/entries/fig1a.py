@@ -42,7 +42,7 @@ def fig1a_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None
     ax.set_xlabel("flow time (step × lr)")
     ax.set_ylabel("test loss")
     ax.legend(frameon=False)
-    fig.suptitle(title or f"Fig. 1a: reduced dynamics, T = {fmt_plain(flows[0]['T'], 'g')}", fontsize=8.5)
+    fig.suptitle(title or f"Fig. 1a: reduced dynamics, T = {fmt_plain(flows[0]['T'], 'g')}")
     return fig
 
 

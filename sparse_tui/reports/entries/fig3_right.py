@@ -90,7 +90,7 @@ def p_table_figure(data: TableData, *, title: str | None = None) -> Any:
     ax.set_xlabel("d")
     ax.set_ylabel("plateau step")
     ax.legend(frameon=False)
-    fig.suptitle(title or "plateau vs d per cross-sample repetition p", fontsize=8.5)
+    fig.suptitle(title or "plateau vs d per cross-sample repetition p")
     return fig
 
 

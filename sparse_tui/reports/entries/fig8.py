@@ -88,7 +88,7 @@ def fig8_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None)
         _time_axis(ax, [f])
         if f["plateau"] is not None:
             ax.axvline(f["plateau"], color="0.4", lw=0.7, ls=":")
-    fig.suptitle(title or f"Fig. 8 (T = {fmt_plain(f['T'], 'g')}, d = {fmt_plain(f['d'], 'g')})", fontsize=8.5)
+    fig.suptitle(title or f"Fig. 8 (T = {fmt_plain(f['T'], 'g')}, d = {fmt_plain(f['d'], 'g')})")
     return fig
 
 

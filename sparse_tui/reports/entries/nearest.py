@@ -104,7 +104,7 @@ def nearest_figure(store: Any, run_ids: Sequence[str], *, title: str | None = No
     ax.set_ylabel("test perplexity exp(loss)")
     ax.legend(frameon=False)
     vs = sorted({r["V"] for r in rows})
-    fig.suptitle(title or f"nearest token, V = {', '.join(map(str, vs))}", fontsize=8.5)
+    fig.suptitle(title or f"nearest token, V = {', '.join(map(str, vs))}")
     return fig
 
 
