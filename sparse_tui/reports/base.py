@@ -56,6 +56,7 @@ _STYLE = {
     "figure.titlesize": 8.5,
     "axes.labelsize": 8.5,
     "legend.fontsize": 7,
+    "legend.frameon": False,
     "xtick.labelsize": 7.5,
     "ytick.labelsize": 7.5,
     "axes.spines.top": False,

@@ -117,7 +117,7 @@ def _run_figure(rec: Any, series: Mapping[str, Any], title: str | None) -> Any:
                                                                else ""))
         ax.set_xlabel("step")
         ax.set_title(name)
-        ax.legend(frameon=False, loc="best")
+        ax.legend(loc="best")
     how = _plateau_rule(rec)
     if title is None:
         ps = "none" if rec.plateau_step is None else f"{rec.plateau_step:g}"
@@ -190,7 +190,7 @@ def _overlay_figure(data: Sequence[tuple[Any, Mapping]], title: str | None, grou
     if ramp:
         sm = mpl.cm.ScalarMappable(norm=norm, cmap=mpl.colors.ListedColormap(cmap(np.linspace(0, 0.92, 256))))
         fig.colorbar(sm, ax=list(axes), label=short[ckey], pad=0.02, fraction=0.05)
-        axes[0].legend(handles=styled + extra, frameon=False, loc="best")
+        axes[0].legend(handles=styled + extra, loc="best")
     else:
         handles = axes[0].get_legend_handles_labels()[0]
         if ckey:  # one entry per colour (a group's with its n), then per line style
@@ -199,9 +199,9 @@ def _overlay_figure(data: Sequence[tuple[Any, Mapping]], title: str | None, grou
                               else f"{short[ckey]}={v}") for v in cvals]
         handles += styled + extra
         if len(handles) <= 7:
-            axes[0].legend(handles=handles, frameon=False, loc="best")
+            axes[0].legend(handles=handles, loc="best")
         else:
-            fig.legend(handles=handles, loc="outside lower center", ncol=min(4, len(handles)), frameon=False)
+            fig.legend(handles=handles, loc="outside lower center", ncol=min(4, len(handles)))
     mean = f", mean ± std over the runs of each {', '.join(short[k] for k in keys)}" if keys else ""
     return _titled(fig, title or f"{', '.join(sorted({r.preset for r in recs}))}: {len(recs)} runs" + mean, recs[0])
 
@@ -330,6 +330,6 @@ def _facet_figure(data: Sequence[tuple[Any, Mapping]], points: Sequence[str], ti
             ax.set_xlabel("step")
     handles = [Line2D([], [], color=cmap(i % 10), lw=1.3, label=f"seed {s}") for i, s in enumerate(seeds)]
     handles.append(Line2D([], [], color="0.3", lw=0.8, ls=":", label="plateau step"))
-    fig.legend(handles=handles, loc="outside right center", frameon=False)
+    fig.legend(handles=handles, loc="outside right center")
     presets = sorted({r.preset for r, _ in data})
     return _titled(fig, title or f"{', '.join(presets)}: {len(data)} runs", data[0][0])

@@ -107,18 +107,16 @@ def _per_point(rows: Sequence[dict], entry: Entry, pf: Any) -> list[dict[str, An
         laws[k] = x_law
         pl = r.get("plateau_step")
         groups.setdefault(k, [])
-        if pl is not None and isinstance(pl, (int, float)) and pl > 0:
+        if isinstance(pl, (int, float)) and pl > 0:
             groups[k].append(float(pl))
     out = []
     for k in sorted(groups):
         vals = groups[k]
         m = _gmean(vals)
-        law = None
-        if pf is not None:
-            try:
-                law = pf.predict(**{v: laws[k][v] for v in pf.exponents})
-            except KeyError:
-                law = None
+        try:
+            law = pf.predict(**{v: laws[k][v] for v in pf.exponents}) if pf is not None else None
+        except KeyError:
+            law = None
         out.append({"x": xs[k], "n": len(vals), "measured": m, "paper": law,
                     "ratio": (m / law) if (m and law) else None})
     return out

@@ -251,13 +251,11 @@ def select_runs(store: Any, *, preset: str | None = None, batch: str | None = No
         criteria.append(f"{len(run_ids)} run id(s)")
         if preset:
             recs = [r for r in recs if r.preset == preset]
-        if batch:
-            recs = [r for r in recs if r.batch_id == batch]
         store.reap()
     else:
         recs = store.runs(preset=preset)
-        if batch:
-            recs = [r for r in recs if r.batch_id == batch]
+    if batch:
+        recs = [r for r in recs if r.batch_id == batch]
     if preset:
         criteria.insert(0, f"preset {preset}")
     if batch:

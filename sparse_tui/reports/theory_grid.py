@@ -35,8 +35,7 @@ def theory_point(d: float, T: float, B: float = 1, p: float = 0.0, *, threshold:
     return json_safe({
         "d": d, "T": T, "B": B, "p": p, "f": f, "threshold": threshold, "eps": eps,
         "plateau": pl, "closed_arcsinh": a, "closed_log": lg, "scale": scale,
-        "ratio_arcsinh": a / pl if pl == pl else None, "ratio_log": lg / pl if pl == pl else None,
-        "ratio_scale": pl / scale if pl == pl else None,
+        "ratio_arcsinh": a / pl, "ratio_log": lg / pl, "ratio_scale": pl / scale,  # NaN: None (json_safe)
     })
 
 
@@ -91,10 +90,8 @@ def theory_grid(grid: Mapping[str, Sequence[float]] | Sequence[str] | str, *, th
     variables = [k for k in ("d", "T", "B") if len({r[k] for r in rows}) > 1]
     if len({r["p"] for r in rows}) > 1:
         variables.append("f")
-    fit = None
-    fit_error = None
+    fit = fit_error = key = None
     comparison: list[dict[str, Any]] = []
-    key = None
     if variables:
         # 'auto': the reduced flow's own figure, Fig. 2 right when p varies (f), else Fig. 2 left
         key = ("fig2_right" if "f" in variables else "fig2_left") if paper == "auto" else paper

@@ -54,7 +54,7 @@ def fig10_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None
             a2.plot(f["t"], f["toy/w_tilde"], color=c, ls="--")
         a3.plot(f["t"], f["alpha"], color=c)
     a1.set_ylabel("test loss (no repetition)")
-    a1.legend(frameon=False)
+    a1.legend()
     a2.set_ylabel("w~ (dashed), w / √(d−1) (plain)")
     a3.set_ylabel("α")
     for ax in (a1, a2, a3):

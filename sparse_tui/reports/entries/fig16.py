@@ -87,7 +87,7 @@ def fig16_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None
                                "test data, no repetition (accuracy)")):
         ax.set_xlabel("step")
         ax.set_title(head)
-    axes[0].legend(frameon=False, title=("line style: seed " + ", ".join(map(str, seeds))) if len(seeds) > 1
+    axes[0].legend(title=("line style: seed " + ", ".join(map(str, seeds))) if len(seeds) > 1
                    else None)
     fig.suptitle(title or "Fig. 16: repetition on the training data")
     return fig

@@ -108,7 +108,7 @@ def fig17_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None
         ax.set_title(head)
         ax.set_ylim(-0.02, 1.02)
     for ax in axes if recs else ():
-        ax.legend(frameon=False)
+        ax.legend()
     fig.suptitle(title or "Fig. 17: attention probes during recall's emergence")
     return fig
 

@@ -89,7 +89,7 @@ def p_table_figure(data: TableData, *, title: str | None = None) -> Any:
     ax.set_yscale("log")
     ax.set_xlabel("d")
     ax.set_ylabel("plateau step")
-    ax.legend(frameon=False)
+    ax.legend()
     fig.suptitle(title or "plateau vs d per cross-sample repetition p")
     return fig
 

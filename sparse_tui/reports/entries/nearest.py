@@ -102,7 +102,7 @@ def nearest_figure(store: Any, run_ids: Sequence[str], *, title: str | None = No
     ax.set_yscale("log")
     ax.set_xlabel({"C": "context length C", "n_embd": "n_embd"}[xkey])
     ax.set_ylabel("test perplexity exp(loss)")
-    ax.legend(frameon=False)
+    ax.legend()
     vs = sorted({r["V"] for r in rows})
     fig.suptitle(title or f"nearest token, V = {', '.join(map(str, vs))}")
     return fig

@@ -107,7 +107,7 @@ def temporary_figure(store: Any, run_ids: Sequence[str], *, title: str | None = 
     ax.set(xscale="log", yscale="log", xlabel="time", title="test loss (no repetition)")
     ax2.axhline(1.0, color="grey", lw=0.8, ls=":")
     ax2.set(xscale="log", xlabel="time", title="÷ p = 0's (same seed)")
-    ax.legend(frameon=False)
+    ax.legend()
     fig.suptitle(title or "§2.3: is cross-sample repetition's advantage temporary?")
     return fig
 
