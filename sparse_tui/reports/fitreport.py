@@ -27,7 +27,7 @@ import numpy as np
 
 from sparse_tui.base.numbers import fmt_or
 from sparse_tui.base.parse import number
-from sparse_tui.reports.selection import Selection, parse_tie, parse_vars, parse_where, select_rows, select_runs
+from sparse_tui.reports.selection import Selection, parse_tie, parse_vars, parse_where, select_runs
 from sparse_tui.science.fitting import FitError, FitResult, compare_to_theory, fit_power_law, format_comparison
 from sparse_tui.science.theory import (
     PAPER_FITS,
@@ -108,15 +108,13 @@ def _varying_params(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     return sorted(k for k, s in vals.items() if len(s) > 1)
 
 
-def fit_runs(selection: Selection | Sequence[Mapping[str, Any]], variables: Sequence[str], *,
+def fit_runs(selection: Selection, variables: Sequence[str], *,
              target: str = "plateau_step", tie: Sequence[tuple[str, float]] | None = None, bootstrap: int = 0,
              seed: int = 0, paper: str | None = "auto") -> FitReport:
-    """Fit ``target = C prod x^beta`` over the finished runs of ``selection`` (a ``Selection`` or run-table rows,
-    which are then filtered to finished runs) and compare with the forecast and the paper (``paper``: a key of
+    """Fit ``target = C prod x^beta`` over the finished runs of ``selection`` (``select_runs``,
+    ``reread_plateaus``) and compare with the forecast and the paper (``paper``: a key of
     ``theory.PAPER_FITS``, None, or 'auto': the law of the figure-atlas entry that names the runs' preset,
     ``atlas.law_of_presets``, never a guess from names or the model). Raises ``FitError`` with a one-line message."""
-    if not isinstance(selection, Selection):
-        selection = select_rows(selection)
     if selection.matched == 0:
         raise FitError("no runs match the selection" + (f" ({', '.join(selection.criteria)})"
                                                          if selection.criteria else ""))
