@@ -18,7 +18,7 @@ import numpy as np
 
 from sparse_tui.base.numbers import fmt_plain
 from sparse_tui.base.plotting import fmt_r2
-from sparse_tui.reports.base import FigureError, _fig, figure_writer
+from sparse_tui.reports.base import FigureError, _fig, figure_writer, law_text
 
 __all__ = ["fit_figure"]
 
@@ -178,10 +178,9 @@ def _fit_key(res: Any, paper: Any, theory: Mapping[str, float], censored: bool, 
     key = [Line2D([], [], color="0.2", lw=1.2, label=f"fit {res.formula()}")]
     if paper is not None:
         pf, _, const = paper
-        expo = " · ".join(f"{k}^{val:g}" for k, val in pf.exponents.items())
         at = f" at {', '.join(f'{k} = ' + fmt_plain(c, 'g') for k, c in const.items())}" if const else ""
         key.append(Line2D([], [], color="0.2", lw=1.0, ls=(0, (4, 2.5)),
-                          label=f"paper {pf.figure}: {pf.C:g} · {expo}{at}"))
+                          label=f"paper {pf.figure}: {law_text(pf)}{at}"))
     if theory:
         slopes = ", ".join(f"{v} {e:+g}" for v, e in theory.items())
         key.append(Line2D([], [], color="0.2", lw=1.0, ls="-.",

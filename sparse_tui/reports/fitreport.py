@@ -27,6 +27,7 @@ import numpy as np
 
 from sparse_tui.base.numbers import fmt_or
 from sparse_tui.base.parse import number
+from sparse_tui.reports.base import law_text
 from sparse_tui.reports.selection import Selection, parse_tie, parse_vars, parse_where, select_runs
 from sparse_tui.science.fitting import FitError, FitResult, compare_to_theory, fit_power_law, format_comparison
 from sparse_tui.science.theory import (
@@ -304,13 +305,11 @@ def format_fit_report(rep: FitReport) -> str:
     cols = ", ".join(f"{v} <- {c}" for v, c in res.columns.items() if c != v)
     if cols:
         lines.append(f"columns: {cols}")
-    lines.append("")
-    lines.append(res.summary())
+    lines += ["", res.summary()]
     if res.bootstrap and res.boot_skipped:
         lines.append(f"  bootstrap: {res.bootstrap} resamples, {res.boot_skipped} skipped (singular design)")
     if res.censored:
-        lines.append("")
-        lines.append("censored runs (plateau >= their last step; excluded from the least squares):")
+        lines += ["", "censored runs (plateau >= their last step; excluded from the least squares):"]
         for c in res.censored:
             lb = _fmt(c.get("lower_bound"), "g")
             pred = _fmt(c.get("predicted"), ".4g")
@@ -321,15 +320,11 @@ def format_fit_report(rep: FitReport) -> str:
     pf = PAPER_FITS.get(rep.paper) if rep.paper else None
     head = "comparison with the forecast sqrt(d)·T/(B·f) (App. A.3.2 / A.4.2; log factor dropped)"
     if pf is not None:
-        expo = " · ".join(f"{k}^{v:g}" for k, v in pf.exponents.items())
-        head += f" and the paper's {pf.figure} fit ({pf.C:g} · {expo}, R² = {pf.r2:g}; {pf.setting})"
-    lines.append(head + ":")
-    lines.append(format_comparison(rep.comparison))
+        head += f" and the paper's {pf.figure} fit ({law_text(pf)}, R² = {pf.r2:g}; {pf.setting})"
+    lines += [head + ":", format_comparison(rep.comparison)]
     if rep.paper_note:
         lines.append(f"  no paper law: {rep.paper_note}")
-    notes = [r["variable"] + ": " + r["forecast_note"] for r in rep.comparison if r.get("forecast_note")]
-    for n in notes:
-        lines.append(f"  note: {n}")
+    lines += [f"  note: {r['variable']}: {r['forecast_note']}" for r in rep.comparison if r.get("forecast_note")]
     return "\n".join(lines)
 
 

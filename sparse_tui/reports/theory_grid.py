@@ -10,6 +10,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from sparse_tui.reports.base import law_text
 from sparse_tui.reports.fitreport import _fmt, json_safe
 from sparse_tui.science.dynamics import compare_closed_form, expand_grid, parse_grid, plateau_times
 from sparse_tui.science.fitting import FitError, FitResult, compare_to_theory, fit_power_law, format_comparison
@@ -130,15 +131,12 @@ def format_theory_grid(out: Mapping[str, Any]) -> str:
     if fit is None:
         lines.append(f"power-law fit: not done ({out['fit_error']})")
         return "\n".join(lines)
-    lines.append("power-law fit of the integrated plateaus (App. D.2, least squares on logs):")
-    lines.append(fit.summary())
+    lines += ["power-law fit of the integrated plateaus (App. D.2, least squares on logs):", fit.summary()]
     pf = PAPER_FITS.get(out["paper"]) if out.get("paper") else None
     head = "exponents vs the forecast sqrt(d)·T/(B·f) (d +0.5, T +1, B -1, f -1)"
     if pf is not None:
-        expo = " · ".join(f"{k}^{v:g}" for k, v in pf.exponents.items())
-        head += f" and the paper's {pf.figure} fit ({pf.C:g} · {expo})"
-    lines.append(head + ":")
-    lines.append(format_comparison(out["comparison"]))
+        head += f" and the paper's {pf.figure} fit ({law_text(pf)})"
+    lines += [head + ":", format_comparison(out["comparison"])]
     return "\n".join(lines)
 
 

@@ -26,8 +26,16 @@ class Fig8Data:
     one_over_d: float
 
 
+def _eigenvalues(f: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """Where Δa is finite along the flow, and the Hessian of Eq. 12's two eigenvalues there."""
+    from sparse_tui.science.theory import hessian_eq12
+
+    ok = np.isfinite(f["da"])
+    return ok, np.linalg.eigvalsh(hessian_eq12(f["w"][ok], f["da"][ok], f["d"], f["T"], f["B"]))
+
+
 def fig8_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
-    from sparse_tui.science.theory import hessian_eq12, w_equilibrium
+    from sparse_tui.science.theory import w_equilibrium
 
     f = sorted_flows(store, run_ids, "d")[0]
     pl = f["plateau"] or float(f["t"][-1])
@@ -35,8 +43,7 @@ def fig8_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     ratio = f["w"] / winf
     early = f["t"] < 0.5 * pl
     late = f["t"] > 1.5 * pl
-    ok = np.isfinite(f["da"])
-    ev = np.linalg.eigvalsh(hessian_eq12(f["w"][ok], f["da"][ok], f["d"], f["T"], f["B"]))
+    ok, ev = _eigenvalues(f)
     lam = f["B"] / (math.sqrt(f["d"]) * f["T"])
     k = int(np.argmax(ev[:, 1]))
     data = Fig8Data(w_over_winf_plateau_max=float(np.nanmax(ratio[early][1:])) if early.sum() > 1
@@ -58,7 +65,7 @@ def fig8_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
 def fig8_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None) -> Any:
     """Fig. 8: (left) w_inf(alpha) for several T at the run's d; (middle) w and w_inf(alpha(t)) along the flow;
     (right) the smallest and largest eigenvalue of the Hessian of Eq. 12 along the flow."""
-    from sparse_tui.science.theory import hessian_eq12, w_equilibrium
+    from sparse_tui.science.theory import w_equilibrium
 
     f = sorted_flows(store, run_ids, "d")[0]
     fig, (a1, a2, a3) = _fig(3)
@@ -76,8 +83,7 @@ def fig8_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None)
     a2.set_ylim(0, 2.5 * math.sqrt(f["d"]))
     a2.set_xlabel("flow time")
     a2.legend()
-    ok = np.isfinite(f["da"])
-    ev = np.linalg.eigvalsh(hessian_eq12(f["w"][ok], f["da"][ok], f["d"], f["T"], f["B"]))
+    ok, ev = _eigenvalues(f)
     a3.plot(f["t"][ok], ev[:, 1], color="C2", label="largest")
     a3.plot(f["t"][ok], ev[:, 0], color="C4", label="smallest")
     a3.set_yscale("symlog", linthresh=1e-5)

@@ -23,13 +23,12 @@ from sparse_tui.reports.base import (
     make_report,
     run_config,
 )
+from sparse_tui.reports.flows import timed
 from sparse_tui.science.repetition import initial
 
 
-def _series(store: Any, run_id: str, name: str = "test/loss") -> tuple[np.ndarray, np.ndarray]:
-    st, vals = store.metrics(run_id).get(name, ([], []))
-    lr = float(run_config(store.get(run_id)).train.lr)
-    return (np.asarray(st, dtype=float) * lr, np.asarray([np.nan if v is None else v for v in vals], dtype=float))
+def _series(store: Any, run_id: str) -> tuple[np.ndarray, np.ndarray]:
+    return timed(store.metrics(run_id), "test/loss", float(run_config(store.get(run_id)).train.lr))
 
 
 def _p(rec: Any) -> float:
