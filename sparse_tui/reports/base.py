@@ -201,6 +201,12 @@ def _num(x: Any, spec: str = "+.3f") -> str:
     return format(x, spec)
 
 
+def _crossing(curve: tuple[Sequence[Any], Sequence[Any]], level: float, above: bool = True) -> float | None:
+    """The first logged step (of a curve: steps, values) at which the value is at or above ``level`` (at or below:
+    ``above`` False); None when it never is."""
+    return next((float(s) for s, v in zip(*curve) if v is not None and (v >= level if above else v <= level)), None)
+
+
 def _first(t: Any, cond: Any) -> float | None:
     idx = np.flatnonzero(cond)
     return float(t[idx[0]]) if idx.size else None

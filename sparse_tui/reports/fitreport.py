@@ -39,7 +39,6 @@ __all__ = [
     "FitReport",
     "fit_runs",
     "fit_store",
-    "format_fit_report",
     "json_safe",
     "TARGETS",
     "Reread",
@@ -68,7 +67,36 @@ class FitReport:
     reread: Reread | None = None  # the plateaus were re-read at another threshold (``reread_plateaus``)
 
     def text(self) -> str:
-        return format_fit_report(self)
+        """The text ``sparse-tui fit`` prints: selection, fit summary, censored runs, theory/paper comparison."""
+        res = self.result
+        lines = [self.selection.describe()]
+        if self.reread is not None:
+            lines.append(self.reread.text())
+        lines.append(f"fitted: {res.n} run(s) with a plateau; censored (never reached the threshold): {res.n_censored}")
+        cols = ", ".join(f"{v} <- {c}" for v, c in res.columns.items() if c != v)
+        if cols:
+            lines.append(f"columns: {cols}")
+        lines += ["", res.summary()]
+        if res.bootstrap and res.boot_skipped:
+            lines.append(f"  bootstrap: {res.bootstrap} resamples, {res.boot_skipped} skipped (singular design)")
+        if res.censored:
+            lines += ["", "censored runs (plateau >= their last step; excluded from the least squares):"]
+            for c in res.censored:
+                lb = _fmt(c.get("lower_bound"), "g")
+                pred = _fmt(c.get("predicted"), ".4g")
+                flag = "   <- the fitted law predicts an earlier plateau" if c.get("inconsistent") else ""
+                lines.append(f"  {c.get('run_id') or '#' + str(c['row'])}  {c.get('label') or ''}  "
+                             f"plateau > {lb}  law predicts {pred}{flag}")
+        lines.append("")
+        pf = PAPER_FITS.get(self.paper) if self.paper else None
+        head = "comparison with the forecast sqrt(d)·T/(B·f) (App. A.3.2 / A.4.2; log factor dropped)"
+        if pf is not None:
+            head += f" and the paper's {pf.figure} fit ({law_text(pf)}, R² = {pf.r2:g}; {pf.setting})"
+        lines += [head + ":", format_comparison(self.comparison)]
+        if self.paper_note:
+            lines.append(f"  no paper law: {self.paper_note}")
+        lines += [f"  note: {r['variable']}: {r['forecast_note']}" for r in self.comparison if r.get("forecast_note")]
+        return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
         res = self.result.to_dict()
@@ -293,39 +321,6 @@ def reread_plateaus(store: Any, selection: Selection, threshold: float,
 
 
 _fmt = partial(fmt_or, missing="—")  # the reports mark a missing number with a dash
-
-
-def format_fit_report(rep: FitReport) -> str:
-    """The text ``sparse-tui fit`` prints: selection, fit summary, censored runs, theory/paper comparison."""
-    res = rep.result
-    lines = [rep.selection.describe()]
-    if rep.reread is not None:
-        lines.append(rep.reread.text())
-    lines.append(f"fitted: {res.n} run(s) with a plateau; censored (never reached the threshold): {res.n_censored}")
-    cols = ", ".join(f"{v} <- {c}" for v, c in res.columns.items() if c != v)
-    if cols:
-        lines.append(f"columns: {cols}")
-    lines += ["", res.summary()]
-    if res.bootstrap and res.boot_skipped:
-        lines.append(f"  bootstrap: {res.bootstrap} resamples, {res.boot_skipped} skipped (singular design)")
-    if res.censored:
-        lines += ["", "censored runs (plateau >= their last step; excluded from the least squares):"]
-        for c in res.censored:
-            lb = _fmt(c.get("lower_bound"), "g")
-            pred = _fmt(c.get("predicted"), ".4g")
-            flag = "   <- the fitted law predicts an earlier plateau" if c.get("inconsistent") else ""
-            lines.append(f"  {c.get('run_id') or '#' + str(c['row'])}  {c.get('label') or ''}  "
-                         f"plateau > {lb}  law predicts {pred}{flag}")
-    lines.append("")
-    pf = PAPER_FITS.get(rep.paper) if rep.paper else None
-    head = "comparison with the forecast sqrt(d)·T/(B·f) (App. A.3.2 / A.4.2; log factor dropped)"
-    if pf is not None:
-        head += f" and the paper's {pf.figure} fit ({law_text(pf)}, R² = {pf.r2:g}; {pf.setting})"
-    lines += [head + ":", format_comparison(rep.comparison)]
-    if rep.paper_note:
-        lines.append(f"  no paper law: {rep.paper_note}")
-    lines += [f"  note: {r['variable']}: {r['forecast_note']}" for r in rep.comparison if r.get("forecast_note")]
-    return "\n".join(lines)
 
 
 def json_safe(obj: Any) -> Any:

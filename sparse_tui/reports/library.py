@@ -13,7 +13,7 @@ from typing import Any, Sequence
 from sparse_tui.atlas import AtlasError, Entry
 from sparse_tui.reports import curves, figures
 from sparse_tui.reports import verdict as verdicts
-from sparse_tui.reports.base import Claim, Report, Runs, _gmean, _num, law_text, make_report, run_config
+from sparse_tui.reports.base import Claim, Report, Runs, _crossing, _gmean, _num, law_text, make_report, run_config
 
 
 @dataclass
@@ -156,9 +156,7 @@ def train_plateau(series: dict, rec: Any) -> float | None:
     plateau = run_config(rec).plateau
     if plateau.mode != "below" or "train/loss" not in series:
         return None
-    steps, vals = series["train/loss"]
-    level = plateau.value
-    return next((float(s) for s, v in zip(steps, vals) if v is not None and v <= level), None)
+    return _crossing(series["train/loss"], plateau.value, above=False)
 
 
 def transition_steps(series: dict, rec: Any) -> float | None:

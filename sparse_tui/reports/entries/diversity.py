@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from sparse_tui.atlas import Entry
-from sparse_tui.reports.base import Claim, Report, _num, make_report, run_config
+from sparse_tui.reports.base import Claim, Report, _crossing, _num, make_report, run_config
 
 TARGET_SPEEDUP = 1.5
 TARGET_FINAL = 0.02
@@ -38,13 +38,6 @@ def _levels(rec: Any) -> tuple[str, bool, tuple[float, float]]:
     if mode == "above":
         return metric, True, (value, 0.6)
     return metric, False, (value, value / 10)
-
-
-def _first(steps, vals, level: float, higher: bool) -> float | None:
-    for s, v in zip(steps, vals):
-        if v is not None and not math.isnan(v) and (v >= level if higher else v <= level):
-            return float(s)
-    return None
 
 
 def _mean(vals) -> float | None:
@@ -81,7 +74,7 @@ def diversity_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report
             levels = tuple(lv * vals[0] for lv in levels)  # a fraction of the initial value (App. D.1)
         rows.append({"run_id": rec.run_id, "setting": _setting(rec), "seed": rec.seed, "metric": metric,
                      "higher": higher, "levels": list(levels), "switch": _switch(series),
-                     "cross": [_first(steps, vals, lv, higher) for lv in levels],
+                     "cross": [_crossing((steps, vals), lv, higher) for lv in levels],
                      "final": _mean(vals[-LAST:])})
     base = {r["seed"]: r for r in rows if r["setting"] == "no repetition"}
     for r in rows:

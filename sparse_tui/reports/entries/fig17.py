@@ -6,7 +6,18 @@ import re
 from typing import Any, Sequence
 
 from sparse_tui.atlas import Entry
-from sparse_tui.reports.base import RECALL_LEVEL, Claim, Report, Runs, _colours, _fig, _num, figure_writer, make_report
+from sparse_tui.reports.base import (
+    RECALL_LEVEL,
+    Claim,
+    Report,
+    Runs,
+    _colours,
+    _crossing,
+    _fig,
+    _num,
+    figure_writer,
+    make_report,
+)
 
 
 def _at(series: dict, name: str, step: float | None) -> float | None:
@@ -65,7 +76,7 @@ def probes_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
         series = store.metrics(rid)
         pl = rec.plateau_step
         acc = series.get("test/acc", ([], []))
-        recall = next((float(st) for st, v in zip(*acc) if v is not None and v >= RECALL_LEVEL), None)
+        recall = _crossing(acc, RECALL_LEVEL)
         end = float(acc[0][-1]) if acc[0] else None
         points = {"start": 0.0, "half": None if pl is None else pl / 2, "plateau": pl, "acc60": recall, "end": end}
         row = {"run_id": rid, "label": rec.label, "plateau": pl, "acc60": recall}
