@@ -53,10 +53,9 @@ class Threshold:
     value: float = 0.1
 
     def text(self) -> str:
-        op = {"below": "<=", "above": ">=", "fraction": "<= x initial ×"}[self.mode]
         if self.mode == "fraction":
             return f"{self.metric} <= {self.value:g} × its initial value"
-        return f"{self.metric} {op} {self.value:g}"
+        return f"{self.metric} {'>=' if self.mode == 'above' else '<='} {self.value:g}"
 
 
 @dataclass(frozen=True)

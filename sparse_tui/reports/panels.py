@@ -27,8 +27,8 @@ def _phase_panel(fig: Any, ax: Any, x_key: str, y_key: str, xs: Sequence[Any], y
     norm = LogNorm(finite.min(), max(finite.max(), finite.min() * 1.0001)) if log else (
         Normalize(0.0, 1.0) if value in ("acc", "emerged") else Normalize(finite.min(), finite.max()))
     im = ax.imshow(np.ma.masked_invalid(z), origin="lower", aspect="auto", cmap="viridis", norm=norm)
-    ax.set_xticks(range(len(xs)), [fmt_plain(v, 'g') if isinstance(v, (int, float)) else str(v) for v in xs])
-    ax.set_yticks(range(len(ys)), [fmt_plain(v, 'g') if isinstance(v, (int, float)) else str(v) for v in ys])
+    for set_ticks, vs in ((ax.set_xticks, xs), (ax.set_yticks, ys)):
+        set_ticks(range(len(vs)), [fmt_plain(v, 'g') if isinstance(v, (int, float)) else str(v) for v in vs])
     ax.set_xlabel(x_key)
     ax.set_ylabel(y_key)
     ax.grid(False)
