@@ -19,7 +19,7 @@ past that point. The report names X beside the preset's rule and the paper's (Ap
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -315,9 +315,8 @@ def reread_plateaus(store: Any, selection: Selection, threshold: float,
     if grids:  # models/ode.py locates the crossing on the integrator's dense output; the store keeps the grid only
         notes.append("ode runs: the stored plateaus are the flow's exact crossings, the re-read ones lie on the "
                      f"evaluation grid (every {', '.join(f'{g:g}' for g in grids)} steps)")
-    sel = Selection(rows=rows, skipped=skipped, matched=selection.matched, criteria=list(selection.criteria),
-                    presets=list(selection.presets))
-    return sel, Reread(threshold, list(used), list(own), paper_rules, changed=changed, runs=len(rows), notes=notes)
+    return replace(selection, rows=rows, skipped=skipped), Reread(threshold, list(used), list(own), paper_rules,
+                                                                  changed=changed, runs=len(rows), notes=notes)
 
 
 _fmt = partial(fmt_or, missing="—")  # the reports mark a missing number with a dash

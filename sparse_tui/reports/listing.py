@@ -6,6 +6,7 @@ No torch, no textual at import."""
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -152,14 +153,9 @@ def counts(rows: Sequence[StatusRow]) -> dict[str, int]:
     """The counted words (``verdict.COUNTED``), one per source sentence: a sentence tested by several entries
     counts once, with its word (``sentence_words``)."""
     sentence = sentence_words(rows)
-    out = {w: 0 for w in verdicts.COUNTED}
-    for r in rows:
-        if not r.verdict or not verdicts.counted(r.entry.key):
-            continue
-        word = sentence.get(r.entry.key, r.verdict.word)
-        if word in out:
-            out[word] += 1
-    return out
+    got = Counter(sentence.get(r.entry.key, r.verdict.word) for r in rows
+                  if r.verdict and verdicts.counted(r.entry.key))
+    return {w: got[w] for w in verdicts.COUNTED}
 
 
 def list_json(rows: Sequence[StatusRow], with_store: bool) -> list[dict[str, Any]]:
