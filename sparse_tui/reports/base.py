@@ -174,11 +174,6 @@ class Claim:
     figure: Callable[..., Any] | None = None
 
 
-def law_text(pf: Any) -> str:
-    """A paper law (``theory.PaperFit``) as the reports write it: "0.55 · n_tokens^0.79 · n_pairs^2.25"."""
-    return f"{pf.C:g} · " + " · ".join(f"{k}^{v:g}" for k, v in pf.exponents.items())
-
-
 def _gmean(xs: Iterable[float | None]) -> float | None:
     """The geometric mean of the values that are set (not None, not 0); None when none is."""
     xs = [x for x in xs if x]
@@ -197,7 +192,7 @@ def _loglog_slope(pts: Sequence[tuple[float, float]]) -> float | None:
 def _num(x: Any, spec: str = "+.3f") -> str:
     if x is None:
         width = "".join(c for c in spec.split(".")[0] if c.isdigit())
-        return "—".rjust(int(width)) if width else "—"
+        return "—".rjust(int(width or 0))
     return format(x, spec)
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from sparse_tui.base.numbers import fmt_plain
 from sparse_tui.base.plotting import fmt_r2
-from sparse_tui.reports.base import FigureError, _fig, figure_writer, law_text
+from sparse_tui.reports.base import FigureError, _fig, figure_writer
 
 __all__ = ["fit_figure"]
 
@@ -174,6 +174,8 @@ def _fit_key(res: Any, paper: Any, theory: Mapping[str, float], censored: bool, 
     """``fit_figure``'s key below the panels: the fit, the paper's law, the theory's slopes, the censored marker,
     the partial slope."""
     from matplotlib.lines import Line2D
+
+    from sparse_tui.reports.fitreport import law_text
 
     key = [Line2D([], [], color="0.2", lw=1.2, label=f"fit {res.formula()}")]
     if paper is not None:

@@ -27,7 +27,6 @@ import numpy as np
 
 from sparse_tui.base.numbers import fmt_or
 from sparse_tui.base.parse import number
-from sparse_tui.reports.base import law_text
 from sparse_tui.reports.selection import Selection, parse_tie, parse_vars, parse_where, select_runs
 from sparse_tui.science.fitting import FitError, FitResult, compare_to_theory, fit_power_law, format_comparison
 from sparse_tui.science.theory import (
@@ -112,6 +111,11 @@ class FitReport:
             "paper_note": self.paper_note,
             "threshold": None if self.reread is None else self.reread.to_dict(),
         })
+
+
+def law_text(pf: Any) -> str:
+    """A paper law (``theory.PaperFit``) as the reports write it: "0.55 · n_tokens^0.79 · n_pairs^2.25"."""
+    return f"{pf.C:g} · " + " · ".join(f"{k}^{v:g}" for k, v in pf.exponents.items())
 
 
 def with_time_target(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

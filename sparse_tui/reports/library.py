@@ -13,7 +13,7 @@ from typing import Any, Sequence
 from sparse_tui.atlas import AtlasError, Entry
 from sparse_tui.reports import curves, figures
 from sparse_tui.reports import verdict as verdicts
-from sparse_tui.reports.base import Claim, Report, Runs, _crossing, _gmean, _num, law_text, make_report, run_config
+from sparse_tui.reports.base import Claim, Report, Runs, _crossing, _gmean, _num, make_report, run_config
 
 
 @dataclass
@@ -56,7 +56,7 @@ def law_report(store: Any, entry: Entry, run_ids: Sequence[str], threshold: floa
     if reread is not None:
         lines.append(f"  {reread.text()}")
     if pf is not None:
-        lines.append(f"  paper ({pf.figure}): T_plateau = {law_text(pf)}, R² = {pf.r2:g}")
+        lines.append(f"  paper ({pf.figure}): T_plateau = {fitreport.law_text(pf)}, R² = {pf.r2:g}")
     lines += [f"  measured: {res.formula()}, R² = {res.r2:.3f}",
               f"  {'':>10}  {'paper':>7}  {'measured':>8}  {'95% CI':>18}  {'CI holds paper':>14}  {'diff':>7}  target"]
     if pf is not None:

@@ -10,8 +10,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from sparse_tui.reports.base import law_text
-from sparse_tui.reports.fitreport import _fmt, json_safe
+from sparse_tui.reports.fitreport import _fmt, json_safe, law_text
 from sparse_tui.science.dynamics import compare_closed_form, expand_grid, parse_grid, plateau_times
 from sparse_tui.science.fitting import FitError, FitResult, compare_to_theory, fit_power_law, format_comparison
 from sparse_tui.science.theory import (
