@@ -53,10 +53,9 @@ class Threshold:
     value: float = 0.1
 
     def text(self) -> str:
-        op = {"below": "<=", "above": ">=", "fraction": "<= x initial ×"}[self.mode]
         if self.mode == "fraction":
             return f"{self.metric} <= {self.value:g} × its initial value"
-        return f"{self.metric} {op} {self.value:g}"
+        return f"{self.metric} {'>=' if self.mode == 'above' else '<='} {self.value:g}"
 
 
 @dataclass(frozen=True)
@@ -108,13 +107,11 @@ class Entry:
         return self._named("figure")
 
     def _named(self, what: str) -> Callable[..., Any]:
-        name = self.claim or CLAIMS.get(self.kind)
-        fn = getattr(pkgutil.resolve_name(name), what) if name else None
-        if fn is None and self.claim and self.kind in CLAIMS:
-            fn = getattr(pkgutil.resolve_name(CLAIMS[self.kind]), what)
-        if fn is None:
-            raise AtlasError(f"{self.key}: no {what} for kind {self.kind!r}")
-        return fn
+        for name in filter(None, (self.claim, CLAIMS.get(self.kind))):  # its claim's, else its kind's
+            fn = getattr(pkgutil.resolve_name(name), what)
+            if fn is not None:
+                return fn
+        raise AtlasError(f"{self.key}: no {what} for kind {self.kind!r}")
 
 
 class AtlasError(ValueError):

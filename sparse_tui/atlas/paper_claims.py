@@ -13,13 +13,7 @@ from sparse_tui.atlas.paper_linreg import ABS, FLOW
 from sparse_tui.atlas.paper_recall import ACC
 
 PAPER = "arXiv 2505.17863"
-R_FIG14R = "Fig. 14's fourth configuration — no feature, random position (`paper_fig14_random_cpu`)"
-R_FIG5L = "Fig. 5 left: late grokking at large B (`paper_fig5_B_long_cpu`)"
 R_TEMP = "§2.3: only a temporary advantage? (`paper_sec23_temporary`, `paper_sec23_temporary_toy`)"
-R_EQ6 = "Closed form vs integrated dynamics"
-R_FIG17H = "Fig. 17 per head and per layer (`paper_fig17_heads_cpu`)"
-R_HYP = "§3.2's hypothesis: residual connections and the N_tokens exponent (`hyp_residual_cpu`)"
-R_HYP_B = "§3.2's second hypothesis: each sparse pattern adds to the N_pairs exponent (`hyp_prevtoken_cpu`)"
 
 ENTRIES = [
     Entry("fig14_random", "Fig. 14, 4th config.", PAPER, "App. B.1, B.3",
@@ -27,15 +21,17 @@ ENTRIES = [
           {"cpu": "paper_fig14_random_cpu"}, threshold=ABS,
           notes="Fig. 14 left's CPU model at d = 16, T = 16 (ours), 3 seeds, 2000 steps (6.5 × the plateau with the "
                 "feature there); control: the same runs with the feature.",
-          record=R_FIG14R, measured="2026-11-28, CPU, 3 seeds: without the feature no run reaches 0.1 in 2000 "
-                                    "steps (lowest 0.46-0.49); with it 300-320", claim=E + "fig14_random:CLAIM",
+          record="Fig. 14's fourth configuration — no feature, random position (`paper_fig14_random_cpu`)",
+          measured="2026-11-28, CPU, 3 seeds: without the feature no run reaches 0.1 in 2000 "
+                   "steps (lowest 0.46-0.49); with it 300-320", claim=E + "fig14_random:CLAIM",
           verdict="reproduced", cpu_minutes=45.7),
     Entry("fig5_late", "Fig. 5 left, late", PAPER, "§3.2, Fig. 5 caption",
           "at large B, 'learning for long enough eventually leads to grokking'", "curves",
           {"cpu": "paper_fig5_B_long_cpu"}, threshold=ACC,
           notes="Fig. 5 left's CPU model (paper_fig5_B_cpu) at B {1, 4}, 12,000 steps (5 × its record's 2400).",
-          record=R_FIG5L, measured="2026-11-28, CPU, 2 seeds: B = 4 rises from 0.30-0.38 at step 2400 to "
-                                   "0.52-0.61 at 12,000 (60% at 7300-7900), still 0.34-0.47 below B = 1",
+          record="Fig. 5 left: late grokking at large B (`paper_fig5_B_long_cpu`)",
+          measured="2026-11-28, CPU, 2 seeds: B = 4 rises from 0.30-0.38 at step 2400 to "
+                   "0.52-0.61 at 12,000 (60% at 7300-7900), still 0.34-0.47 below B = 1",
           claim=E + "fig5_late:CLAIM", verdict="in kind", cpu_minutes=45.8),
     Entry("sec23_temporary", "§2.3, flow", PAPER, "§2.3, App. A.4, Eqs. 17-21",
           "cross-sample repetition 'only provides a temporary advantage': in the long run, learning is slower",
@@ -57,22 +53,25 @@ ENTRIES = [
           {"cpu": "paper_fig1c_theory", "gpu": "paper_fig1c_theory"}, threshold=FLOW,
           law="fig2_left",  # the law `fit` compares Fig. 1c's preset with (a preset names one law)
           notes="ε = 0.8 (App. D.1's threshold, as the paper's Fig. 1c); Fig. 1c's runs, reused.",
-          record=R_EQ6, measured="2026-11-28, CPU: closed form 1.64 · d^0.559 · T^1.116 against the flow's 1.56 · "
-                                 "d^0.499 · T^0.975 (+0.06, +0.14); 2.14-4.55 × the integrated plateau",
+          record="Closed form vs integrated dynamics",
+          measured="2026-11-28, CPU: closed form 1.64 · d^0.559 · T^1.116 against the flow's 1.56 · "
+                   "d^0.499 · T^0.975 (+0.06, +0.14); 2.14-4.55 × the integrated plateau",
           claim=E + "eq6:CLAIM", verdict="in kind", cpu_minutes=0.14),
     Entry("fig17_heads", "Fig. 17, heads", PAPER, "App. C.2",
           "heads of a layer attend alike; copying in one layer only, selection only in a later one", "curves",
           {"cpu": "paper_fig17_heads_cpu"}, threshold=ACC,
           notes="A 4-layer, 4-head variant of Fig. 17's CPU model (attention-only, d_model 32; ours), 3 seeds.",
-          record=R_FIG17H, measured="2026-11-28, CPU, 3 seeds: selection only in layer 4, heads alike (spread "
-                                    "0.04); copy spread over layers 1-3", claim=E + "fig17_heads:CLAIM",
+          record="Fig. 17 per head and per layer (`paper_fig17_heads_cpu`)",
+          measured="2026-11-28, CPU, 3 seeds: selection only in layer 4, heads alike (spread "
+                   "0.04); copy spread over layers 1-3", claim=E + "fig17_heads:CLAIM",
           verdict="in kind", cpu_minutes=24.6),
     Entry("hyp_residual", "§3.2 hypothesis (a)", PAPER, "§3.2",
           "the low N_tokens exponent comes from residual connections: the Fig. 4 right grid with and without them",
           "curves", {"cpu": "hyp_residual_cpu"}, fit_vars=("n_tokens", "n_pairs"), law="fig4",
           threshold=ACC, notes="Fig. 4 right's CPU grid × model.residual {on, off} × model.mlp {off, on} (ours).",
-          record=R_HYP, measured="2026-11-28, CPU, 2 seeds: N_tokens +0.95 with the residual stream, +1.10 without "
-                                 "(no MLP); +0.94 and +2.47 with an MLP", claim=E + "hyp_residual:CLAIM",
+          record="§3.2's hypothesis: residual connections and the N_tokens exponent (`hyp_residual_cpu`)",
+          measured="2026-11-28, CPU, 2 seeds: N_tokens +0.95 with the residual stream, +1.10 without "
+                   "(no MLP); +0.94 and +2.47 with an MLP", claim=E + "hyp_residual:CLAIM",
           verdict="in kind", cpu_minutes=8.4),
     Entry("hyp_prevtoken", "§3.2 hypothesis (b)", PAPER, "§3.2",
           "each sparse pattern adds to the N_pairs exponent: the Fig. 4 right grid with the previous-token head "
@@ -81,7 +80,8 @@ ENTRIES = [
           notes="Fig. 4 right's CPU grid × model.prev_token_head {learned, frozen}: a hand-built previous-token head "
                 "in layer 1 (fixed pattern on t - 1, value identity, output a 90° turn of each pair of dimensions; "
                 "ours).",
-          record=R_HYP_B, measured="2026-11-29, CPU, 3 seeds: N_pairs +1.48 learned, +1.11 with the head frozen "
-                                   "(half would be +0.74); N_tokens +0.96 and +0.94",
+          record="§3.2's second hypothesis: each sparse pattern adds to the N_pairs exponent (`hyp_prevtoken_cpu`)",
+          measured="2026-11-29, CPU, 3 seeds: N_pairs +1.48 learned, +1.11 with the head frozen "
+                   "(half would be +0.74); N_tokens +0.96 and +0.94",
           claim=E + "hyp_prevtoken:CLAIM", verdict="in kind", cpu_minutes=12.5),
 ]

@@ -17,18 +17,7 @@ REP = Threshold("test/loss", "below", 0.4)  # App. D.1, Transformers with cross-
 # Headings of the records in docs/REPRODUCTION.md
 R_FLOW = ("Figs. 1a, 1b, 6, 7, 8, 10 — the reduced dynamics (`paper_fig1ab_theory`, `paper_fig6_theory` … "
           "`paper_fig10_theory`)")
-R_FIG1C = "Fig. 1c — plateau vs d and T (`presets/paper_fig1c_theory.toml`)"
-R_FIG2L = "Fig. 2 left — in-context repetition B (`presets/paper_fig2_B.toml`)"
-R_FIG2R = "Fig. 2 right — cross-sample repetition p (`presets/paper_fig2_p.toml`)"
-R_FIG9 = "Fig. 9 — SGD on the toy model vs the reduced flow (`presets/paper_fig9_sgd.toml`)"
 R_FIG14 = "Fig. 14 — relevant feature and position (`paper_fig14_left_cpu`, `_middle_cpu`, `_right_cpu`)"
-R_FIG15A = "Fig. 15 right — Adam, 1 layer, 1 head (`paper_fig15_adam_cpu`)"
-R_FIG15S = "Fig. 15 left — SGD, 1 layer, 1 head (`paper_fig15_sgd_cpu`)"
-R_FIG3 = "Fig. 3 left/middle — d, T, B (`paper_fig3_linreg_cpu`)"
-R_FIG3R = "Fig. 3 right — cross-sample repetition (`paper_fig3_p_cpu`)"
-R_FIG11 = "Fig. 11 — learning curves at T = 128 (`paper_fig11_cpu`)"
-R_FIG12 = "Fig. 12 — curves with cross-sample repetition (`paper_fig12_cpu`)"
-R_FIG13 = "Fig. 13 — layers × heads (`paper_fig13_cpu`)"
 TRANSFORMER = ("PyTorch's default init, W* drawn per (seed, d, T), a test set without repetition (ours; "
                "docs/REPRODUCTION.md). ")
 FIG14_MODEL = TRANSFORMER + "The paper does not name Fig. 14's model: Fig. 15's 1 layer, 1 head, Adam (its law). "
@@ -59,13 +48,15 @@ ENTRIES = [
             "paper_fig1c_theory", kind="law", fit_vars=("d", "T"), law="fig2_left",
             notes="The paper gives no law for Fig. 1c (R² = 0.999 only); the same flow is fitted in Fig. 2 left "
                   "(1.51 · d^0.49 · T^0.99 at B = 1), which is compared.",
-            record=R_FIG1C, measured="2026-11-25, CPU: 1.56 · d^0.499 · T^0.975",
+            record="Fig. 1c — plateau vs d and T (`presets/paper_fig1c_theory.toml`)",
+          measured="2026-11-25, CPU: 1.56 · d^0.499 · T^0.975",
             targets={"d": 0.05, "T": 0.05},
           verdict="reproduced", cpu_minutes=0.14),
     _theory("fig2_left", "Fig. 2 left", "§2.3, App. A.3", "in-context repetition B shortens the plateau as 1/B",
             "paper_fig2_B", kind="law", fit_vars=("d", "B"), law="fig2_left",
             notes="Test loss with the same B as training (App. D.1).",
-            record=R_FIG2L, measured="2026-11-25, CPU: d^0.499 · B^−0.998",
+            record="Fig. 2 left — in-context repetition B (`presets/paper_fig2_B.toml`)",
+          measured="2026-11-25, CPU: d^0.499 · B^−0.998",
             targets={"d": 0.05, "B": 0.05},
           verdict="reproduced", cpu_minutes=0.16),
     _theory("fig2_right", "Fig. 2 right", "§2.3, App. A.4",
@@ -73,7 +64,8 @@ ENTRIES = [
             kind="law", fit_vars=("d", "f"), law="fig2_right",
             notes="Test loss without repetition (App. D.1). The paper's prefactor 2.15 is 2× ours and 2× its own "
                   "Fig. 2 left law at p = 0 (docs/REPRODUCTION.md).",
-            record=R_FIG2R, measured="2026-11-25, CPU: d^0.504 · f^−1.010",
+            record="Fig. 2 right — cross-sample repetition p (`presets/paper_fig2_p.toml`)",
+          measured="2026-11-25, CPU: d^0.504 · f^−1.010",
             targets={"d": 0.05, "f": 0.05},
           verdict="reproduced", cpu_minutes=0.33),
     Entry("fig3", "Fig. 3 left/middle", PAPER, "§2.4, App. B.1, D.3", "Transformer plateau vs d, T and B: one law",
@@ -83,7 +75,8 @@ ENTRIES = [
                 "plateau depends on T/B alone (measured at d = 16), so B's miss is the T slope at small T/B (B over "
                 "{1, 2, 4} at T = 64: -0.55; -0.67 read at --threshold 0.4; at d = 8, T = 128: -0.63). With the input "
                 "embedding x 0.25 (model.embed_scale) B is -0.67 at T = 64, within 0.15: a diagnosis (the record).",
-          record=R_FIG3, measured="2026-11-26, CPU: d +1.13, T +0.61, B -0.46 (paper +1.29, +0.80, -0.80)",
+          record="Fig. 3 left/middle — d, T, B (`paper_fig3_linreg_cpu`)",
+          measured="2026-11-26, CPU: d +1.13, T +0.61, B -0.46 (paper +1.29, +0.80, -0.80)",
           verdict="in kind", cpu_minutes=18.2),
     Entry("fig3_right", "Fig. 3 right", PAPER, "§2.4, App. D.1, D.3",
           "Transformer plateau vs d for several cross-sample repetition p (lr tuned per p); no law",
@@ -91,7 +84,8 @@ ENTRIES = [
           notes=TRANSFORMER + "x~ = e_1 (a random x~, task.x_tilde = 'random', was no faster). CPU grid at T = 16 "
                 "(the paper's T is 256). A diagnosis: at T = 64 the speed-up grows with d, 1.05 / 1.42 / 1.59 at "
                 "d = 16 / "
-                "32 / 64, which the rule reads as reproduced (the record).", record=R_FIG3R,
+                "32 / 64, which the rule reads as reproduced (the record).",
+          record="Fig. 3 right — cross-sample repetition (`paper_fig3_p_cpu`)",
           measured="2026-11-26, CPU: p = 0.3 shortens the plateau by 7-15% only, not growing with d (T = 16); "
                    "judged where f(p, d) > 1.05 (issue 42): in kind",
           claim=E + "fig3_right:CLAIM",
@@ -120,7 +114,7 @@ ENTRIES = [
           "curves", {"cpu": "paper_fig9_sgd", "gpu": "paper_fig9_sgd"}, threshold=FLOW,
           notes="W and W* from N(0, 1/d) as App. A.3.4; the seeds' plateaus sit 10-26% above the flow because of the "
                 "random initialisation, not SGD (docs/REPRODUCTION.md).",
-          record=R_FIG9,
+          record="Fig. 9 — SGD on the toy model vs the reduced flow (`presets/paper_fig9_sgd.toml`)",
           measured="2026-11-25, CPU: SGD plateaus 5950-6850 vs flow 5429 (code before W* was drawn per "
                    "(seed, d, T); not rerun)",
           claim=E + "fig9:CLAIM",
@@ -134,14 +128,16 @@ ENTRIES = [
           verdict="reproduced", cpu_minutes=0.1),
     Entry("fig11", "Fig. 11", PAPER, "App. B.2", "Transformer learning curves at T = 128: sharp transitions",
           "curves", {"cpu": "paper_fig11_cpu", "gpu": "paper_fig11"}, threshold=ABS, notes=TRANSFORMER,
-          record=R_FIG11, measured="2026-11-26, CPU: plateaus 320 / 600, drops in 10-12% of the plateau",
+          record="Fig. 11 — learning curves at T = 128 (`paper_fig11_cpu`)",
+          measured="2026-11-26, CPU: plateaus 320 / 600, drops in 10-12% of the plateau",
           claim=E + "fig11:CLAIM",
           verdict="reproduced", cpu_minutes=9.0),
     Entry("fig12", "Fig. 12", PAPER, "App. B.2", "Transformer curves with and without cross-sample repetition",
           "curves", {"cpu": "paper_fig12_cpu", "gpu": "paper_fig12"}, threshold=REP,
           notes=TRANSFORMER + "The CPU preset runs T = 64 (the paper: 256); the loss with repetition is train/loss.",
-          record=R_FIG12, measured="2026-11-26, CPU (T = 64): p = 0.3 leaves the plateau 20-40 steps earlier; "
-                                    "p = 0.1 (f(0.1, 8) = 0.94: no speed-up predicted) not judged (issue 42)",
+          record="Fig. 12 — curves with cross-sample repetition (`paper_fig12_cpu`)",
+          measured="2026-11-26, CPU (T = 64): p = 0.3 leaves the plateau 20-40 steps earlier; "
+                   "p = 0.1 (f(0.1, 8) = 0.94: no speed-up predicted) not judged (issue 42)",
           claim=E + "fig12:CLAIM",
           verdict="reproduced", cpu_minutes=8.9),
     Entry("fig13", "Fig. 13", PAPER, "App. B.3", "layers × heads: width slows emergence more than depth",
@@ -151,7 +147,7 @@ ENTRIES = [
                 "the verdict: read at 0.4 (leaving the plateau) every exponent is within 0.15, so the drop to 0.1 "
                 "decides the misses; at d = 16 over T 16-64 and 1-4 layers, T +0.61 and N_layers +0.05 at 0.1 "
                 "(both within 0.15; the record).",
-          record=R_FIG13,
+          record="Fig. 13 — layers × heads (`paper_fig13_cpu`)",
           measured="2026-11-26, CPU: d +1.20, T +0.52, layers -0.13, heads +0.14 (paper +1.27, +0.70, +0.06, +0.16)",
           verdict="in kind", cpu_minutes=22.5),
     Entry("fig14_left", "Fig. 14 left", PAPER, "App. B.1, B.3", "relevant feature, random position",
@@ -177,13 +173,14 @@ ENTRIES = [
           "law", {"cpu": "paper_fig15_sgd_cpu", "gpu": "paper_fig15_sgd"}, fit_vars=("d", "T"), law="fig15_sgd",
           threshold=ABS, notes=TRANSFORMER + "CPU grid d 4-16, T 8-32: SGD plateaus reach 15k steps there already. A "
           "diagnosis: over d {4, 8} x T {16, 32, 64}, T +0.93 (within 0.15; the record).",
-          record=R_FIG15S, measured="2026-11-26, CPU: d +1.33, T +0.84 (paper +1.44, +1.07); 33x Adam at (16, 32)",
+          record="Fig. 15 left — SGD, 1 layer, 1 head (`paper_fig15_sgd_cpu`)",
+          measured="2026-11-26, CPU: d +1.33, T +0.84 (paper +1.44, +1.07); 33x Adam at (16, 32)",
           verdict="in kind", cpu_minutes=23.9),
     Entry("fig15_adam", "Fig. 15 right", PAPER, "App. B.3, D.3", "1-layer 1-head Transformer trained by Adam (lr 1e-4)",
           "law", {"cpu": "paper_fig15_adam_cpu", "gpu": "paper_fig15_adam"}, fit_vars=("d", "T"), law="fig15_adam",
           threshold=ABS,
           notes=TRANSFORMER + "CPU grid from d = 16: over d 8-64 the local d slope is not constant (the record).",
-          record=R_FIG15A,
+          record="Fig. 15 right — Adam, 1 layer, 1 head (`paper_fig15_adam_cpu`)",
           measured="2026-11-26, CPU: d +1.20, T +0.49 (paper +1.31, +0.57)",
           verdict="reproduced", cpu_minutes=16.6),
 ]

@@ -12,8 +12,6 @@ from sparse_tui.atlas import Entry, Threshold
 
 PAPER = "arXiv 2505.17863"
 ACC = Threshold("test/acc", "above", 0.05)  # App. D.1, associative recall
-R_FIG4L = "Fig. 4 left/middle on CPU — learning curves as N_pairs grows (`paper_fig4_left_cpu`)"
-R_FIG4R = "Fig. 4 right on CPU — N_tokens × N_pairs (`paper_fig4_recall_cpu`)"
 R_FIG5 = "Fig. 5 — in-context and cross-sample repetition on recall (`paper_fig5_B_cpu`, `paper_fig5_p_cpu`)"
 FIG5 = ("GPU presets not run. CPU: 2 attention-only layers, 1 head, d_model 32, lr 3e-3, PyTorch's default init, "
         "N_tokens 128 x N_pairs 6 (the paper: Table 1's model at 256 x 32); test set B = 1, p = 0. ")
@@ -25,7 +23,6 @@ FIG16_TRAIN_LOSS = 1.0
 FIG16 = (f"Emergence on the training data (with repetition, fresh batches): the first train/loss <= "
          f"{FIG16_TRAIN_LOSS:g} (ours; the paper shows curves only); speed-up = the seed's B = 1, p = 0 run's "
          "step over this run's. ")
-R_FIG17 = "Fig. 17 — copy and selection attention during emergence (`paper_fig17_cpu`)"
 
 ENTRIES = [
     Entry("fig4_left", "Fig. 4 left/middle", PAPER, "§3.2, App. C.1", "recall emerges later with more pairs",
@@ -33,8 +30,9 @@ ENTRIES = [
           notes="GPU preset (Table 1 model, N_tokens 256, N_pairs {8, 16, 32}) not run. CPU: 2 attention-only layers, "
                 "1 head, d_model 32, lr 3e-3, PyTorch's default init, N_tokens 256 x N_pairs {4, 6, 8, 12} (ours). "
                 "Recall proper: the first 60% test accuracy (ours).",
-          record=R_FIG4L, measured="2026-11-26, CPU: plateau (5%) 424 / 750 / 1349 / 3283 at N_pairs 4 / 6 / 8 / 12, "
-                                    "later in every seed, ∝ N_pairs^1.87 (Fig. 4 right: 2.25); rise to 60% sharper",
+          record="Fig. 4 left/middle on CPU — learning curves as N_pairs grows (`paper_fig4_left_cpu`)",
+          measured="2026-11-26, CPU: plateau (5%) 424 / 750 / 1349 / 3283 at N_pairs 4 / 6 / 8 / 12, "
+                   "later in every seed, ∝ N_pairs^1.87 (Fig. 4 right: 2.25); rise to 60% sharper",
           claim=E + "fig4_left:CLAIM",
           verdict="reproduced", cpu_minutes=12.4),
     Entry("fig4_right", "Fig. 4 right", PAPER, "§3.2, App. D.2", "emergence time vs N_tokens and N_pairs: a power law",
@@ -44,7 +42,7 @@ ENTRIES = [
           law="fig4", threshold=ACC, targets={"n_pairs": 0.3},
           notes="GPU grid not run. CPU preset: 2 attention-only layers, 1 head, d_model 32, lr 3e-3, PyTorch's "
                 "default init, N_pairs {3, 4, 6} (not the paper's model; docs/REPRODUCTION.md).",
-          record=R_FIG4R,
+          record="Fig. 4 right on CPU — N_tokens × N_pairs (`paper_fig4_recall_cpu`)",
           measured="2026-11-26, CPU: N_tokens +0.95, N_pairs +1.29 (paper +0.79, +2.25); torch init, 5% threshold",
           verdict="in kind", cpu_minutes=1.6),
     Entry("fig5_left", "Fig. 5 left", PAPER, "§3.2", "in-context repetition B speeds up recall, then overfits",
@@ -82,7 +80,7 @@ ENTRIES = [
           "curves", {"cpu": "paper_fig17_cpu", "gpu": "paper_fig17"}, threshold=ACC,
           notes="GPU preset not run. CPU preset: 2 attention-only layers, 1 head, d_model 32, lr 3e-3, PyTorch's "
                 "default init, N_tokens 128 x N_pairs 6 (the paper: Table 1's 4-layer model at 256 x 32).",
-          record=R_FIG17,
+          record="Fig. 17 — copy and selection attention during emergence (`paper_fig17_cpu`)",
           measured="2026-11-26, CPU: copy (L1) 0.21 -> 0.57 -> 0.75, selection (L2) 0.08 -> 0.57 -> 0.80 (step 0 -> "
                    "60% accuracy -> end)",
           claim=E + "fig17:CLAIM",

@@ -53,8 +53,10 @@ def check_path(path: str | Path, flag: str = "--plot") -> Path:
 _STYLE = {
     "font.size": 8.5,
     "axes.titlesize": 9,
+    "figure.titlesize": 8.5,
     "axes.labelsize": 8.5,
     "legend.fontsize": 7,
+    "legend.frameon": False,
     "xtick.labelsize": 7.5,
     "ytick.labelsize": 7.5,
     "axes.spines.top": False,
@@ -190,8 +192,14 @@ def _loglog_slope(pts: Sequence[tuple[float, float]]) -> float | None:
 def _num(x: Any, spec: str = "+.3f") -> str:
     if x is None:
         width = "".join(c for c in spec.split(".")[0] if c.isdigit())
-        return "—".rjust(int(width)) if width else "—"
+        return "—".rjust(int(width or 0))
     return format(x, spec)
+
+
+def _crossing(curve: tuple[Sequence[Any], Sequence[Any]], level: float, above: bool = True) -> float | None:
+    """The first logged step (of a curve: steps, values) at which the value is at or above ``level`` (at or below:
+    ``above`` False); None when it never is."""
+    return next((float(s) for s, v in zip(*curve) if v is not None and (v >= level if above else v <= level)), None)
 
 
 def _first(t: Any, cond: Any) -> float | None:

@@ -23,15 +23,10 @@ def _threshold(rec: Any, series: Mapping[str, tuple[Sequence[int], Sequence[floa
     pc = _plateau(rec)
     if pc is None or pc.metric not in series:
         return None
-    metric, mode, value = pc.metric, pc.mode, pc.value
-    if value is None:
-        return None
-    if mode == "fraction":
-        vals = [v for v in series[metric][1] if v is not None and math.isfinite(v)]
-        if not vals:
-            return None
-        return metric, float(value) * vals[0]
-    return metric, float(value)
+    if pc.mode != "fraction":
+        return pc.metric, float(pc.value)
+    vals = [v for v in series[pc.metric][1] if v is not None and math.isfinite(v)]
+    return (pc.metric, float(pc.value) * vals[0]) if vals else None
 
 
 def _plateau(rec: Any) -> Any:
@@ -63,16 +58,12 @@ def curves_figure(store: Any, run_ids: Sequence[str], *, title: str | None = Non
     2-16 sweep points and no ``groups``) draws small multiples instead: one panel per sweep point with the watched
     metric of its seeds, the threshold and the plateau steps. ``size``: (width, height) in inches. Raises
     ``FigureError``."""
-    import matplotlib as mpl
-    import matplotlib.ticker as mticker
-
     recs = [store.get(r) for r in run_ids]
     data = [(rec, store.metrics(rec.run_id)) for rec in recs]
     if not any(series for _, series in data):
         raise FigureError("the run(s) logged no metrics yet")
     def order(rec: Any) -> tuple:  # sweep points in the order of their values (numbers as numbers)
-        vals = [v for k, v in (rec.swept or {}).items() if k != "seed"]
-        return tuple((0, float(v), "") if isinstance(v, (int, float)) else (1, 0.0, str(v)) for v in vals)
+        return tuple(_value_order(v) for k, v in (rec.swept or {}).items() if k != "seed")
 
     points = list(dict.fromkeys(run_key(rec) for rec in sorted(recs, key=order)))
     if facet is None:
@@ -80,35 +71,39 @@ def curves_figure(store: Any, run_ids: Sequence[str], *, title: str | None = Non
     if facet or len(recs) > 1:
         fig = _facet_figure(data, points, title) if facet else _overlay_figure(
             sorted(data, key=lambda d: order(d[0])), title, groups, size)
-        if size:
-            fig.set_size_inches(*size)
-        return fig
-    rec, series = data[0]
+    else:
+        fig = _run_figure(*data[0], title)
+    if size:
+        fig.set_size_inches(*size)
+    return fig
+
+
+def _finite(curve: tuple[Sequence[int], Sequence[float]], log_y: bool) -> tuple[list, list]:
+    """A logged curve's steps and values where the value is finite (and > 0 on a log axis)."""
+    pts = [(x, v) for x, v in zip(*curve) if v is not None and math.isfinite(v) and (v > 0 or not log_y)]
+    return [p[0] for p in pts], [p[1] for p in pts]
+
+
+def _run_figure(rec: Any, series: Mapping[str, Any], title: str | None) -> Any:
+    """One run: ``curves_figure``'s panels of loss, accuracy, attention and toy-model metrics."""
+    import matplotlib as mpl
+    import matplotlib.ticker as mticker
+
     have = set(series)
-    panels: list[tuple[str, list[str], bool]] = []
     loss = [k for k in ("train/loss", "test/loss") if k in have]
-    if loss:
-        panels.append(("test loss" if loss == ["test/loss"] else "loss", loss, True))
-    if "test/acc" in have:
-        panels.append(("test accuracy", ["test/acc"], False))
-    attn = sorted(k for k in have if k.startswith("attn/L") and "/H" not in k)
-    if attn:
-        panels.append(("attention on the relevant tokens", attn, False))
-    other = sorted(k for k in have if k.startswith("toy/"))
-    if other:
-        panels.append(("toy model", other, False))
-    if not panels:
-        panels.append(("metrics", sorted(have)[:4], False))
+    panels = [(name, metrics, log_y) for name, metrics, log_y in (
+        ("test loss" if loss == ["test/loss"] else "loss", loss, True),
+        ("test accuracy", [k for k in ("test/acc",) if k in have], False),
+        ("attention on the relevant tokens", sorted(k for k in have if k.startswith("attn/L") and "/H" not in k),
+         False),
+        ("toy model", sorted(k for k in have if k.startswith("toy/")), False)) if metrics]
+    panels = panels or [("metrics", sorted(have)[:4], False)]
     fig, axes = _fig(len(panels), 3.4, 2.9)
     for ax, (name, metrics, log_y) in zip(axes, panels):
         for j, m in enumerate(metrics):
-            if m not in series:
-                continue
-            st, vals = series[m]
-            pts = [(x, v) for x, v in zip(st, vals) if v is not None and math.isfinite(v) and (v > 0 or not log_y)]
-            if pts:
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], color=mpl.colormaps["tab10"](j), lw=1.1,
-                        label=m)
+            xs, ys = _finite(series[m], log_y)
+            if xs:
+                ax.plot(xs, ys, color=mpl.colormaps["tab10"](j), lw=1.1, label=m)
         thr = _threshold(rec, series)
         if thr and thr[0] in metrics and (thr[1] > 0 or not log_y):
             ax.axhline(thr[1], color="0.55", lw=0.7, ls="-", zorder=1)
@@ -122,14 +117,12 @@ def curves_figure(store: Any, run_ids: Sequence[str], *, title: str | None = Non
                                                                else ""))
         ax.set_xlabel("step")
         ax.set_title(name)
-        ax.legend(frameon=False, loc="best")
+        ax.legend(loc="best")
     how = _plateau_rule(rec)
     if title is None:
         ps = "none" if rec.plateau_step is None else f"{rec.plateau_step:g}"
         title = f"{rec.preset} · {rec.label} · plateau step {ps}"
-    fig.suptitle(f"{title}   ({how}; dotted: plateau step)" if how else title, fontsize=8.5)
-    if size:
-        fig.set_size_inches(*size)
+    fig.suptitle(f"{title}   ({how}; dotted: plateau step)" if how else title)
     return fig
 
 
@@ -173,7 +166,7 @@ def _overlay_figure(data: Sequence[tuple[Any, Mapping]], title: str | None, grou
 
     def label(u: Any) -> str:
         rec = first[u]
-        text = ", ".join(f"{short[k]}={rec.params.get(k)}" for k in (keys or varying)) or rec.label or rec.run_id
+        text = ", ".join(f"{short[k]}={rec.params.get(k)}" for k in dims) or rec.label or rec.run_id
         censored = sum(1 for r, _ in units[u] if r.plateau_step is None)  # counted in n, and said
         return f"{text} (n={len(units[u])}" + (f", {censored} censored" if censored else "") + ")" if keys else text
 
@@ -192,26 +185,23 @@ def _overlay_figure(data: Sequence[tuple[Any, Mapping]], title: str | None, grou
         ax.set_xlabel("step")
         ax.set_ylabel(metric)
     extra = _marker_handles(bool(keys), recs)
+    styled = [Line2D([], [], color="0.3", ls=styles[i], lw=1.2, label=f"{short[skey]}={v}")
+              for i, v in enumerate(distinct[skey])] if skey else []
     if ramp:
         sm = mpl.cm.ScalarMappable(norm=norm, cmap=mpl.colors.ListedColormap(cmap(np.linspace(0, 0.92, 256))))
         fig.colorbar(sm, ax=list(axes), label=short[ckey], pad=0.02, fraction=0.05)
-        styled = [Line2D([], [], color="0.3", ls=styles[i], lw=1.2, label=f"{short[skey]}={v}")
-                  for i, v in enumerate(distinct[skey])] if skey else []
-        axes[0].legend(handles=styled + extra, frameon=False, loc="best")
+        axes[0].legend(handles=styled + extra, loc="best")
     else:
         handles = axes[0].get_legend_handles_labels()[0]
         if ckey:  # one entry per colour (a group's with its n), then per line style
             shown = {repr(first[u].params.get(ckey)): u for u in reversed(list(units))}
             handles = [Line2D([], [], color=by_value[repr(v)], lw=1.4, label=label(shown[repr(v)]) if len(dims) == 1
                               else f"{short[ckey]}={v}") for v in cvals]
-        if skey:
-            handles += [Line2D([], [], color="0.3", ls=styles[i], lw=1.2, label=f"{short[skey]}={v}")
-                        for i, v in enumerate(distinct[skey])]
-        handles += extra
+        handles += styled + extra
         if len(handles) <= 7:
-            axes[0].legend(handles=handles, frameon=False, loc="best")
+            axes[0].legend(handles=handles, loc="best")
         else:
-            fig.legend(handles=handles, loc="outside lower center", ncol=min(4, len(handles)), frameon=False)
+            fig.legend(handles=handles, loc="outside lower center", ncol=min(4, len(handles)))
     mean = f", mean ± std over the runs of each {', '.join(short[k] for k in keys)}" if keys else ""
     return _titled(fig, title or f"{', '.join(sorted({r.preset for r in recs}))}: {len(recs)} runs" + mean, recs[0])
 
@@ -234,7 +224,7 @@ def _marker_handles(grouped: bool, recs: Sequence[Any]) -> list:
 def _titled(fig: Any, head: str, rec: Any) -> Any:
     """``fig`` with ``head`` and the run's plateau rule as its title, wrapped to the figure's width."""
     how = _plateau_rule(rec)
-    fig.suptitle(textwrap.fill(f"{head}   ({how})" if how else head, int(13 * fig.get_figwidth())), fontsize=8.5)
+    fig.suptitle(textwrap.fill(f"{head}   ({how})" if how else head, int(13 * fig.get_figwidth())))
     return fig
 
 
@@ -324,9 +314,7 @@ def _facet_figure(data: Sequence[tuple[Any, Mapping]], points: Sequence[str], ti
             if run_key(rec) != key or metric not in series:
                 continue
             c = cmap(seeds.index(rec.seed) % 10 if rec.seed in seeds else 0)
-            st, vals = series[metric]
-            pts = [(x, v) for x, v in zip(st, vals) if v is not None and math.isfinite(v) and (v > 0 or not log_y)]
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], color=c, lw=1.1)
+            ax.plot(*_finite(series[metric], log_y), color=c, lw=1.1)
             if rec.plateau_step is not None:
                 ax.axvline(rec.plateau_step, color=c, lw=0.8, ls=":")
             thr = _threshold(rec, series)
@@ -342,10 +330,6 @@ def _facet_figure(data: Sequence[tuple[Any, Mapping]], points: Sequence[str], ti
             ax.set_xlabel("step")
     handles = [Line2D([], [], color=cmap(i % 10), lw=1.3, label=f"seed {s}") for i, s in enumerate(seeds)]
     handles.append(Line2D([], [], color="0.3", lw=0.8, ls=":", label="plateau step"))
-    fig.legend(handles=handles, loc="outside right center", frameon=False)
-    how = _plateau_rule(data[0][0])
+    fig.legend(handles=handles, loc="outside right center")
     presets = sorted({r.preset for r, _ in data})
-    head = title or f"{', '.join(presets)}: {len(data)} runs"
-    width = int(13 * (2.2 * ncol + 0.9))  # characters at 8.5 pt across the figure
-    fig.suptitle(textwrap.fill(f"{head}   ({how})" if how else head, width), fontsize=8.5)
-    return fig
+    return _titled(fig, title or f"{', '.join(presets)}: {len(data)} runs", data[0][0])

@@ -121,30 +121,21 @@ def fit_figure(rep: Any, *, title: str | None = None) -> Any:
     for ax, v in zip(axes, variables):
         others = [o for o in variables if o != v]
         groups = sorted({tuple(x[o] for o in others) for x in xs})
+        grid = np.geomspace(min(x[v] for x in xs) / 1.15, max(x[v] for x in xs) * 1.15, 50)
         if len(groups) > 8:
             # The other variables take too many values (a derived variable such as f(p, d)): plot the partial
             # residual, the plateau with the other variables' fitted effect divided out, against v.
             partial_any = True
-            _partial_panel(ax, v, others, xs, ys, cens, res, paper, theory.get(v))
+            _partial_panel(ax, v, others, xs, ys, cens, res, paper, grid, theory.get(v))
             _finish_axis(ax, v, xs, res, paper, ylabel=f"{res.target.replace('_', ' ')} / others' fitted effect",
                          theory=theory.get(v))
             continue
         cmap = mpl.colormaps["viridis"]
         colour = {g: cmap(0.1 + 0.75 * (k / max(1, len(groups) - 1))) for k, g in enumerate(groups)}
-        vmin = min(x[v] for x in xs)
-        vmax = max(x[v] for x in xs)
-        grid = np.geomspace(vmin / 1.15, vmax * 1.15, 50)
         for g in groups:
             sel = [i for i, x in enumerate(xs) if tuple(x[o] for o in others) == g]
             c = colour[g]
-            fx = [xs[i][v] for i in sel if not cens[i]]
-            fy = [ys[i] for i in sel if not cens[i]]
-            ax.scatter(fx, fy, s=16, color=c, zorder=3, linewidths=0)
-            cx = [xs[i][v] for i in sel if cens[i]]
-            cy = [ys[i] for i in sel if cens[i]]
-            if cx:
-                ax.scatter(cx, cy, s=22, marker="^", facecolors="none", edgecolors=[c], zorder=3,
-                           linewidths=0.9)
+            fx, fy = _points(ax, [xs[i][v] for i in sel], [ys[i] for i in sel], [cens[i] for i in sel], c)
             fixed = dict(zip(others, g))
             ax.plot(grid, [res.predict(**{**fixed, v: t}) for t in grid], color=c, lw=1.2)
             if paper is not None:
@@ -158,7 +149,7 @@ def fit_figure(rep: Any, *, title: str | None = None) -> Any:
                     return out
 
                 ax.plot(grid, [law(t) for t in grid], color=c, lw=1.0, ls=(0, (4, 2.5)), alpha=0.8)
-            _theory_line(ax, grid, fx, fy, theory.get(v), c)
+            _slope_line(ax, grid, fx, fy, theory.get(v), color=c, lw=0.9, ls="-.", alpha=0.8)
         _finish_axis(ax, v, xs, res, paper, ylabel=res.target.replace("_", " "), theory=theory.get(v))
         if others and len(groups) > 1:
             handles = [Line2D([], [], color=colour[g], marker="o", ms=3.5, lw=1.0,
@@ -167,15 +158,15 @@ def fit_figure(rep: Any, *, title: str | None = None) -> Any:
             if len(handles) > 8:
                 handles = handles[:: math.ceil(len(handles) / 8)]
             # beside the panel: inside, "best" still covered points (it only avoids lines)
-            ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
+            ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0),
                       handlelength=1.4, borderaxespad=0.0)
     key = _fit_key(res, paper, theory, any(cens), partial_any)
-    fig.legend(handles=key, loc="outside lower center", ncol=len(key), frameon=False)
+    fig.legend(handles=key, loc="outside lower center", ncol=len(key))
     presets = ", ".join(rep.selection.presets) or "runs"
     head = title or f"{presets}: {res.formula()}"  # what was fitted, not the selection's log line
     reread = getattr(rep, "reread", None)  # plateaus re-read at another threshold (fit --threshold X)
     at = f", plateau at {'; '.join(reread.used)} (re-read)" if reread is not None else ""
-    fig.suptitle(f"{head}   (R² = {fmt_r2(res.r2)}, n = {res.n}, censored = {res.n_censored}{at})", fontsize=8.5)
+    fig.suptitle(f"{head}   (R² = {fmt_r2(res.r2)}, n = {res.n}, censored = {res.n_censored}{at})")
     return fig
 
 
@@ -184,13 +175,14 @@ def _fit_key(res: Any, paper: Any, theory: Mapping[str, float], censored: bool, 
     the partial slope."""
     from matplotlib.lines import Line2D
 
+    from sparse_tui.reports.fitreport import law_text
+
     key = [Line2D([], [], color="0.2", lw=1.2, label=f"fit {res.formula()}")]
     if paper is not None:
         pf, _, const = paper
-        expo = " · ".join(f"{k}^{val:g}" for k, val in pf.exponents.items())
         at = f" at {', '.join(f'{k} = ' + fmt_plain(c, 'g') for k, c in const.items())}" if const else ""
         key.append(Line2D([], [], color="0.2", lw=1.0, ls=(0, (4, 2.5)),
-                          label=f"paper {pf.figure}: {pf.C:g} · {expo}{at}"))
+                          label=f"paper {pf.figure}: {law_text(pf)}{at}"))
     if theory:
         slopes = ", ".join(f"{v} {e:+g}" for v, e in theory.items())
         key.append(Line2D([], [], color="0.2", lw=1.0, ls="-.",
@@ -204,15 +196,26 @@ def _fit_key(res: Any, paper: Any, theory: Mapping[str, float], censored: bool, 
     return key
 
 
-def _theory_line(ax: Any, grid: Any, fx: Sequence[float], fy: Sequence[float], slope: float | None, colour: Any
-                 ) -> None:
-    """The theory's forecast slope (``theory.forecast_exponents``; it has no prefactor) through the geometric
-    centre of the measured points ``fx``, ``fy``, dash-dotted."""
+def _points(ax: Any, x: Sequence[float], y: Sequence[float], cens: Sequence[bool], colour: Any
+            ) -> tuple[list[float], list[float]]:
+    """The runs as dots, the censored ones as open triangles (a lower bound); returns the dots' x and y."""
+    fx = [a for a, c in zip(x, cens) if not c]
+    fy = [b for b, c in zip(y, cens) if not c]
+    ax.scatter(fx, fy, s=16, color=colour, zorder=3, linewidths=0)
+    if any(cens):
+        ax.scatter([a for a, c in zip(x, cens) if c], [b for b, c in zip(y, cens) if c], s=22, marker="^",
+                   facecolors="none", edgecolors=[colour], zorder=3, linewidths=0.9)
+    return fx, fy
+
+
+def _slope_line(ax: Any, grid: Any, fx: Sequence[float], fy: Sequence[float], slope: float | None, **style: Any
+                ) -> None:
+    """A slope without a prefactor (the theory's forecast, ``theory.forecast_exponents``; the paper's on a partial
+    panel) drawn through the geometric centre of the measured points ``fx``, ``fy``."""
     if slope is None or not fx:
         return
     lx, ly = np.mean(np.log(fx)), np.mean(np.log(fy))
-    ax.plot(grid, [math.exp(ly + slope * (math.log(t) - lx)) for t in grid], color=colour, lw=0.9, ls="-.",
-            alpha=0.8)
+    ax.plot(grid, [math.exp(ly + slope * (math.log(t) - lx)) for t in grid], **style)
 
 
 def _finish_axis(ax: Any, v: str, xs: Sequence[Mapping[str, float]], res: Any, paper: Any, ylabel: str,
@@ -248,25 +251,15 @@ def _finish_axis(ax: Any, v: str, xs: Sequence[Mapping[str, float]], res: Any, p
 
 
 def _partial_panel(ax: Any, v: str, others: Sequence[str], xs: Sequence[Mapping[str, float]], ys: Sequence[float],
-                   cens: Sequence[bool], res: Any, paper: Any, theory: float | None = None) -> None:
+                   cens: Sequence[bool], res: Any, paper: Any, grid: Any, theory: float | None) -> None:
     """Partial-residual panel: y / prod_o x_o^beta_o against v, the fitted C v^beta_v, and the paper's slope drawn
     through the geometric centre of the fitted points (its prefactor does not apply to this adjusted axis)."""
     adj = [y / math.prod(x[o] ** res.exponents[o] for o in others) for x, y in zip(xs, ys)]
-    fx = [x[v] for x, c in zip(xs, cens) if not c]
-    fy = [a for a, c in zip(adj, cens) if not c]
-    ax.scatter(fx, fy, s=16, color="#3b528b", zorder=3, linewidths=0)
-    cx = [x[v] for x, c in zip(xs, cens) if c]
-    if cx:
-        ax.scatter(cx, [a for a, c in zip(adj, cens) if c], s=22, marker="^", facecolors="none",
-                   edgecolors=["#3b528b"], zorder=3, linewidths=0.9)
-    vals = [x[v] for x in xs]
-    grid = np.geomspace(min(vals) / 1.15, max(vals) * 1.15, 50)
+    fx, fy = _points(ax, [x[v] for x in xs], adj, cens, "#3b528b")
     ax.plot(grid, [res.C * t ** res.exponents[v] for t in grid], color="0.2", lw=1.2)
-    if paper is not None and fx:
+    if paper is not None:
         pf, mp, _ = paper
         pv = next((k for k, fv in mp.items() if fv == v), None)
-        if pv is not None:
-            lx, ly = np.mean(np.log(fx)), np.mean(np.log(fy))
-            ax.plot(grid, [math.exp(ly + pf.exponents[pv] * (math.log(t) - lx)) for t in grid], color="0.5",
-                    lw=1.0, ls=(0, (1.5, 1.5)))
-    _theory_line(ax, grid, fx, fy, theory, "#3b528b")
+        _slope_line(ax, grid, fx, fy, None if pv is None else pf.exponents[pv], color="0.5", lw=1.0,
+                    ls=(0, (1.5, 1.5)))
+    _slope_line(ax, grid, fx, fy, theory, color="#3b528b", lw=0.9, ls="-.", alpha=0.8)

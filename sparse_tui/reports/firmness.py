@@ -121,18 +121,16 @@ def environment(runs: Sequence[Any]) -> dict[str, Any]:
     """What the stored ``runs`` (store records) say produced them: each field the sorted list of the values seen
     (a record made on one machine in one go has one of each); ``None`` where no run recorded it (a run trained
     before issue 42 has no threads, stack or commit)."""
-    def seen(get: Callable[[Any], Any]) -> list[Any] | None:
-        vals = {get(r) for r in runs} - {None}
+    def seen(key: str) -> list[Any] | None:  # the run's device, else an entry of its recorded versions
+        vals = {getattr(r, "device", None) if key == "device" else (getattr(r, "versions", None) or {}).get(key)
+                for r in runs} - {None}
         return sorted(vals, key=str) or None
 
-    def v(key: str) -> Callable[[Any], Any]:
-        return lambda r: (getattr(r, "versions", None) or {}).get(key)
-
-    stack = seen(v("stack"))
-    return {"torch": seen(v("torch")), "numpy": seen(v("numpy")), "threads": seen(v("threads")),
+    stack = seen("stack")
+    return {"torch": seen("torch"), "numpy": seen("numpy"), "threads": seen("threads"),
             "schedule": (None if stack is None else sorted({"sequential" if s == 1 else "stacked" for s in stack})),
-            "stack_sizes": stack, "device": seen(lambda r: getattr(r, "device", None)), "commit": seen(v("commit")),
-            "sparse_tui": seen(v("sparse_tui")), "platform": seen(v("platform")), "runs": len(runs)}
+            "stack_sizes": stack, "device": seen("device"), "commit": seen("commit"),
+            "sparse_tui": seen("sparse_tui"), "platform": seen("platform"), "runs": len(runs)}
 
 
 def environment_line(env: dict[str, Any]) -> str:

@@ -19,7 +19,7 @@ past that point. The report names X beside the preset's rule and the paper's (Ap
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -27,7 +27,7 @@ import numpy as np
 
 from sparse_tui.base.numbers import fmt_or
 from sparse_tui.base.parse import number
-from sparse_tui.reports.selection import Selection, parse_tie, parse_vars, parse_where, select_rows, select_runs
+from sparse_tui.reports.selection import Selection, parse_tie, parse_vars, parse_where, select_runs
 from sparse_tui.science.fitting import FitError, FitResult, compare_to_theory, fit_power_law, format_comparison
 from sparse_tui.science.theory import (
     PAPER_FITS,
@@ -38,7 +38,6 @@ __all__ = [
     "FitReport",
     "fit_runs",
     "fit_store",
-    "format_fit_report",
     "json_safe",
     "TARGETS",
     "Reread",
@@ -67,7 +66,36 @@ class FitReport:
     reread: Reread | None = None  # the plateaus were re-read at another threshold (``reread_plateaus``)
 
     def text(self) -> str:
-        return format_fit_report(self)
+        """The text ``sparse-tui fit`` prints: selection, fit summary, censored runs, theory/paper comparison."""
+        res = self.result
+        lines = [self.selection.describe()]
+        if self.reread is not None:
+            lines.append(self.reread.text())
+        lines.append(f"fitted: {res.n} run(s) with a plateau; censored (never reached the threshold): {res.n_censored}")
+        cols = ", ".join(f"{v} <- {c}" for v, c in res.columns.items() if c != v)
+        if cols:
+            lines.append(f"columns: {cols}")
+        lines += ["", res.summary()]
+        if res.bootstrap and res.boot_skipped:
+            lines.append(f"  bootstrap: {res.bootstrap} resamples, {res.boot_skipped} skipped (singular design)")
+        if res.censored:
+            lines += ["", "censored runs (plateau >= their last step; excluded from the least squares):"]
+            for c in res.censored:
+                lb = _fmt(c.get("lower_bound"), "g")
+                pred = _fmt(c.get("predicted"), ".4g")
+                flag = "   <- the fitted law predicts an earlier plateau" if c.get("inconsistent") else ""
+                lines.append(f"  {c.get('run_id') or '#' + str(c['row'])}  {c.get('label') or ''}  "
+                             f"plateau > {lb}  law predicts {pred}{flag}")
+        lines.append("")
+        pf = PAPER_FITS.get(self.paper) if self.paper else None
+        head = "comparison with the forecast sqrt(d)·T/(B·f) (App. A.3.2 / A.4.2; log factor dropped)"
+        if pf is not None:
+            head += f" and the paper's {pf.figure} fit ({law_text(pf)}, R² = {pf.r2:g}; {pf.setting})"
+        lines += [head + ":", format_comparison(self.comparison)]
+        if self.paper_note:
+            lines.append(f"  no paper law: {self.paper_note}")
+        lines += [f"  note: {r['variable']}: {r['forecast_note']}" for r in self.comparison if r.get("forecast_note")]
+        return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
         res = self.result.to_dict()
@@ -83,6 +111,11 @@ class FitReport:
             "paper_note": self.paper_note,
             "threshold": None if self.reread is None else self.reread.to_dict(),
         })
+
+
+def law_text(pf: Any) -> str:
+    """A paper law (``theory.PaperFit``) as the reports write it: "0.55 · n_tokens^0.79 · n_pairs^2.25"."""
+    return f"{pf.C:g} · " + " · ".join(f"{k}^{v:g}" for k, v in pf.exponents.items())
 
 
 def with_time_target(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -108,15 +141,13 @@ def _varying_params(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     return sorted(k for k, s in vals.items() if len(s) > 1)
 
 
-def fit_runs(selection: Selection | Sequence[Mapping[str, Any]], variables: Sequence[str], *,
+def fit_runs(selection: Selection, variables: Sequence[str], *,
              target: str = "plateau_step", tie: Sequence[tuple[str, float]] | None = None, bootstrap: int = 0,
              seed: int = 0, paper: str | None = "auto") -> FitReport:
-    """Fit ``target = C prod x^beta`` over the finished runs of ``selection`` (a ``Selection`` or run-table rows,
-    which are then filtered to finished runs) and compare with the forecast and the paper (``paper``: a key of
+    """Fit ``target = C prod x^beta`` over the finished runs of ``selection`` (``select_runs``,
+    ``reread_plateaus``) and compare with the forecast and the paper (``paper``: a key of
     ``theory.PAPER_FITS``, None, or 'auto': the law of the figure-atlas entry that names the runs' preset,
     ``atlas.law_of_presets``, never a guess from names or the model). Raises ``FitError`` with a one-line message."""
-    if not isinstance(selection, Selection):
-        selection = select_rows(selection)
     if selection.matched == 0:
         raise FitError("no runs match the selection" + (f" ({', '.join(selection.criteria)})"
                                                          if selection.criteria else ""))
@@ -288,51 +319,11 @@ def reread_plateaus(store: Any, selection: Selection, threshold: float,
     if grids:  # models/ode.py locates the crossing on the integrator's dense output; the store keeps the grid only
         notes.append("ode runs: the stored plateaus are the flow's exact crossings, the re-read ones lie on the "
                      f"evaluation grid (every {', '.join(f'{g:g}' for g in grids)} steps)")
-    sel = Selection(rows=rows, skipped=skipped, matched=selection.matched, criteria=list(selection.criteria),
-                    presets=list(selection.presets))
-    return sel, Reread(threshold, list(used), list(own), paper_rules, changed=changed, runs=len(rows), notes=notes)
+    return replace(selection, rows=rows, skipped=skipped), Reread(threshold, list(used), list(own), paper_rules,
+                                                                  changed=changed, runs=len(rows), notes=notes)
 
 
 _fmt = partial(fmt_or, missing="—")  # the reports mark a missing number with a dash
-
-
-def format_fit_report(rep: FitReport) -> str:
-    """The text ``sparse-tui fit`` prints: selection, fit summary, censored runs, theory/paper comparison."""
-    res = rep.result
-    lines = [rep.selection.describe()]
-    if rep.reread is not None:
-        lines.append(rep.reread.text())
-    lines.append(f"fitted: {res.n} run(s) with a plateau; censored (never reached the threshold): {res.n_censored}")
-    cols = ", ".join(f"{v} <- {c}" for v, c in res.columns.items() if c != v)
-    if cols:
-        lines.append(f"columns: {cols}")
-    lines.append("")
-    lines.append(res.summary())
-    if res.bootstrap and res.boot_skipped:
-        lines.append(f"  bootstrap: {res.bootstrap} resamples, {res.boot_skipped} skipped (singular design)")
-    if res.censored:
-        lines.append("")
-        lines.append("censored runs (plateau >= their last step; excluded from the least squares):")
-        for c in res.censored:
-            lb = _fmt(c.get("lower_bound"), "g")
-            pred = _fmt(c.get("predicted"), ".4g")
-            flag = "   <- the fitted law predicts an earlier plateau" if c.get("inconsistent") else ""
-            lines.append(f"  {c.get('run_id') or '#' + str(c['row'])}  {c.get('label') or ''}  "
-                         f"plateau > {lb}  law predicts {pred}{flag}")
-    lines.append("")
-    pf = PAPER_FITS.get(rep.paper) if rep.paper else None
-    head = "comparison with the forecast sqrt(d)·T/(B·f) (App. A.3.2 / A.4.2; log factor dropped)"
-    if pf is not None:
-        expo = " · ".join(f"{k}^{v:g}" for k, v in pf.exponents.items())
-        head += f" and the paper's {pf.figure} fit ({pf.C:g} · {expo}, R² = {pf.r2:g}; {pf.setting})"
-    lines.append(head + ":")
-    lines.append(format_comparison(rep.comparison))
-    if rep.paper_note:
-        lines.append(f"  no paper law: {rep.paper_note}")
-    notes = [r["variable"] + ": " + r["forecast_note"] for r in rep.comparison if r.get("forecast_note")]
-    for n in notes:
-        lines.append(f"  note: {n}")
-    return "\n".join(lines)
 
 
 def json_safe(obj: Any) -> Any:

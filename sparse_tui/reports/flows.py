@@ -26,8 +26,7 @@ def flow_series(store: Any, run_id: str) -> dict[str, Any]:
     series = store.metrics(run_id)
 
     def arr(name: str) -> Any:
-        st, vals = series.get(name, ([], []))
-        return np.asarray(st, dtype=float) * lr, np.asarray([np.nan if v is None else v for v in vals], dtype=float)
+        return timed(series, name, lr)
 
     t, w = arr("toy/w")
     _, alpha = arr("toy/alpha")
@@ -44,6 +43,12 @@ def flow_series(store: Any, run_id: str) -> dict[str, Any]:
     if t.size == 0:
         raise FigureError(f"run {run_id} logged no toy/w (an 'ode' run of the reduced dynamics is needed)")
     return out
+
+
+def timed(series: dict[str, Any], name: str, lr: float) -> tuple[np.ndarray, np.ndarray]:
+    """A logged curve against flow time (step × lr), a missing value as NaN."""
+    st, vals = series.get(name, ([], []))
+    return np.asarray(st, dtype=float) * lr, np.asarray([np.nan if v is None else v for v in vals], dtype=float)
 
 
 def sorted_flows(store: Any, run_ids: Sequence[str], key: str) -> list[dict[str, Any]]:

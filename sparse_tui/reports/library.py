@@ -13,7 +13,7 @@ from typing import Any, Sequence
 from sparse_tui.atlas import AtlasError, Entry
 from sparse_tui.reports import curves, figures
 from sparse_tui.reports import verdict as verdicts
-from sparse_tui.reports.base import Claim, Report, Runs, _gmean, _num, make_report, run_config
+from sparse_tui.reports.base import Claim, Report, Runs, _crossing, _gmean, _num, make_report, run_config
 
 
 @dataclass
@@ -56,11 +56,9 @@ def law_report(store: Any, entry: Entry, run_ids: Sequence[str], threshold: floa
     if reread is not None:
         lines.append(f"  {reread.text()}")
     if pf is not None:
-        expo = " · ".join(f"{k}^{v:g}" for k, v in pf.exponents.items())
-        lines.append(f"  paper ({pf.figure}): T_plateau = {pf.C:g} · {expo}, R² = {pf.r2:g}")
-    lines.append(f"  measured: {res.formula()}, R² = {res.r2:.3f}")
-    lines.append(f"  {'':>10}  {'paper':>7}  {'measured':>8}  {'95% CI':>18}  {'CI holds paper':>14}  {'diff':>7}  "
-                 "target")
+        lines.append(f"  paper ({pf.figure}): T_plateau = {fitreport.law_text(pf)}, R² = {pf.r2:g}")
+    lines += [f"  measured: {res.formula()}, R² = {res.r2:.3f}",
+              f"  {'':>10}  {'paper':>7}  {'measured':>8}  {'95% CI':>18}  {'CI holds paper':>14}  {'diff':>7}  target"]
     if pf is not None:
         lines.append(f"  {'C':>10}  {pf.C:>7.3g}  {res.C:>8.3g}  {f'[{res.C_ci[0]:.3g}, {res.C_ci[1]:.3g}]':>18}")
     for r in rows:
@@ -74,10 +72,10 @@ def law_report(store: Any, entry: Entry, run_ids: Sequence[str], threshold: floa
                      f"{_num(c.get('lower_bound'), 'g')} (the fit predicts {_num(c.get('predicted'), '.4g')})")
     points = _per_point(sel.rows, entry, pf)
     if points:
-        lines.append("  per point (mean over seeds; paper = its law at that point):")
         names = list(points[0]["x"])
-        lines.append("    " + "  ".join(f"{n:>8}" for n in names) + f"  {'seeds':>5}  {'measured':>9}  {'paper':>9}"
-                     + f"  {'ratio':>6}")
+        lines += ["  per point (mean over seeds; paper = its law at that point):",
+                  "    " + "  ".join(f"{n:>8}" for n in names) + f"  {'seeds':>5}  {'measured':>9}  {'paper':>9}"
+                  + f"  {'ratio':>6}"]
         for pt in points:
             lines.append("    " + "  ".join(f"{pt['x'][n]:>8g}" for n in names)
                          + f"  {pt['n']:>5}  {_num(pt['measured'], '9.1f')}  {_num(pt['paper'], '9.1f')}  "
@@ -107,18 +105,16 @@ def _per_point(rows: Sequence[dict], entry: Entry, pf: Any) -> list[dict[str, An
         laws[k] = x_law
         pl = r.get("plateau_step")
         groups.setdefault(k, [])
-        if pl is not None and isinstance(pl, (int, float)) and pl > 0:
+        if isinstance(pl, (int, float)) and pl > 0:
             groups[k].append(float(pl))
     out = []
     for k in sorted(groups):
         vals = groups[k]
         m = _gmean(vals)
-        law = None
-        if pf is not None:
-            try:
-                law = pf.predict(**{v: laws[k][v] for v in pf.exponents})
-            except KeyError:
-                law = None
+        try:
+            law = pf.predict(**{v: laws[k][v] for v in pf.exponents}) if pf is not None else None
+        except KeyError:
+            law = None
         out.append({"x": xs[k], "n": len(vals), "measured": m, "paper": law,
                     "ratio": (m / law) if (m and law) else None})
     return out
@@ -160,9 +156,7 @@ def train_plateau(series: dict, rec: Any) -> float | None:
     plateau = run_config(rec).plateau
     if plateau.mode != "below" or "train/loss" not in series:
         return None
-    steps, vals = series["train/loss"]
-    level = plateau.value
-    return next((float(s) for s, v in zip(steps, vals) if v is not None and v <= level), None)
+    return _crossing(series["train/loss"], plateau.value, above=False)
 
 
 def transition_steps(series: dict, rec: Any) -> float | None:

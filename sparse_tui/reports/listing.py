@@ -6,6 +6,7 @@ No torch, no textual at import."""
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -65,12 +66,9 @@ def status_rows(store: Any | None, presets_dir: Path | None = None, with_verdict
                 except Exception as ex:  # noqa: BLE001 - a report that fails is listed, not fatal
                     row.verdict = verdicts.Verdict("not reproduced", f"the report failed: {ex}")
                 row.cpu_minutes = sum(found[i].duration or 0.0 for i in found) / 60
-        if row.verdict is None:
-            row.verdict = recorded_verdict(e)
-        if row.firmness is None:
-            row.firmness = _recorded_firmness(e, presets_dir)
-        if row.environment is None:
-            row.environment = records.environment(e.key)
+        row.verdict = row.verdict or recorded_verdict(e)
+        row.firmness = row.firmness or _recorded_firmness(e, presets_dir)
+        row.environment = row.environment or records.environment(e.key)
         if row.cpu_minutes is None:
             row.cpu_minutes = e.cpu_minutes
         rows.append(row)
@@ -155,14 +153,9 @@ def counts(rows: Sequence[StatusRow]) -> dict[str, int]:
     """The counted words (``verdict.COUNTED``), one per source sentence: a sentence tested by several entries
     counts once, with its word (``sentence_words``)."""
     sentence = sentence_words(rows)
-    out = {w: 0 for w in verdicts.COUNTED}
-    for r in rows:
-        if not r.verdict or not verdicts.counted(r.entry.key):
-            continue
-        word = sentence.get(r.entry.key, r.verdict.word)
-        if word in out:
-            out[word] += 1
-    return out
+    got = Counter(sentence.get(r.entry.key, r.verdict.word) for r in rows
+                  if r.verdict and verdicts.counted(r.entry.key))
+    return {w: got[w] for w in verdicts.COUNTED}
 
 
 def list_json(rows: Sequence[StatusRow], with_store: bool) -> list[dict[str, Any]]:
@@ -173,28 +166,23 @@ def list_json(rows: Sequence[StatusRow], with_store: bool) -> list[dict[str, Any
     sentence = sentence_words(rows)
     out = []
     for r in rows:
-        e = r.entry
+        e, v, gpu = r.entry, r.verdict, r.gpu_projection
         out.append({"key": e.key, "figure": e.figure, "source": e.source, "section": e.section, "shows": e.shows,
                     "kind": e.kind, "presets": dict(e.presets), "fit_vars": list(e.fit_vars), "law": e.law,
                     "threshold": e.threshold.text() if e.threshold else None, "notes": e.notes, "record": e.record,
                     "measured": e.measured, "built": e.built,
                     "targets": ({v: verdicts.target(e, v) for v in e.fit_vars} if e.kind == "law" else {}),
                     "stored": dict(r.stored) if with_store else None,
-                    "verdict": r.verdict.word if r.verdict else "not run",
-                    "verdict_source": r.verdict.source if r.verdict else None,
-                    "verdict_why": r.verdict.why if r.verdict else None,
+                    "verdict": v.word if v else "not run", "verdict_source": v.source if v else None,
+                    "verdict_why": v.why if v else None,
                     "firmness": r.firmness.to_dict() if r.firmness else None,
                     "environment": r.environment,
-                    "counted": verdicts.counted(e.key) and bool(r.verdict) and r.verdict.word in verdicts.COUNTED,
+                    "counted": verdicts.counted(e.key) and bool(v) and v.word in verdicts.COUNTED,
                     "sentence": verdicts.sentence_of(e.key),
                     "sentence_verdict": sentence.get(e.key),
                     "cost": {"cpu_minutes": r.cpu_minutes,
-                             "cpu_source": "store" if (r.verdict and r.verdict.source == "runs") else "record",
-                             "gpu_minutes_projected": (round(r.gpu_projection.seconds / 60, 1)
-                                                       if r.gpu_projection else None),
-                             "gpu_projection": r.gpu_projection.line() if r.gpu_projection else None,
-                             "gpu_card": r.gpu_projection.card if r.gpu_projection else None,
-                             "gpu_minutes_range": ([round(r.gpu_projection.low / 60, 1),
-                                                    round(r.gpu_projection.high / 60, 1)]
-                                                   if r.gpu_projection else None)}})
+                             "cpu_source": "store" if (v and v.source == "runs") else "record",
+                             "gpu_minutes_projected": round(gpu.seconds / 60, 1) if gpu else None,
+                             "gpu_projection": gpu.line() if gpu else None, "gpu_card": gpu.card if gpu else None,
+                             "gpu_minutes_range": [round(gpu.low / 60, 1), round(gpu.high / 60, 1)] if gpu else None}})
     return out

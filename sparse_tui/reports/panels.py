@@ -27,8 +27,8 @@ def _phase_panel(fig: Any, ax: Any, x_key: str, y_key: str, xs: Sequence[Any], y
     norm = LogNorm(finite.min(), max(finite.max(), finite.min() * 1.0001)) if log else (
         Normalize(0.0, 1.0) if value in ("acc", "emerged") else Normalize(finite.min(), finite.max()))
     im = ax.imshow(np.ma.masked_invalid(z), origin="lower", aspect="auto", cmap="viridis", norm=norm)
-    ax.set_xticks(range(len(xs)), [fmt_plain(v, 'g') if isinstance(v, (int, float)) else str(v) for v in xs])
-    ax.set_yticks(range(len(ys)), [fmt_plain(v, 'g') if isinstance(v, (int, float)) else str(v) for v in ys])
+    for set_ticks, vs in ((ax.set_xticks, xs), (ax.set_yticks, ys)):
+        set_ticks(range(len(vs)), [fmt_plain(v, 'g') if isinstance(v, (int, float)) else str(v) for v in vs])
     ax.set_xlabel(x_key)
     ax.set_ylabel(y_key)
     ax.grid(False)
@@ -47,7 +47,7 @@ def phase_figure(x_key: str, y_key: str, xs: Sequence[Any], ys: Sequence[Any], g
     fig, (ax,) = _fig(1, 1.2 + 0.75 * len(xs), 1.0 + 0.45 * len(ys))
     _phase_panel(fig, ax, x_key, y_key, xs, ys, grid, value)
     head = title or f"{value}: {y_key} × {x_key}"
-    fig.suptitle(f"{head}   ({note})" if note else head, fontsize=8.5)
+    fig.suptitle(f"{head}   ({note})" if note else head)
     return fig
 
 
@@ -73,5 +73,5 @@ def scatter_figure(data: Any, *, title: str | None = None, size: tuple[float, fl
     left = [f"{data.censored} never left the plateau" if data.censored else "",
             f"{data.missing} without the value" if data.missing else ""]
     head = title or f"{data.y} against {data.x.split('.')[-1]}: {len(data.points)} runs"
-    fig.suptitle(textwrap.fill("; ".join([head, *filter(None, left)]), int(13 * fig.get_figwidth())), fontsize=8.5)
+    fig.suptitle(textwrap.fill("; ".join([head, *filter(None, left)]), int(13 * fig.get_figwidth())))
     return fig

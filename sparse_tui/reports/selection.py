@@ -204,21 +204,18 @@ def select_rows(rows: Iterable[Mapping[str, Any]], *, where: Sequence[Where] | S
     known = {w.key: False for w in ws}
     rows = list(rows)
     for r in rows:
-        ok = True
         for w in ws:
             found, v = _lookup(r, w.key)
             known[w.key] |= found
             if not (found and _match(v, w)) and not (not found and w.op == "!="):
-                ok = False
                 break
-        if not ok:
-            continue
-        matched += 1
-        st = r.get("status") or "finished"
-        if st == "finished":
-            kept.append(dict(r))
-        else:
-            skipped[st] = skipped.get(st, 0) + 1
+        else:  # every filter holds
+            matched += 1
+            st = r.get("status") or "finished"
+            if st == "finished":
+                kept.append(dict(r))
+            else:
+                skipped[st] = skipped.get(st, 0) + 1
     if rows:
         for w in ws:
             if not known[w.key] and not any(_lookup(r, w.key)[0] for r in rows):
@@ -251,13 +248,11 @@ def select_runs(store: Any, *, preset: str | None = None, batch: str | None = No
         criteria.append(f"{len(run_ids)} run id(s)")
         if preset:
             recs = [r for r in recs if r.preset == preset]
-        if batch:
-            recs = [r for r in recs if r.batch_id == batch]
         store.reap()
     else:
         recs = store.runs(preset=preset)
-        if batch:
-            recs = [r for r in recs if r.batch_id == batch]
+    if batch:
+        recs = [r for r in recs if r.batch_id == batch]
     if preset:
         criteria.insert(0, f"preset {preset}")
     if batch:

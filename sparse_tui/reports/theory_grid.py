@@ -10,7 +10,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from sparse_tui.reports.fitreport import _fmt, json_safe
+from sparse_tui.reports.fitreport import _fmt, json_safe, law_text
 from sparse_tui.science.dynamics import compare_closed_form, expand_grid, parse_grid, plateau_times
 from sparse_tui.science.fitting import FitError, FitResult, compare_to_theory, fit_power_law, format_comparison
 from sparse_tui.science.theory import (
@@ -35,8 +35,7 @@ def theory_point(d: float, T: float, B: float = 1, p: float = 0.0, *, threshold:
     return json_safe({
         "d": d, "T": T, "B": B, "p": p, "f": f, "threshold": threshold, "eps": eps,
         "plateau": pl, "closed_arcsinh": a, "closed_log": lg, "scale": scale,
-        "ratio_arcsinh": a / pl if pl == pl else None, "ratio_log": lg / pl if pl == pl else None,
-        "ratio_scale": pl / scale if pl == pl else None,
+        "ratio_arcsinh": a / pl, "ratio_log": lg / pl, "ratio_scale": pl / scale,  # NaN: None (json_safe)
     })
 
 
@@ -91,10 +90,8 @@ def theory_grid(grid: Mapping[str, Sequence[float]] | Sequence[str] | str, *, th
     variables = [k for k in ("d", "T", "B") if len({r[k] for r in rows}) > 1]
     if len({r["p"] for r in rows}) > 1:
         variables.append("f")
-    fit = None
-    fit_error = None
+    fit = fit_error = key = None
     comparison: list[dict[str, Any]] = []
-    key = None
     if variables:
         # 'auto': the reduced flow's own figure, Fig. 2 right when p varies (f), else Fig. 2 left
         key = ("fig2_right" if "f" in variables else "fig2_left") if paper == "auto" else paper
@@ -133,15 +130,12 @@ def format_theory_grid(out: Mapping[str, Any]) -> str:
     if fit is None:
         lines.append(f"power-law fit: not done ({out['fit_error']})")
         return "\n".join(lines)
-    lines.append("power-law fit of the integrated plateaus (App. D.2, least squares on logs):")
-    lines.append(fit.summary())
+    lines += ["power-law fit of the integrated plateaus (App. D.2, least squares on logs):", fit.summary()]
     pf = PAPER_FITS.get(out["paper"]) if out.get("paper") else None
     head = "exponents vs the forecast sqrt(d)·T/(B·f) (d +0.5, T +1, B -1, f -1)"
     if pf is not None:
-        expo = " · ".join(f"{k}^{v:g}" for k, v in pf.exponents.items())
-        head += f" and the paper's {pf.figure} fit ({pf.C:g} · {expo})"
-    lines.append(head + ":")
-    lines.append(format_comparison(out["comparison"]))
+        head += f" and the paper's {pf.figure} fit ({law_text(pf)})"
+    lines += [head + ":", format_comparison(out["comparison"])]
     return "\n".join(lines)
 
 

@@ -32,10 +32,11 @@ def geometry_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     for rid in run_ids:
         rec = store.get(rid)
         E = store.array(rid, geometry.ARRAY)
-        loss = (rec.final or {}).get("test/loss")
+        final = rec.final or {}
+        loss = final.get("test/loss")
         row = {"run_id": rid, "n_embd": run_config(rec).model.d_model, "seed": rec.seed,
                "final_ppl": math.exp(loss) if loss is not None and math.isfinite(loss) else None,
-               "final_acc": (rec.final or {}).get("test/acc"), "rho": None, "neighbours": None, "explained": None}
+               "final_acc": final.get("test/acc"), "rho": None, "neighbours": None, "explained": None}
         if E is not None:
             row.update(geometry.order(E), explained=geometry.plane(E).explained)
         rows.append(row)
@@ -75,7 +76,7 @@ def geometry_figure(store: Any, run_ids: Sequence[str], *, title: str | None = N
                      f"neighbours {o['neighbours']:.2f}", fontsize=7.5)
         ax.set_xlabel(pl.axes[0])
         ax.set_ylabel(pl.axes[1])
-    fig.suptitle(title or "learned token embeddings (labels: token value)", fontsize=8.5)
+    fig.suptitle(title or "learned token embeddings (labels: token value)")
     return fig
 
 

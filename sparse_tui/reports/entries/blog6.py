@@ -24,10 +24,11 @@ def _check_blog6_nembd(store, rep):
 
 
 def _check_blog6_n80(store, rep):
-    rows = [(run_config(store.get(r["run_id"])).task.train_size, run_config(store.get(r["run_id"])).train.lr,
-             *_learned(store, r["run_id"])) for r in rep.data.runs]
-    base = [ok for n, lr, ok, _ in rows if n == min(x[0] for x in rows) and lr == max(x[1] for x in rows)]
-    other = [ok for n, lr, ok, _ in rows if not (n == min(x[0] for x in rows) and lr == max(x[1] for x in rows))]
+    cfgs = [(run_config(store.get(r["run_id"])), r["run_id"]) for r in rep.data.runs]
+    rows = [(c.task.train_size, c.train.lr, *_learned(store, rid)) for c, rid in cfgs]
+    least = (min(n for n, *_ in rows), max(lr for _, lr, *_ in rows))  # the least data at the largest lr
+    base = [ok for n, lr, ok, _ in rows if (n, lr) == least]
+    other = [ok for n, lr, ok, _ in rows if (n, lr) != least]
     word = "reproduced" if any(other) and not any(base) else "not reproduced"
     return word, "final test accuracy (data, lr): " + ", ".join(f"({n:g}, {lr:g}) {_fmt([a])}" for n, lr, _, a in rows)
 

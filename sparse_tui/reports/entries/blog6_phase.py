@@ -57,7 +57,7 @@ def phase_entry_figure(store: Any, run_ids: Sequence[str], *, title: str | None 
             ax.text(0.5, 0.5, f"no {value} value", ha="center", va="center", transform=ax.transAxes)
         ax.set_title({"plateau": "plateau step (blank: never emerged)", "acc": "final test accuracy"}[value])
     head = title or f"phase diagram: {y_key} × {x_key}"
-    fig.suptitle(f"{head}   ({cell_note(counts)})", fontsize=8.5)
+    fig.suptitle(f"{head}   ({cell_note(counts)})")
     return fig
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from sparse_tui.atlas import Entry
-from sparse_tui.reports.base import Claim, Report, make_report, run_config
+from sparse_tui.reports.base import Claim, Report, _crossing, _num, make_report, run_config
 
 TARGET_SPEEDUP = 1.5
 TARGET_FINAL = 0.02
@@ -38,13 +38,6 @@ def _levels(rec: Any) -> tuple[str, bool, tuple[float, float]]:
     if mode == "above":
         return metric, True, (value, 0.6)
     return metric, False, (value, value / 10)
-
-
-def _first(steps, vals, level: float, higher: bool) -> float | None:
-    for s, v in zip(steps, vals):
-        if v is not None and not math.isnan(v) and (v >= level if higher else v <= level):
-            return float(s)
-    return None
 
 
 def _mean(vals) -> float | None:
@@ -67,13 +60,6 @@ def _setting(rec: Any) -> str:
     return ", ".join(x for x in parts if x) or "no repetition"
 
 
-def _f(x: Any, spec: str) -> str:
-    if x is None:
-        width = "".join(c for c in spec.split(".")[0] if c.isdigit())
-        return "—".rjust(int(width or 0))
-    return format(x, spec)
-
-
 LAST = 5  # "final": the mean of the last LAST evaluations (one evaluation moves by a few points)
 
 
@@ -88,7 +74,7 @@ def diversity_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report
             levels = tuple(lv * vals[0] for lv in levels)  # a fraction of the initial value (App. D.1)
         rows.append({"run_id": rec.run_id, "setting": _setting(rec), "seed": rec.seed, "metric": metric,
                      "higher": higher, "levels": list(levels), "switch": _switch(series),
-                     "cross": [_first(steps, vals, lv, higher) for lv in levels],
+                     "cross": [_crossing((steps, vals), lv, higher) for lv in levels],
                      "final": _mean(vals[-LAST:])})
     base = {r["seed"]: r for r in rows if r["setting"] == "no repetition"}
     for r in rows:
@@ -114,9 +100,10 @@ def diversity_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report
     for s in order:
         mine = [r for r in rows if r["setting"] == s]
         for r in sorted(mine, key=lambda r: r["seed"] or 0):
-            lines.append(f"  {s[:52]:<52} {_f(r['seed'], '4g')} {_f(r['switch'], '6g')} {_f(r['cross'][0], '7g')} "
-                         f"{_f(r['speedup'][0], '5.2f')} {_f(r['cross'][1], '7g')} {_f(r['speedup'][1], '5.2f')} "
-                         f"{_f(r['final'], '6.3f')} {_f(r['final_vs_base'], '+7.3f')}")
+            lines.append(f"  {s[:52]:<52} {_num(r['seed'], '4g')} {_num(r['switch'], '6g')} "
+                         f"{_num(r['cross'][0], '7g')} {_num(r['speedup'][0], '5.2f')} {_num(r['cross'][1], '7g')} "
+                         f"{_num(r['speedup'][1], '5.2f')} {_num(r['final'], '6.3f')} "
+                         f"{_num(r['final_vs_base'], '+7.3f')}")
         if s != "no repetition":
             n_ok = sum(r["target"] for r in mine)
             summary[s] = {"seeds": len(mine), "target_held": n_ok}

@@ -83,10 +83,10 @@ def eq6_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None) 
     ax.scatter(x, pl, s=12, label="integrated (Eqs. 3-4)")
     ax.scatter(x, closed, s=12, marker="x", label="closed form (Eq. 6)")
     ax.set(xscale="log", yscale="log", xlabel="√d·T / B", title="plateau")
-    ax.legend(frameon=False)
+    ax.legend()
     ax2.scatter(x, closed / pl, s=12)
     ax2.set(xscale="log", xlabel="√d·T / B", title="closed form ÷ integrated")
-    fig.suptitle(title or f"Eq. 6 (ε = {EQ6_EPS:g}) against the integrated flow", fontsize=8.5)
+    fig.suptitle(title or f"Eq. 6 (ε = {EQ6_EPS:g}) against the integrated flow")
     return fig
 
 

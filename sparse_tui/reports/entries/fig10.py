@@ -54,7 +54,7 @@ def fig10_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None
             a2.plot(f["t"], f["toy/w_tilde"], color=c, ls="--")
         a3.plot(f["t"], f["alpha"], color=c)
     a1.set_ylabel("test loss (no repetition)")
-    a1.legend(frameon=False)
+    a1.legend()
     a2.set_ylabel("w~ (dashed), w / √(d−1) (plain)")
     a3.set_ylabel("α")
     for ax in (a1, a2, a3):
@@ -62,7 +62,7 @@ def fig10_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None
         _time_axis(ax, flows)
     a2.set_ylim(-0.05, float(np.nanmax([np.nanmax(f["w"]) / math.sqrt(f["d"]) for f in flows])) * 1.6)
     fig.suptitle(title or f"Fig. 10: cross-sample repetition (T = {fmt_plain(flows[0]['T'], 'g')}, "
-                 f"d = {fmt_plain(flows[0]['d'], 'g')})", fontsize=8.5)
+                 f"d = {fmt_plain(flows[0]['d'], 'g')})")
     return fig
 
 

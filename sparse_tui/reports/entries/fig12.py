@@ -30,8 +30,8 @@ def fig12_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None
         ax.set_yscale("log")
         ax.set_xlabel("step")
         ax.set_title(head)
-    axes[0].legend(frameon=False)
-    fig.suptitle(title or "Fig. 12: cross-sample repetition", fontsize=8.5)
+    axes[0].legend()
+    fig.suptitle(title or "Fig. 12: cross-sample repetition")
     return fig
 
 

@@ -7,7 +7,7 @@ from typing import Any, Sequence
 
 from sparse_tui.atlas import Entry
 from sparse_tui.atlas.paper_recall import FIG16_TRAIN_LOSS
-from sparse_tui.reports.base import Claim, Report, _colours, _fig, _fmt, _num, figure_writer, make_report
+from sparse_tui.reports.base import Claim, Report, _colours, _crossing, _fig, _fmt, _num, figure_writer, make_report
 from sparse_tui.reports.entries.fig5 import _is_baseline, task_values, varied_task_key
 
 
@@ -29,7 +29,7 @@ def fig16_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     for rec in recs:
         value = task_values(rec).get(var)
         steps, vals = store.metrics(rec.run_id).get("train/loss", ([], []))
-        cross = next((float(s) for s, v in zip(steps, vals) if v is not None and v <= FIG16_TRAIN_LOSS), None)
+        cross = _crossing((steps, vals), FIG16_TRAIN_LOSS, above=False)
         rows.append({"run_id": rec.run_id, "variable": var, "value": value, "seed": rec.seed, "train_cross": cross,
                      "baseline": _is_baseline(rec), "final_train_loss": vals[-1] if vals else None,
                      "plateau": rec.plateau_step, "final_test_acc": (rec.final or {}).get("test/acc")})
@@ -87,9 +87,9 @@ def fig16_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None
                                "test data, no repetition (accuracy)")):
         ax.set_xlabel("step")
         ax.set_title(head)
-    axes[0].legend(frameon=False, title=("line style: seed " + ", ".join(map(str, seeds))) if len(seeds) > 1
+    axes[0].legend(title=("line style: seed " + ", ".join(map(str, seeds))) if len(seeds) > 1
                    else None)
-    fig.suptitle(title or "Fig. 16: repetition on the training data", fontsize=8.5)
+    fig.suptitle(title or "Fig. 16: repetition on the training data")
     return fig
 
 

@@ -6,7 +6,18 @@ import re
 from typing import Any, Sequence
 
 from sparse_tui.atlas import Entry
-from sparse_tui.reports.base import RECALL_LEVEL, Claim, Report, Runs, _colours, _fig, _num, figure_writer, make_report
+from sparse_tui.reports.base import (
+    RECALL_LEVEL,
+    Claim,
+    Report,
+    Runs,
+    _colours,
+    _crossing,
+    _fig,
+    _num,
+    figure_writer,
+    make_report,
+)
 
 
 def _at(series: dict, name: str, step: float | None) -> float | None:
@@ -65,7 +76,7 @@ def probes_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
         series = store.metrics(rid)
         pl = rec.plateau_step
         acc = series.get("test/acc", ([], []))
-        recall = next((float(st) for st, v in zip(*acc) if v is not None and v >= RECALL_LEVEL), None)
+        recall = _crossing(acc, RECALL_LEVEL)
         end = float(acc[0][-1]) if acc[0] else None
         points = {"start": 0.0, "half": None if pl is None else pl / 2, "plateau": pl, "acc60": recall, "end": end}
         row = {"run_id": rid, "label": rec.label, "plateau": pl, "acc60": recall}
@@ -108,8 +119,8 @@ def fig17_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None
         ax.set_title(head)
         ax.set_ylim(-0.02, 1.02)
     for ax in axes if recs else ():
-        ax.legend(frameon=False)
-    fig.suptitle(title or "Fig. 17: attention probes during recall's emergence", fontsize=8.5)
+        ax.legend()
+    fig.suptitle(title or "Fig. 17: attention probes during recall's emergence")
     return fig
 
 

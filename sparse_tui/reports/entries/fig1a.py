@@ -19,9 +19,9 @@ def fig1a_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
         series = store.metrics(rec.run_id)
         drop = transition_steps(series, rec)
         pl = f["plateau"]
-        scale = math.sqrt(f["d"]) * f["T"] / f["B"]
-        data.append({"d": f["d"], "plateau": pl, "plateau_over_scale": pl / scale if pl else None, "drop": drop})
-        rows.append(f"{f['d']:>6g} {_num(pl, '10.1f')} {_num(pl / scale if pl else None, '12.3f')} "
+        over = pl / (math.sqrt(f["d"]) * f["T"] / f["B"]) if pl else None
+        data.append({"d": f["d"], "plateau": pl, "plateau_over_scale": over, "drop": drop})
+        rows.append(f"{f['d']:>6g} {_num(pl, '10.1f')} {_num(over, '12.3f')} "
                     f"{_num(drop, '10g')} {_num(drop / pl if (drop and pl) else None, '12.3f')}")
     return _theory_report(entry, run_ids, "a plateau at 0.5, then a sharp drop (no numbers)",
                           f"{'d':>6} {'plateau':>10} {'pl/(√d·T)':>12} {'drop':>10} {'drop/plateau':>12}", rows,
@@ -41,8 +41,8 @@ def fig1a_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None
     _time_axis(ax, flows)
     ax.set_xlabel("flow time (step × lr)")
     ax.set_ylabel("test loss")
-    ax.legend(frameon=False)
-    fig.suptitle(title or f"Fig. 1a: reduced dynamics, T = {fmt_plain(flows[0]['T'], 'g')}", fontsize=8.5)
+    ax.legend()
+    fig.suptitle(title or f"Fig. 1a: reduced dynamics, T = {fmt_plain(flows[0]['T'], 'g')}")
     return fig
 
 

@@ -62,7 +62,7 @@ def fig1b_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None
         if f["plateau"] is not None:
             ax.axvline(f["plateau"], color="0.4", lw=0.7, ls=":")
     fig.suptitle(title or f"Fig. 1b: w before α (T = {fmt_plain(f['T'], 'g')}, d = {fmt_plain(f['d'], 'g')}; "
-                 "dashed: optimum, dotted: plateau)", fontsize=8.5)
+                 "dashed: optimum, dotted: plateau)")
     return fig
 
 

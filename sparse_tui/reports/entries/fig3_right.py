@@ -89,8 +89,8 @@ def p_table_figure(data: TableData, *, title: str | None = None) -> Any:
     ax.set_yscale("log")
     ax.set_xlabel("d")
     ax.set_ylabel("plateau step")
-    ax.legend(frameon=False)
-    fig.suptitle(title or "plateau vs d per cross-sample repetition p", fontsize=8.5)
+    ax.legend()
+    fig.suptitle(title or "plateau vs d per cross-sample repetition p")
     return fig
 
 

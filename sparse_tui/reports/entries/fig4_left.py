@@ -12,6 +12,7 @@ from sparse_tui.reports.base import (
     RECALL_LEVEL,
     Claim,
     Report,
+    _crossing,
     _fmt,
     _gmean,
     _loglog_slope,
@@ -45,7 +46,7 @@ def fig4_curves_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Repo
     for rid in run_ids:
         rec = store.get(rid)
         steps, vals = store.metrics(rid).get("test/acc", ([], []))
-        recall = next((float(st) for st, v in zip(steps, vals) if v is not None and v >= RECALL_LEVEL), None)
+        recall = _crossing((steps, vals), RECALL_LEVEL)
         pl = rec.plateau_step
         task = run_config(rec).task
         rows.append({"run_id": rid, "n_pairs": task.n_pairs, "n_tokens": task.n_tokens, "seed": rec.seed, "plateau": pl,

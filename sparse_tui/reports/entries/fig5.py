@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from sparse_tui.atlas import Entry
-from sparse_tui.reports.base import RECALL_LEVEL, Claim, Report, _fmt, _gmean, _num, make_report, run_config
+from sparse_tui.reports.base import RECALL_LEVEL, Claim, Report, _crossing, _fmt, _gmean, _num, make_report, run_config
 from sparse_tui.science.repetition import all_values
 
 
@@ -48,7 +48,7 @@ def fig5_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     rows: list[dict[str, Any]] = []
     for rec in recs:
         steps, vals = store.metrics(rec.run_id).get("test/acc", ([], []))
-        cross = [next((float(st) for st, v in zip(steps, vals) if v is not None and v >= lv), None) for lv in levels]
+        cross = [_crossing((steps, vals), lv) for lv in levels]
         rows.append({"run_id": rec.run_id, "variable": var, "value": task_values(rec).get(var),
                      "seed": rec.seed, "baseline": _is_baseline(rec), "cross": cross,
                      "best": max((v for v in vals if v is not None), default=None),

@@ -7,6 +7,7 @@ from typing import Any
 
 from sparse_tui.reports.base import Claim
 from sparse_tui.reports.entries.fig5 import fig5_report
+from sparse_tui.reports.entries.fig17 import _at
 
 LATE_FROM = 2400  # Fig. 5 left's CPU records stop here (paper_fig5_B_cpu)
 
@@ -20,9 +21,7 @@ def check_fig5_late(store: Any, rep: Any) -> tuple[str, str]:
     runs = rep.data.runs
 
     def at(run_id: str, step: float) -> float | None:
-        st, vals = store.metrics(run_id).get("test/acc", ([], []))
-        got = [v for s, v in zip(st, vals) if s <= step and v is not None]
-        return got[-1] if got else None
+        return _at(store.metrics(run_id), "test/acc", step)
 
     base = {r["seed"]: r for r in runs if r["baseline"]}
     rows, grok, rise = [], [], []

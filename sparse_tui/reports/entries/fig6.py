@@ -62,7 +62,7 @@ def fig6_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None)
     ax.set_xlabel("w")
     ax.set_ylabel("Δa")
     fig.suptitle(title or f"Fig. 6: loss landscape and gradient flow (T = {fmt_plain(f['T'], 'g')}, "
-                 f"d = {fmt_plain(f['d'], 'g')})", fontsize=8.5)
+                 f"d = {fmt_plain(f['d'], 'g')})")
     return fig
 
 

@@ -56,9 +56,9 @@ def fig7_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None)
         ax.set_xlabel("λ t  (λ = B / (√d T))")
         ax.set_title(name)
     axes[2].set_ylim(0, 0.55)
-    axes[0].legend(frameon=False)
+    axes[0].legend()
     fig.suptitle(title or f"Fig. 7: early dynamics (plain) vs their linearisation (dashed), d = "
-                 f"{fmt_plain(flows[0]['d'], 'g')}", fontsize=8.5)
+                 f"{fmt_plain(flows[0]['d'], 'g')}")
     return fig
 
 

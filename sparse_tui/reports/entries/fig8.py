@@ -26,8 +26,16 @@ class Fig8Data:
     one_over_d: float
 
 
+def _eigenvalues(f: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """Where Δa is finite along the flow, and the Hessian of Eq. 12's two eigenvalues there."""
+    from sparse_tui.science.theory import hessian_eq12
+
+    ok = np.isfinite(f["da"])
+    return ok, np.linalg.eigvalsh(hessian_eq12(f["w"][ok], f["da"][ok], f["d"], f["T"], f["B"]))
+
+
 def fig8_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
-    from sparse_tui.science.theory import hessian_eq12, w_equilibrium
+    from sparse_tui.science.theory import w_equilibrium
 
     f = sorted_flows(store, run_ids, "d")[0]
     pl = f["plateau"] or float(f["t"][-1])
@@ -35,8 +43,7 @@ def fig8_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
     ratio = f["w"] / winf
     early = f["t"] < 0.5 * pl
     late = f["t"] > 1.5 * pl
-    ok = np.isfinite(f["da"])
-    ev = np.linalg.eigvalsh(hessian_eq12(f["w"][ok], f["da"][ok], f["d"], f["T"], f["B"]))
+    ok, ev = _eigenvalues(f)
     lam = f["B"] / (math.sqrt(f["d"]) * f["T"])
     k = int(np.argmax(ev[:, 1]))
     data = Fig8Data(w_over_winf_plateau_max=float(np.nanmax(ratio[early][1:])) if early.sum() > 1
@@ -58,7 +65,7 @@ def fig8_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:
 def fig8_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None) -> Any:
     """Fig. 8: (left) w_inf(alpha) for several T at the run's d; (middle) w and w_inf(alpha(t)) along the flow;
     (right) the smallest and largest eigenvalue of the Hessian of Eq. 12 along the flow."""
-    from sparse_tui.science.theory import hessian_eq12, w_equilibrium
+    from sparse_tui.science.theory import w_equilibrium
 
     f = sorted_flows(store, run_ids, "d")[0]
     fig, (a1, a2, a3) = _fig(3)
@@ -70,25 +77,24 @@ def fig8_figure(store: Any, run_ids: Sequence[str], *, title: str | None = None)
     a1.set_xscale("log")
     a1.set_xlabel("α")
     a1.set_ylabel("w∞(α)")
-    a1.legend(frameon=False)
+    a1.legend()
     a2.plot(f["t"], f["w"], color="C0", label="w")
     a2.plot(f["t"], w_equilibrium(f["alpha"], f["d"], f["T"], f["B"]), color="C3", ls="--", label="w∞(α(t))")
     a2.set_ylim(0, 2.5 * math.sqrt(f["d"]))
     a2.set_xlabel("flow time")
-    a2.legend(frameon=False)
-    ok = np.isfinite(f["da"])
-    ev = np.linalg.eigvalsh(hessian_eq12(f["w"][ok], f["da"][ok], f["d"], f["T"], f["B"]))
+    a2.legend()
+    ok, ev = _eigenvalues(f)
     a3.plot(f["t"][ok], ev[:, 1], color="C2", label="largest")
     a3.plot(f["t"][ok], ev[:, 0], color="C4", label="smallest")
     a3.set_yscale("symlog", linthresh=1e-5)
     a3.set_xlabel("flow time")
     a3.set_title("Hessian eigenvalues")
-    a3.legend(frameon=False)
+    a3.legend()
     for ax in (a2, a3):
         _time_axis(ax, [f])
         if f["plateau"] is not None:
             ax.axvline(f["plateau"], color="0.4", lw=0.7, ls=":")
-    fig.suptitle(title or f"Fig. 8 (T = {fmt_plain(f['T'], 'g')}, d = {fmt_plain(f['d'], 'g')})", fontsize=8.5)
+    fig.suptitle(title or f"Fig. 8 (T = {fmt_plain(f['T'], 'g')}, d = {fmt_plain(f['d'], 'g')})")
     return fig
 
 

@@ -6,12 +6,13 @@ from sparse_tui.reports.base import Claim, _fmt, run_config
 
 
 def _check_fig9(store, rep):
-    flows = {}
-    sgd = []
+    flows, sgd = {}, []
     for r in rep.data.runs:
-        kind = run_config(store.get(r["run_id"])).model.kind
-        seed = store.get(r["run_id"]).seed
-        (flows.__setitem__(seed, r["plateau"]) if kind == "ode" else sgd.append((seed, r["plateau"])))
+        rec = store.get(r["run_id"])
+        if run_config(rec).model.kind == "ode":
+            flows[rec.seed] = r["plateau"]
+        else:
+            sgd.append((rec.seed, r["plateau"]))
     ratios = [pl / flows[s] if (pl and flows.get(s)) else None for s, pl in sgd]
     if not sgd or any(x is None for x in ratios):
         return "not reproduced", "an SGD run or its flow without a plateau"

@@ -22,7 +22,7 @@ class HypData:
 
 
 def _head(rec: Any) -> str:
-    return str(getattr(run_config(rec).model, "prev_token_head", "learned"))
+    return run_config(rec).model.prev_token_head
 
 
 def hyp_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:

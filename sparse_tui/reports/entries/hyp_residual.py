@@ -22,7 +22,7 @@ class HypData:
 
 def _model(rec: Any) -> tuple[bool, bool]:
     m = run_config(rec).model
-    return bool(getattr(m, "residual", True)), bool(getattr(m, "mlp", False))
+    return m.residual, m.mlp
 
 
 def hyp_report(store: Any, entry: Entry, run_ids: Sequence[str]) -> Report:

@@ -47,11 +47,11 @@ def nearest_rows(store: Any, run_ids: Sequence[str]) -> list[dict[str, Any]]:
         best = min(pts, key=lambda sv: sv[1]) if pts else (None, None)
         V, C, n = t.vocab, t.context, m.d_model
         guess = (C - 2) / (C - 1) * V if V and C else None
+        final = rec.final or {}
         rows.append({"run_id": rid, "V": V, "C": C, "n_embd": n, "attention": m.attention,
                      "self_key": m.readout_self_key,
                      "seed": rec.seed, "final": pts[-1][1] if pts else None, "best": best[1], "best_step": best[0],
-                     "final_acc": (rec.final or {}).get("test/acc"),
-                     "attn_relevant": (rec.final or {}).get("attn/L1/relevant"), "guess": guess,
+                     "final_acc": final.get("test/acc"), "attn_relevant": final.get("attn/L1/relevant"), "guess": guess,
                      "v_over_n": V / n if V and n else None})
     rows.sort(key=lambda r: (r["attention"], not r["self_key"], r["V"] or 0, r["C"] or 0, r["n_embd"] or 0,
                              r["seed"] or 0))
@@ -102,9 +102,9 @@ def nearest_figure(store: Any, run_ids: Sequence[str], *, title: str | None = No
     ax.set_yscale("log")
     ax.set_xlabel({"C": "context length C", "n_embd": "n_embd"}[xkey])
     ax.set_ylabel("test perplexity exp(loss)")
-    ax.legend(frameon=False)
+    ax.legend()
     vs = sorted({r["V"] for r in rows})
-    fig.suptitle(title or f"nearest token, V = {', '.join(map(str, vs))}", fontsize=8.5)
+    fig.suptitle(title or f"nearest token, V = {', '.join(map(str, vs))}")
     return fig
 
 

@@ -17,18 +17,18 @@ from sparse_tui.reports.base import (
     Runs,
     _colours,
     _fig,
+    _fmt,
     _num,
     figure_writer,
     make_report,
     run_config,
 )
+from sparse_tui.reports.flows import timed
 from sparse_tui.science.repetition import initial
 
 
-def _series(store: Any, run_id: str, name: str = "test/loss") -> tuple[np.ndarray, np.ndarray]:
-    st, vals = store.metrics(run_id).get(name, ([], []))
-    lr = float(run_config(store.get(run_id)).train.lr)
-    return (np.asarray(st, dtype=float) * lr, np.asarray([np.nan if v is None else v for v in vals], dtype=float))
+def _series(store: Any, run_id: str) -> tuple[np.ndarray, np.ndarray]:
+    return timed(store.metrics(run_id), "test/loss", float(run_config(store.get(run_id)).train.lr))
 
 
 def _p(rec: Any) -> float:
@@ -80,14 +80,9 @@ def check_temporary(store: Any, rep: Any) -> tuple[str, str]:
     ends = {p: [r["end_ratio"] for r in rs] for p, rs in by.items()}
     held = {p: all(r["below_at_p0_plateau"] and r["end_ratio"] > 1 for r in rs) for p, rs in by.items()}
     word = ("reproduced" if all(held.values()) else "in kind" if any(held.values()) else "not reproduced")
-    parts = "; ".join(f"p = {p:g}: end ÷ p = 0 {_fmt_range(v)}, crosses above after both plateaus in "
+    parts = "; ".join(f"p = {p:g}: end ÷ p = 0 {_fmt(v, '.3f')}, crosses above after both plateaus in "
                       f"{sum(bool(r['crossings']) for r in by[p])} of {len(by[p])}" for p, v in sorted(ends.items()))
     return word, parts + " (held: every p > 0 ends above p = 0 in every seed, having been below at p = 0's plateau)"
-
-
-def _fmt_range(xs: Sequence[float]) -> str:
-    lo, hi = min(xs), max(xs)
-    return f"{lo:.3f}" if f"{lo:.3f}" == f"{hi:.3f}" else f"{lo:.3f}-{hi:.3f}"
 
 
 @figure_writer()
@@ -111,8 +106,8 @@ def temporary_figure(store: Any, run_ids: Sequence[str], *, title: str | None = 
     ax.set(xscale="log", yscale="log", xlabel="time", title="test loss (no repetition)")
     ax2.axhline(1.0, color="grey", lw=0.8, ls=":")
     ax2.set(xscale="log", xlabel="time", title="÷ p = 0's (same seed)")
-    ax.legend(frameon=False)
-    fig.suptitle(title or "§2.3: is cross-sample repetition's advantage temporary?", fontsize=8.5)
+    ax.legend()
+    fig.suptitle(title or "§2.3: is cross-sample repetition's advantage temporary?")
     return fig
 
 
