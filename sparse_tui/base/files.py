@@ -25,7 +25,7 @@ import os
 import socket
 import stat
 from pathlib import Path
-from typing import IO, Callable, TypeVar
+from typing import IO, Callable, Iterator, TypeVar
 
 T = TypeVar("T")
 
@@ -181,15 +181,23 @@ def _error(path: Path, e: OSError, flag: str | None) -> WriteError:
     return WriteError(path, f"cannot write: {e.strerror or type(e).__name__}", e.errno, flag)
 
 
-def os_error(e: BaseException | None) -> OSError | None:
-    """The OSError behind ``e`` (``e`` itself, or what it was raised from or while handling), if any."""
+def causes(e: BaseException | None) -> Iterator[BaseException]:
+    """``e`` and what it was raised from or while handling, in turn (each once)."""
     seen = set()
     while e is not None and id(e) not in seen:
-        if isinstance(e, OSError):
-            return e
+        yield e
         seen.add(id(e))
         e = e.__cause__ or e.__context__
-    return None
+
+
+def os_error(e: BaseException | None) -> OSError | None:
+    """The OSError behind ``e`` (``e`` itself, or what it was raised from or while handling), if any."""
+    return next((c for c in causes(e) if isinstance(c, OSError)), None)
+
+
+def first_line(e: BaseException, limit: int = 200) -> str:
+    """The first line of an error's message (its type's name when it has none), at most ``limit`` characters."""
+    return (str(e).strip().splitlines() or [type(e).__name__])[0][:limit]
 
 
 def _link_fd(fd: int, name: Path) -> None:
