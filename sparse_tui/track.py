@@ -44,7 +44,8 @@ import time
 from collections import deque
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from types import SimpleNamespace
+from typing import Any
 
 from sparse_tui.base.version import __version__
 from sparse_tui.store import TERMINAL, RunStore, StoreError
@@ -125,26 +126,6 @@ def plateau_rule(plateau: Mapping[str, Any] | str | None) -> dict[str, Any]:
 
 
 # -- the run -----------------------------------------------------------------------------------------------------
-
-
-class _Spec:
-    """A logged run as ``store.create_runs`` reads a ``presets.RunSpec`` (preset, preset_path, label(), config
-    (``model_dump``, ``train.steps``), params, swept, seed): the store's one way of recording a run."""
-
-    swept: ClassVar[dict] = {}
-
-    def __init__(self, preset: str, path: str | None, label: str, config: dict, params: dict, seed: int | None,
-                 steps: int | None):
-        self.preset, self.preset_path, self._label, self.params, self.seed = preset, path, label, params, seed
-        self._config = config
-        self.config = self
-        self.train = type("train", (), {"steps": steps})
-
-    def label(self) -> str:
-        return self._label
-
-    def model_dump(self, mode: str = "json") -> dict:
-        return self._config
 
 
 class Run:
@@ -489,7 +470,11 @@ def init(name: str | None = None, config: Mapping[str, Any] | None = None, *, ru
     store = RunStore(runs_dir)
     if store.read_only:
         raise StoreError(f"{store.path}: the run store is read-only; cannot record runs here (pass another runs_dir)")
-    batch_id, (run_id,) = store.create_runs([_Spec(preset, script, label, stored, params, seed, total_steps)])
+    # the run as ``store.create_runs`` reads a ``presets.RunSpec``: the store's one way of recording a run
+    config = SimpleNamespace(model_dump=lambda mode: stored, train=SimpleNamespace(steps=total_steps))
+    spec = SimpleNamespace(preset=preset, preset_path=script, label=lambda: label, config=config, params=params,
+                           swept={}, seed=seed)
+    batch_id, (run_id,) = store.create_runs([spec])
     store.claim_runs([run_id], device=device or "-", versions=versions)
     _hook()
     run = Run(store, run_id, batch_id, rule, flush_seconds=float(flush_seconds))

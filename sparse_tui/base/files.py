@@ -195,8 +195,9 @@ def os_error(e: BaseException | None) -> OSError | None:
     return next((c for c in causes(e) if isinstance(c, OSError)), None)
 
 
-def first_line(e: BaseException, limit: int = 200) -> str:
-    """The first line of an error's message (its type's name when it has none), at most ``limit`` characters."""
+def first_line(e: BaseException, limit: int | None = 200) -> str:
+    """The first line of an error's message (its type's name when it has none), at most ``limit`` characters
+    (None: all)."""
     return (str(e).strip().splitlines() or [type(e).__name__])[0][:limit]
 
 

@@ -100,14 +100,17 @@ class ChannelSink(RunSink):
     def started(self, run_ids: list[str], device: str, versions: dict) -> None:
         self._add(("started", list(run_ids), device, versions), flush=True)
 
+    def _reached(self, run_id: str, step: int) -> None:
+        self.steps[run_id] = max(self.steps.get(run_id, 0), int(step))
+
     def log_metrics(self, run_id: str, step: int, metrics: dict[str, float], wall_time: float | None = None) -> None:
-        self.steps[run_id] = max(self.steps.get(run_id, 0), int(step))  # (the time: the worker's, not the head's)
+        self._reached(run_id, step)  # (the time: the worker's, not the head's)
         self._add(("log_metrics", run_id, int(step), dict(metrics), wall_time or time.time()))
 
     def log_metrics_many(self, run_id: str, steps: list[int], series: dict[str, list[float]],
                          wall_time: float | list[float] | None = None) -> None:
         if steps:
-            self.steps[run_id] = max(self.steps.get(run_id, 0), int(max(steps)))
+            self._reached(run_id, max(steps))
         when = list(wall_time) if isinstance(wall_time, (list, tuple)) else (wall_time or time.time())
         self._add(("log_metrics_many", run_id, list(steps), {k: list(v) for k, v in series.items()}, when))
 
@@ -121,7 +124,7 @@ class ChannelSink(RunSink):
         self._add(("log_array", run_id, name, value))
 
     def heartbeat(self, run_id: str, step: int) -> bool:
-        self.steps[run_id] = max(self.steps.get(run_id, 0), int(step))
+        self._reached(run_id, step)
         self._add(("heartbeat", run_id, int(step)))
         return run_id in self.cancelled
 
