@@ -262,20 +262,16 @@ class Run:
         transaction. A store that cannot be written (locked past its timeout, a full disk) keeps the points for
         the next flush and says so once on stderr; the training loop is never stopped by it."""
         with self._write:
-            n = len(self._points)
-            points = [self._points.popleft() for _ in range(n)]
-            m = len(self._maps)
-            maps = [self._maps.popleft() for _ in range(m)]
+            points = [self._points.popleft() for _ in range(len(self._points))]
+            maps = [self._maps.popleft() for _ in range(len(self._maps))]
             if not points and not maps and self.ended is not None:
                 return
             series: dict[str, tuple[list[int], list[float]]] = {}
             for s, vals in points:
                 for k, v in vals.items():
-                    e = series.get(k)
-                    if e is None:
-                        series[k] = e = ([], [])
-                    e[0].append(s)
-                    e[1].append(v)
+                    steps, values = series.setdefault(k, ([], []))
+                    steps.append(s)
+                    values.append(v)
             for k, (steps, values) in series.items():
                 self._observe(k, steps, values)
             try:

@@ -184,6 +184,11 @@ def _open_store(runs_dir: Optional[Path], *, create: bool = False):
         return RunStore(_runs_dir(runs_dir), create=create)
 
 
+def _store_if_any(runs_dir: Optional[Path]):
+    """The run store when ``runs_dir`` holds one, else None (nothing is created)."""
+    return _open_store(runs_dir) if _runs_dir(runs_dir).joinpath("runs.db").exists() else None
+
+
 @contextmanager
 def _preset_refused():
     """A preset that does not validate: its lines (each naming the file and the key), exit 2."""
@@ -396,6 +401,11 @@ def _figure_path(plot: Optional[Path]) -> Optional[Path]:
         return check_path(plot)
 
 
+DeviceOpt = typer.Option(None, "--device", help="Override train.device: auto, cpu, cuda, cuda:N.")
+WorkersOpt = typer.Option("auto", "--workers", help="Worker processes: a number, or auto.")
+PresetOpt = typer.Option(None, "--preset", help="Only runs of this preset name.")
+StatusOpt = typer.Option(None, "--status", help="Only runs with this status.")
+JsonOpt = typer.Option(False, "--json", help="Print JSON instead of tables.")
 PlotOpt = typer.Option(
     None, "--plot", help='Also write a figure: FILE.png, .svg or .pdf (needs pip install "sparse-tui[plot]").',
     show_default=False,

@@ -20,7 +20,9 @@ from sparse_tui.base.numbers import fmt_or
 from sparse_tui.base.parse import number
 from sparse_tui.cli.common import (
     PlotOpt,
+    PresetOpt,
     RunsDirOpt,
+    StatusOpt,
     _cell,
     _esc,
     _exit_now,
@@ -55,8 +57,8 @@ def _writing(store, what: str):
 def runs(
     runs_dir: Optional[Path] = RunsDirOpt,
     as_json: bool = typer.Option(False, "--json", help="One JSON object per run (a JSON array)."),
-    status: Optional[str] = typer.Option(None, "--status", help="Only runs with this status."),
-    preset: Optional[str] = typer.Option(None, "--preset", help="Only runs of this preset name."),
+    status: Optional[str] = StatusOpt,
+    preset: Optional[str] = PresetOpt,
     limit: int = typer.Option(0, "--limit", help="At most this many (newest first); 0 = all."),
     tag: List[str] = typer.Option([], "--tag", help="Only runs with this tag (repeatable: all of them)."),
     archived: bool = typer.Option(False, "--archived", help="List the archived runs (hidden otherwise)."),
@@ -344,8 +346,8 @@ def show(
         ("checkpoint", _checkpoint_line(store, rec)),
         ("duration", fmt_or(rec.duration, ".1f") + " s" if rec.duration else "-"),
         ("versions", ", ".join(f"{k} {v}" for k, v in rec.versions.items() if k != "platform")),
+        ("swept", ", ".join(f"{k}={v}" for k, v in rec.swept.items())),
     ]
-    rows.append(("swept", ", ".join(f"{k}={v}" for k, v in rec.swept.items())))
     final = rec.final or store.last_metrics(rec.run_id)
     for k in sorted(final):
         if "/H" not in k:
@@ -413,8 +415,8 @@ def export_cmd(
     fmt: str = typer.Option("csv", "--format", help="csv, jsonl or parquet."),
     metrics: bool = typer.Option(False, "--metrics", help="The long per-step table (run_id, step, name, value)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file (default: stdout)."),
-    preset: Optional[str] = typer.Option(None, "--preset", help="Only runs of this preset name."),
-    status: Optional[str] = typer.Option(None, "--status", help="Only runs with this status."),
+    preset: Optional[str] = PresetOpt,
+    status: Optional[str] = StatusOpt,
     to: Optional[str] = typer.Option(
         None, "--to", help="tensorboard DIR: event files (scalars, hparams, attention images); mlflow [URI]: an MLflow "
         "tracking store (default sqlite:///RUNS_DIR/mlflow.db; a path: X.db, or a folder for its mlflow.db). The first "

@@ -12,7 +12,9 @@ from rich.table import Table
 
 from sparse_tui.base.exitcodes import ExitCode
 from sparse_tui.cli.common import (
+    DeviceOpt,
     RunsDirOpt,
+    WorkersOpt,
     _cell,
     _device_flag,
     _esc,
@@ -27,6 +29,7 @@ from sparse_tui.cli.common import (
     _run_table,
     _runs_dir,
     _say,
+    _store_if_any,
     _train_batch,
     _workers_flag,
     app,
@@ -73,7 +76,7 @@ def run(
     presets_dir: Optional[Path] = typer.Option(None, "--presets-dir", help="Your own preset files: a bare PRESET "
                                                "name is looked up there before the bundled presets; the console "
                                                "lists them (default ./presets).", show_default=False),
-    device: Optional[str] = typer.Option(None, "--device", help="Override train.device: auto, cpu, cuda, cuda:N."),
+    device: Optional[str] = DeviceOpt,
     workers: str = typer.Option(
         "auto", "--workers", help="Worker processes: a number, or auto (the sweep scheduler decides)."
     ),
@@ -157,7 +160,7 @@ def _run_budget(specs, name: str, budget: str, dry_run: bool, runs_dir, device, 
     re-planned as each run ends; returns the run ids trained (``then_exit`` False) or exits."""
     from sparse_tui.lifecycle import budget as bd
 
-    store = _open_store(runs_dir) if (dry_run and _runs_dir(runs_dir).joinpath("runs.db").exists()) else None
+    store = _store_if_any(runs_dir) if dry_run else None
     seconds, step_s, source, p = _budget_plan(specs, name, budget, device, store, taken or [])
     for line in bd.lines(p, name):
         out.print(_esc(line), markup=False)
@@ -290,8 +293,8 @@ def resume(
     target: str = typer.Argument(..., help="A run id or a batch id (or a unique prefix of either).",
                                  show_default=False),
     runs_dir: Optional[Path] = RunsDirOpt,
-    device: Optional[str] = typer.Option(None, "--device", help="Override train.device: auto, cpu, cuda, cuda:N."),
-    workers: str = typer.Option("auto", "--workers", help="Worker processes: a number, or auto."),
+    device: Optional[str] = DeviceOpt,
+    workers: str = WorkersOpt,
     schedule: str = typer.Option("auto", "--schedule", help="auto, sequential, processes or stacked."),
     detach: bool = typer.Option(False, "--detach", help="Continue in the background and return at once."),
     executor: str = ExecutorOpt,
