@@ -119,8 +119,7 @@ class Reads:
             raise StoreError(self.warnings[-1].removeprefix("warning: "))
         return rec
 
-    def metrics(self, run_id: str, names: Iterable[str] | None = None,
-                since_step: int | None = None) -> dict[str, tuple[list[int], list[float]]]:
+    def metrics(self, run_id: str, names: Iterable[str] | None = None) -> dict[str, tuple[list[int], list[float]]]:
         """Series per metric name: ``{name: (steps, values)}`` in step order (missing values are NaN)."""
         sql = "SELECT name, step, value FROM metrics WHERE run_id=?"
         args: list[Any] = [run_id]
@@ -130,9 +129,6 @@ class Reads:
                 return {}
             sql += f" AND name IN ({','.join('?' * len(names))})"
             args += names
-        if since_step is not None:
-            sql += " AND step>?"
-            args.append(int(since_step))
         sql += " ORDER BY name, step"
         out: dict[str, tuple[list[int], list[float]]] = {}
         for name, step, value in self.con.execute(sql, args):
