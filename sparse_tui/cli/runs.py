@@ -31,6 +31,7 @@ from sparse_tui.cli.common import (
     _open_store,
     _refused,
     _run_table,
+    _say,
     app,
     err,
     fail,
@@ -125,7 +126,7 @@ def _forecasts(recs, everyone) -> dict:
 
     fc = forecasts(recs, everyone)  # the peers of a listed run may be filtered out of the listing
     for w in fc.warnings:
-        err.print(_esc(f"warning: {w}"), markup=False)
+        _say(f"warning: {w}")
     return fc
 
 
@@ -197,7 +198,7 @@ def note(
         value = None if clear else check_note(text)
     with _writing(store, "change the note"):
         store.set_note(rec.run_id, value)
-    err.print(f"{rec.run_id}: note {'saved' if value else 'removed'}", markup=False)
+    _say(f"{rec.run_id}: note {'saved' if value else 'removed'}")
 
 
 @app.command(short_help="Archive runs: hidden from 'runs' and the console, nothing deleted.")
@@ -212,7 +213,7 @@ def archive(
     store = _open_store(runs_dir)
     recs = _records(store, list(run_ids)) if undo else _ended_records(store, list(run_ids))
     n = store.set_archived([r.run_id for r in recs], not undo)
-    err.print(f"{'brought back' if undo else 'archived'} {n} run(s)", markup=False)
+    _say(f"{'brought back' if undo else 'archived'} {n} run(s)")
 
 
 @app.command(short_help="Delete ended runs with their metrics (asks first, naming them).")
@@ -232,10 +233,10 @@ def delete(
             raise fail("delete: not a terminal to ask in; pass --yes to delete without asking")
         err.print(_esc(delete_question(recs)).replace("\\n", "\n"), markup=False)
         if not typer.confirm("Delete?", default=False, err=True):
-            err.print("nothing deleted", markup=False)
+            _say("nothing deleted")
             raise typer.Exit(int(ExitCode.OK))
     n = store.delete([r.run_id for r in recs])
-    err.print(f"deleted {n} run(s)", markup=False)
+    _say(f"deleted {n} run(s)")
 
 
 def _checkpoint_line(store, rec) -> str:
@@ -266,7 +267,7 @@ def _selected(store, run_ids: list[str], status: Optional[str], preset: Optional
 def _store_warnings(store) -> None:
     """Damaged rows the store skipped, one warning line each (the listing goes on without them)."""
     for line in store.warnings:
-        err.print(_esc(line), markup=False)
+        _say(line)
 
 
 MAX_TIMEOUT = 86400.0  # export --timeout: seconds, at most a day
@@ -390,10 +391,10 @@ def _show_figures(store, recs: list, fig_path: Path, inches, mean_by: Optional[s
     with _refused(FigureError):
         curves_figure(store, [r.run_id for r in recs], fig_path, size=inches,
                       groups=[k.strip() for k in mean_by.split(",") if k.strip()] if mean_by else None)
-        err.print(f"wrote {_esc(fig_path)}", markup=False)
+        _say(f"wrote {fig_path}")
         if embedded:
             geometry_figure(store, embedded, geo_path)
-            err.print(f"wrote {_esc(geo_path)}", markup=False)
+            _say(f"wrote {geo_path}")
 
 
 def _system_rows(store, run_id: str) -> list[tuple[str, str]]:
@@ -457,7 +458,7 @@ def export_cmd(
     try:
         if output is not None:
             n = write_output(output, store, recs, fmt, metrics=metrics)
-            err.print(f"wrote {n} row(s) to {_esc(output)}", markup=False)
+            _say(f"wrote {n} row(s) to {output}")
         else:
             export(store, recs, fmt, sys.stdout.buffer if fmt == "parquet" else sys.stdout, metrics=metrics)
     except WriteError as e:
@@ -482,13 +483,13 @@ def _export_to(to: str, args: list[str], runs_dir: Optional[Path], preset: Optio
     if not recs:
         raise fail("export: no runs to export")
     try:
-        line = export_to(to, store, recs, dest, say=lambda t: err.print(_esc(t), markup=False), **how)
+        line = export_to(to, store, recs, dest, say=_say, **how)
     except BridgeError as e:  # a full disk is exit 1, as for training (docs/USAGE.md); the rest is a usage error
         exit_ = fail(str(e), ExitCode.RUN_FAILED if e.disk_full else ExitCode.USAGE)
         if e.stuck:  # a call still hangs in its thread: leave without waiting for it
             _exit_now(exit_.exit_code)
         raise exit_ from None
-    err.print(_esc(line), markup=False)
+    _say(line)
 
 
 def _is_destination(arg: str) -> bool:

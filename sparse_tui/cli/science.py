@@ -158,7 +158,7 @@ def fit(
             fit_figure(rep, fig_path)
         except FigureError as e:
             raise fail(str(e)) from None
-        err.print(f"wrote {_esc(fig_path)}", markup=False)
+        _say(f"wrote {fig_path}")
 
 
 @app.command(short_help="Reproduce a figure of the paper: train what the store lacks, fit, compare; --list.")
@@ -325,7 +325,7 @@ def _print_outcomes(store, outcomes: list, chosen: list, x: Optional[float], fig
 
             with _refused(FigureError):
                 draw(store, o.report, path)
-            err.print(f"wrote {_esc(path)}", markup=False)
+            _say(f"wrote {path}")
     if as_json:
         reports = [o.report.to_dict() for o in outcomes if o.report is not None]
         sys.stdout.write(json.dumps(json_safe(reports), indent=1) + "\n")
