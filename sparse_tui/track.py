@@ -236,15 +236,15 @@ class Run:
                 raise LogError(f"log_attention(): {k!r}: shape {list(a.shape)}; want [Lq, L], [H, Lq, L] or"
                                " [H, E, Lq, L]")
             arrs[k] = a.reshape((1,) * (4 - a.ndim) + a.shape)
-        E, L = next(iter(arrs.values())).shape[1], next(iter(arrs.values())).shape[3]
+        _, E, _, L = next(iter(arrs.values())).shape
         meta: dict[str, Any] = {"seq_len": L}
         for key, val in (("tokens", tokens), ("relevant", relevant)):
             if val is not None:
                 try:
-                    rows = np.asarray(val.detach().cpu().numpy() if hasattr(val, "detach") else val).astype(int)
+                    rows = np.atleast_2d(np.asarray(val.detach().cpu().numpy() if hasattr(val, "detach") else val)
+                                         .astype(int))
                 except (TypeError, ValueError):
                     raise LogError(f"log_attention(): {key}: not integers") from None
-                rows = rows.reshape((1,) * (2 - rows.ndim) + rows.shape) if rows.ndim < 2 else rows
                 if rows.ndim != 2 or rows.shape[0] < E or rows.shape[1] != L:
                     raise LogError(f"log_attention(): {key}: shape {list(rows.shape)}; want [E, L] = [{E}, {L}]")
                 meta[key] = rows[:E].tolist()

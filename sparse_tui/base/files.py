@@ -49,11 +49,6 @@ class WriteError(OSError):
         return self.errno in (_errno.ENOSPC, _errno.EDQUOT)
 
 
-def kind_of(mode: int) -> str | None:
-    """What a file of ``mode`` is when it is not a regular file or a symlink ("a FIFO", ...), else None."""
-    return next((name for test, name in _KINDS if test(mode)), None)
-
-
 def problem(path: Path | str, *, through: bool = False, mkdir: bool = False) -> str | None:
     """Why ``path`` cannot be written by ``write_file`` (a reason, without the path), None when it can: the check
     every command makes before any work."""
@@ -69,7 +64,8 @@ def problem(path: Path | str, *, through: bool = False, mkdir: bool = False) -> 
             return None
         if stat.S_ISDIR(st.st_mode):
             return "is a directory"
-        return f"is {kind_of(st.st_mode) or 'not a regular file'}, not a file to write; refused"
+        kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
+        return f"is {kind}, not a file to write; refused"
     if st is not None and not writable_by_mode(st):
         return (f"is read-only (mode {stat.S_IMODE(st.st_mode):04o}); not replaced (make it writable, or write "
                 "another file)")
