@@ -334,9 +334,7 @@ def show(
         if len(recs) > 1:
             return
     rec = recs[0]
-    t = Table(title=f"run {rec.run_id}", show_header=False)
-    t.add_column("key")
-    t.add_column("value")
+    t = Table("key", "value", title=f"run {rec.run_id}", show_header=False)
     rows = [
         ("preset", f"{rec.preset} ({rec.preset_path})"),
         ("run", rec.label),
@@ -350,9 +348,7 @@ def show(
         ("swept", ", ".join(f"{k}={v}" for k, v in rec.swept.items())),
     ]
     final = rec.final or store.last_metrics(rec.run_id)
-    for k in sorted(final):
-        if "/H" not in k:
-            rows.append((f"final {k}", fmt_or(final[k])))
+    rows += [(f"final {k}", fmt_or(final[k])) for k in sorted(final) if "/H" not in k]
     rows += _system_rows(store, rec.run_id)
     for k, v in rows:
         t.add_row(_cell(k), _cell(v))

@@ -206,8 +206,7 @@ def check(cfgs: list[RunConfig], device: str, source: str) -> None:
     if not cfgs:
         return
     budget, what = available_bytes(device)
-    worst = max(cfgs, key=lambda c: estimate(c).total_bytes)
-    est = estimate(worst)
+    est = max((estimate(c) for c in cfgs), key=lambda e: e.total_bytes)
     if budget is not None and est.total_bytes > budget:
         raise ResourceError(
             f"{source}: a run needs about {est.describe()}, more than {device} can hold ({what}); reduce"
