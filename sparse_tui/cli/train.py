@@ -100,7 +100,6 @@ def run(
     """Run every run of a preset (sweep x seeds), recording them in the run store."""
     if verbose:  # read by every process that trains (workers and a detached coordinator inherit it): startup.py
         os.environ["SPARSE_TUI_VERBOSE"] = "1"
-    opts = executor
     overrides = list(set_)
     _tag_flags(tag)
     if device is not None:
@@ -113,7 +112,7 @@ def run(
     if budget is not None and detach:
         raise fail("--budget trains here, re-planning as runs end: not with --detach")
     if not headless and not dry_run and not detach and budget is None:
-        _open_tui(_runs_dir(runs_dir), presets_dir, preset, list(set_), opts)
+        _open_tui(_runs_dir(runs_dir), presets_dir, preset, list(set_), executor)
     n_workers = _workers_flag(workers)
     from sparse_tui.training.scheduler import SCHEDULES
 
@@ -123,18 +122,18 @@ def run(
 
     specs = expand(loaded)
     if budget is not None:
-        _run_budget(specs, loaded.name, budget, dry_run, runs_dir, device, opts, preset.name)
+        _run_budget(specs, loaded.name, budget, dry_run, runs_dir, device, executor, preset.name)
     if dry_run:  # the preset on this machine; no cluster is asked
         _preflight(None, specs, device, preset.name)
         _dry_run(loaded.name, specs, schedule, n_workers, device)
         raise typer.Exit(0)
 
     # The executor is checked before the store is opened: nothing is written when it refuses.
-    ex = _preflight(opts, specs, device, preset.name, detached=detach)
+    ex = _preflight(executor, specs, device, preset.name, detached=detach)
     store = _open_store(runs_dir, create=True)
     if detach:
         batch_id, ids, pid = runner.start_detached(
-            store, specs, schedule=schedule, workers=n_workers or None, device=device, executor=opts,
+            store, specs, schedule=schedule, workers=n_workers or None, device=device, executor=executor,
         )
         out.print(f"batch {batch_id}: {len(ids)} run(s) started in the background (pid {pid})")
         out.print(f"log: {runner.log_path(store, batch_id)} (its first line is the schedule the coordinator chose)")
@@ -154,7 +153,7 @@ def _budget_plan(specs, name: str, budget: str, device, store=None, taken=()):
     return seconds, step_s, source, bd.plan(specs, seconds, step_s, name, ended, taken)
 
 
-def _run_budget(specs, name: str, budget: str, dry_run: bool, runs_dir, device, opts, file_name: str,
+def _run_budget(specs, name: str, budget: str, dry_run: bool, runs_dir, device, executor, file_name: str,
                 then_exit: bool = True, taken: list[int] | None = None) -> list[str]:
     """``run PRESET --budget T`` (and ``reproduce KEY --budget T``): print the plan (--dry-run), or train it,
     re-planned as each run ends; returns the run ids trained (``then_exit`` False) or exits."""
@@ -169,7 +168,7 @@ def _run_budget(specs, name: str, budget: str, dry_run: bool, runs_dir, device, 
         if not then_exit:
             return []
         raise typer.Exit(0)
-    ex = _preflight(opts, specs, device, file_name)
+    ex = _preflight(executor, specs, device, file_name)
     store = _open_store(runs_dir, create=True)
     ids = bd.spend(store, specs, seconds, step_s, name,
                    lambda spec: _trained(store, ex, spec, device), say=_say, taken=taken or [])
@@ -301,7 +300,6 @@ def resume(
 ) -> None:
     """Continue the failed and interrupted runs (and runs left queued) of a batch, or one run, from their latest
     checkpoints, through the same launch path as 'run'."""
-    opts = executor
     from sparse_tui.lifecycle import runner
     from sparse_tui.lifecycle.resume import check_resumable, resume_runs_detached, resume_targets
     from sparse_tui.store import StoreError
@@ -314,10 +312,10 @@ def resume(
     with _refused(StoreError):
         batch_id, ids = resume_targets(store, target)
         specs = check_resumable(store, ids)
-    ex = _preflight(opts, specs, device, specs[0].preset)
+    ex = _preflight(executor, specs, device, specs[0].preset)
     if detach:
         [(batch_id, ids, pid)] = resume_runs_detached(store, ids, schedule=schedule, workers=n_workers,
-                                                             device=device, executor=opts)
+                                                             device=device, executor=executor)
         out.print(f"batch {batch_id}: {len(ids)} run(s) resumed in the background (pid {pid})")
         out.print(f"log: {_esc(runner.log_path(store, batch_id))}")
         raise typer.Exit(0)
