@@ -47,30 +47,23 @@ class Channel:
         self.items: collections.deque = collections.deque()
         self.stop: str | None = None
         self.cancel: set[str] = set()
-        self._cond: asyncio.Condition | None = None
-
-    def _condition(self) -> asyncio.Condition:
-        if self._cond is None:  # made in the actor's event loop
-            self._cond = asyncio.Condition()
-        return self._cond
+        self.cond = asyncio.Condition()  # bound to the actor's event loop at its first use (Python 3.10+)
 
     async def put(self, message: list) -> tuple[str | None, list[str]]:
         """Append one message (a list of records), waiting while the channel is full. Returns the control state
         (stop status, cancelled run ids)."""
-        cond = self._condition()
-        async with cond:
+        async with self.cond:
             while len(self.items) >= self.capacity:
-                await cond.wait()
+                await self.cond.wait()
             self.items.append(message)
         return self.stop, sorted(self.cancel)
 
     async def take(self) -> list:
         """Every waiting message, oldest first (the coordinator's side); wakes the waiting workers."""
-        cond = self._condition()
-        async with cond:
+        async with self.cond:
             out = list(self.items)
             self.items.clear()
-            cond.notify_all()
+            self.cond.notify_all()
         return out
 
     async def control(self, stop: str | None, cancel: list[str]) -> None:
