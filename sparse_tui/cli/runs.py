@@ -75,11 +75,10 @@ def runs(
         raise fail(f"--limit: must be >= 0 (0 = all), got {limit}")
     store = _open_store(runs_dir)
     everyone = store.runs()  # one read: the listing is filtered from it, the forecasts' peers are all of it
-    recs = [r for r in everyone if (not status or r.status == status) and (not preset or r.preset == preset)]
+    tags = set(tag) if isinstance(tag, (list, tuple)) else set()  # (called as a function: typer's OptionInfo)
+    recs = [r for r in everyone if (not status or r.status == status) and (not preset or r.preset == preset)
+            and tags <= set(r.tags) and r.archived == (archived is True)]
     _store_warnings(store)
-    if isinstance(tag, (list, tuple)) and tag:  # (called as a function, the default is typer's OptionInfo)
-        recs = [r for r in recs if set(tag) <= set(r.tags)]
-    recs = [r for r in recs if r.archived == (archived is True)]
     if limit:
         recs = recs[:limit]
     fc = _forecasts(recs, everyone)
