@@ -44,7 +44,8 @@ import time
 from collections import deque
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from types import SimpleNamespace
+from typing import Any
 
 from sparse_tui.base.version import __version__
 from sparse_tui.store import TERMINAL, RunStore, StoreError
@@ -125,26 +126,6 @@ def plateau_rule(plateau: Mapping[str, Any] | str | None) -> dict[str, Any]:
 
 
 # -- the run -----------------------------------------------------------------------------------------------------
-
-
-class _Spec:
-    """A logged run as ``store.create_runs`` reads a ``presets.RunSpec`` (preset, preset_path, label(), config
-    (``model_dump``, ``train.steps``), params, swept, seed): the store's one way of recording a run."""
-
-    swept: ClassVar[dict] = {}
-
-    def __init__(self, preset: str, path: str | None, label: str, config: dict, params: dict, seed: int | None,
-                 steps: int | None):
-        self.preset, self.preset_path, self._label, self.params, self.seed = preset, path, label, params, seed
-        self._config = config
-        self.config = self
-        self.train = type("train", (), {"steps": steps})
-
-    def label(self) -> str:
-        return self._label
-
-    def model_dump(self, mode: str = "json") -> dict:
-        return self._config
 
 
 class Run:
@@ -255,15 +236,15 @@ class Run:
                 raise LogError(f"log_attention(): {k!r}: shape {list(a.shape)}; want [Lq, L], [H, Lq, L] or"
                                " [H, E, Lq, L]")
             arrs[k] = a.reshape((1,) * (4 - a.ndim) + a.shape)
-        E, L = next(iter(arrs.values())).shape[1], next(iter(arrs.values())).shape[3]
+        _, E, _, L = next(iter(arrs.values())).shape
         meta: dict[str, Any] = {"seq_len": L}
         for key, val in (("tokens", tokens), ("relevant", relevant)):
             if val is not None:
                 try:
-                    rows = np.asarray(val.detach().cpu().numpy() if hasattr(val, "detach") else val).astype(int)
+                    rows = np.atleast_2d(np.asarray(val.detach().cpu().numpy() if hasattr(val, "detach") else val)
+                                         .astype(int))
                 except (TypeError, ValueError):
                     raise LogError(f"log_attention(): {key}: not integers") from None
-                rows = rows.reshape((1,) * (2 - rows.ndim) + rows.shape) if rows.ndim < 2 else rows
                 if rows.ndim != 2 or rows.shape[0] < E or rows.shape[1] != L:
                     raise LogError(f"log_attention(): {key}: shape {list(rows.shape)}; want [E, L] = [{E}, {L}]")
                 meta[key] = rows[:E].tolist()
@@ -281,20 +262,16 @@ class Run:
         transaction. A store that cannot be written (locked past its timeout, a full disk) keeps the points for
         the next flush and says so once on stderr; the training loop is never stopped by it."""
         with self._write:
-            n = len(self._points)
-            points = [self._points.popleft() for _ in range(n)]
-            m = len(self._maps)
-            maps = [self._maps.popleft() for _ in range(m)]
+            points = [self._points.popleft() for _ in range(len(self._points))]
+            maps = [self._maps.popleft() for _ in range(len(self._maps))]
             if not points and not maps and self.ended is not None:
                 return
             series: dict[str, tuple[list[int], list[float]]] = {}
             for s, vals in points:
                 for k, v in vals.items():
-                    e = series.get(k)
-                    if e is None:
-                        series[k] = e = ([], [])
-                    e[0].append(s)
-                    e[1].append(v)
+                    steps, values = series.setdefault(k, ([], []))
+                    steps.append(s)
+                    values.append(v)
             for k, (steps, values) in series.items():
                 self._observe(k, steps, values)
             try:
@@ -489,7 +466,11 @@ def init(name: str | None = None, config: Mapping[str, Any] | None = None, *, ru
     store = RunStore(runs_dir)
     if store.read_only:
         raise StoreError(f"{store.path}: the run store is read-only; cannot record runs here (pass another runs_dir)")
-    batch_id, (run_id,) = store.create_runs([_Spec(preset, script, label, stored, params, seed, total_steps)])
+    # the run as ``store.create_runs`` reads a ``presets.RunSpec``: the store's one way of recording a run
+    config = SimpleNamespace(model_dump=lambda mode: stored, train=SimpleNamespace(steps=total_steps))
+    spec = SimpleNamespace(preset=preset, preset_path=script, label=lambda: label, config=config, params=params,
+                           swept={}, seed=seed)
+    batch_id, (run_id,) = store.create_runs([spec])
     store.claim_runs([run_id], device=device or "-", versions=versions)
     _hook()
     run = Run(store, run_id, batch_id, rule, flush_seconds=float(flush_seconds))

@@ -25,7 +25,7 @@ import os
 import socket
 import stat
 from pathlib import Path
-from typing import IO, Callable, TypeVar
+from typing import IO, Callable, Iterator, TypeVar
 
 T = TypeVar("T")
 
@@ -49,11 +49,6 @@ class WriteError(OSError):
         return self.errno in (_errno.ENOSPC, _errno.EDQUOT)
 
 
-def kind_of(mode: int) -> str | None:
-    """What a file of ``mode`` is when it is not a regular file or a symlink ("a FIFO", ...), else None."""
-    return next((name for test, name in _KINDS if test(mode)), None)
-
-
 def problem(path: Path | str, *, through: bool = False, mkdir: bool = False) -> str | None:
     """Why ``path`` cannot be written by ``write_file`` (a reason, without the path), None when it can: the check
     every command makes before any work."""
@@ -69,7 +64,8 @@ def problem(path: Path | str, *, through: bool = False, mkdir: bool = False) -> 
             return None
         if stat.S_ISDIR(st.st_mode):
             return "is a directory"
-        return f"is {kind_of(st.st_mode) or 'not a regular file'}, not a file to write; refused"
+        kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
+        return f"is {kind}, not a file to write; refused"
     if st is not None and not writable_by_mode(st):
         return (f"is read-only (mode {stat.S_IMODE(st.st_mode):04o}); not replaced (make it writable, or write "
                 "another file)")
@@ -181,15 +177,24 @@ def _error(path: Path, e: OSError, flag: str | None) -> WriteError:
     return WriteError(path, f"cannot write: {e.strerror or type(e).__name__}", e.errno, flag)
 
 
-def os_error(e: BaseException | None) -> OSError | None:
-    """The OSError behind ``e`` (``e`` itself, or what it was raised from or while handling), if any."""
+def causes(e: BaseException | None) -> Iterator[BaseException]:
+    """``e`` and what it was raised from or while handling, in turn (each once)."""
     seen = set()
     while e is not None and id(e) not in seen:
-        if isinstance(e, OSError):
-            return e
+        yield e
         seen.add(id(e))
         e = e.__cause__ or e.__context__
-    return None
+
+
+def os_error(e: BaseException | None) -> OSError | None:
+    """The OSError behind ``e`` (``e`` itself, or what it was raised from or while handling), if any."""
+    return next((c for c in causes(e) if isinstance(c, OSError)), None)
+
+
+def first_line(e: BaseException, limit: int | None = 200) -> str:
+    """The first line of an error's message (its type's name when it has none), at most ``limit`` characters
+    (None: all)."""
+    return (str(e).strip().splitlines() or [type(e).__name__])[0][:limit]
 
 
 def _link_fd(fd: int, name: Path) -> None:

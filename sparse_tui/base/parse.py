@@ -97,10 +97,7 @@ def _text_number(text: str, what: str, integer: bool, lo: float, hi: float) -> f
     if _DIGITS.fullmatch(s):
         spend(len(s))
         return int(s) if integer else float(s)  # an integer keeps its digits exactly
-    if _NUMBER.fullmatch(s):
-        spend(len(s))
-        return float(s)
-    if _INF.fullmatch(s):
+    if _NUMBER.fullmatch(s) or _INF.fullmatch(s):
         spend(len(s))
         return float(s)
     raise ValueError(f"{what}: {_shown(text)} is not {'an integer' if integer else 'a number'}"

@@ -26,7 +26,7 @@ def downsample(xs: Sequence[float], ys: Sequence[float], n: int) -> tuple[list[f
 
 
 def chart(series: dict[str, tuple[Sequence[float], Sequence[float]]], *, title: str, log_y: bool = False,
-          width: int = 100, height: int = 18, vline: float | None = None, xlabel: str = "step",
+          width: int = 100, height: int = 18, vline: float | None = None,
           ylim: tuple[float, float] | None = None) -> str:
     """Render one chart of several named series to a string. ``ylim``: a fixed y range (an accuracy's [0, 1]: a
     flat 0.018-0.0195 on an auto range looked like a steep rise)."""
@@ -52,7 +52,7 @@ def chart(series: dict[str, tuple[Sequence[float], Sequence[float]]], *, title: 
     if vline is not None:
         plt.vline(vline, "red")  # the plateau step
     plt.title(title)
-    plt.xlabel(xlabel)
+    plt.xlabel("step")
     return plt.build()
 
 

@@ -22,8 +22,7 @@ def _git_dir(start: Path) -> Path | None:
         if g.is_file():  # a worktree or submodule: "gitdir: PATH"
             text = g.read_text(encoding="utf-8", errors="replace").strip()
             if text.startswith("gitdir:"):
-                p = Path(text[7:].strip())
-                return p if p.is_absolute() else (d / p).resolve()
+                return _beside(d, text[7:])
     return None
 
 
@@ -56,7 +55,10 @@ def commit() -> str | None:
 def _common_dir(g: Path) -> Path:
     """A worktree's shared git folder (``commondir``), where its branches' refs live."""
     f = g / "commondir"
-    if f.is_file():
-        p = Path(f.read_text(encoding="utf-8").strip())
-        return p if p.is_absolute() else (g / p).resolve()
-    return g
+    return _beside(g, f.read_text(encoding="utf-8")) if f.is_file() else g
+
+
+def _beside(folder: Path, text: str) -> Path:
+    """The path a git file names (``text``), relative to ``folder`` unless absolute."""
+    p = Path(text.strip())
+    return p if p.is_absolute() else (folder / p).resolve()

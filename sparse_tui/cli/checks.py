@@ -29,6 +29,7 @@ from sparse_tui.executors import ExecutorOptions, LocalExecutor, executor_for
 from sparse_tui.executors.address import current_cluster
 from sparse_tui.executors.base import INSTALL_HINT
 from sparse_tui.lifecycle import runner
+from sparse_tui.presets.resources import meminfo
 from sparse_tui.store import RunStore
 
 TOLERANCE = 1e-3  # relative, on each run's final test loss
@@ -66,10 +67,9 @@ def _memory(dev) -> str:
         free, total = torch.cuda.mem_get_info(dev)
         return f"{free / 2**30:.1f} GiB free of {total / 2**30:.1f} GiB"
     try:
-        info = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines() if ":" in line)
-        avail, total = (int(info[k].split()[0]) * 1024 for k in ("MemAvailable", "MemTotal"))
-        return f"{avail / 2**30:.1f} GiB available of {total / 2**30:.1f} GiB"
-    except (OSError, KeyError, ValueError):
+        info = meminfo()
+        return f"{info['MemAvailable'] / 2**30:.1f} GiB available of {info['MemTotal'] / 2**30:.1f} GiB"
+    except (OSError, KeyError, ValueError, IndexError):
         return "unknown"
 
 

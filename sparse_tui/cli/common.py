@@ -35,7 +35,7 @@ class _Commands(typer.core.TyperGroup):
         try:
             return super().invoke(ctx)
         except StoreError as e:
-            err.print(f"error: {_esc(str(e))}", markup=False)
+            _say(f"error: {e}")
             raise typer.Exit(int(ExitCode.RUN_FAILED if is_disk_full(e) or "disk full" in str(e) else ExitCode.USAGE))
         except (sqlite3.Error, OSError) as e:
             if isinstance(e, BrokenPipeError):  # `sparse-tui runs | head -1`: the reader left; nothing to say
@@ -44,10 +44,10 @@ class _Commands(typer.core.TyperGroup):
             if is_disk_full(e):
                 trains = ctx.invoked_subcommand in _TRAINING_COMMANDS
                 then = "'sparse-tui resume' continues the runs" if trains else "run the command again"
-                err.print(f"error: disk full ({_esc(e)}); free space, then {then}", markup=False)
+                _say(f"error: disk full ({e}); free space, then {then}")
                 raise typer.Exit(int(ExitCode.RUN_FAILED))
             where = getattr(e, "filename", None)
-            err.print(f"error: {_esc(str(where) + ': ') if where else ''}{_esc(str(e))}", markup=False)
+            _say(f"error: {str(where) + ': ' if where else ''}{e}")
             raise typer.Exit(int(ExitCode.USAGE))
 
 
@@ -157,7 +157,7 @@ def _presets_dir(value: Optional[Path]) -> Path:
 
 def fail(message: str, code: ExitCode = ExitCode.USAGE) -> "typer.Exit":
     """Print a one-line error to stderr and return the exit to raise."""
-    err.print(f"error: {_esc(message)}", markup=False)
+    _say(f"error: {message}")
     return typer.Exit(int(code))
 
 
@@ -184,6 +184,11 @@ def _open_store(runs_dir: Optional[Path], *, create: bool = False):
         return RunStore(_runs_dir(runs_dir), create=create)
 
 
+def _store_if_any(runs_dir: Optional[Path]):
+    """The run store when ``runs_dir`` holds one, else None (nothing is created)."""
+    return _open_store(runs_dir) if _runs_dir(runs_dir).joinpath("runs.db").exists() else None
+
+
 @contextmanager
 def _preset_refused():
     """A preset that does not validate: its lines (each naming the file and the key), exit 2."""
@@ -193,7 +198,7 @@ def _preset_refused():
         yield
     except PresetError as e:
         for line in e.lines:
-            err.print(_esc(line), markup=False)
+            _say(line)
         raise typer.Exit(int(ExitCode.USAGE)) from None
 
 
@@ -277,7 +282,7 @@ def _train_batch(store, executor, specs=(), *, then_exit: bool = True, table: bo
     code = ExitCode.INTERRUPTED if stopped else ExitCode.RUN_FAILED if failed else ExitCode.OK
     where = "" if store.runs_dir.resolve() == (Path.cwd() / "runs").resolve() else f" --runs-dir {store.runs_dir}"
     if code == ExitCode.INTERRUPTED:
-        err.print("interrupted: running runs were recorded as interrupted; everything logged is kept")
+        _say("interrupted: running runs were recorded as interrupted; everything logged is kept")
         _what_next([f"sparse-tui resume {batch_id}{where}   continues them from their latest checkpoints",
                     f"sparse-tui runs --status interrupted{where}   lists them"])
         _exit_now(code)
@@ -291,10 +296,10 @@ def _train_batch(store, executor, specs=(), *, then_exit: bool = True, table: bo
 
 def _what_next(lines: list[str]) -> None:
     """Two lines after a headless run: where to go from here, each a command that works as typed."""
-    err.print("what next:", markup=False)
+    _say("what next:")
     me = _self_command()
     for line in lines:
-        err.print(f"  {_esc(me + line[len('sparse-tui'):] if line.startswith('sparse-tui') else line)}", markup=False)
+        _say(f"  {me + line[len('sparse-tui'):] if line.startswith('sparse-tui') else line}")
 
 
 def _self_command() -> str:
@@ -396,6 +401,11 @@ def _figure_path(plot: Optional[Path]) -> Optional[Path]:
         return check_path(plot)
 
 
+DeviceOpt = typer.Option(None, "--device", help="Override train.device: auto, cpu, cuda, cuda:N.")
+WorkersOpt = typer.Option("auto", "--workers", help="Worker processes: a number, or auto.")
+PresetOpt = typer.Option(None, "--preset", help="Only runs of this preset name.")
+StatusOpt = typer.Option(None, "--status", help="Only runs with this status.")
+JsonOpt = typer.Option(False, "--json", help="Print JSON instead of tables.")
 PlotOpt = typer.Option(
     None, "--plot", help='Also write a figure: FILE.png, .svg or .pdf (needs pip install "sparse-tui[plot]").',
     show_default=False,

@@ -20,7 +20,9 @@ from sparse_tui.base.numbers import fmt_or
 from sparse_tui.base.parse import number
 from sparse_tui.cli.common import (
     PlotOpt,
+    PresetOpt,
     RunsDirOpt,
+    StatusOpt,
     _cell,
     _esc,
     _exit_now,
@@ -29,6 +31,7 @@ from sparse_tui.cli.common import (
     _open_store,
     _refused,
     _run_table,
+    _say,
     app,
     err,
     fail,
@@ -55,8 +58,8 @@ def _writing(store, what: str):
 def runs(
     runs_dir: Optional[Path] = RunsDirOpt,
     as_json: bool = typer.Option(False, "--json", help="One JSON object per run (a JSON array)."),
-    status: Optional[str] = typer.Option(None, "--status", help="Only runs with this status."),
-    preset: Optional[str] = typer.Option(None, "--preset", help="Only runs of this preset name."),
+    status: Optional[str] = StatusOpt,
+    preset: Optional[str] = PresetOpt,
     limit: int = typer.Option(0, "--limit", help="At most this many (newest first); 0 = all."),
     tag: List[str] = typer.Option([], "--tag", help="Only runs with this tag (repeatable: all of them)."),
     archived: bool = typer.Option(False, "--archived", help="List the archived runs (hidden otherwise)."),
@@ -72,11 +75,10 @@ def runs(
         raise fail(f"--limit: must be >= 0 (0 = all), got {limit}")
     store = _open_store(runs_dir)
     everyone = store.runs()  # one read: the listing is filtered from it, the forecasts' peers are all of it
-    recs = [r for r in everyone if (not status or r.status == status) and (not preset or r.preset == preset)]
+    tags = set(tag) if isinstance(tag, (list, tuple)) else set()  # (called as a function: typer's OptionInfo)
+    recs = [r for r in everyone if (not status or r.status == status) and (not preset or r.preset == preset)
+            and tags <= set(r.tags) and r.archived == (archived is True)]
     _store_warnings(store)
-    if isinstance(tag, (list, tuple)) and tag:  # (called as a function, the default is typer's OptionInfo)
-        recs = [r for r in recs if set(tag) <= set(r.tags)]
-    recs = [r for r in recs if r.archived == (archived is True)]
     if limit:
         recs = recs[:limit]
     fc = _forecasts(recs, everyone)
@@ -123,7 +125,7 @@ def _forecasts(recs, everyone) -> dict:
 
     fc = forecasts(recs, everyone)  # the peers of a listed run may be filtered out of the listing
     for w in fc.warnings:
-        err.print(_esc(f"warning: {w}"), markup=False)
+        _say(f"warning: {w}")
     return fc
 
 
@@ -195,7 +197,7 @@ def note(
         value = None if clear else check_note(text)
     with _writing(store, "change the note"):
         store.set_note(rec.run_id, value)
-    err.print(f"{rec.run_id}: note {'saved' if value else 'removed'}", markup=False)
+    _say(f"{rec.run_id}: note {'saved' if value else 'removed'}")
 
 
 @app.command(short_help="Archive runs: hidden from 'runs' and the console, nothing deleted.")
@@ -210,7 +212,7 @@ def archive(
     store = _open_store(runs_dir)
     recs = _records(store, list(run_ids)) if undo else _ended_records(store, list(run_ids))
     n = store.set_archived([r.run_id for r in recs], not undo)
-    err.print(f"{'brought back' if undo else 'archived'} {n} run(s)", markup=False)
+    _say(f"{'brought back' if undo else 'archived'} {n} run(s)")
 
 
 @app.command(short_help="Delete ended runs with their metrics (asks first, naming them).")
@@ -230,10 +232,10 @@ def delete(
             raise fail("delete: not a terminal to ask in; pass --yes to delete without asking")
         err.print(_esc(delete_question(recs)).replace("\\n", "\n"), markup=False)
         if not typer.confirm("Delete?", default=False, err=True):
-            err.print("nothing deleted", markup=False)
+            _say("nothing deleted")
             raise typer.Exit(int(ExitCode.OK))
     n = store.delete([r.run_id for r in recs])
-    err.print(f"deleted {n} run(s)", markup=False)
+    _say(f"deleted {n} run(s)")
 
 
 def _checkpoint_line(store, rec) -> str:
@@ -264,7 +266,7 @@ def _selected(store, run_ids: list[str], status: Optional[str], preset: Optional
 def _store_warnings(store) -> None:
     """Damaged rows the store skipped, one warning line each (the listing goes on without them)."""
     for line in store.warnings:
-        err.print(_esc(line), markup=False)
+        _say(line)
 
 
 MAX_TIMEOUT = 86400.0  # export --timeout: seconds, at most a day
@@ -331,9 +333,7 @@ def show(
         if len(recs) > 1:
             return
     rec = recs[0]
-    t = Table(title=f"run {rec.run_id}", show_header=False)
-    t.add_column("key")
-    t.add_column("value")
+    t = Table("key", "value", title=f"run {rec.run_id}", show_header=False)
     rows = [
         ("preset", f"{rec.preset} ({rec.preset_path})"),
         ("run", rec.label),
@@ -344,12 +344,10 @@ def show(
         ("checkpoint", _checkpoint_line(store, rec)),
         ("duration", fmt_or(rec.duration, ".1f") + " s" if rec.duration else "-"),
         ("versions", ", ".join(f"{k} {v}" for k, v in rec.versions.items() if k != "platform")),
+        ("swept", ", ".join(f"{k}={v}" for k, v in rec.swept.items())),
     ]
-    rows.append(("swept", ", ".join(f"{k}={v}" for k, v in rec.swept.items())))
     final = rec.final or store.last_metrics(rec.run_id)
-    for k in sorted(final):
-        if "/H" not in k:
-            rows.append((f"final {k}", fmt_or(final[k])))
+    rows += [(f"final {k}", fmt_or(final[k])) for k in sorted(final) if "/H" not in k]
     rows += _system_rows(store, rec.run_id)
     for k, v in rows:
         t.add_row(_cell(k), _cell(v))
@@ -388,10 +386,10 @@ def _show_figures(store, recs: list, fig_path: Path, inches, mean_by: Optional[s
     with _refused(FigureError):
         curves_figure(store, [r.run_id for r in recs], fig_path, size=inches,
                       groups=[k.strip() for k in mean_by.split(",") if k.strip()] if mean_by else None)
-        err.print(f"wrote {_esc(fig_path)}", markup=False)
+        _say(f"wrote {fig_path}")
         if embedded:
             geometry_figure(store, embedded, geo_path)
-            err.print(f"wrote {_esc(geo_path)}", markup=False)
+            _say(f"wrote {geo_path}")
 
 
 def _system_rows(store, run_id: str) -> list[tuple[str, str]]:
@@ -413,8 +411,8 @@ def export_cmd(
     fmt: str = typer.Option("csv", "--format", help="csv, jsonl or parquet."),
     metrics: bool = typer.Option(False, "--metrics", help="The long per-step table (run_id, step, name, value)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file (default: stdout)."),
-    preset: Optional[str] = typer.Option(None, "--preset", help="Only runs of this preset name."),
-    status: Optional[str] = typer.Option(None, "--status", help="Only runs with this status."),
+    preset: Optional[str] = PresetOpt,
+    status: Optional[str] = StatusOpt,
     to: Optional[str] = typer.Option(
         None, "--to", help="tensorboard DIR: event files (scalars, hparams, attention images); mlflow [URI]: an MLflow "
         "tracking store (default sqlite:///RUNS_DIR/mlflow.db; a path: X.db, or a folder for its mlflow.db). The first "
@@ -455,7 +453,7 @@ def export_cmd(
     try:
         if output is not None:
             n = write_output(output, store, recs, fmt, metrics=metrics)
-            err.print(f"wrote {n} row(s) to {_esc(output)}", markup=False)
+            _say(f"wrote {n} row(s) to {output}")
         else:
             export(store, recs, fmt, sys.stdout.buffer if fmt == "parquet" else sys.stdout, metrics=metrics)
     except WriteError as e:
@@ -480,13 +478,13 @@ def _export_to(to: str, args: list[str], runs_dir: Optional[Path], preset: Optio
     if not recs:
         raise fail("export: no runs to export")
     try:
-        line = export_to(to, store, recs, dest, say=lambda t: err.print(_esc(t), markup=False), **how)
+        line = export_to(to, store, recs, dest, say=_say, **how)
     except BridgeError as e:  # a full disk is exit 1, as for training (docs/USAGE.md); the rest is a usage error
         exit_ = fail(str(e), ExitCode.RUN_FAILED if e.disk_full else ExitCode.USAGE)
         if e.stuck:  # a call still hangs in its thread: leave without waiting for it
             _exit_now(exit_.exit_code)
         raise exit_ from None
-    err.print(_esc(line), markup=False)
+    _say(line)
 
 
 def _is_destination(arg: str) -> bool:

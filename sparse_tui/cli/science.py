@@ -14,8 +14,12 @@ from rich.table import Table
 
 from sparse_tui.base.exitcodes import ExitCode
 from sparse_tui.cli.common import (
+    DeviceOpt,
+    JsonOpt,
     PlotOpt,
+    PresetOpt,
     RunsDirOpt,
+    WorkersOpt,
     _cell,
     _Commands,
     _device_flag,
@@ -29,6 +33,7 @@ from sparse_tui.cli.common import (
     _refused,
     _runs_dir,
     _say,
+    _store_if_any,
     _train_batch,
     _workers_flag,
     app,
@@ -59,7 +64,7 @@ def theory(
     ),
     threshold: float = typer.Option(0.2, "--threshold", help="Plateau ends when the test loss reaches this x 0.5."),
     paper: str = typer.Option("auto", "--paper", help="Paper fit to compare the grid fit with: auto, none or a key."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
+    as_json: bool = JsonOpt,
     extra: List[str] = typer.Argument(None, hidden=True),
 ) -> None:
     """Plateau length of the reduced gradient flow (paper Eqs. 12-14, 17-21) vs the closed-form forecast.
@@ -106,7 +111,7 @@ def theory(
 def fit(
     run_ids: List[str] = typer.Argument(None, help="Runs to fit (ids or unique prefixes; default: all selected)."),
     runs_dir: Optional[Path] = RunsDirOpt,
-    preset: Optional[str] = typer.Option(None, "--preset", help="Only runs of this preset name."),
+    preset: Optional[str] = PresetOpt,
     batch: Optional[str] = typer.Option(None, "--batch", help="Only runs of this batch id (or unique prefix)."),
     where: List[str] = typer.Option(
         [], "--where", help="Filter: KEY=VALUE (also !=, <, <=, >, >=; V1,V2 = any of), e.g. --where task.B=2."
@@ -120,7 +125,7 @@ def fit(
     target: str = typer.Option("plateau_step", "--target", help="plateau_step, or plateau_time (= step x lr)."),
     paper: str = typer.Option("auto", "--paper", help="Paper fit to compare with: auto, none or a key."),
     threshold: Optional[str] = ThresholdOpt,
-    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
+    as_json: bool = JsonOpt,
     plot: Optional[Path] = PlotOpt,
 ) -> None:
     """Fit a power law (App. D.2) to the plateau lengths of finished runs in the store and compare it with the
@@ -153,7 +158,7 @@ def fit(
             fit_figure(rep, fig_path)
         except FigureError as e:
             raise fail(str(e)) from None
-        err.print(f"wrote {_esc(fig_path)}", markup=False)
+        _say(f"wrote {fig_path}")
 
 
 @app.command(short_help="Reproduce a figure of the paper: train what the store lacks, fit, compare; --list.")
@@ -168,8 +173,8 @@ def reproduce(
     presets_dir: Optional[Path] = typer.Option(None, "--presets-dir", help="Your own preset files, looked up before "
                                                "the bundled presets (default: ./presets).", show_default=False),
     plot: Optional[Path] = PlotOpt,
-    workers: str = typer.Option("auto", "--workers", help="Worker processes: a number, or auto."),
-    device: Optional[str] = typer.Option(None, "--device", help="Override train.device: auto, cpu, cuda, cuda:N."),
+    workers: str = WorkersOpt,
+    device: Optional[str] = DeviceOpt,
     threshold: Optional[str] = ThresholdOpt,
     as_json: bool = typer.Option(False, "--json", help="Print the reports as JSON."),
     budget: Optional[str] = typer.Option(None, "--budget", help="Spend this much time (30m, 1h, 90s) where it buys the "
@@ -282,7 +287,7 @@ def _reproduce_list(runs_dir: Optional[Path], presets_dir: Optional[Path], as_js
     """``reproduce --list``: the atlas with each entry's verdict, cost and stored runs (``reports.listing``)."""
     from sparse_tui.reports.listing import list_json, list_lines, status_rows
 
-    store = _open_store(runs_dir) if _runs_dir(runs_dir).joinpath("runs.db").exists() else None
+    store = _store_if_any(runs_dir)
     rows = status_rows(store, presets_dir, with_verdicts=True)
     if as_json:
         sys.stdout.write(json.dumps(list_json(rows, store is not None), indent=1) + "\n")
@@ -320,7 +325,7 @@ def _print_outcomes(store, outcomes: list, chosen: list, x: Optional[float], fig
 
             with _refused(FigureError):
                 draw(store, o.report, path)
-            err.print(f"wrote {_esc(path)}", markup=False)
+            _say(f"wrote {path}")
     if as_json:
         reports = [o.report.to_dict() for o in outcomes if o.report is not None]
         sys.stdout.write(json.dumps(json_safe(reports), indent=1) + "\n")
@@ -406,8 +411,7 @@ def _reproduce_planned(chosen, size, presets_dir, runs_dir, budget, dry_run, dev
 
     if budget is not None and len(chosen) != 1:
         raise fail(f"--budget: name one panel ({', '.join(e.key for e in chosen)})")
-    have = _runs_dir(runs_dir).joinpath("runs.db").exists()
-    store = _open_store(runs_dir) if have else None
+    store = _store_if_any(runs_dir)
     for entry in chosen:
         with _refused(atlas.AtlasError), _preset_refused():
             p = planner.plan(store, entry, size, presets_dir)

@@ -12,7 +12,9 @@ from rich.table import Table
 
 from sparse_tui.base.exitcodes import ExitCode
 from sparse_tui.cli.common import (
+    DeviceOpt,
     RunsDirOpt,
+    WorkersOpt,
     _cell,
     _device_flag,
     _esc,
@@ -27,6 +29,7 @@ from sparse_tui.cli.common import (
     _run_table,
     _runs_dir,
     _say,
+    _store_if_any,
     _train_batch,
     _workers_flag,
     app,
@@ -73,7 +76,7 @@ def run(
     presets_dir: Optional[Path] = typer.Option(None, "--presets-dir", help="Your own preset files: a bare PRESET "
                                                "name is looked up there before the bundled presets; the console "
                                                "lists them (default ./presets).", show_default=False),
-    device: Optional[str] = typer.Option(None, "--device", help="Override train.device: auto, cpu, cuda, cuda:N."),
+    device: Optional[str] = DeviceOpt,
     workers: str = typer.Option(
         "auto", "--workers", help="Worker processes: a number, or auto (the sweep scheduler decides)."
     ),
@@ -97,7 +100,6 @@ def run(
     """Run every run of a preset (sweep x seeds), recording them in the run store."""
     if verbose:  # read by every process that trains (workers and a detached coordinator inherit it): startup.py
         os.environ["SPARSE_TUI_VERBOSE"] = "1"
-    opts = executor
     overrides = list(set_)
     _tag_flags(tag)
     if device is not None:
@@ -110,7 +112,7 @@ def run(
     if budget is not None and detach:
         raise fail("--budget trains here, re-planning as runs end: not with --detach")
     if not headless and not dry_run and not detach and budget is None:
-        _open_tui(_runs_dir(runs_dir), presets_dir, preset, list(set_), opts)
+        _open_tui(_runs_dir(runs_dir), presets_dir, preset, list(set_), executor)
     n_workers = _workers_flag(workers)
     from sparse_tui.training.scheduler import SCHEDULES
 
@@ -120,18 +122,18 @@ def run(
 
     specs = expand(loaded)
     if budget is not None:
-        _run_budget(specs, loaded.name, budget, dry_run, runs_dir, device, opts, preset.name)
+        _run_budget(specs, loaded.name, budget, dry_run, runs_dir, device, executor, preset.name)
     if dry_run:  # the preset on this machine; no cluster is asked
         _preflight(None, specs, device, preset.name)
         _dry_run(loaded.name, specs, schedule, n_workers, device)
         raise typer.Exit(0)
 
     # The executor is checked before the store is opened: nothing is written when it refuses.
-    ex = _preflight(opts, specs, device, preset.name, detached=detach)
+    ex = _preflight(executor, specs, device, preset.name, detached=detach)
     store = _open_store(runs_dir, create=True)
     if detach:
         batch_id, ids, pid = runner.start_detached(
-            store, specs, schedule=schedule, workers=n_workers or None, device=device, executor=opts,
+            store, specs, schedule=schedule, workers=n_workers or None, device=device, executor=executor,
         )
         out.print(f"batch {batch_id}: {len(ids)} run(s) started in the background (pid {pid})")
         out.print(f"log: {runner.log_path(store, batch_id)} (its first line is the schedule the coordinator chose)")
@@ -151,13 +153,13 @@ def _budget_plan(specs, name: str, budget: str, device, store=None, taken=()):
     return seconds, step_s, source, bd.plan(specs, seconds, step_s, name, ended, taken)
 
 
-def _run_budget(specs, name: str, budget: str, dry_run: bool, runs_dir, device, opts, file_name: str,
+def _run_budget(specs, name: str, budget: str, dry_run: bool, runs_dir, device, executor, file_name: str,
                 then_exit: bool = True, taken: list[int] | None = None) -> list[str]:
     """``run PRESET --budget T`` (and ``reproduce KEY --budget T``): print the plan (--dry-run), or train it,
     re-planned as each run ends; returns the run ids trained (``then_exit`` False) or exits."""
     from sparse_tui.lifecycle import budget as bd
 
-    store = _open_store(runs_dir) if (dry_run and _runs_dir(runs_dir).joinpath("runs.db").exists()) else None
+    store = _store_if_any(runs_dir) if dry_run else None
     seconds, step_s, source, p = _budget_plan(specs, name, budget, device, store, taken or [])
     for line in bd.lines(p, name):
         out.print(_esc(line), markup=False)
@@ -166,7 +168,7 @@ def _run_budget(specs, name: str, budget: str, dry_run: bool, runs_dir, device, 
         if not then_exit:
             return []
         raise typer.Exit(0)
-    ex = _preflight(opts, specs, device, file_name)
+    ex = _preflight(executor, specs, device, file_name)
     store = _open_store(runs_dir, create=True)
     ids = bd.spend(store, specs, seconds, step_s, name,
                    lambda spec: _trained(store, ex, spec, device), say=_say, taken=taken or [])
@@ -290,15 +292,14 @@ def resume(
     target: str = typer.Argument(..., help="A run id or a batch id (or a unique prefix of either).",
                                  show_default=False),
     runs_dir: Optional[Path] = RunsDirOpt,
-    device: Optional[str] = typer.Option(None, "--device", help="Override train.device: auto, cpu, cuda, cuda:N."),
-    workers: str = typer.Option("auto", "--workers", help="Worker processes: a number, or auto."),
+    device: Optional[str] = DeviceOpt,
+    workers: str = WorkersOpt,
     schedule: str = typer.Option("auto", "--schedule", help="auto, sequential, processes or stacked."),
     detach: bool = typer.Option(False, "--detach", help="Continue in the background and return at once."),
     executor: str = ExecutorOpt,
 ) -> None:
     """Continue the failed and interrupted runs (and runs left queued) of a batch, or one run, from their latest
     checkpoints, through the same launch path as 'run'."""
-    opts = executor
     from sparse_tui.lifecycle import runner
     from sparse_tui.lifecycle.resume import check_resumable, resume_runs_detached, resume_targets
     from sparse_tui.store import StoreError
@@ -311,10 +312,10 @@ def resume(
     with _refused(StoreError):
         batch_id, ids = resume_targets(store, target)
         specs = check_resumable(store, ids)
-    ex = _preflight(opts, specs, device, specs[0].preset)
+    ex = _preflight(executor, specs, device, specs[0].preset)
     if detach:
         [(batch_id, ids, pid)] = resume_runs_detached(store, ids, schedule=schedule, workers=n_workers,
-                                                             device=device, executor=opts)
+                                                             device=device, executor=executor)
         out.print(f"batch {batch_id}: {len(ids)} run(s) resumed in the background (pid {pid})")
         out.print(f"log: {_esc(runner.log_path(store, batch_id))}")
         raise typer.Exit(0)

@@ -47,30 +47,23 @@ class Channel:
         self.items: collections.deque = collections.deque()
         self.stop: str | None = None
         self.cancel: set[str] = set()
-        self._cond: asyncio.Condition | None = None
-
-    def _condition(self) -> asyncio.Condition:
-        if self._cond is None:  # made in the actor's event loop
-            self._cond = asyncio.Condition()
-        return self._cond
+        self.cond = asyncio.Condition()  # bound to the actor's event loop at its first use (Python 3.10+)
 
     async def put(self, message: list) -> tuple[str | None, list[str]]:
         """Append one message (a list of records), waiting while the channel is full. Returns the control state
         (stop status, cancelled run ids)."""
-        cond = self._condition()
-        async with cond:
+        async with self.cond:
             while len(self.items) >= self.capacity:
-                await cond.wait()
+                await self.cond.wait()
             self.items.append(message)
         return self.stop, sorted(self.cancel)
 
     async def take(self) -> list:
         """Every waiting message, oldest first (the coordinator's side); wakes the waiting workers."""
-        cond = self._condition()
-        async with cond:
+        async with self.cond:
             out = list(self.items)
             self.items.clear()
-            cond.notify_all()
+            self.cond.notify_all()
         return out
 
     async def control(self, stop: str | None, cancel: list[str]) -> None:
@@ -100,14 +93,17 @@ class ChannelSink(RunSink):
     def started(self, run_ids: list[str], device: str, versions: dict) -> None:
         self._add(("started", list(run_ids), device, versions), flush=True)
 
+    def _reached(self, run_id: str, step: int) -> None:
+        self.steps[run_id] = max(self.steps.get(run_id, 0), int(step))
+
     def log_metrics(self, run_id: str, step: int, metrics: dict[str, float], wall_time: float | None = None) -> None:
-        self.steps[run_id] = max(self.steps.get(run_id, 0), int(step))  # (the time: the worker's, not the head's)
+        self._reached(run_id, step)  # (the time: the worker's, not the head's)
         self._add(("log_metrics", run_id, int(step), dict(metrics), wall_time or time.time()))
 
     def log_metrics_many(self, run_id: str, steps: list[int], series: dict[str, list[float]],
                          wall_time: float | list[float] | None = None) -> None:
         if steps:
-            self.steps[run_id] = max(self.steps.get(run_id, 0), int(max(steps)))
+            self._reached(run_id, max(steps))
         when = list(wall_time) if isinstance(wall_time, (list, tuple)) else (wall_time or time.time())
         self._add(("log_metrics_many", run_id, list(steps), {k: list(v) for k, v in series.items()}, when))
 
@@ -121,7 +117,7 @@ class ChannelSink(RunSink):
         self._add(("log_array", run_id, name, value))
 
     def heartbeat(self, run_id: str, step: int) -> bool:
-        self.steps[run_id] = max(self.steps.get(run_id, 0), int(step))
+        self._reached(run_id, step)
         self._add(("heartbeat", run_id, int(step)))
         return run_id in self.cancelled
 

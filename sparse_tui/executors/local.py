@@ -83,11 +83,9 @@ class LocalExecutor:
         cmd = [sys.executable, "-m", "sparse_tui", "worker", batch_id, "--runs-dir", str(store.runs_dir),
                "--threads", str(max(1, (os.cpu_count() or 1) // workers)), "--group", str(group)]
         cmd += ["--device", device] if device else []
-        procs: list[subprocess.Popen] = []
         restarts = 0
         n_queued = len(store.runs(batch_id=batch_id, status="queued", reap=False))
-        for _ in range(min(workers, max(1, n_queued))):
-            procs.append(subprocess.Popen(cmd))
+        procs = [subprocess.Popen(cmd) for _ in range(min(workers, max(1, n_queued)))]
         last_beat = time.monotonic()
         while True:
             time.sleep(0.3)

@@ -46,6 +46,7 @@ from types import SimpleNamespace
 from typing import Callable
 
 from sparse_tui.base.devices import resolve as resolve_device
+from sparse_tui.base.files import causes, first_line
 from sparse_tui.executors.address import auto_address, is_current_cluster, parse_address, reach
 from sparse_tui.executors.base import BEAT_SECONDS, INSTALL_HINT, ExecutorError, Option
 from sparse_tui.executors.channel import PUT_TIMEOUT, Channel, ChannelSink, apply
@@ -71,13 +72,7 @@ def _import_ray():
 
 def _auth_refused(e: BaseException) -> bool:
     """Whether ``ray.init`` failed because the cluster refused this driver's token (or its lack of one)."""
-    seen = set()
-    while e is not None and id(e) not in seen:
-        seen.add(id(e))
-        if type(e).__name__ == "AuthenticationError" or "InvalidAuthToken" in str(e):
-            return True
-        e = e.__cause__ or e.__context__
-    return False
+    return any(type(c).__name__ == "AuthenticationError" or "InvalidAuthToken" in str(c) for c in causes(e))
 
 
 def _auth_hint(address: str) -> str:
@@ -174,8 +169,7 @@ def _connect(address: str):
     except Exception as e:  # noqa: BLE001 - ConnectionError, RuntimeError, ValueError: all one line
         if _auth_refused(e):
             raise ExecutorError(_auth_hint(target)) from None
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        raise ExecutorError(f"--ray-address: cannot connect to Ray at {target}: {first}") from None
+        raise ExecutorError(f"--ray-address: cannot connect to Ray at {target}: {first_line(e, None)}") from None
     return ray
 
 
@@ -219,8 +213,7 @@ class _Stack:
 
 
 def _short(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    return f"{type(e).__name__}: {text[0][:160]}" if text else type(e).__name__
+    return f"{type(e).__name__}: {first_line(e, 160)}" if str(e).strip() else type(e).__name__
 
 
 def failure_reason(e: BaseException, step: int) -> tuple[str, bool]:
@@ -438,14 +431,18 @@ class _Coordinator:
                 self.retry.append(_Stack(left, stack.device, stack.notes + [f"resumed after: {why}"]))
                 runner.say(f"{', '.join(left)}: submitted again (from the latest checkpoint in the head's store)")
 
+    def wait(self) -> None:
+        """Up to 0.2 s for a task in flight to end; record it."""
+        ready, _ = self.ray.wait(list(self.inflight), num_returns=1, timeout=0.2)
+        for ref in ready:
+            self.ended(ref, self.inflight.pop(ref))
+
     def stop(self) -> None:
         """Tell every worker to stop, record what they send for up to STOP_SECONDS, cancel the rest."""
         self.channel.control.remote(self.flag.status, [])
         end = time.monotonic() + STOP_SECONDS
         while self.inflight and time.monotonic() < end:
-            ready, _ = self.ray.wait(list(self.inflight), num_returns=1, timeout=0.2)
-            for ref in ready:
-                self.ended(ref, self.inflight.pop(ref))
+            self.wait()
             self.drain()
         for ref, stack in list(self.inflight.items()):
             self.ray.cancel(ref, force=True)
@@ -468,9 +465,7 @@ class _Coordinator:
                     last_beat = time.monotonic()
                     self.store.beat_batch(self.batch_id)
                     self.forward_cancels()
-                ready, _ = self.ray.wait(list(self.inflight), num_returns=1, timeout=0.2)
-                for ref in ready:
-                    self.ended(ref, self.inflight.pop(ref))
+                self.wait()
         except KeyboardInterrupt:
             self.flag.status = self.flag.status or "interrupted"
             self.stop()

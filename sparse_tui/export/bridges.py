@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 from urllib.parse import unquote, urlparse
 
-from sparse_tui.base.files import WriteError, write_file
+from sparse_tui.base.files import WriteError, causes, first_line, write_file
 from sparse_tui.base.plotting import ramp
 from sparse_tui.store import RunRecord, RunStore
 from sparse_tui.store.reads import step_clock
@@ -72,19 +72,13 @@ def _disk_full(e: BaseException) -> bool:
     """Whether ``e`` (or what it was raised from) says the disk is full: ENOSPC / EDQUOT, or SQLite's words."""
     from sparse_tui.store.records import is_disk_full
 
-    seen = set()
-    while e is not None and id(e) not in seen:
-        if is_disk_full(e) or "disk is full" in str(e).lower() or "no space left" in str(e).lower():
-            return True
-        seen.add(id(e))
-        e = e.__cause__ or e.__context__
-    return False
+    return any(is_disk_full(c) or "disk is full" in str(c).lower() or "no space left" in str(c).lower()
+               for c in causes(e))
 
 
 def run_dir_name(rec: RunRecord) -> str:
     """A run's folder in the TensorBoard log dir: its name and id, safe as one path component."""
-    name = rec.name
-    return re.sub(r"[^A-Za-z0-9_.=+-]+", "_", name).strip("_")[:80] + f"_{rec.run_id}"
+    return re.sub(r"[^A-Za-z0-9_.=+-]+", "_", rec.name).strip("_")[:80] + f"_{rec.run_id}"
 
 
 def hparam_values(rec: RunRecord) -> dict[str, Any]:
@@ -106,11 +100,6 @@ def final_values(store: RunStore, rec: RunRecord) -> dict[str, float]:
     return out
 
 
-def _first_line(e: BaseException) -> str:
-    text = (str(e).strip().splitlines() or [type(e).__name__])[0]
-    return text[:200]
-
-
 # -- TensorBoard -----------------------------------------------------------------------------------------------
 
 
@@ -128,19 +117,17 @@ def _png(rgb: list[list[tuple[int, int, int]]]) -> bytes:
 
 def attention_png(matrix: Any, scale: int = IMAGE_SCALE) -> tuple[bytes, int, int]:
     """An attention map [Lq, L] (values 0-1) as a PNG in the console's colour ramp, each cell ``scale`` pixels."""
-    rows = []
-    for row in matrix:
-        line = []
-        for v in row:
-            v = float(v)
-            px = ramp(min(1.0, max(0.0, v))) if math.isfinite(v) else (40, 40, 40)
-            line += [tuple(int(c) for c in px)] * scale
-        rows += [line] * scale
+    rows = [[ramp(float(v)) for v in row for _ in range(scale)] for row in matrix for _ in range(scale)]
     return _png(rows), len(rows), len(rows[0]) if rows else 0
 
 
 _STATUS = {"finished": "STATUS_SUCCESS", "running": "STATUS_RUNNING", "queued": "STATUS_RUNNING",
            "interrupted": "STATUS_ABORTED", "cancelled": "STATUS_ABORTED"}  # else (failed, diverged): failure
+
+
+def _kind(v: Any) -> str:
+    """An hparam's type in the HParams plugin: bool, number or string."""
+    return "bool" if isinstance(v, bool) else "number" if isinstance(v, (int, float)) else "string"
 
 
 def _hparams_summaries(rec_values: dict[str, Any], infos: dict[str, str], metrics: list[str], status: str = "",
@@ -158,12 +145,8 @@ def _hparams_summaries(rec_values: dict[str, Any], infos: dict[str, str], metric
     )
     start = plugin_data_pb2.SessionStartInfo(start_time_secs=start_time)
     for k, v in rec_values.items():
-        if isinstance(v, bool):
-            start.hparams[k].CopyFrom(struct_pb2.Value(bool_value=v))
-        elif isinstance(v, (int, float)):
-            start.hparams[k].CopyFrom(struct_pb2.Value(number_value=float(v)))
-        else:
-            start.hparams[k].CopyFrom(struct_pb2.Value(string_value=str(v)))
+        kind = _kind(v)
+        start.hparams[k].CopyFrom(struct_pb2.Value(**{f"{kind}_value": float(v) if kind == "number" else v}))
     end = plugin_data_pb2.SessionEndInfo(status=getattr(api_pb2, _STATUS.get(status, "STATUS_FAILURE")),
                                          end_time_secs=end_time)
 
@@ -259,6 +242,14 @@ def folder_problem(folder: Path, mkdir: bool) -> str | None:
     return None
 
 
+def _mkdir(folder: Path) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise BridgeError(f"--to tensorboard {folder}: cannot create the folder: {e.strerror or e}", cause=e) \
+            from None
+
+
 def to_tensorboard(store: RunStore, runs: list[RunRecord], folder: Path, say: Callable[[str], None] = lambda _: None,
                    mkdir: bool = False) -> int:
     """Write the runs as TensorBoard event files under ``folder`` (see the module docstring). Returns how many."""
@@ -270,19 +261,14 @@ def to_tensorboard(store: RunStore, runs: list[RunRecord], folder: Path, say: Ca
     why = folder_problem(folder, mkdir)
     if why:
         raise BridgeError(f"--to tensorboard {why}")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise BridgeError(f"--to tensorboard {folder}: cannot create the folder: {e.strerror or e}", cause=e) \
-            from None
+    _mkdir(folder)
     values = {r.run_id: hparam_values(r) for r in runs}
     finals = {r.run_id: final_values(store, r) for r in runs}
     top_name = f"{EVENTS}.experiment"
     infos, metrics = _previous_experiment(folder / top_name)
     for vals in values.values():
         for k, v in vals.items():
-            infos.setdefault(k, "bool" if isinstance(v, bool)
-                             else "number" if isinstance(v, (int, float)) else "string")
+            infos.setdefault(k, _kind(v))
     metrics |= {m for f in finals.values() for m in f}
     exp, _, _ = _hparams_summaries({}, infos, sorted(metrics))
     _replace_events(folder, top_name, [_event(exp, 0, time.time())])
@@ -291,17 +277,15 @@ def to_tensorboard(store: RunStore, runs: list[RunRecord], folder: Path, say: Ca
         last_step = rec.step or 0
         _, hp_start, hp_end = _hparams_summaries(values[rec.run_id], infos, sorted(metrics), rec.status, start, end)
         events = [_event(hp_start, 0, start)]
-        if rec.tags:
-            events.append(_event(_text("sparse_tui/tags", " ".join(rec.tags)), 0, start))
-        if rec.note:
-            events.append(_event(_text("sparse_tui/note", rec.note), 0, start))
-        for name, (steps, vals) in store.metrics(rec.run_id).items():
-            for st, v in zip(steps, vals):
-                if v is not None and math.isfinite(v):
-                    events.append(_event(Summary(value=[Summary.Value(tag=name, simple_value=float(v))]), st,
-                                         wall(st)))
-        for tag, v in finals[rec.run_id].items():
-            events.append(_event(Summary(value=[Summary.Value(tag=tag, simple_value=v)]), last_step, end))
+        events += [_event(_text(f"sparse_tui/{tag}", text), 0, start)
+                   for tag, text in (("tags", " ".join(rec.tags)), ("note", rec.note)) if text]
+
+        def scalar(tag: str, v: float, step: int, when: float):
+            return _event(Summary(value=[Summary.Value(tag=tag, simple_value=float(v))]), step, when)
+
+        events += [scalar(name, v, st, wall(st)) for name, (steps, vals) in store.metrics(rec.run_id).items()
+                   for st, v in zip(steps, vals) if v is not None and math.isfinite(v)]
+        events += [scalar(tag, v, last_step, end) for tag, v in finals[rec.run_id].items()]
         for step in store.attention_steps(rec.run_id):
             maps, _meta = store.attention(rec.run_id, step)
             for layer in sorted(maps):
@@ -314,11 +298,7 @@ def to_tensorboard(store: RunStore, runs: list[RunRecord], folder: Path, say: Ca
         events.append(_event(hp_end, last_step, end))
         events.sort(key=lambda ev: (ev.step, ev.wall_time))
         run_folder = folder / run_dir_name(rec)
-        try:
-            run_folder.mkdir(exist_ok=True)
-        except OSError as e:
-            raise BridgeError(f"--to tensorboard {run_folder}: cannot create the folder: {e.strerror or e}",
-                              cause=e) from None
+        _mkdir(run_folder)
         _replace_events(run_folder, f"{EVENTS}.{rec.run_id}", events)
         say(f"{rec.run_id} -> {run_folder}")
     return len(runs)
@@ -327,16 +307,12 @@ def to_tensorboard(store: RunStore, runs: list[RunRecord], folder: Path, say: Ca
 # -- MLflow ----------------------------------------------------------------------------------------------------
 
 
-def default_mlflow_uri(store: RunStore) -> str:
-    return f"sqlite:///{(store.runs_dir / 'mlflow.db').resolve()}"
-
-
 def mlflow_uri(dest: str | None, store: RunStore) -> str:
     """The tracking URI of ``--to mlflow [DEST]``: the default beside the store, a URI as given, or a path without a
     scheme as a path: a ``.db`` file is that SQLite store, any other path a folder holding ``mlflow.db`` (MLflow 3
     refuses its ``file:`` store by default: it is in maintenance mode)."""
     if not dest:
-        return default_mlflow_uri(store)
+        return f"sqlite:///{(store.runs_dir / 'mlflow.db').resolve()}"
     if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", dest):
         return dest
     path = Path(dest).expanduser().absolute()
@@ -401,7 +377,7 @@ class _Limited:
             raise BridgeError(f"--to mlflow {self.uri}: {what} did not answer within {self.timeout:g} s (--timeout "
                               "to wait longer)", stuck=True)
         if "error" in box:
-            raise BridgeError(f"--to mlflow {self.uri}: {what} failed: {_first_line(box['error'])}",
+            raise BridgeError(f"--to mlflow {self.uri}: {what} failed: {first_line(box['error'])}",
                               cause=box["error"])
         return box.get("value")
 
@@ -442,12 +418,10 @@ def _log(client: _Limited, rid: str, params: list, metrics: list, tags: list) ->
             client.log_batch(rid, **{kind: items[i:i + limit]})
 
 
-def to_mlflow(store: RunStore, runs: list[RunRecord], uri: str | None = None,
-              say: Callable[[str], None] = lambda _: None, *, timeout: float = TIMEOUT, update: bool = False,
-              mkdir: bool = False) -> tuple[int, int, int]:
+def to_mlflow(store: RunStore, runs: list[RunRecord], uri: str, say: Callable[[str], None], *,
+              timeout: float = TIMEOUT, update: bool = False, mkdir: bool = False) -> tuple[int, int, int]:
     """Log the runs to an MLflow tracking store (see the module docstring). Returns (logged, updated: exported
     before and brought up to date with ``update``, skipped: exported before)."""
-    uri = uri or default_mlflow_uri(store)
     why = mlflow_problem(uri, store, mkdir)
     if why:
         raise BridgeError(f"--to mlflow {why}")

@@ -108,27 +108,32 @@ def project_h100(preset) -> Projection | None:
     """The projected wall time of ``preset`` (a path, a ``presets.LoadedPreset`` or its expanded ``RunSpec`` list)
     on one H100 with ``auto``'s GPU plan (the cost model above). None when nothing in it trains step by step (the
     integrated ODE runs take seconds on a CPU). Torch-free (``run --dry-run``, ``reproduce --list``)."""
-    from sparse_tui.presets.loading import expand, load_preset
-    from sparse_tui.presets.resources import MEMORY_FRACTION
-    from sparse_tui.presets.schema import n_eval_steps
-    from sparse_tui.training import flops, scheduler
-
-    if isinstance(preset, (str, Path)):
-        preset = load_preset(preset)
-    specs = preset if isinstance(preset, list) else expand(preset)
-    cfgs = [s.config for s in specs if s.config.model.kind != "ode"]
+    cfgs = _cfgs(preset)
     if not cfgs:
         return None
-    cfgs = [c.model_copy(update={"train": c.train.model_copy(update={"device": "cuda"})}) for c in cfgs]
-    groups = scheduler.group_runs(cfgs, budget_bytes=int(MEMORY_FRACTION * H100_MEMORY_BYTES))
-    train = 0.0
-    for g in groups:
-        members = [cfgs[i] for i in g]
-        ms = H100_STACK_MS + H100_MS_PER_GFLOP * flops.stack_flops(members) / 1e9
-        train += members[0].train.steps * ms / 1e3
-    n_evals = sum(n_eval_steps(c.train.steps, c.eval.every) for c in cfgs)
+    groups, n_evals = _stacks(cfgs, H100_MEMORY_BYTES)
+    train = _train_s(cfgs, groups, H100_STACK_MS, H100_MS_PER_GFLOP)
     ev = n_evals * H100_EVAL_S
     return Projection(train + ev + H100_START_S, train, ev, H100_START_S, len(cfgs), len(groups), n_evals)
+
+
+def _stacks(cfgs: list, memory: int) -> tuple[list, int]:
+    """``auto``'s GPU stacks of ``cfgs`` on a card of ``memory`` bytes, and their evaluations in all."""
+    from sparse_tui.presets.resources import MEMORY_FRACTION
+    from sparse_tui.presets.schema import n_eval_steps
+    from sparse_tui.training import scheduler
+
+    groups = scheduler.group_runs(cfgs, budget_bytes=int(MEMORY_FRACTION * memory))
+    return groups, sum(n_eval_steps(c.train.steps, c.eval.every) for c in cfgs)
+
+
+def _train_s(cfgs: list, groups: list, stack_ms: float, ms_per_gflop: float) -> float:
+    """Seconds of training steps of the stacks ``groups``, a step of a stack taking ``stack_ms`` + ``ms_per_gflop``
+    per GFLOP of its padded training matmuls."""
+    from sparse_tui.training import flops
+
+    return sum(cfgs[g[0]].train.steps * (stack_ms + ms_per_gflop * flops.stack_flops([cfgs[i] for i in g]) / 1e9)
+               / 1e3 for g in groups)
 
 
 # -- a range on a named card ----------------------------------------------------------------------------------------
@@ -209,9 +214,7 @@ def project(preset, card: str | None = None) -> CardProjection | None:
     fitted step line, its evaluations and start-up, +-20 %), else from the H100 cost model above with the card's
     memory for the stacks: from every step at the card's memory bandwidth to the H100's time plus ``MODEL_MARGIN``.
     None when nothing in the preset trains step by step. Torch-free."""
-    from sparse_tui.presets.resources import MEMORY_FRACTION
-    from sparse_tui.presets.schema import n_eval_steps
-    from sparse_tui.training import calibration, flops, scheduler
+    from sparse_tui.training import calibration
 
     cfgs = _cfgs(preset)
     if not cfgs:
@@ -223,8 +226,7 @@ def project(preset, card: str | None = None) -> CardProjection | None:
     label = known.key if known is not None else want
     memory = known.memory_bytes if known is not None else (
         int(calibration.mean_of(points, "memory_bytes") or H100_MEMORY_BYTES))
-    groups = scheduler.group_runs(cfgs, budget_bytes=int(MEMORY_FRACTION * memory))
-    n_evals = sum(n_eval_steps(c.train.steps, c.eval.every) for c in cfgs)
+    groups, n_evals = _stacks(cfgs, memory)
     line = calibration.step_line(points)
     if line is None and calibration.fp32_points(points):  # one size: the H100 line's shape through its points
         pts = calibration.fp32_points(points)
@@ -232,9 +234,7 @@ def project(preset, card: str | None = None) -> CardProjection | None:
         k = my / (H100_STACK_MS + H100_MS_PER_GFLOP * mx)
         line = H100_STACK_MS * k, H100_MS_PER_GFLOP * k
     if line is not None:
-        a, b = line
-        train = sum(cfgs[g[0]].train.steps * (a + b * flops.stack_flops([cfgs[i] for i in g]) / 1e9) / 1e3
-                    for g in groups)
+        train = _train_s(cfgs, groups, *line)
         ev = n_evals * (calibration.mean_of(points, "eval_s") or H100_EVAL_S)
         start = calibration.mean_of(points, "start_s") or H100_START_S
         mid = start + train + ev
@@ -242,8 +242,7 @@ def project(preset, card: str | None = None) -> CardProjection | None:
                  f"(training/calibration.py), held to +-{CALIBRATED_MARGIN - 1:.0%}")
         return CardProjection(label, mid / CALIBRATED_MARGIN, mid, mid * CALIBRATED_MARGIN, len(cfgs), len(groups),
                               n_evals, True, basis)
-    train = sum(cfgs[g[0]].train.steps * (H100_STACK_MS + H100_MS_PER_GFLOP * flops.stack_flops(
-        [cfgs[i] for i in g]) / 1e9) / 1e3 for g in groups)
+    train = _train_s(cfgs, groups, H100_STACK_MS, H100_MS_PER_GFLOP)
     ev = n_evals * H100_EVAL_S
     bw = known.bandwidth if known is not None else 1.0
     mid = H100_START_S + train + ev

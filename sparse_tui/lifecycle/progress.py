@@ -84,11 +84,8 @@ class BatchProgress:
         for rec in runs:
             last = self.store.last_metrics(rec.run_id) if rec.status != "queued" else {}
             if self._progress is not None:
-                stats = []
-                if "train/loss" in last:
-                    stats.append(f"loss {fmt_or(last['train/loss'])}")
-                if "test/acc" in last:
-                    stats.append(f"acc {fmt_or(last['test/acc'], '.3f')}")
+                stats = [f"{k.split('/')[1]} {fmt_or(last[k], spec)}" for k, spec in (("train/loss", ".4g"),
+                                                                                    ("test/acc", ".3f")) if k in last]
                 if rec.status != "running":
                     stats.append(rec.status)
                 tid = self._tasks.get(rec.run_id)

@@ -236,10 +236,8 @@ def plan_lines(queued: list[RunRecord], cfgs: dict, group: int, budget: int | No
     """The batch log's view of the stacks ``next_stack`` will form from ``queued`` (one line per stack)."""
     from sparse_tui.training.scheduler import MAX_GROUP, describe_groups, group_runs
 
-    ordered = sorted(queued, key=lambda r: r.position)
-    cl = [cfgs[r.run_id] for r in ordered]
-    groups = group_runs(cl, max_group=group or MAX_GROUP, budget_bytes=budget)
-    return describe_groups(cl, groups)
+    cl = [cfgs[r.run_id] for r in sorted(queued, key=lambda r: r.position)]
+    return describe_groups(cl, group_runs(cl, max_group=group or MAX_GROUP, budget_bytes=budget))
 
 
 def train_claimed(store: RunSink, recs: Sequence[Any], cfgs: Sequence[RunConfig], dev: torch.device,

@@ -43,12 +43,9 @@ def install_signal_handlers(flag: StopFlag) -> None:
         if _training and flag.status:
             raise StopNow()
 
-    signal.signal(signal.SIGINT, handler)
-    signal.signal(signal.SIGTERM, handler)
-    if hasattr(signal, "SIGHUP"):
-        signal.signal(signal.SIGHUP, handler)
-    if hasattr(signal, "SIGALRM"):
-        signal.signal(signal.SIGALRM, alarm)
+    for name, fn in (("SIGINT", handler), ("SIGTERM", handler), ("SIGHUP", handler), ("SIGALRM", alarm)):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), fn)
 
 
 def _training_section(on: bool) -> None:

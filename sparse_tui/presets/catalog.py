@@ -160,7 +160,7 @@ def catalogue(local_dir: Path | None = None) -> list[Item]:
     items = []
     local = Path(local_dir if local_dir is not None else LOCAL_DIR)
     bundled = bundled_dir()
-    if local.is_dir() and not _same_dir(local, bundled):
+    if local.is_dir() and not same_file(local, bundled):
         for p in sorted(local.glob("*.toml")):
             if not p.is_file():  # a FIFO, a device, a folder or a dangling link is no preset (stat: nothing opened)
                 continue
@@ -174,13 +174,6 @@ def catalogue(local_dir: Path | None = None) -> list[Item]:
 def _natural(name: str) -> list:
     """``paper_fig3`` before ``paper_fig11``."""
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
-
-
-def _same_dir(a: Path, b: Path) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
 
 
 def copy(name: str, dest: Path | None = None, local_dir: Path | None = None) -> Path:

@@ -213,8 +213,7 @@ def validate_preset_data(
             RunConfig.model_validate(_point(base, combo))
         except ValidationError as e:
             where = ", ".join(f"{k}={v}" for k, v in combo.items())
-            for line in format_validation_error(e, src):
-                bad.append(f"{line} (sweep point {where})")
+            bad += [f"{line} (sweep point {where})" for line in format_validation_error(e, src)]
     if bad:
         raise PresetError(list(dict.fromkeys(bad)))
     return loaded

@@ -173,6 +173,12 @@ def estimate(cfg: RunConfig) -> Estimate:
     )
 
 
+def meminfo() -> dict[str, int]:
+    """/proc/meminfo in bytes (OSError, ValueError or IndexError where it cannot be read)."""
+    with open("/proc/meminfo") as fh:
+        return {line.split(":")[0]: int(line.split()[1]) * 1024 for line in fh if line.split()}
+
+
 def available_bytes(device: str) -> tuple[int | None, str]:
     """Memory a run may use on ``device`` ('cpu', 'cuda', 'cuda:N') and how it was measured; None = unknown."""
     if device.startswith("cuda"):
@@ -182,8 +188,7 @@ def available_bytes(device: str) -> tuple[int | None, str]:
         _, total = torch.cuda.mem_get_info(dev)
         return int(total * MEMORY_FRACTION), f"{device} has {human(total)}"
     try:
-        with open("/proc/meminfo") as fh:
-            info = {line.split(":")[0]: int(line.split()[1]) * 1024 for line in fh if line.split()}
+        info = meminfo()
         avail = info.get("MemAvailable") or info.get("MemFree")
         if avail:
             return int(avail * MEMORY_FRACTION), f"this machine has {human(avail)} available"
@@ -201,8 +206,7 @@ def check(cfgs: list[RunConfig], device: str, source: str) -> None:
     if not cfgs:
         return
     budget, what = available_bytes(device)
-    worst = max(cfgs, key=lambda c: estimate(c).total_bytes)
-    est = estimate(worst)
+    est = max((estimate(c) for c in cfgs), key=lambda e: e.total_bytes)
     if budget is not None and est.total_bytes > budget:
         raise ResourceError(
             f"{source}: a run needs about {est.describe()}, more than {device} can hold ({what}); reduce"

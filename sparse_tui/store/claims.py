@@ -170,8 +170,8 @@ class Claims:
             if any(self._alive(r, now) for r in rows):
                 continue
             who = f"its coordinator (pid {rows[0]['pid']} on {rows[0]['host']}) is gone" if rows else "no coordinator"
-            for r in self.con.execute("SELECT run_id FROM runs WHERE batch_id=? AND status='queued'", (batch_id,)):
-                dead.append((r["run_id"], f"never started: {who}"))
+            dead += [(r["run_id"], f"never started: {who}") for r in self.con.execute(
+                "SELECT run_id FROM runs WHERE batch_id=? AND status='queued'", (batch_id,))]
         if dead:
             try:
                 with self._tx() as con:

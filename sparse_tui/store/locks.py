@@ -4,7 +4,7 @@ issue 45, two ``reproduce fig1c`` started together on an empty store trained eve
 The lock is SQLite's own: an exclusive transaction on ``RUNS_DIR/locks/NAME.db``, a small database that holds
 nothing. The operating system drops it when its process ends, however it ends (a crash, SIGKILL), so nothing a
 crash leaves behind can keep it taken: the file stays, unlocked, and is reused. A store that cannot be written
-(read-only media) takes no lock (nothing is trained there). The wait polls (``poll`` seconds), so Ctrl-C ends it.
+(read-only media) takes no lock (nothing is trained there). The wait polls (every ``POLL`` seconds), so Ctrl-C ends it.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 LOCKS_DIR = "locks"
+POLL = 0.2  # seconds between tries while another process holds the lock
 
 
 def lock_path(runs_dir: Path, name: str) -> Path:
@@ -25,7 +26,7 @@ def lock_path(runs_dir: Path, name: str) -> Path:
 
 
 @contextmanager
-def held(runs_dir: Path, name: str, on_wait: Callable[[], None] | None = None, poll: float = 0.2) -> Iterator[bool]:
+def held(runs_dir: Path, name: str, on_wait: Callable[[], None] | None = None) -> Iterator[bool]:
     """Hold the lock ``name`` of the store in ``runs_dir`` for the ``with`` block, waiting while another process
     holds it (``on_wait()`` is called once, when the wait begins). Yields True, or False when the store's folder
     cannot be written (no lock is taken)."""
@@ -49,7 +50,7 @@ def held(runs_dir: Path, name: str, on_wait: Callable[[], None] | None = None, p
                 if not told and on_wait is not None:
                     on_wait()
                     told = True
-                time.sleep(poll)
+                time.sleep(POLL)
         try:
             yield got
         finally:

@@ -69,12 +69,10 @@ class Reads:
             sts = [status] if isinstance(status, str) else list(status)
             where.append(f"status IN ({','.join('?' * len(sts))})")
             args += sts
-        if preset:
-            where.append("preset=?")
-            args.append(preset)
-        if batch_id:
-            where.append("batch_id=?")
-            args.append(batch_id)
+        for col, value in (("preset", preset), ("batch_id", batch_id)):
+            if value:
+                where.append(f"{col}=?")
+                args.append(value)
         sql = "SELECT * FROM runs"
         if where:
             sql += " WHERE " + " AND ".join(where)
@@ -94,12 +92,11 @@ class Reads:
             raise StoreError(f"{what}: must not be empty")
         tables = {"run": "SELECT run_id FROM runs WHERE {} LIMIT 5",
                   "batch": "SELECT DISTINCT batch_id FROM runs WHERE {} LIMIT 5"}
-        col = {"run": "run_id", "batch": "batch_id"}
         for kind in kinds:
-            if self.con.execute(tables[kind].format(f"{col[kind]}=?"), (text,)).fetchone():
+            if self.con.execute(tables[kind].format(f"{kind}_id=?"), (text,)).fetchone():
                 return kind, text
         found = [(kind, r[0]) for kind in kinds for r in self.con.execute(
-            tables[kind].format(f"substr({col[kind]}, 1, ?) = ?"), (len(text), text))]
+            tables[kind].format(f"substr({kind}_id, 1, ?) = ?"), (len(text), text))]
         if len(found) == 1:
             return found[0]
         nouns = " or ".join(kinds)
@@ -119,8 +116,7 @@ class Reads:
             raise StoreError(self.warnings[-1].removeprefix("warning: "))
         return rec
 
-    def metrics(self, run_id: str, names: Iterable[str] | None = None,
-                since_step: int | None = None) -> dict[str, tuple[list[int], list[float]]]:
+    def metrics(self, run_id: str, names: Iterable[str] | None = None) -> dict[str, tuple[list[int], list[float]]]:
         """Series per metric name: ``{name: (steps, values)}`` in step order (missing values are NaN)."""
         sql = "SELECT name, step, value FROM metrics WHERE run_id=?"
         args: list[Any] = [run_id]
@@ -130,9 +126,6 @@ class Reads:
                 return {}
             sql += f" AND name IN ({','.join('?' * len(names))})"
             args += names
-        if since_step is not None:
-            sql += " AND step>?"
-            args.append(int(since_step))
         sql += " ORDER BY name, step"
         out: dict[str, tuple[list[int], list[float]]] = {}
         for name, step, value in self.con.execute(sql, args):

@@ -37,8 +37,7 @@ def is_disk_full(exc: BaseException) -> bool:
     """Whether an exception says the disk (or the database's quota) is full."""
     if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return True
-    text = str(exc).lower()
-    return isinstance(exc, sqlite3.Error) and ("disk is full" in text or "database or disk is full" in text)
+    return isinstance(exc, sqlite3.Error) and "disk is full" in str(exc).lower()
 
 
 def default_runs_dir() -> Path:
