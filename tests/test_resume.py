@@ -265,16 +265,16 @@ def test_reaping_without_a_write_still_shows_the_verdict(tiny_preset, runs_dir, 
     store.add_coordinator(batch, dead.pid)
 
     class Full:
-        def __init__(self, con):
-            pass
-
         def __enter__(self):
             raise sqlite3.OperationalError("database or disk is full")
 
         def __exit__(self, *a):
             return False
 
-    monkeypatch.setattr(RunStore, "_Tx", Full)
+    # every write opens its transaction through _tx: patched there, reap's write fails as on a full disk
+    monkeypatch.setattr(RunStore, "_tx", lambda self: Full())
+    with pytest.raises(sqlite3.OperationalError):
+        store.add_coordinator(batch, dead.pid)  # (the patch applies: a write fails)
     recs = {r.run_id: r for r in store.runs()}
     assert recs[ids[0]].status == "failed" and recs[ids[0]].reason.startswith("process died")
     assert recs[ids[1]].status == "failed" and recs[ids[1]].reason.startswith("never started")
