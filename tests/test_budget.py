@@ -122,11 +122,14 @@ def test_reproduce_budget_dry_run_prints_a_plan(tmp_path):
 
 def test_reproduce_budget_trains_and_ends_with_the_report_and_verdict(tmp_path):
     """Fig. 1c (the integrated flow: seconds): the budget's runs trained, then the entry's usual report and verdict."""
+    fig = tmp_path / "[bold]fig1c.png"  # a name that reads as markup is printed as typed
     out = subprocess.run([sys.executable, "-m", "sparse_tui", "reproduce", "fig1c", "--size", "cpu", "--budget",
-                          "2m", "--runs-dir", str(tmp_path / "runs")], capture_output=True, text=True, timeout=600)
+                          "2m", "--runs-dir", str(tmp_path / "runs"), "--plot", str(fig)],
+                         capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     assert "budget 2 min 00 s for paper_fig1c_theory" in out.stdout
     assert "fig1c" in out.stdout and "verdict:" in out.stdout and "measured: plateau_step" in out.stdout
+    assert fig.stat().st_size > 0 and f"wrote {fig}" in out.stderr
 
 
 def test_run_budget_dry_run_and_a_bad_budget(tmp_path):

@@ -443,7 +443,7 @@ def _reproduce_planned(chosen, size, presets_dir, runs_dir, budget, dry_run, dev
 
             with _refused(FigureError):
                 draw(store, rep, fig_path)
-            err.print(f"wrote {fig_path}")
+            _say(f"wrote {fig_path}")
     raise typer.Exit(0)
 
 
