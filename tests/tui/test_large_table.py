@@ -45,3 +45,23 @@ async def test_a_run_name_is_shown_as_typed_not_as_markup(tmp_path: Path, preset
         shown = [panel.table._get_row_renderables(i).cells[col] for i in range(panel.table.row_count)]  # as drawn
         assert any(c.plain.startswith("[bold]fig") and not c.spans for c in shown), [c.plain for c in shown]
     assert console_errors == []
+
+
+@run_async
+async def test_the_age_tick_skips_a_table_a_store_read_just_made(tmp_path: Path, presets_dir: Path, console_errors):
+    """The 5 s tick remade every row for the run ages (0.6 s of CPU at 2,000 runs) even when the poller's read had
+    just done so; now it does only when the last read is 4 s old or more, on the app's clock."""
+    fill_sweep(tmp_path / "sweep").close()
+    now = [1_700_000_000.0]
+    async with opened(tmp_path / "sweep", presets_dir, clock=lambda: now[0]) as (app, pilot, seen):
+        panel = app.query_one("RunsPanel")
+        calls = []
+        orig = panel.store_changed
+        panel.store_changed = lambda view: (calls.append(view.now), orig(view))[1]
+        app.main._read_at = now[0]  # a store read just now
+        app.main.tick()
+        assert calls == []
+        now[0] += 4.0
+        app.main.tick()
+        assert calls == [now[0]]  # the rows again, with the time now
+    assert console_errors == []

@@ -46,6 +46,7 @@ class MainScreen(PanelRequests, Guarded, Screen):
         for b in panels.panel_bindings():
             self._bindings.bind(b.key, b.action, b.description, show=False)
         self.records: list[RunRecord] = []
+        self._read_at = float("-inf")  # the app clock at the last store read the panels were given
         self.last: dict[str, dict] = {}
         self.forecasts: dict[str, dict | None] = {}
         self.selection = SelectionChanged([], [], [], [])  # the Runs table's, as it last said it
@@ -105,6 +106,7 @@ class MainScreen(PanelRequests, Guarded, Screen):
     @guarded
     def on_runs_updated(self, msg: RunsUpdated) -> None:
         self.records, self.last, self.forecasts = msg.records, msg.last, msg.forecasts
+        self._read_at = self.app.clock()
         view = self.view()
         for panel in self._panels():
             panel.store_changed(view)
@@ -122,8 +124,9 @@ class MainScreen(PanelRequests, Guarded, Screen):
 
     @guarded
     def tick(self) -> None:
-        """Every few seconds: the live panels again with the time now (run ages)."""
-        if self.records:
+        """Every few seconds: the live panels again with the time now (run ages), unless a store read gave them
+        that time within the last 4 s (every row is made again: 0.6 s of CPU at 2,000 runs)."""
+        if self.records and self.app.clock() - self._read_at >= 4.0:
             view = self.view()
             for panel in self._panels("live"):
                 panel.store_changed(view)
