@@ -9,7 +9,11 @@ runs to train and in what order, and caps each run's steps:
   forecast's Bayesian fit, ``forecast.fit_law``: the paper's exponents as a prior of width ``forecast.TAU``, the runs'
   scatter ``forecast.SIGMA0``) gains log(1 + z' M^-1 z / s^2) from a run at z = [1, log x]; the run with the largest
   gain per projected second that still fits the budget is taken, M updated, and so on. Extreme grid points buy the
-  most (they pin the slopes); seeds repeat a point when no new point fits.
+  most (they pin the slopes); seeds repeat a point when no new point fits. With at most ``EXACT_MAX`` runs left the
+  set is not greedy: of every set that fits, the one whose widest exponent interval (t quantile on its degrees of
+  freedom x posterior sd, against the whole grid's) is narrowest, the cheapest among equals; the greedy rule then
+  orders it. (Greedy per second kept the cheap middle of Fig. 15 right's grid and left its d = 64 end: d 1.57x the
+  grid's width at half its time in the replay; the best set: 1.02x, docs/THEORY.md.)
 * **How many steps.** A run's steps are capped at its forecast's upper bound (80 %) times ``MARGIN``, plus the
   preset's ``plateau.stop_after``; a capped run that has not left its plateau ends censored, which the fit already
   handles. A run with no forecast yet (nothing ended) keeps the preset's steps. Its projected time is its forecast
@@ -34,6 +38,7 @@ import numpy as np
 from sparse_tui.science import forecast as fc
 
 MARGIN = 1.5  # steps cap = forecast's upper bound x MARGIN (+ stop_after)
+EXACT_MAX = 18  # up to this many runs left, the plan is the best subset of them (every one tried), not greedy
 
 
 class BudgetError(ValueError):
@@ -170,6 +175,8 @@ def plan(specs: Sequence[Any], budget_s: float, step_s: float, preset: str, ende
     chosen: list[Planned] = []
     left = budget_s
     pool = [i for i in range(len(specs)) if i not in set(taken) and i in z]
+    if 0 < len(pool) <= EXACT_MAX:
+        pool = _best_subset(pool, z, M, full_M, [max(costs[i][1], 1e-6) for i in pool], left, k)
     while pool:
         Minv = np.linalg.inv(M)
         best, best_score = None, -1.0
@@ -189,6 +196,29 @@ def plan(specs: Sequence[Any], budget_s: float, step_s: float, preset: str, ende
         pool.remove(best)
     return Plan(chosen, sum(p.seconds for p in chosen), budget_s, _widths(M, s2, variables),
                 _widths(full_M, s2, variables), full_seconds, variables, len(peers))
+
+
+def _best_subset(pool: list[int], z: dict, M: np.ndarray, full_M: np.ndarray, sec: list[float], left: float,
+                 k: int) -> list[int]:
+    """The runs of ``pool`` that fit in ``left`` seconds and make the widest exponent's projected 95 % interval
+    (t quantile on the runs' degrees of freedom x its posterior sd), relative to the whole grid's, narrowest; the
+    cheapest such set. Every subset is tried (2^len(pool), at most 2^EXACT_MAX)."""
+    from scipy.special import stdtrit
+
+    m = len(pool)
+    masks = ((np.arange(2 ** m)[:, None] >> np.arange(m)) & 1).astype(float)
+    masks = masks[masks @ np.array(sec) <= left]
+    Z = np.array([z[i] for i in pool])
+    n = round(M[0, 0]) + masks.sum(1)  # runs ended and chosen (M[0, 0]: one per run, the prior ~0)
+    masks, n = masks[n > k], n[n > k]
+    if not len(masks):
+        return pool
+    Ms = M.ravel() + masks @ np.einsum("ij,ik->ijk", Z, Z).reshape(m, -1)
+    var = np.diagonal(np.linalg.inv(Ms.reshape(-1, k, k)), axis1=1, axis2=2)[:, 1:]
+    full = np.diag(np.linalg.inv(full_M))[1:] * stdtrit(max(round(full_M[0, 0]) - k, 1), 0.975) ** 2
+    score = (stdtrit(n - k, 0.975)[:, None] ** 2 * var / full).max(1)
+    best = masks[np.lexsort((masks @ np.array(sec), score))[0]]
+    return [i for i, b in zip(pool, best) if b]
 
 
 def lines(p: Plan, preset: str) -> list[str]:
