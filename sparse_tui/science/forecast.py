@@ -187,23 +187,22 @@ class Law:
     fixed: dict[str, float] = field(default_factory=dict)  # variables the runs do not vary and the law has no slope
     hat: np.ndarray | None = None  # leverage of each fitted run
     resid: np.ndarray | None = None
-    ids: list[str] = field(default_factory=list)
     ly: np.ndarray | None = None  # the fitted runs' log plateaus
-    _q: dict = field(default_factory=dict)  # nominal -> the scatter's quantile (absolute) and the normal one
+    _q: tuple[float, float] | None = None  # the scatter's quantile at NOMINAL (absolute) and the normal one
 
     @property
     def exponents(self) -> dict[str, float]:
         return dict(zip(self.variables, self.beta[1:].tolist()))
 
-    def predict(self, lx: np.ndarray, nominal: float = NOMINAL) -> tuple[float, float, float, dict[str, float]]:
+    def predict(self, lx: np.ndarray) -> tuple[float, float, float, dict[str, float]]:
         """Centre, low and high (plateau steps) at log x ``lx``, and how far beyond the runs' range (factor) it is."""
         z = np.concatenate(([1.0], lx))
         mean = float(z @ self.beta)
         out = np.maximum(0.0, np.maximum(lx - self.hi, self.lo - lx))
         scatter = 1.0 + (KAPPA * float(out.sum())) ** 2  # in units of s^2: a new run's scatter and the misfit
-        return (*self._band(mean, scatter, float(z @ self.cov @ z), nominal), _beyond(self.variables, out))
+        return (*self._band(mean, scatter, float(z @ self.cov @ z)), _beyond(self.variables, out))
 
-    def predict_left_out(self, i: int, nominal: float = NOMINAL) -> tuple[float, float, float, dict[str, float]]:
+    def predict_left_out(self, i: int) -> tuple[float, float, float, dict[str, float]]:
         """The exact leave-one-out prediction of fitted run ``i`` (ridge hat matrix): y_i - e_i / (1 - h_i), with
         the predictive band of a left-out run, s^2 / (1 - h_i), and how far it lies beyond the other runs' range."""
         h = float(self.hat[i])
@@ -215,15 +214,15 @@ class Law:
         hi = np.array([s[1] if x == s[0] and c == 1 else s[0] for x, s, c in zip(lx, self.highs, self.n_high)])
         out = np.maximum(0.0, np.maximum(lx - hi, lo - lx))
         scatter = 1.0 / (1.0 - h) + (KAPPA * float(out.sum())) ** 2  # (the fit's uncertainty is in 1 / (1 - h))
-        return (*self._band(mean, scatter, 0.0, nominal), _beyond(self.variables, out))
+        return (*self._band(mean, scatter, 0.0), _beyond(self.variables, out))
 
-    def _band(self, mean: float, scatter: float, var_fit: float, nominal: float) -> tuple[float, float, float]:
+    def _band(self, mean: float, scatter: float, var_fit: float) -> tuple[float, float, float]:
         """Centre, low and high: the scatter part, s^2 ``scatter`` with s of posterior ``noise`` (its quantile
         ``scale_quantile``: heavy-tailed while s is uncertain), and the fit's, normal of variance ``var_fit`` (the
         exponents' posterior at the point, whose prior part does not scale with s), added in quadrature."""
-        if nominal not in self._q:
-            self._q[nominal] = (scale_quantile(self.noise, nominal), NormalDist().inv_cdf(0.5 + nominal / 2))
-        qs, qn = self._q[nominal]
+        if self._q is None:
+            self._q = (scale_quantile(self.noise, NOMINAL), NormalDist().inv_cdf(0.5 + NOMINAL / 2))
+        qs, qn = self._q
         half = math.sqrt(qs ** 2 * max(scatter, 0.0) + qn ** 2 * max(var_fit, 0.0))
         return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
 
@@ -380,7 +379,7 @@ def _group(preset: str, peers: list[Any], rows: dict[str, dict], swept: tuple[st
         fixed = {v: float(LX[0, j]) for j, v in enumerate(fit_vars) if j not in keep}
         try:
             g.law = fit_law(LX[:, keep], ly, [fit_vars[j] for j in keep], prior)
-            g.law.fixed, g.law.ids = fixed, used
+            g.law.fixed = fixed
             g.index = {rid: i for i, rid in enumerate(used)}
         except FitError as e:
             g.why = str(e)
@@ -567,9 +566,7 @@ def cell(f: dict | None) -> str:
         return "-"
     if "ratio" in f:
         return f"{f['ratio']:.2f}x"
-    step = f["step"]
-    text = f"~{step / 1000:.1f}k" if step >= 1000 else f"~{step:.0f}"
-    eta = f.get("eta_s")
+    text, eta = short(f), f.get("eta_s")
     if eta is not None:
         text += f" {eta / 60:.0f}m" if eta >= 60 else f" {eta:.0f}s"
     return text
