@@ -87,8 +87,8 @@ class Plan:
     ended: int = 0  # runs already ended that the plan builds on
 
 
-def _point(spec: Any, fit_vars: Sequence[str]) -> np.ndarray | None:
-    row = {f"params.{k}": v for k, v in spec.params.items()}
+def _point(params: dict, fit_vars: Sequence[str]) -> np.ndarray | None:
+    row = {f"params.{k}": v for k, v in params.items()}
     try:
         return np.log(np.array([fc._x(row, v) for v in fit_vars], dtype=float))
     except fc.Unusable:
@@ -129,7 +129,7 @@ def plan(specs: Sequence[Any], budget_s: float, step_s: float, preset: str, ende
     runs ``ended`` (store records of this preset); ``taken``: spec indices already trained or training."""
     law, fit_vars = fc._law(preset)
     prior = fc.prior_exponents(law, fit_vars)
-    points = [_point(s, fit_vars) for s in specs]
+    points = [_point(s.params, fit_vars) for s in specs]
     varying = [j for j, v in enumerate(fit_vars)
                if v in prior or len({round(float(p[j]), 9) for p in points if p is not None}) > 1]
     variables = [fit_vars[j] for j in varying]
@@ -145,8 +145,7 @@ def plan(specs: Sequence[Any], budget_s: float, step_s: float, preset: str, ende
         s2 = law_fit.s2  # the scatter measured so far
     P = np.diag([1e-6] + [s2 / fc.TAU ** 2 if v in prior else 1e-6 for v in variables])
     M0 = P.copy()
-    for r in peers:
-        p = _point(SimpleNamespace(params=r.params), fit_vars)
+    for p in (_point(r.params, fit_vars) for r in peers):
         if p is not None:
             zz = np.concatenate(([1.0], p[varying]))
             M0 += np.outer(zz, zz)
@@ -167,10 +166,7 @@ def plan(specs: Sequence[Any], budget_s: float, step_s: float, preset: str, ende
     costs = {i: cost(i) for i in range(len(specs))}
     full_seconds = sum(costs[i][1] if costs[i][2] is not None else int(specs[i].config.train.steps) * step_s
                        for i in range(len(specs)))
-    full_M = M0.copy()
-    for i in z:
-        if i not in taken:
-            full_M += np.outer(z[i], z[i])
+    full_M = M0 + sum(np.outer(v, v) for i, v in z.items() if i not in taken)
     M = M0.copy()
     chosen: list[Planned] = []
     left = budget_s
@@ -215,8 +211,7 @@ def _best_subset(pool: list[int], z: dict, M: np.ndarray, full_M: np.ndarray, se
         return pool
     Ms = M.ravel() + masks @ np.einsum("ij,ik->ijk", Z, Z).reshape(m, -1)
     var = np.diagonal(np.linalg.inv(Ms.reshape(-1, k, k)), axis1=1, axis2=2)[:, 1:]
-    full = np.diag(np.linalg.inv(full_M))[1:] * stdtrit(max(round(full_M[0, 0]) - k, 1), 0.975) ** 2
-    score = (stdtrit(n - k, 0.975)[:, None] ** 2 * var / full).max(1)
+    score = (stdtrit(n - k, 0.975)[:, None] ** 2 * var / np.diag(np.linalg.inv(full_M))[1:]).max(1)
     best = masks[np.lexsort((masks @ np.array(sec), score))[0]]
     return [i for i, b in zip(pool, best) if b]
 
