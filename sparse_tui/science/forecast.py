@@ -338,13 +338,12 @@ def fit_law(LX: np.ndarray, ly: np.ndarray, variables: Sequence[str], prior: dic
 @dataclass
 class _Group:
     law: Law | None
-    why: str  # when law is None
     index: dict[str, int]  # a fitted run's row in the law
     skipped: dict[str, str]  # run id -> why it is left out
 
 
 _CACHE: dict[tuple, _Group] = {}
-_NO_GROUP = _Group(None, "", {}, {})
+_NO_GROUP = _Group(None, {}, {})
 
 
 def _is_peer(r: Any) -> bool:
@@ -370,10 +369,8 @@ def _group(preset: str, peers: list[Any], rows: dict[str, dict], swept: tuple[st
         used.append(p.run_id)
         xs.append(x)
         ys.append(math.log(y))
-    g = _Group(None, "", {}, skipped)
-    if not used:
-        g.why = "none of its preset's runs has ended with a plateau"
-    else:
+    g = _Group(None, {}, skipped)
+    if used:  # (else no law: none of its preset's runs has ended with a plateau)
         LX, ly = np.log(np.array(xs, dtype=float)).reshape(len(used), len(fit_vars)), np.array(ys)
         keep = [j for j, v in enumerate(fit_vars) if v in prior or np.ptp(LX[:, j]) > 0]
         fixed = {v: float(LX[0, j]) for j, v in enumerate(fit_vars) if j not in keep}
@@ -381,8 +378,8 @@ def _group(preset: str, peers: list[Any], rows: dict[str, dict], swept: tuple[st
             g.law = fit_law(LX[:, keep], ly, [fit_vars[j] for j in keep], prior)
             g.law.fixed = fixed
             g.index = {rid: i for i, rid in enumerate(used)}
-        except FitError as e:
-            g.why = str(e)
+        except FitError:
+            pass  # the runs do not identify the law: no forecast from them
     if len(_CACHE) > 2_000:
         _CACHE.clear()
     _CACHE[key] = g
@@ -513,13 +510,7 @@ def forecast(rec: Any, others: Iterable[Any]) -> dict | None:
 def loo(recs: Sequence[Any]) -> list[tuple[Any, float | None]]:
     """Leave-one-out: each run that left its plateau, forecast from the others, with measured / forecast."""
     fc = forecasts(recs)
-    out = []
-    for r in recs:
-        if r.plateau_step is None:
-            continue
-        f = fc.get(r.run_id)
-        out.append((r, None if not f or f.get("step") is None else f.get("ratio")))
-    return out
+    return [(r, (fc.get(r.run_id) or {}).get("ratio")) for r in recs if r.plateau_step is not None]
 
 
 # ---------------------------------------------------------------------------------------------------------------
