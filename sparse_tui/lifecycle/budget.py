@@ -164,8 +164,7 @@ def plan(specs: Sequence[Any], budget_s: float, step_s: float, preset: str, ende
         return cap, expect * step_s, f["step"], f["high"], cap < steps
 
     costs = {i: cost(i) for i in range(len(specs))}
-    full_seconds = sum(costs[i][1] if costs[i][2] is not None else int(specs[i].config.train.steps) * step_s
-                       for i in range(len(specs)))
+    full_seconds = sum(c[1] for c in costs.values())  # (a run with no forecast is costed at its steps already)
     full_M = M0 + sum(np.outer(v, v) for i, v in z.items() if i not in taken)
     M = M0.copy()
     chosen: list[Planned] = []
