@@ -171,7 +171,8 @@ def plan(specs: Sequence[Any], budget_s: float, step_s: float, preset: str, ende
     left = budget_s
     pool = [i for i in range(len(specs)) if i not in set(taken) and i in z]
     if 0 < len(pool) <= EXACT_MAX:
-        pool = _best_subset(pool, z, M, full_M, [max(costs[i][1], 1e-6) for i in pool], left, k)
+        pool = _best_subset(pool, np.array([z[i] for i in pool]), np.array([costs[i][1] for i in pool]), M, full_M,
+                            left)
     while pool:
         Minv = np.linalg.inv(M)
         best, best_score = None, -1.0
@@ -193,17 +194,17 @@ def plan(specs: Sequence[Any], budget_s: float, step_s: float, preset: str, ende
                 _widths(full_M, s2, variables), full_seconds, variables, len(peers))
 
 
-def _best_subset(pool: list[int], z: dict, M: np.ndarray, full_M: np.ndarray, sec: list[float], left: float,
-                 k: int) -> list[int]:
-    """The runs of ``pool`` that fit in ``left`` seconds and make the widest exponent's projected 95 % interval
-    (t quantile on the runs' degrees of freedom x its posterior sd), relative to the whole grid's, narrowest; the
-    cheapest such set. Every subset is tried (2^len(pool), at most 2^EXACT_MAX)."""
+def _best_subset(pool: list[int], Z: np.ndarray, sec: np.ndarray, M: np.ndarray, full_M: np.ndarray, left: float
+                 ) -> list[int]:
+    """The runs of ``pool`` (design rows ``Z``, projected seconds ``sec``) that fit in ``left`` seconds and make the
+    widest exponent's projected 95 % interval (t quantile on the runs' degrees of freedom x its posterior sd),
+    relative to the whole grid's, narrowest; the cheapest such set. Every subset is tried (2^len(pool), at most
+    2^EXACT_MAX)."""
     from scipy.special import stdtrit
 
-    m = len(pool)
+    m, k = Z.shape
     masks = ((np.arange(2 ** m)[:, None] >> np.arange(m)) & 1).astype(float)
-    masks = masks[masks @ np.array(sec) <= left]
-    Z = np.array([z[i] for i in pool])
+    masks = masks[masks @ sec <= left]
     n = round(M[0, 0]) + masks.sum(1)  # runs ended and chosen (M[0, 0]: one per run, the prior ~0)
     masks, n = masks[n > k], n[n > k]
     if not len(masks):
@@ -211,7 +212,7 @@ def _best_subset(pool: list[int], z: dict, M: np.ndarray, full_M: np.ndarray, se
     Ms = M.ravel() + masks @ np.einsum("ij,ik->ijk", Z, Z).reshape(m, -1)
     var = np.diagonal(np.linalg.inv(Ms.reshape(-1, k, k)), axis1=1, axis2=2)[:, 1:]
     score = (stdtrit(n - k, 0.975)[:, None] ** 2 * var / np.diag(np.linalg.inv(full_M))[1:]).max(1)
-    best = masks[np.lexsort((masks @ np.array(sec), score))[0]]
+    best = masks[np.lexsort((masks @ sec, score))[0]]
     return [i for i, b in zip(pool, best) if b]
 
 
