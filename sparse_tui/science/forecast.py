@@ -65,8 +65,8 @@ class Unusable(ValueError):
 class Forecasts(dict):
     """run id -> forecast dict or None; ``warnings``: the rows left out of a fit, one line each."""
 
-    def __init__(self, *a, **kw):
-        super().__init__(*a, **kw)
+    def __init__(self):
+        super().__init__()
         self.warnings: list[str] = []
 
 
@@ -149,20 +149,10 @@ def _logged(rec: Any) -> bool:
 
 
 def prior_exponents(law: str | None, fit_vars: Sequence[str]) -> dict[str, float]:
-    """The theory's exponent of each fit variable that has one: the paper law's (a ratio X/Y when the law's X and Y
-    exponents are opposite)."""
-    if law is None or law not in PAPER_FITS:
-        return {}
-    exps = PAPER_FITS[law].exponents
-    out = {}
-    for v in fit_vars:
-        if v in exps:
-            out[v] = exps[v]
-        elif "/" in v:
-            a, b = v.split("/", 1)
-            if a in exps and b in exps and abs(exps[a] + exps[b]) < 1e-9:
-                out[v] = exps[a]
-    return out
+    """The theory's exponent of each fit variable that has one: the paper law's. (No atlas entry fits a ratio such
+    as T/B: its variables are the law's own.)"""
+    exps = PAPER_FITS[law].exponents if law in PAPER_FITS else {}
+    return {v: exps[v] for v in fit_vars if v in exps}
 
 
 # ---------------------------------------------------------------------------------------------------------------
