@@ -517,13 +517,6 @@ def short(f: dict | None) -> str:
     return "-" if f is None or f.get("step") is None else "~" + _steps(f["step"])
 
 
-def where_text(f: dict) -> str:
-    """'in-grid' or 'extrapolated d ×2' (the factor beyond the fitted runs' range in each variable)."""
-    if f.get("where") != "extrapolated":
-        return f.get("where") or ""
-    return "extrapolated " + ", ".join(f"{v} ×{k:.3g}" for v, k in f["beyond"].items())
-
-
 def detail(f: dict) -> str:
     """One phrase for the console's detail line: the forecast with its interval (and coverage), in-grid or how far
     extrapolated, source and ETA, or after the plateau measured / forecast; why not, for a row it cannot use."""
@@ -531,8 +524,9 @@ def detail(f: dict) -> str:
         return f"no forecast: {f.get('reason', '')}"
     src = {"refit": f"refit on {f['n']} runs", "paper": f"paper's law × {f['n']} run(s)",
            "theory": "√d·T/(B·f)"}[f["source"]]
-    if f.get("where") and f["source"] != "theory":
-        src += ", " + where_text(f)
+    if f.get("where") and f["source"] != "theory":  # 'in-grid' or 'extrapolated d ×2' (the factor beyond the range)
+        beyond = ", ".join(f"{v} ×{k:.3g}" for v, k in f["beyond"].items())
+        src += f", {f['where']} {beyond}".rstrip()
     if "ratio" in f:
         return f"plateau {f['ratio']:.2f}× its forecast {_steps(f['step'])} ({src})"
     eta = f.get("eta_s")
