@@ -409,9 +409,8 @@ def _from_group(rec: Any, row: dict, g: _Group) -> dict | None:
 
 def _flow(rec: Any) -> dict | None:
     p = rec.params if isinstance(rec.params, dict) else {}
-    if p.get("model.kind") not in ("toy", "ode") or p.get("task.kind") != "linreg":
-        return None
-    if p.get("model.kind") == "toy" and p.get("train.optimizer") != "sgd":
+    kind = (p.get("model.kind"), p.get("train.optimizer"))
+    if p.get("task.kind") != "linreg" or kind[0] != "ode" and kind != ("toy", "sgd"):
         return None
     try:
         d, T, lr = (_positive(p.get(k), k) for k in ("task.d", "task.T", "train.lr"))
@@ -421,9 +420,9 @@ def _flow(rec: Any) -> dict | None:
             raise Unusable(f"task.p = {rep:g} is not in [0, 1]")
     except (Unusable, TypeError, ValueError) as e:
         return {"step": None, "reason": str(e)}
-    scale = math.sqrt(d) * T / (B * float(f_rep(rep, d))) / lr
-    return {"step": scale * FLOW_RATIO[1], "low": scale * FLOW_RATIO[0], "high": scale * FLOW_RATIO[2],
-            "source": "theory", "n": 0, "coverage": None, "where": "theory", "beyond": {}}
+    low, mid, high = (math.sqrt(d) * T / (B * float(f_rep(rep, d))) / lr * r for r in FLOW_RATIO)
+    return {"step": mid, "low": low, "high": high, "source": "theory", "n": 0, "coverage": None, "where": "theory",
+            "beyond": {}}
 
 
 def _finish(rec: Any, out: dict | None) -> dict | None:
