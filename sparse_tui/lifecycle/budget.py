@@ -106,14 +106,12 @@ PAPER_SPREAD = 1.0  # before any run ends: the paper's law as the forecast, 80 %
 def _paper_guess(law: str | None, spec: Any) -> dict | None:
     """Before any run of the preset has ended: the paper's law itself (its prefactor unmeasured here), with a wide
     80 % band (x/÷ 3.6), so that a run's cap still bounds a plateau the law misjudges 3-fold."""
-    from sparse_tui.science.theory import PAPER_FITS
-
-    if law not in PAPER_FITS:
+    if law not in fc.PAPER_FITS:
         return None
     row = {f"params.{k}": v for k, v in spec.params.items()}
     try:  # every variable of the paper's law, fitted or not (Fig. 2 left's T, fixed in its d x B grid)
-        step = PAPER_FITS[law].predict(**{k: fc._x(row, k) for k in PAPER_FITS[law].exponents})
-    except (fc.Unusable, KeyError, ValueError, OverflowError):
+        step = fc.PAPER_FITS[law].predict(**{k: fc._x(row, k) for k in fc.PAPER_FITS[law].exponents})
+    except (KeyError, ValueError, OverflowError):  # (fc.Unusable is a ValueError)
         return None
     return {"step": step, "high": step * math.exp(1.2816 * PAPER_SPREAD)}
 
@@ -175,16 +173,10 @@ def plan(specs: Sequence[Any], budget_s: float, step_s: float, preset: str, ende
                             left)
     while pool:
         Minv = np.linalg.inv(M)
-        best, best_score = None, -1.0
-        for i in pool:
-            sec = max(costs[i][1], 1e-6)
-            if sec > left:
-                continue
-            gain = math.log1p(float(z[i] @ Minv @ z[i]))
-            if gain / sec > best_score:
-                best, best_score = i, gain / sec
-        if best is None:
+        fits = [i for i in pool if max(costs[i][1], 1e-6) <= left]
+        if not fits:
             break
+        best = max(fits, key=lambda i: math.log1p(float(z[i] @ Minv @ z[i])) / max(costs[i][1], 1e-6))
         steps, sec, f_step, high, capped = costs[best]
         chosen.append(Planned(best, specs[best].label(), steps, sec, f_step, high, capped))
         M += np.outer(z[best], z[best])
