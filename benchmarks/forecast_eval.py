@@ -56,9 +56,15 @@ def _score(held, train) -> list[tuple[float, bool] | None]:
     return out
 
 
+def _scorable(r) -> bool:
+    """A plateau the forecast can be scored against: a positive step (a run whose metric crossed the threshold at
+    step 0, e.g. test accuracy at chance within noise of it, has no plateau to forecast; the fit leaves it out too)."""
+    return isinstance(r.plateau_step, (int, float)) and r.plateau_step > 0
+
+
 def evaluate(preset: str, recs: list) -> dict[str, list]:
     """Scored forecasts of each scenario over the runs of ``preset``."""
-    done = [r for r in recs if r.status == "finished" and r.plateau_step is not None]
+    done = [r for r in recs if r.status == "finished" and _scorable(r)]
     _, fit_vars = _law(preset)
     point = {r.run_id: tuple(round(math.log(_x(_row(r), v)), 9) for v in fit_vars) for r in done}
     res: dict[str, list] = {s: [] for s in SCENARIOS}
@@ -76,7 +82,7 @@ def evaluate(preset: str, recs: list) -> dict[str, list]:
     for k in (3, 5, 8):
         if len(order) > k:
             first = order[:k]
-            later = [r for r in order[k:] if r.plateau_step is not None]
+            later = [r for r in order[k:] if _scorable(r)]
             res[f"first{k}"] += _score(later, first)
     return res
 
@@ -111,7 +117,9 @@ def main(argv: list[str] | None = None) -> int:
         recs = store.runs(preset=preset)
         store.close()
         res = evaluate(preset, recs)
-        table[key] = {"preset": preset, "runs": len(recs), **{s: summary(v) for s, v in res.items()}}
+        unscored = sum(r.plateau_step is not None and not _scorable(r) for r in recs)
+        table[key] = {"preset": preset, "runs": len(recs), "plateau_not_positive": unscored,
+                      **{s: summary(v) for s, v in res.items()}}
         for s, v in res.items():
             total[s] += v
     table["total"] = {s: summary(v) for s, v in total.items()}
@@ -128,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{key:<12} {s:<8} {m['n']:>4} {m['within_30']:>6.2f} {m['median_abs_log']:>9.3f} "
                   f"{m['inside']:>7.2f} {m['nominal']:>7.2f} {m['late']:>5.2f}"
                   + (f"  ({m['no_forecast']} without a forecast)" if m["no_forecast"] else ""))
+        if row.get("plateau_not_positive"):
+            print(f"{key:<12} {row['plateau_not_positive']} run(s) with a plateau at step 0 (not scored)")
     return 0
 
 

@@ -84,6 +84,24 @@ def test_forecast_eval_scores_held_out_runs_on_a_known_law(tmp_path):
     assert bad.returncode == 2 and "ENTRY=RUNS_DIR" in bad.stderr
 
 
+def test_forecast_eval_counts_a_plateau_at_step_0_and_does_not_score_it(tmp_path):
+    """A run whose metric crossed its threshold at step 0 (Fig. 4 right at n_tokens = 32: test accuracy within noise
+    of chance) has no plateau to forecast: counted, left out of every scenario (log 0 crashed the summary)."""
+    _store(tmp_path, "paper_fig15_adam_cpu.toml", [],
+           lambda c: 0.0 if (c["task"]["d"], c["task"]["T"], c["seed"]) == (64, 64, 1)
+           else 1.45 * c["task"]["d"] ** 1.31 * c["task"]["T"] ** 0.57)
+    out = _script("forecast_eval.py", "--store", f"fig15_adam={tmp_path}", "--json")
+    assert out.returncode == 0, out.stderr
+    import json
+
+    row = json.loads(out.stdout)["fig15_adam"]
+    assert row["plateau_not_positive"] == 1 and row["loo"]["n"] == 17
+    assert row["out-hi"]["n"] == 10 and row["out-lo"]["n"] == 12  # it sat at d = 64 and T = 64
+    assert row["loo"]["within_30"] == 1.0
+    text = _script("forecast_eval.py", "--store", f"fig15_adam={tmp_path}")
+    assert "fig15_adam   1 run(s) with a plateau at step 0 (not scored)" in text.stdout
+
+
 def test_same_numbers_finds_one_moved_value_and_ignores_the_machines_readings(tmp_path):
     """benchmarks/same_numbers.py (the bit-stability record across torch versions): two stores of the same runs are
     the same numbers when only sys/* differs; one metric value moved in its last bit is found and named."""

@@ -9,7 +9,11 @@ runs to train and in what order, and caps each run's steps:
   forecast's Bayesian fit, ``forecast.fit_law``: the paper's exponents as a prior of width ``forecast.TAU``, the runs'
   scatter ``forecast.SIGMA0``) gains log(1 + z' M^-1 z / s^2) from a run at z = [1, log x]; the run with the largest
   gain per projected second that still fits the budget is taken, M updated, and so on. Extreme grid points buy the
-  most (they pin the slopes); seeds repeat a point when no new point fits.
+  most (they pin the slopes); seeds repeat a point when no new point fits. With at most ``EXACT_MAX`` runs left the
+  set is not greedy: of every set that fits, the one whose widest exponent interval (t quantile on its degrees of
+  freedom x posterior sd, against the whole grid's) is narrowest, the cheapest among equals; the greedy rule then
+  orders it. (Greedy per second kept the cheap middle of Fig. 15 right's grid and left its d = 64 end: d 1.57x the
+  grid's width at half its time in the replay; the best set: 1.02x, docs/THEORY.md.)
 * **How many steps.** A run's steps are capped at its forecast's upper bound (80 %) times ``MARGIN``, plus the
   preset's ``plateau.stop_after``; a capped run that has not left its plateau ends censored, which the fit already
   handles. A run with no forecast yet (nothing ended) keeps the preset's steps. Its projected time is its forecast
@@ -34,6 +38,7 @@ import numpy as np
 from sparse_tui.science import forecast as fc
 
 MARGIN = 1.5  # steps cap = forecast's upper bound x MARGIN (+ stop_after)
+EXACT_MAX = 18  # up to this many runs left, the plan is the best subset of them (every one tried), not greedy
 
 
 class BudgetError(ValueError):
@@ -82,8 +87,8 @@ class Plan:
     ended: int = 0  # runs already ended that the plan builds on
 
 
-def _point(spec: Any, fit_vars: Sequence[str]) -> np.ndarray | None:
-    row = {f"params.{k}": v for k, v in spec.params.items()}
+def _point(params: dict, fit_vars: Sequence[str]) -> np.ndarray | None:
+    row = {f"params.{k}": v for k, v in params.items()}
     try:
         return np.log(np.array([fc._x(row, v) for v in fit_vars], dtype=float))
     except fc.Unusable:
@@ -101,14 +106,12 @@ PAPER_SPREAD = 1.0  # before any run ends: the paper's law as the forecast, 80 %
 def _paper_guess(law: str | None, spec: Any) -> dict | None:
     """Before any run of the preset has ended: the paper's law itself (its prefactor unmeasured here), with a wide
     80 % band (x/÷ 3.6), so that a run's cap still bounds a plateau the law misjudges 3-fold."""
-    from sparse_tui.science.theory import PAPER_FITS
-
-    if law not in PAPER_FITS:
+    if law not in fc.PAPER_FITS:
         return None
     row = {f"params.{k}": v for k, v in spec.params.items()}
     try:  # every variable of the paper's law, fitted or not (Fig. 2 left's T, fixed in its d x B grid)
-        step = PAPER_FITS[law].predict(**{k: fc._x(row, k) for k in PAPER_FITS[law].exponents})
-    except (fc.Unusable, KeyError, ValueError, OverflowError):
+        step = fc.PAPER_FITS[law].predict(**{k: fc._x(row, k) for k in fc.PAPER_FITS[law].exponents})
+    except (KeyError, ValueError, OverflowError):  # (fc.Unusable is a ValueError)
         return None
     return {"step": step, "high": step * math.exp(1.2816 * PAPER_SPREAD)}
 
@@ -124,7 +127,7 @@ def plan(specs: Sequence[Any], budget_s: float, step_s: float, preset: str, ende
     runs ``ended`` (store records of this preset); ``taken``: spec indices already trained or training."""
     law, fit_vars = fc._law(preset)
     prior = fc.prior_exponents(law, fit_vars)
-    points = [_point(s, fit_vars) for s in specs]
+    points = [_point(s.params, fit_vars) for s in specs]
     varying = [j for j, v in enumerate(fit_vars)
                if v in prior or len({round(float(p[j]), 9) for p in points if p is not None}) > 1]
     variables = [fit_vars[j] for j in varying]
@@ -140,8 +143,7 @@ def plan(specs: Sequence[Any], budget_s: float, step_s: float, preset: str, ende
         s2 = law_fit.s2  # the scatter measured so far
     P = np.diag([1e-6] + [s2 / fc.TAU ** 2 if v in prior else 1e-6 for v in variables])
     M0 = P.copy()
-    for r in peers:
-        p = _point(SimpleNamespace(params=r.params), fit_vars)
+    for p in (_point(r.params, fit_vars) for r in peers):
         if p is not None:
             zz = np.concatenate(([1.0], p[varying]))
             M0 += np.outer(zz, zz)
@@ -160,28 +162,21 @@ def plan(specs: Sequence[Any], budget_s: float, step_s: float, preset: str, ende
         return cap, expect * step_s, f["step"], f["high"], cap < steps
 
     costs = {i: cost(i) for i in range(len(specs))}
-    full_seconds = sum(costs[i][1] if costs[i][2] is not None else int(specs[i].config.train.steps) * step_s
-                       for i in range(len(specs)))
-    full_M = M0.copy()
-    for i in z:
-        if i not in taken:
-            full_M += np.outer(z[i], z[i])
+    full_seconds = sum(c[1] for c in costs.values())  # (a run with no forecast is costed at its steps already)
+    full_M = M0 + sum(np.outer(v, v) for i, v in z.items() if i not in taken)
     M = M0.copy()
     chosen: list[Planned] = []
     left = budget_s
     pool = [i for i in range(len(specs)) if i not in set(taken) and i in z]
+    if 0 < len(pool) <= EXACT_MAX:
+        pool = _best_subset(pool, np.array([z[i] for i in pool]), np.array([costs[i][1] for i in pool]), M, full_M,
+                            left)
     while pool:
         Minv = np.linalg.inv(M)
-        best, best_score = None, -1.0
-        for i in pool:
-            sec = max(costs[i][1], 1e-6)
-            if sec > left:
-                continue
-            gain = math.log1p(float(z[i] @ Minv @ z[i]))
-            if gain / sec > best_score:
-                best, best_score = i, gain / sec
-        if best is None:
+        fits = [i for i in pool if max(costs[i][1], 1e-6) <= left]
+        if not fits:
             break
+        best = max(fits, key=lambda i: math.log1p(float(z[i] @ Minv @ z[i])) / max(costs[i][1], 1e-6))
         steps, sec, f_step, high, capped = costs[best]
         chosen.append(Planned(best, specs[best].label(), steps, sec, f_step, high, capped))
         M += np.outer(z[best], z[best])
@@ -189,6 +184,28 @@ def plan(specs: Sequence[Any], budget_s: float, step_s: float, preset: str, ende
         pool.remove(best)
     return Plan(chosen, sum(p.seconds for p in chosen), budget_s, _widths(M, s2, variables),
                 _widths(full_M, s2, variables), full_seconds, variables, len(peers))
+
+
+def _best_subset(pool: list[int], Z: np.ndarray, sec: np.ndarray, M: np.ndarray, full_M: np.ndarray, left: float
+                 ) -> list[int]:
+    """The runs of ``pool`` (design rows ``Z``, projected seconds ``sec``) that fit in ``left`` seconds and make the
+    widest exponent's projected 95 % interval (t quantile on the runs' degrees of freedom x its posterior sd),
+    relative to the whole grid's, narrowest; the cheapest such set. Every subset is tried (2^len(pool), at most
+    2^EXACT_MAX)."""
+    from scipy.special import stdtrit
+
+    m, k = Z.shape
+    masks = ((np.arange(2 ** m)[:, None] >> np.arange(m)) & 1).astype(float)
+    masks = masks[masks @ sec <= left]
+    n = round(M[0, 0]) + masks.sum(1)  # runs ended and chosen (M[0, 0]: one per run, the prior ~0)
+    masks, n = masks[n > k], n[n > k]
+    if not len(masks):
+        return pool
+    Ms = M.ravel() + masks @ np.einsum("ij,ik->ijk", Z, Z).reshape(m, -1)
+    var = np.diagonal(np.linalg.inv(Ms.reshape(-1, k, k)), axis1=1, axis2=2)[:, 1:]
+    score = (stdtrit(n - k, 0.975)[:, None] ** 2 * var / np.diag(np.linalg.inv(full_M))[1:]).max(1)
+    best = masks[np.lexsort((masks @ sec, score))[0]]
+    return [i for i, b in zip(pool, best) if b]
 
 
 def lines(p: Plan, preset: str) -> list[str]:

@@ -41,10 +41,11 @@ def _canonical(config: dict) -> dict:
         return config
 
 
-def index_runs(store: Any) -> dict[str, list[Any]]:
-    """The store's runs whose status is a result (``REUSED``), by ``config_key`` of their canonical config."""
+def index_runs(store: Any, statuses: Sequence[str] = REUSED) -> dict[str, list[Any]]:
+    """The store's runs of ``statuses`` (default: those whose status is a result, ``REUSED``), by ``config_key`` of
+    their canonical config."""
     by_key: dict[str, list[Any]] = {}
-    for r in store.runs(status=list(REUSED)):
+    for r in store.runs(status=list(statuses)):
         by_key.setdefault(config_key(_canonical(r.config)), []).append(r)
     return by_key
 
@@ -129,9 +130,7 @@ def _same_config(store: Any, specs: Sequence[Any], missing: Sequence[int], statu
                  ) -> dict[int, Any]:
     """For each of ``missing``, the store run in ``statuses`` of the same configuration that ranks highest by
     ``key``; each run is given to one spec index at most."""
-    by_key: dict[str, list[Any]] = {}
-    for r in store.runs(status=list(statuses)):
-        by_key.setdefault(config_key(_canonical(r.config)), []).append(r)
+    by_key = index_runs(store, statuses)
     out: dict[int, Any] = {}
     taken: set[str] = set()
     for i in missing:
@@ -147,7 +146,7 @@ def still_training(store: Any, p: Plan) -> list[str]:
     ids = [r.run_id for r in p.elsewhere.values()]
     if not ids:
         return []
-    now = {r.run_id: r.status for r in store.runs(status=list(TRAINING))}
+    now = {r.run_id for r in store.runs(status=list(TRAINING))}
     return [i for i in ids if i in now]
 
 

@@ -65,8 +65,8 @@ class Unusable(ValueError):
 class Forecasts(dict):
     """run id -> forecast dict or None; ``warnings``: the rows left out of a fit, one line each."""
 
-    def __init__(self, *a, **kw):
-        super().__init__(*a, **kw)
+    def __init__(self):
+        super().__init__()
         self.warnings: list[str] = []
 
 
@@ -149,20 +149,10 @@ def _logged(rec: Any) -> bool:
 
 
 def prior_exponents(law: str | None, fit_vars: Sequence[str]) -> dict[str, float]:
-    """The theory's exponent of each fit variable that has one: the paper law's (a ratio X/Y when the law's X and Y
-    exponents are opposite)."""
-    if law is None or law not in PAPER_FITS:
-        return {}
-    exps = PAPER_FITS[law].exponents
-    out = {}
-    for v in fit_vars:
-        if v in exps:
-            out[v] = exps[v]
-        elif "/" in v:
-            a, b = v.split("/", 1)
-            if a in exps and b in exps and abs(exps[a] + exps[b]) < 1e-9:
-                out[v] = exps[a]
-    return out
+    """The theory's exponent of each fit variable that has one: the paper law's. (No atlas entry fits a ratio such
+    as T/B: its variables are the law's own.)"""
+    exps = PAPER_FITS[law].exponents if law in PAPER_FITS else {}
+    return {v: exps[v] for v in fit_vars if v in exps}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -187,23 +177,22 @@ class Law:
     fixed: dict[str, float] = field(default_factory=dict)  # variables the runs do not vary and the law has no slope
     hat: np.ndarray | None = None  # leverage of each fitted run
     resid: np.ndarray | None = None
-    ids: list[str] = field(default_factory=list)
     ly: np.ndarray | None = None  # the fitted runs' log plateaus
-    _q: dict = field(default_factory=dict)  # nominal -> the scatter's quantile (absolute) and the normal one
+    _q: tuple[float, float] | None = None  # the scatter's quantile at NOMINAL (absolute) and the normal one
 
     @property
     def exponents(self) -> dict[str, float]:
         return dict(zip(self.variables, self.beta[1:].tolist()))
 
-    def predict(self, lx: np.ndarray, nominal: float = NOMINAL) -> tuple[float, float, float, dict[str, float]]:
+    def predict(self, lx: np.ndarray) -> tuple[float, float, float, dict[str, float]]:
         """Centre, low and high (plateau steps) at log x ``lx``, and how far beyond the runs' range (factor) it is."""
         z = np.concatenate(([1.0], lx))
         mean = float(z @ self.beta)
         out = np.maximum(0.0, np.maximum(lx - self.hi, self.lo - lx))
         scatter = 1.0 + (KAPPA * float(out.sum())) ** 2  # in units of s^2: a new run's scatter and the misfit
-        return (*self._band(mean, scatter, float(z @ self.cov @ z), nominal), _beyond(self.variables, out))
+        return (*self._band(mean, scatter, float(z @ self.cov @ z)), _beyond(self.variables, out))
 
-    def predict_left_out(self, i: int, nominal: float = NOMINAL) -> tuple[float, float, float, dict[str, float]]:
+    def predict_left_out(self, i: int) -> tuple[float, float, float, dict[str, float]]:
         """The exact leave-one-out prediction of fitted run ``i`` (ridge hat matrix): y_i - e_i / (1 - h_i), with
         the predictive band of a left-out run, s^2 / (1 - h_i), and how far it lies beyond the other runs' range."""
         h = float(self.hat[i])
@@ -215,15 +204,15 @@ class Law:
         hi = np.array([s[1] if x == s[0] and c == 1 else s[0] for x, s, c in zip(lx, self.highs, self.n_high)])
         out = np.maximum(0.0, np.maximum(lx - hi, lo - lx))
         scatter = 1.0 / (1.0 - h) + (KAPPA * float(out.sum())) ** 2  # (the fit's uncertainty is in 1 / (1 - h))
-        return (*self._band(mean, scatter, 0.0, nominal), _beyond(self.variables, out))
+        return (*self._band(mean, scatter, 0.0), _beyond(self.variables, out))
 
-    def _band(self, mean: float, scatter: float, var_fit: float, nominal: float) -> tuple[float, float, float]:
+    def _band(self, mean: float, scatter: float, var_fit: float) -> tuple[float, float, float]:
         """Centre, low and high: the scatter part, s^2 ``scatter`` with s of posterior ``noise`` (its quantile
         ``scale_quantile``: heavy-tailed while s is uncertain), and the fit's, normal of variance ``var_fit`` (the
         exponents' posterior at the point, whose prior part does not scale with s), added in quadrature."""
-        if nominal not in self._q:
-            self._q[nominal] = (scale_quantile(self.noise, nominal), NormalDist().inv_cdf(0.5 + nominal / 2))
-        qs, qn = self._q[nominal]
+        if self._q is None:
+            self._q = (scale_quantile(self.noise, NOMINAL), NormalDist().inv_cdf(0.5 + NOMINAL / 2))
+        qs, qn = self._q
         half = math.sqrt(qs ** 2 * max(scatter, 0.0) + qn ** 2 * max(var_fit, 0.0))
         return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
 
@@ -339,13 +328,12 @@ def fit_law(LX: np.ndarray, ly: np.ndarray, variables: Sequence[str], prior: dic
 @dataclass
 class _Group:
     law: Law | None
-    why: str  # when law is None
     index: dict[str, int]  # a fitted run's row in the law
     skipped: dict[str, str]  # run id -> why it is left out
 
 
 _CACHE: dict[tuple, _Group] = {}
-_NO_GROUP = _Group(None, "", {}, {})
+_NO_GROUP = _Group(None, {}, {})
 
 
 def _is_peer(r: Any) -> bool:
@@ -371,19 +359,17 @@ def _group(preset: str, peers: list[Any], rows: dict[str, dict], swept: tuple[st
         used.append(p.run_id)
         xs.append(x)
         ys.append(math.log(y))
-    g = _Group(None, "", {}, skipped)
-    if not used:
-        g.why = "none of its preset's runs has ended with a plateau"
-    else:
+    g = _Group(None, {}, skipped)
+    if used:  # (else no law: none of its preset's runs has ended with a plateau)
         LX, ly = np.log(np.array(xs, dtype=float)).reshape(len(used), len(fit_vars)), np.array(ys)
         keep = [j for j, v in enumerate(fit_vars) if v in prior or np.ptp(LX[:, j]) > 0]
         fixed = {v: float(LX[0, j]) for j, v in enumerate(fit_vars) if j not in keep}
         try:
             g.law = fit_law(LX[:, keep], ly, [fit_vars[j] for j in keep], prior)
-            g.law.fixed, g.law.ids = fixed, used
+            g.law.fixed = fixed
             g.index = {rid: i for i, rid in enumerate(used)}
-        except FitError as e:
-            g.why = str(e)
+        except FitError:
+            pass  # the runs do not identify the law: no forecast from them
     if len(_CACHE) > 2_000:
         _CACHE.clear()
     _CACHE[key] = g
@@ -423,9 +409,8 @@ def _from_group(rec: Any, row: dict, g: _Group) -> dict | None:
 
 def _flow(rec: Any) -> dict | None:
     p = rec.params if isinstance(rec.params, dict) else {}
-    if p.get("model.kind") not in ("toy", "ode") or p.get("task.kind") != "linreg":
-        return None
-    if p.get("model.kind") == "toy" and p.get("train.optimizer") != "sgd":
+    kind = (p.get("model.kind"), p.get("train.optimizer"))
+    if p.get("task.kind") != "linreg" or kind[0] != "ode" and kind != ("toy", "sgd"):
         return None
     try:
         d, T, lr = (_positive(p.get(k), k) for k in ("task.d", "task.T", "train.lr"))
@@ -435,9 +420,9 @@ def _flow(rec: Any) -> dict | None:
             raise Unusable(f"task.p = {rep:g} is not in [0, 1]")
     except (Unusable, TypeError, ValueError) as e:
         return {"step": None, "reason": str(e)}
-    scale = math.sqrt(d) * T / (B * float(f_rep(rep, d))) / lr
-    return {"step": scale * FLOW_RATIO[1], "low": scale * FLOW_RATIO[0], "high": scale * FLOW_RATIO[2],
-            "source": "theory", "n": 0, "coverage": None, "where": "theory", "beyond": {}}
+    low, mid, high = (math.sqrt(d) * T / (B * float(f_rep(rep, d))) / lr * r for r in FLOW_RATIO)
+    return {"step": mid, "low": low, "high": high, "source": "theory", "n": 0, "coverage": None, "where": "theory",
+            "beyond": {}}
 
 
 def _finish(rec: Any, out: dict | None) -> dict | None:
@@ -514,13 +499,7 @@ def forecast(rec: Any, others: Iterable[Any]) -> dict | None:
 def loo(recs: Sequence[Any]) -> list[tuple[Any, float | None]]:
     """Leave-one-out: each run that left its plateau, forecast from the others, with measured / forecast."""
     fc = forecasts(recs)
-    out = []
-    for r in recs:
-        if r.plateau_step is None:
-            continue
-        f = fc.get(r.run_id)
-        out.append((r, None if not f or f.get("step") is None else f.get("ratio")))
-    return out
+    return [(r, (fc.get(r.run_id) or {}).get("ratio")) for r in recs if r.plateau_step is not None]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -537,13 +516,6 @@ def short(f: dict | None) -> str:
     return "-" if f is None or f.get("step") is None else "~" + _steps(f["step"])
 
 
-def where_text(f: dict) -> str:
-    """'in-grid' or 'extrapolated d ×2' (the factor beyond the fitted runs' range in each variable)."""
-    if f.get("where") != "extrapolated":
-        return f.get("where") or ""
-    return "extrapolated " + ", ".join(f"{v} ×{k:.3g}" for v, k in f["beyond"].items())
-
-
 def detail(f: dict) -> str:
     """One phrase for the console's detail line: the forecast with its interval (and coverage), in-grid or how far
     extrapolated, source and ETA, or after the plateau measured / forecast; why not, for a row it cannot use."""
@@ -551,8 +523,9 @@ def detail(f: dict) -> str:
         return f"no forecast: {f.get('reason', '')}"
     src = {"refit": f"refit on {f['n']} runs", "paper": f"paper's law × {f['n']} run(s)",
            "theory": "√d·T/(B·f)"}[f["source"]]
-    if f.get("where") and f["source"] != "theory":
-        src += ", " + where_text(f)
+    if f.get("where") and f["source"] != "theory":  # 'in-grid' or 'extrapolated d ×2' (the factor beyond the range)
+        beyond = ", ".join(f"{v} ×{k:.3g}" for v, k in f["beyond"].items())
+        src += f", {f['where']} {beyond}".rstrip()
     if "ratio" in f:
         return f"plateau {f['ratio']:.2f}× its forecast {_steps(f['step'])} ({src})"
     eta = f.get("eta_s")
@@ -567,9 +540,7 @@ def cell(f: dict | None) -> str:
         return "-"
     if "ratio" in f:
         return f"{f['ratio']:.2f}x"
-    step = f["step"]
-    text = f"~{step / 1000:.1f}k" if step >= 1000 else f"~{step:.0f}"
-    eta = f.get("eta_s")
+    text, eta = short(f), f.get("eta_s")
     if eta is not None:
         text += f" {eta / 60:.0f}m" if eta >= 60 else f" {eta:.0f}s"
     return text
