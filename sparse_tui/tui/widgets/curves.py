@@ -74,12 +74,8 @@ def differing_labels(data: CurvesData, run_ids: list[str] | None = None) -> dict
     ids = list(run_ids if run_ids is not None else data.run_ids)
     diff = _differing(data, ids)
     titles = short_keys(diff)
-    out = {}
-    for rid in ids:
-        p = data.params.get(rid, {})
-        text = " ".join(f"{titles[k]}={param_text(p.get(k))}" for k in diff)
-        out[rid] = text or data.labels.get(rid, rid)
-    return out
+    return {rid: " ".join(f"{titles[k]}={param_text(data.params.get(rid, {}).get(k))}" for k in diff)
+            or data.labels.get(rid, rid) for rid in ids}
 
 
 def colouring(data: CurvesData, units: dict[str, list[str]], width: int = 80
@@ -383,13 +379,12 @@ class CurvesPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True)
         """What the chart draws: (name, run ids) per run, or per group (mean ± std)."""
         return grid_units(self.data, self.group_keys if self.band else [])
 
-    def chart_spec(self, width: int, **kw) -> PlotSpec:
-        """The overlay with this panel's metric, log axis, smoothing and grouping (``kw``: the full-screen chart's
-        zoom, focus and x axis)."""
-        kw.setdefault("log_x", self.log_x)
-        return curves_spec(self.data, self.group, log_loss=self.log_loss, theory=self.theory,
-                           smoothing=SMOOTHING[self.smoothing], curves=self.theory_curves, width=width,
-                           group_keys=self.group_keys if self.band else None, **kw)
+    def chart_spec(self, width: int, group: str | None = None, **kw) -> PlotSpec:
+        """The overlay of ``group`` (default: this panel's metric) with this panel's log axes, smoothing, theory
+        curves and grouping (``kw``: the grid's runs, the full-screen chart's zoom, focus and x axis)."""
+        kw = dict(log_loss=self.log_loss, theory=self.theory, smoothing=SMOOTHING[self.smoothing],
+                  curves=self.theory_curves, log_x=self.log_x, group_keys=self.group_keys if self.band else None) | kw
+        return curves_spec(self.data, group or self.group, width=width, **kw)
 
     def action_full_screen(self) -> None:
         from sparse_tui.tui.screens.chart import ChartScreen
@@ -445,9 +440,6 @@ class CurvesPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True)
     def redraw(self) -> None:
         plot = self.query_one(PlotView)
         z = ZOOMS[self.zoom]
-        kw = dict(log_loss=self.log_loss, theory=self.theory, smoothing=SMOOTHING[self.smoothing], zoom=z,
-                  center=self.center, curves=self.theory_curves, log_x=self.log_x,
-                  group_keys=self.group_keys if self.band else None)
         parts = [f"Curves · {'every metric' if self.tiles else self.group}"]
         if self.band and self.group_keys:
             parts.append(f"mean ± std by {', '.join(short_keys(self.group_keys).values())}")
@@ -458,13 +450,14 @@ class CurvesPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True)
                 units = [(self.group, ids, title) for title, ids in grid_units(self.data, self.group_keys)]
             cols, rows = grid_shape(max(1, len(units)), plot.size.width or 80, (plot.size.height or 20) - 1)
             width = max(20, (plot.size.width or 80) // cols)
-            specs = [curves_spec(self.data, g, run_ids=ids, title=title, width=width, **kw) for g, ids, title in units]
+            specs = [self.chart_spec(width, g, run_ids=ids, title=title, zoom=z, center=self.center)
+                     for g, ids, title in units]
             self._pages = pages = max(1, -(-len(units) // (cols * rows)))
             parts.append(f"{'tiles' if self.tiles else 'grid'} of {len(units)}"
                          + (f" · page {self.page + 1}/{pages}" if pages > 1 else ""))
             plot.show_grid(specs, min(self.page, pages - 1))
         else:
-            plot.show(curves_spec(self.data, self.group, width=plot.size.width or 80, **kw))
+            plot.show(self.chart_spec(plot.size.width or 80, zoom=z, center=self.center))
         if self.shows_log_x():
             parts.append("log x")
         if self.smoothing:
