@@ -146,7 +146,7 @@ def launch_question(loaded: Any, executor: ExecutorOptions = ExecutorOptions(), 
     return text
 
 
-def ask_launch(loaded: Any, executor: ExecutorOptions, store: RunStore | None) -> Message:
+def ask_launch(store: RunStore | None, loaded: Any, executor: ExecutorOptions) -> Message:
     return LaunchAsked(loaded, launch_question(loaded, executor, store))
 
 
