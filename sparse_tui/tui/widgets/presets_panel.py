@@ -33,10 +33,8 @@ def field_named(name: str, keys: list[str]) -> str | None:
     name = name.strip()
     if name in keys:
         return name
-    ends = [k for k in keys if k.endswith("." + name)]
-    if len(ends) >= 1:
-        return ends[0]
-    return next((k for k in keys if name and name in k), None)
+    return (next((k for k in keys if k.endswith("." + name)), None)
+            or next((k for k in keys if name and name in k), None))
 
 
 class FieldSuggester(Suggester):

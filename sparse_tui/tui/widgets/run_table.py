@@ -337,7 +337,7 @@ class RunsPanel(ConsolePanel, Guarded, Vertical):
         key = self._toggle(self.model.toggle_hidden)
         if key is None:
             return
-        ids = set(self.groups[key].run_ids if key in self.groups else [key])
+        ids = set(self.model.ids_of(key))
         self.say(f"{'hidden in' if ids <= self.hidden else 'shown again in'} the charts: "
                  f"{self.groups[key].label if key in self.groups else key}")
         self._marks_changed()
