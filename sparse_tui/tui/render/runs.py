@@ -229,24 +229,14 @@ def _same(v: Any) -> Any:
 
 def swept_keys(records: Iterable[RunRecord]) -> list[str]:
     """Params that take more than one value among the runs (seed excluded), in first-seen order."""
-    seen: dict[str, set] = {}
-    order: list[str] = []
+    seen: dict[str, set] = {}  # (in first-seen order)
     for r in records:
         for k, v in r.params.items():
-            if k in ("seed", "name", "description"):
-                continue
-            key = _same(v)  # 1 and 1.0 are one value
-            if k not in seen:
-                seen[k] = set()
-                order.append(k)
-            seen[k].add(key)
-    swept = [k for k in order if len(seen[k]) > 1]
+            if k not in ("seed", "name", "description"):
+                seen.setdefault(k, set()).add(_same(v))  # 1 and 1.0 are one value
+    swept = [k for k, values in seen.items() if len(values) > 1]
     # Prefer keys that the presets declared as swept.
-    declared: list[str] = []
-    for r in records:
-        for k in r.swept:
-            if k != "seed" and k not in declared:
-                declared.append(k)
+    declared = list(dict.fromkeys(k for r in records for k in r.swept if k != "seed"))
     return [k for k in declared if k in swept] + [k for k in swept if k not in declared]
 
 
