@@ -160,6 +160,10 @@ class RunsPanel(ConsolePanel, Guarded, Vertical):
 
     # -- what the table knows, read through (tests and the column picker read them) --------------------------------
     @property
+    def rows(self):
+        return self.model.rows
+
+    @property
     def groups(self):
         return self.model.groups
 
