@@ -301,14 +301,12 @@ class PresetDraft:
 
 
 def _del_dotted(data: dict, key: str) -> None:
-    parts = key.split(".")
+    *parents, last = key.split(".")
     node: Any = data
-    for p in parts[:-1]:
-        if not isinstance(node, dict) or p not in node:
-            return
-        node = node[p]
+    for p in parents:
+        node = node.get(p) if isinstance(node, dict) else None
     if isinstance(node, dict):
-        node.pop(parts[-1], None)
+        node.pop(last, None)
 
 
 def _match_key(path: str, keys: list[str]) -> str | None:

@@ -350,6 +350,12 @@ def zoom_window(lo: float, hi: float, zoom: float, center: float, log: bool) -> 
     return g(left), g(left + span)
 
 
+def pan(center: float, zoom: float, delta: int) -> float:
+    """A zoomed window's centre (a fraction of the data's range) moved ``delta`` quarters of the window, the window
+    kept inside the data."""
+    return max(zoom / 2, min(1.0 - zoom / 2, center + delta * zoom / 4))
+
+
 def fraction_at(lo: float, hi: float, x: float, log: bool) -> float:
     """Where ``x`` lies in [lo, hi] as a fraction (in log space on a log axis): the centre that zooms at it."""
     if log and lo > 0 and x > 0 and hi > lo:

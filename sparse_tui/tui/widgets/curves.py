@@ -24,7 +24,7 @@ from sparse_tui.base.numbers import fmt_num
 from sparse_tui.base.plotting import band, downsample, ramp
 from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.messages import CurvesData, FigureRequested, SeriesWanted, TheoryData, TheoryRequested
-from sparse_tui.tui.plot import PlotSpec, Series, ema, fmt_step, fraction_at, grid_shape, zoom_window
+from sparse_tui.tui.plot import PlotSpec, Series, ema, fmt_step, fraction_at, grid_shape, pan, zoom_window
 from sparse_tui.tui.render.runs import param_text, short_keys, value_key
 from sparse_tui.tui.widgets.panel import ConsolePanel, StoreView
 from sparse_tui.tui.widgets.plot_view import PlotView
@@ -428,8 +428,7 @@ class CurvesPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True)
         return fraction_at(min(xs), max(xs), ps, spec.log_x) if xs else None
 
     def action_pan(self, delta: int) -> None:
-        half = ZOOMS[self.zoom] / 2
-        self.center = max(half, min(1.0 - half, self.center + delta * ZOOMS[self.zoom] / 4))
+        self.center = pan(self.center, ZOOMS[self.zoom], delta)
 
     def action_reset(self) -> None:
         """Home: the whole x range again."""
