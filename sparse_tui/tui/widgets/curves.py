@@ -39,17 +39,15 @@ ZOOMS = (1.0, 0.5, 0.25, 0.125, 0.0625)  # shown fraction of the steps (z / Z)
 
 
 def group_series(group: str, names: list[str], many: bool) -> list[str]:
-    if group == "loss":
-        if many:
-            return [n for n in ("test/loss",) if n in names] or [n for n in ("train/loss",) if n in names]
-        return [n for n in ("train/loss", "test/loss") if n in names]
-    if group == "accuracy":
-        return [n for n in ("test/acc",) if n in names]
+    """The series of a metric group that ``names`` holds (overlaid runs: one loss each, the test loss if any)."""
     if group == "attention":
         return sorted(n for n in names if _ATTN.match(n))
-    if group == "toy":
-        return [n for n in ("toy/w", "toy/alpha") if n in names]
-    return sorted(n for n in names if n.startswith("attn/entropy/"))
+    if group == "entropy":
+        return sorted(n for n in names if n.startswith("attn/entropy/"))
+    if group == "loss" and many:
+        return ["test/loss"] if "test/loss" in names else [n for n in ("train/loss",) if n in names]
+    return [n for n in {"loss": ("train/loss", "test/loss"), "accuracy": ("test/acc",), "toy": ("toy/w", "toy/alpha")}[
+        group] if n in names]
 
 
 def available_groups(data: CurvesData | None) -> list[str]:
