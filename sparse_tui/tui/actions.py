@@ -201,8 +201,7 @@ def cancel(store: RunStore, ids: list[str]) -> Message:
 
 
 def delete(store: RunStore, ids: list[str]) -> Message:
-    n = store.delete(ids)
-    return Done(f"deleted {n} run(s)")
+    return Done(f"deleted {store.delete(ids)} run(s)")
 
 
 def export(store: RunStore, ids: list[str], req: Any) -> Message:

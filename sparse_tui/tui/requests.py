@@ -135,12 +135,8 @@ class PanelRequests:
         """``x`` in Runs (or the palette): two runs (or two groups) side by side: their final metrics (groups: mean ±
         std over their runs) and the config keys they differ in; Enter there overlays their curves."""
         recs = {r.run_id: r for r in self.records}
-        sides = []
-        for key in msg.run_ids:
-            ids = msg.groups.get(key, [key])
-            members = [recs[i] for i in ids if i in recs]
-            if members:
-                sides.append((key, members))
+        sides = [(key, members) for key in msg.run_ids
+                 if (members := [recs[i] for i in msg.groups.get(key, [key]) if i in recs])]
         if len(sides) != 2:
             self.notify("compare needs two runs: mark two (space), or put the cursor on a run with one below it",
                         severity="warning", markup=False)

@@ -328,9 +328,7 @@ class RunTable:
 
     def run_of(self, key: str | None) -> str | None:
         """The run of a row (of a group row: the group's first run)."""
-        if key in self.groups:
-            return self.groups[key].run_ids[0] if self.groups[key].run_ids else None
-        return key
+        return (self.ids_of(key) or [None])[0] if key else None
 
     def chosen_for(self, key: str | None) -> list[str]:
         """The marked runs the filter shows, or the run (or the group's runs) of the row ``key``."""
