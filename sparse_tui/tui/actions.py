@@ -146,7 +146,7 @@ def launch_question(loaded: Any, executor: ExecutorOptions = ExecutorOptions(), 
     return text
 
 
-def ask_launch(loaded: Any, executor: ExecutorOptions, store: RunStore | None) -> Message:
+def ask_launch(store: RunStore | None, loaded: Any, executor: ExecutorOptions) -> Message:
     return LaunchAsked(loaded, launch_question(loaded, executor, store))
 
 
@@ -201,8 +201,7 @@ def cancel(store: RunStore, ids: list[str]) -> Message:
 
 
 def delete(store: RunStore, ids: list[str]) -> Message:
-    n = store.delete(ids)
-    return Done(f"deleted {n} run(s)")
+    return Done(f"deleted {store.delete(ids)} run(s)")
 
 
 def export(store: RunStore, ids: list[str], req: Any) -> Message:

@@ -80,17 +80,11 @@ def help_groups(app: Any) -> list[tuple[str, list[Binding]]]:
     """The help screen's tables: the app's keys, each panel's, the preset list's and form's, the full-screen
     chart's, the Atlas's, the unsaved-edits question's, and every command of the palette (ctrl+p)."""
     palette = Binding("ctrl+p", "", "the command palette: every panel, preset and action, the Atlas (listed below)")
-    groups = [("everywhere", panels.panel_bindings() + [b for b in app.BINDINGS if isinstance(b, Binding)]
-               + [palette])]
-    for p in panels.PANELS:
-        groups.append((p.title, list(p.cls.BINDINGS)))
-    groups.append(("Preset list", list(PresetList.BINDINGS)))
-    groups.append(("Presets form", FORM_KEYS))
-    groups.append(("Full-screen chart (f)", list(ChartScreen.BINDINGS)))
-    groups.append(("Atlas (palette)", list(AtlasScreen.BINDINGS)))
-    groups.append(("Unsaved edits", list(UnsavedScreen.BINDINGS)))
-    groups.append(("Palette (ctrl+p)", palette_lines(app)))
-    return groups
+    return [("everywhere", panels.panel_bindings() + [b for b in app.BINDINGS if isinstance(b, Binding)] + [palette]),
+            *((p.title, list(p.cls.BINDINGS)) for p in panels.PANELS), ("Preset list", list(PresetList.BINDINGS)),
+            ("Presets form", FORM_KEYS), ("Full-screen chart (f)", list(ChartScreen.BINDINGS)),
+            ("Atlas (palette)", list(AtlasScreen.BINDINGS)), ("Unsaved edits", list(UnsavedScreen.BINDINGS)),
+            ("Palette (ctrl+p)", palette_lines(app))]
 
 
 def palette_lines(app: Any) -> list[Binding]:

@@ -197,7 +197,7 @@ class PresetDraft:
         return out
 
     def sweep_keys(self) -> list[str]:
-        return [k[len("sweep."):] for k in self.values if k.startswith("sweep.")]
+        return [k.removeprefix("sweep.") for k in self.values if k.startswith("sweep.")]
 
     def set(self, key: str, text: str) -> None:
         self.values[key] = text
@@ -219,7 +219,7 @@ class PresetDraft:
                 _del_dotted(raw, key)
             else:
                 set_dotted(raw, key, parse_text(text))
-        sweep = {k[len("sweep."):]: parse_text(t) for k, t in self.values.items()
+        sweep = {k.removeprefix("sweep."): parse_text(t) for k, t in self.values.items()
                  if k.startswith("sweep.") and t.strip()}
         if sweep:
             raw["sweep"] = sweep
@@ -268,7 +268,7 @@ class PresetDraft:
             if new == old:
                 continue
             if key.startswith("sweep."):
-                sec, name = "sweep", key[len("sweep."):]  # a sweep key keeps its dots: sweep.model.d_model
+                sec, name = "sweep", key.removeprefix("sweep.")  # a sweep key keeps its dots: sweep.model.d_model
             else:
                 parts = key.split(".")
                 sec, name = (parts[0] if len(parts) > 1 else None), parts[-1]
@@ -301,14 +301,12 @@ class PresetDraft:
 
 
 def _del_dotted(data: dict, key: str) -> None:
-    parts = key.split(".")
+    *parents, last = key.split(".")
     node: Any = data
-    for p in parts[:-1]:
-        if not isinstance(node, dict) or p not in node:
-            return
-        node = node[p]
+    for p in parents:
+        node = node.get(p) if isinstance(node, dict) else None
     if isinstance(node, dict):
-        node.pop(parts[-1], None)
+        node.pop(last, None)
 
 
 def _match_key(path: str, keys: list[str]) -> str | None:

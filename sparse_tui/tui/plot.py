@@ -80,14 +80,10 @@ def clean(xs: Sequence[float], ys: Sequence[float], log_x: bool = False, log_y: 
             x, y = float(x), float(y)
         except (TypeError, ValueError):
             continue
-        if not (math.isfinite(x) and math.isfinite(y)) or abs(x) > HUGE or abs(y) > HUGE:
-            continue
-        if (log_x and x <= 0) or (log_y and y <= 0):
-            continue
-        if xlim is not None and not (xlim[0] <= x <= xlim[1]):
-            continue
-        out_x.append(x)
-        out_y.append(y)
+        if (math.isfinite(x) and math.isfinite(y) and abs(x) <= HUGE and abs(y) <= HUGE and (x > 0 or not log_x)
+                and (y > 0 or not log_y) and (xlim is None or xlim[0] <= x <= xlim[1])):
+            out_x.append(x)
+            out_y.append(y)
     return out_x, out_y
 
 
@@ -97,10 +93,7 @@ def nice_step(span: float, n: int) -> float:
         return 1.0
     raw = span / n
     mag = 10 ** math.floor(math.log10(raw))
-    for m in (1, 2, 5, 10):
-        if m * mag >= raw:
-            return m * mag
-    return 10 * mag
+    return next((m * mag for m in (1, 2, 5) if m * mag >= raw), 10 * mag)
 
 
 def fmt_step(v: float) -> str:
@@ -112,12 +105,9 @@ def fmt_step(v: float) -> str:
 
 def integer_ticks(lo: float, hi: float, width: int) -> list[int]:
     """Whole-number ticks between ``lo`` and ``hi``, spaced for a plot ``width`` columns wide."""
-    n = max(1, width // 12)
-    step = max(1.0, nice_step(hi - lo, n))
-    step = float(math.ceil(step))
-    start = math.ceil(lo / step) * step
+    step = float(math.ceil(max(1.0, nice_step(hi - lo, max(1, width // 12)))))
     ticks = []
-    v = start
+    v = math.ceil(lo / step) * step
     while v <= hi + 1e-9 and len(ticks) < 50:
         ticks.append(int(round(v)))
         v += step
@@ -206,12 +196,9 @@ def draw(spec: PlotSpec, width: int, height: int, theme: str | None = None) -> T
     width, height = int(width), int(height)
     if width < MIN_WIDTH or height < MIN_HEIGHT:
         return Text(f"{spec.title or 'plot'}: too small to draw ({width}x{height})"[: max(0, width)], style="dim")
-    xlim = spec.xlim
-    if xlim is not None and (xlim[1] <= xlim[0] or (spec.log_x and xlim[0] <= 0)):
-        xlim = None  # an empty or (on a log axis) non-positive range: the data's range instead
-    ylim = spec.ylim
-    if ylim is not None and (ylim[1] <= ylim[0] or (spec.log_y and ylim[0] <= 0)):
-        ylim = None
+    # an empty or (on a log axis) non-positive range: the data's range instead
+    xlim, ylim = (lim if lim is None or (lim[0] < lim[1] and (lim[0] > 0 or not log)) else None
+                  for lim, log in ((spec.xlim, spec.log_x), (spec.ylim, spec.log_y)))
     shown = []
     for s in spec.series:
         xs, ys = clean(s.xs, s.ys, spec.log_x, spec.log_y and s.kind != "band", xlim)
@@ -219,8 +206,9 @@ def draw(spec: PlotSpec, width: int, height: int, theme: str | None = None) -> T
             ys = [min(ylim[1], max(ylim[0], y)) for y in ys]
         if xs:
             shown.append((s, xs, ys))
+    empty = Text(f"{spec.title + ': ' if spec.title else ''}{spec.empty}", style="dim")
     if not shown:
-        return Text(f"{spec.title + ': ' if spec.title else ''}{spec.empty}", style="dim")
+        return empty
     leg = legend(spec, width, max(1, min(height // 4, height - MIN_HEIGHT))) if spec.show_legend else Text()
     leg_lines = len(leg.plain.splitlines()) if height > MIN_HEIGHT else 0
     plt = _figure(width, height - leg_lines, theme)
@@ -234,14 +222,12 @@ def draw(spec: PlotSpec, width: int, height: int, theme: str | None = None) -> T
                    if s.kind == "band" else (xs, ys))) for s, xs, ys in shown]
     shown = [(s, xs, ys) for s, xs, ys in shown if xs]
     if not shown:
-        return Text(f"{spec.title + ': ' if spec.title else ''}{spec.empty}", style="dim")
+        return empty
     for s, xs, ys in shown:
-        if s.kind == "band":
-            plt.scatter(xs, ys, marker="░", color=s.color)
-        elif s.kind == "points":
-            plt.scatter(xs, ys, marker=s.marker or "●", color=s.color)
-        else:
+        if s.kind == "line":
             plt.plot(xs, ys, marker=s.marker or "braille", color=s.color)
+        else:
+            plt.scatter(xs, ys, marker="░" if s.kind == "band" else s.marker or "●", color=s.color)
     lo, hi = (xlim if xlim is not None else (min(xs_all), max(xs_all)))
     for x, color in spec.vlines:
         if x is not None and math.isfinite(x) and lo <= x <= hi and (not spec.log_x or x > 0):
@@ -362,6 +348,12 @@ def zoom_window(lo: float, hi: float, zoom: float, center: float, log: bool) -> 
     span = (b - a) * zoom
     left = min(max(a, a + (b - a) * center - span / 2), b - span)
     return g(left), g(left + span)
+
+
+def pan(center: float, zoom: float, delta: int) -> float:
+    """A zoomed window's centre (a fraction of the data's range) moved ``delta`` quarters of the window, the window
+    kept inside the data."""
+    return max(zoom / 2, min(1.0 - zoom / 2, center + delta * zoom / 4))
 
 
 def fraction_at(lo: float, hi: float, x: float, log: bool) -> float:

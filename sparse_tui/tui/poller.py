@@ -20,7 +20,7 @@ from textual.worker import get_current_worker
 
 from sparse_tui.base.plotting import downsample
 from sparse_tui.science.forecast import forecasts
-from sparse_tui.store import RunStore
+from sparse_tui.store import RunRecord, RunStore
 from sparse_tui.tui.messages import CurvesData, Problem, RunsUpdated
 
 CURVE_POINTS = 1500  # points per series kept (the plot downsamples further to its width)
@@ -98,21 +98,15 @@ class StorePoller:
     def curves(self, watch: tuple[str, ...]) -> CurvesData:
         """The metric series (downsampled, per-head series left out), plateau steps and names of the watched runs; a
         run deleted meanwhile is skipped."""
+        recs: dict[str, RunRecord] = {}
         series: dict[str, dict] = {}
-        plateau: dict[str, float | None] = {}
-        labels: dict[str, str] = {}
-        params: dict[str, dict] = {}
         for rid in watch:
             try:
-                rec = self.store.get(rid)
+                recs[rid] = self.store.get(rid)
             except Exception:  # noqa: BLE001 - deleted meanwhile
                 continue
-            raw = self.store.metrics(rid)
-            series[rid] = {
-                k: tuple(map(list, downsample(v[0], v[1], CURVE_POINTS))) for k, v in raw.items() if "/H" not in k
-            }
-            plateau[rid] = rec.plateau_step
-            labels[rid] = rec.name
-            params[rid] = dict(rec.params)
-        return CurvesData([r for r in watch if r in series], series, plateau, labels, params)
+            series[rid] = {k: tuple(map(list, downsample(v[0], v[1], CURVE_POINTS)))
+                           for k, v in self.store.metrics(rid).items() if "/H" not in k}
+        return CurvesData(list(recs), series, {r: rec.plateau_step for r, rec in recs.items()},
+                          {r: rec.name for r, rec in recs.items()}, {r: dict(rec.params) for r, rec in recs.items()})
 

@@ -58,14 +58,15 @@ class PanelRequests:
     """Mix into the main screen (before the Textual class): needs its ``records``, ``marked``, ``current``,
     ``show_panel`` and ``view_ids``, and its app's store, poller and options."""
 
-    def _work(self, fn: Callable[..., Message | None], *args: Any, group: str, exclusive: bool = False,
+    def _work(self, fn: Callable[..., Message | None], *args: Any, group: str = "actions", exclusive: bool = False,
               to: Any = None) -> None:
-        """Run ``fn(*args)`` (one of ``actions``) in a thread worker and post the message it returns (to this screen,
-        or to the screen ``to`` that asked)."""
+        """Run ``fn(store, *args)`` (one of ``actions``, on the app's run store) in a thread worker and post the
+        message it returns (to this screen, or to the screen ``to`` that asked)."""
+        store = self.app.store
 
         def body() -> None:
             try:
-                msg = fn(*args)
+                msg = fn(store, *args)
             except StoreError as e:  # a run deleted meanwhile (d in another console, `sparse-tui delete`): said, not
                 msg = Done(f"nothing done: {e} (deleted meanwhile)", severity="warning")  # an error of the console
             if msg is not None and not get_current_worker().is_cancelled:
@@ -90,7 +91,7 @@ class PanelRequests:
             return
         # the question reads the store for an estimate (3-5 s at load 8): in a thread, and said meanwhile
         self.notify(f"ctrl+l: working out what {msg.loaded.name} would start …", timeout=4, markup=False)
-        self._work(actions.ask_launch, msg.loaded, self.app.executor, self.app.store, group="launch")
+        self._work(actions.ask_launch, msg.loaded, self.app.executor, group="launch")
 
     def on_launch_asked(self, msg: LaunchAsked) -> None:
         app = self.app
@@ -98,16 +99,15 @@ class PanelRequests:
         def done(yes: bool | None) -> None:
             if yes:
                 self.notify(f"launching {msg.loaded.name} …", timeout=4, markup=False)
-                self._work(actions.launch, app.store, msg.loaded, app.n_workers, app.executor, group="launch")
+                self._work(actions.launch, msg.loaded, app.n_workers, app.executor, group="launch")
 
         app.push_screen(ConfirmScreen(msg.question, yes="Launch (y)"), done)
 
     def on_atlas_requested(self, msg: AtlasRequested) -> None:
         """The atlas screen: ``sparse-tui reproduce``'s status and report (``actions.atlas_*``), answered to it, or
         the launch of an entry's missing runs (a notification, as every launch)."""
-        store = self.app.store
-        fn, *args = {"status": (actions.atlas_status, store), "detail": (actions.atlas_detail, store, msg.entry),
-                     "launch": (actions.atlas_launch, store, msg.entry, self.app.executor)}[msg.what]
+        fn, *args = {"status": (actions.atlas_status,), "detail": (actions.atlas_detail, msg.entry),
+                     "launch": (actions.atlas_launch, msg.entry, self.app.executor)}[msg.what]
         self._work(fn, *args, group="atlas", to=None if msg.what == "launch" else msg.screen)
 
     def on_cancel_requested(self, msg: CancelRequested) -> None:
@@ -115,7 +115,7 @@ class PanelRequests:
         if not live:
             self.notify("nothing to cancel (only queued or running runs can be)", severity="warning")
             return
-        self._work(actions.cancel, self.app.store, live, group="actions")
+        self._work(actions.cancel, live)
 
     def on_resume_requested(self, msg: ResumeRequested) -> None:
         """``u`` in Runs: continue failed / interrupted / queued runs from their last checkpoint, the same path as
@@ -129,18 +129,14 @@ class PanelRequests:
                         severity="warning", markup=False)
             return
         app = self.app
-        self._work(actions.resume, app.store, todo, app.n_workers, app.executor, group="launch")
+        self._work(actions.resume, todo, app.n_workers, app.executor, group="launch")
 
     def on_compare_requested(self, msg: CompareRequested) -> None:
         """``x`` in Runs (or the palette): two runs (or two groups) side by side: their final metrics (groups: mean ±
         std over their runs) and the config keys they differ in; Enter there overlays their curves."""
         recs = {r.run_id: r for r in self.records}
-        sides = []
-        for key in msg.run_ids:
-            ids = msg.groups.get(key, [key])
-            members = [recs[i] for i in ids if i in recs]
-            if members:
-                sides.append((key, members))
+        sides = [(key, members) for key in msg.run_ids
+                 if (members := [recs[i] for i in msg.groups.get(key, [key]) if i in recs])]
         if len(sides) != 2:
             self.notify("compare needs two runs: mark two (space), or put the cursor on a run with one below it",
                         severity="warning", markup=False)
@@ -167,7 +163,7 @@ class PanelRequests:
 
         def done(yes: bool | None) -> None:
             if yes:
-                self._work(actions.delete, self.app.store, ids, group="actions")
+                self._work(actions.delete, ids)
 
         self.app.push_screen(ConfirmScreen(delete_question(recs)), done)
 
@@ -175,7 +171,7 @@ class PanelRequests:
         """A in Runs: archive the chosen runs (hidden unless the filter says is:archived; nothing is deleted), or
         bring archived ones back."""
         if msg.run_ids:
-            self._work(actions.archive, self.app.store, list(msg.run_ids), msg.archive, group="actions")
+            self._work(actions.archive, list(msg.run_ids), msg.archive)
 
     def on_note_requested(self, msg: NoteRequested) -> None:
         """n / T in Runs: edit a run's note or tags in a prompt (the same checks as ``sparse-tui note / tag``)."""
@@ -189,7 +185,7 @@ class PanelRequests:
 
         def done(text: str | None) -> None:
             if text is not None:
-                self._work(actions.annotate, self.app.store, rec.run_id, msg.what, text, group="actions")
+                self._work(actions.annotate, rec.run_id, msg.what, text)
 
         self.app.push_screen(PromptScreen(title, value, allow_empty=True), done)
 
@@ -204,7 +200,7 @@ class PanelRequests:
         def done(req) -> None:
             if req is not None and req.path:
                 self.export_dir = Path(req.path).expanduser().parent
-                self._work(actions.export, self.app.store, ids, req, group="actions")
+                self._work(actions.export, ids, req)
 
         self.app.push_screen(ExportScreen(len(ids), stamp, folder=self.export_folder()), done)
 
@@ -237,7 +233,7 @@ class PanelRequests:
             path = self.app.runs_dir / "figures" / f"{msg.panel}-{stamp}-{n}.{msg.fmt}"
         if not msg.ask:
             self.figures_pending.add(path)
-            self._work(actions.figure, self.app.store, msg.panel, payload, path, group="figure")
+            self._work(actions.figure, msg.panel, payload, path, group="figure")
             return
 
         def done(text: str | None) -> None:
@@ -247,14 +243,14 @@ class PanelRequests:
                 self.notify(f"figure not written: {e}", severity="warning", markup=False)
                 return
             if target is not None:
-                self._work(actions.figure, self.app.store, msg.panel, payload, target, size, group="figure")
+                self._work(actions.figure, msg.panel, payload, target, size, group="figure")
 
         self.app.push_screen(PromptScreen("Write the figure to FILE (.png, .svg or .pdf; relative: in "
                                           "RUNS_DIR/figures),"
                                           " then a size in inches if you like (7x4)", f"{path.name} 6.4x4"), done)
 
     def on_attention_requested(self, m: AttentionRequested) -> None:
-        self._work(actions.attention, self.app.store, m.run_id, m.step, m.layer, m.head, m.example, m.width,
+        self._work(actions.attention, m.run_id, m.step, m.layer, m.head, m.example, m.width,
                    group="attention", exclusive=True)
 
     @guarded
@@ -262,7 +258,7 @@ class PanelRequests:
         self.query_one(AttentionPanel).update_data(msg)
 
     def on_theory_requested(self, msg: TheoryRequested) -> None:
-        self._work(actions.theory, self.app.store, msg.run_ids, group="theory")
+        self._work(actions.theory, msg.run_ids, group="theory")
 
     @guarded
     def on_theory_data(self, msg: TheoryData) -> None:
@@ -290,12 +286,8 @@ class PanelRequests:
         if req is None:
             self.post_message(actions.fit_failed("no runs match"))
             return
-        self._work(actions.fit, self.app.store, req, group="fit", exclusive=True)
+        self._work(actions.fit, req, group="fit", exclusive=True)
 
     @guarded
     def on_fit_done(self, msg: FitDone) -> None:
-        fp = self.query_one(FitPanel)
-        if msg.body is None:
-            fp.show_error(msg.info)
-        else:
-            fp.show_result(msg)
+        self.query_one(FitPanel).show_result(msg)

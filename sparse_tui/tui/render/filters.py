@@ -37,7 +37,7 @@ class Cond:
 
     def __post_init__(self) -> None:
         if len(self.nums) != len(self.values):
-            object.__setattr__(self, "nums", tuple(_number(v) for v in self.values))
+            object.__setattr__(self, "nums", tuple(maybe_number(v) for v in self.values))
 
 
 @dataclass
@@ -79,14 +79,9 @@ def _cond(word: str, key: str, op: str, value: str, params: Collection[str]) -> 
         raise ValueError(f"filter '{word}': no key '{key}' (a result {'/'.join(RESULTS)}, a field "
                          f"{'/'.join(FIELDS)} or a parameter of the runs; → completes)")
     values = tuple(split_values(value, f"filter '{word[:40]}'")) if op in ("=", "!=", "~") else (value,)
-    if op in (">", "<", ">=", "<=") and _number(value) is None:
+    if op in (">", "<", ">=", "<=") and maybe_number(value) is None:
         raise ValueError(f"filter '{word}': {op} needs a number, not '{value}'")
     return Cond(key, op, values, keys)
-
-
-def _number(v: Any) -> float | None:
-    """A finite number, or None: the one parser of typed numbers (an int above 1e308 is None, not an error)."""
-    return maybe_number(v)
 
 
 def _values(c: Cond, row: Row) -> list[Any]:
@@ -104,7 +99,7 @@ def _values(c: Cond, row: Row) -> list[Any]:
 
 
 def _holds(c: Cond, v: Any) -> bool:
-    x = _number(v)
+    x = maybe_number(v)
     if c.op in (">", "<", ">=", "<="):
         y = c.nums[0]
         return x is not None and {">": x > y, "<": x < y, ">=": x >= y, "<=": x <= y}[c.op]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from rich.text import Text
@@ -32,28 +32,19 @@ class FitRequest:
     threshold: float | None = None  # re-read the plateaus at this absolute value (``fitreport.reread_plateaus``)
 
     def kwargs(self) -> dict[str, Any]:
-        return {"run_ids": list(self.run_ids), "preset": self.preset, "batch": self.batch, "where": list(self.where),
-                "tie": self.tie, "bootstrap": self.bootstrap, "seed": self.seed, "target": self.target,
-                "paper": self.paper, "threshold": self.threshold}
+        return {k: v for k, v in asdict(self).items() if k != "variables"}
 
     def argv(self, max_ids: int | None = None) -> list[str]:
         """``sparse-tui fit`` arguments (without --runs-dir); ``max_ids`` shortens a long id list for display."""
         ids = list(self.run_ids)
         if max_ids is not None and len(ids) > max_ids:
             ids = ids[:max_ids] + [f"…(+{len(ids) - max_ids})"]
-        out = ids
-        for flag, v, default in (("--preset", self.preset, None), ("--batch", self.batch, None)):
-            if v != default:
-                out += [flag, str(v)]
-        for w in self.where:
-            out += ["--where", w]
-        out += ["--vars", ",".join(self.variables)]
-        for flag, v, default in (("--tie", self.tie, None), ("--bootstrap", self.bootstrap, 0),
-                                 ("--seed", self.seed, 0), ("--target", self.target, "plateau_step"),
-                                 ("--paper", self.paper, "auto"), ("--threshold", self.threshold, None)):
-            if v != default:
-                out += [flag, str(v)]
-        return out
+        flags = [("--preset", self.preset, None), ("--batch", self.batch, None),
+                 *(("--where", w, None) for w in self.where), ("--vars", ",".join(self.variables), None),
+                 ("--tie", self.tie, None), ("--bootstrap", self.bootstrap, 0), ("--seed", self.seed, 0),
+                 ("--target", self.target, "plateau_step"), ("--paper", self.paper, "auto"),
+                 ("--threshold", self.threshold, None)]
+        return ids + [a for flag, v, default in flags if v != default for a in (flag, str(v))]
 
     def command(self, max_ids: int | None = 3) -> str:
         return "sparse-tui fit " + " ".join(a if a.startswith("…") else shlex.quote(a) for a in self.argv(max_ids))

@@ -33,7 +33,7 @@ class Stat:
 
     @classmethod
     def of(cls, values: Iterable[Any]) -> "Stat":
-        xs = [float(v) for v in values if v is not None and isinstance(v, (int, float)) and math.isfinite(v)]
+        xs = [float(v) for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
         if not xs:
             return cls(math.nan, math.nan, 0)
         m = sum(xs) / len(xs)
@@ -130,13 +130,13 @@ def split_keys(records: Sequence[RunRecord], keys: Sequence[str], pooled: Sequen
 def group_row(g: Group, members: Sequence[Row]) -> Row:
     """A run-table row of a group (``render.runs.COLUMNS`` order): the metrics as mean ± std, sortable by mean."""
     miss = lambda s: (s.n == 0, s.mean if s.n else 0.0)  # noqa: E731
-    progress = [m.keys[4] for m in members]
+    progress = sum(m.keys[4] for m in members) / max(1, len(members))
     cells = (
-        f"{g.n} runs", g.status_text(), "", "", f"{sum(progress) / max(1, len(progress)):.0%}",
+        f"{g.n} runs", g.status_text(), "", "", f"{progress:.0%}",
         g.plateau.text(3, CELL), g.loss.text(3, CELL), g.acc.text(3, CELL), "", "", f"{g.label} (n={g.n})",
     )
     keys = (
-        natural(g.label), " ".join(sorted(g.statuses)), "", g.label, sum(progress) / max(1, len(progress)),
+        natural(g.label), " ".join(sorted(g.statuses)), "", g.label, progress,
         miss(g.plateau), miss(g.loss), miss(g.acc), "", max((m.keys[9] for m in members), default=0.0),
         natural(g.label),
     )

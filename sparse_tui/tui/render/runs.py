@@ -132,14 +132,13 @@ def table_row(rec: RunRecord, last: dict | None, now: float, forecast: dict | No
     loss = final_metric(rec, last, ("test/loss", "train/loss"))
     acc = final_metric(rec, last, ("test/acc",))
     age = now - rec.created_at if rec.created_at else None
-    status = rec.status
-    st = Text(status, style=STATUS_STYLE.get(status, ""))
+    status, params, tags = rec.status, params_text(rec), run_tags(rec)
     total = rec.total_steps or 0
     cells = (
         rec.run_id,
-        st,
+        Text(status, style=STATUS_STYLE.get(status, "")),
         rec.preset,
-        params_text(rec),
+        params,
         f"{fmt_short(rec.step)}/{fmt_short(total)}",
         plateau_text(rec.plateau_step, forecast),
         fmt_short(loss),
@@ -153,7 +152,7 @@ def table_row(rec: RunRecord, last: dict | None, now: float, forecast: dict | No
         rec.run_id,
         status,
         rec.preset,
-        params_text(rec),
+        params,
         rec.step / total if total else 0.0,
         nan_last(rec.plateau_step),
         nan_last(loss),
@@ -162,9 +161,9 @@ def table_row(rec: RunRecord, last: dict | None, now: float, forecast: dict | No
         rec.created_at or 0.0,
         natural(rec.name),
     )
-    text = " ".join([rec.run_id, status, rec.preset, params_text(rec), rec.label or "", rec.device or "",
-                     *run_tags(rec), rec.note or ""]).lower()
-    return Row(rec.run_id, cells, keys, text, dict(rec.params), tuple(run_tags(rec)), rec.step)
+    text = " ".join([rec.run_id, status, rec.preset, params, rec.label or "", rec.device or "", *tags,
+                     rec.note or ""]).lower()
+    return Row(rec.run_id, cells, keys, text, dict(rec.params), tuple(tags), rec.step)
 
 
 def plateau_text(step: float | None, forecast: dict | None) -> str:
@@ -229,24 +228,14 @@ def _same(v: Any) -> Any:
 
 def swept_keys(records: Iterable[RunRecord]) -> list[str]:
     """Params that take more than one value among the runs (seed excluded), in first-seen order."""
-    seen: dict[str, set] = {}
-    order: list[str] = []
+    seen: dict[str, set] = {}  # (in first-seen order)
     for r in records:
         for k, v in r.params.items():
-            if k in ("seed", "name", "description"):
-                continue
-            key = _same(v)  # 1 and 1.0 are one value
-            if k not in seen:
-                seen[k] = set()
-                order.append(k)
-            seen[k].add(key)
-    swept = [k for k in order if len(seen[k]) > 1]
+            if k not in ("seed", "name", "description"):
+                seen.setdefault(k, set()).add(_same(v))  # 1 and 1.0 are one value
+    swept = [k for k, values in seen.items() if len(values) > 1]
     # Prefer keys that the presets declared as swept.
-    declared: list[str] = []
-    for r in records:
-        for k in r.swept:
-            if k != "seed" and k not in declared:
-                declared.append(k)
+    declared = list(dict.fromkeys(k for r in records for k in r.swept if k != "seed"))
     return [k for k in declared if k in swept] + [k for k in swept if k not in declared]
 
 

@@ -212,8 +212,7 @@ class RunTable:
 
     def mark_cell(self, key: str) -> str:
         """● marked, ◐ some of a group's runs marked; hidden in the charts: ◌ (marked) or · (all of a group's)."""
-        g = self.groups.get(key)
-        ids = g.run_ids if g is not None else [key]
+        ids = self.ids_of(key)
         if ids and all(i in self.hidden for i in ids):
             return "◌" if any(i in self.marked for i in ids) else "·"
         n = sum(1 for r in ids if r in self.marked)
@@ -222,8 +221,16 @@ class RunTable:
     def toggle_hidden(self, key: str) -> list[str]:
         """Hide the row's run (or the group's runs) in the charts, or show them again when all are hidden; the row
         keys whose mark cell changes."""
-        ids = self.groups[key].run_ids if key in self.groups else [key]
+        ids = self.ids_of(key)
         self.hidden ^= set(ids) if set(ids) <= self.hidden else set(ids) - self.hidden
+        return self._touched(key, ids)
+
+    def ids_of(self, key: str) -> list[str]:
+        """The runs of a row: a group's, or the run's."""
+        return self.groups[key].run_ids if key in self.groups else [key]
+
+    def _touched(self, key: str, ids: list[str]) -> list[str]:
+        """The row keys whose mark cell changes with the marks (or hiding) of the runs ``ids`` of row ``key``."""
         return [key] + [k for k, g in self.groups.items() if set(ids) & set(g.run_ids)] + ids
 
     def cells(self, row: Row, kind: str, cols: list[Column]) -> list:
@@ -321,27 +328,23 @@ class RunTable:
 
     def run_of(self, key: str | None) -> str | None:
         """The run of a row (of a group row: the group's first run)."""
-        if key in self.groups:
-            return self.groups[key].run_ids[0] if self.groups[key].run_ids else None
-        return key
+        return (self.ids_of(key) or [None])[0] if key else None
 
     def chosen_for(self, key: str | None) -> list[str]:
         """The marked runs the filter shows, or the run (or the group's runs) of the row ``key``."""
         if vis := self.visible_marks():
             return vis
-        if key in self.groups:
-            return list(self.groups[key].run_ids)
-        return [key] if key else []
+        return list(self.ids_of(key)) if key else []
 
     def toggle_mark(self, key: str) -> list[str]:
         """Mark the row's run (or the group's runs), or unmark them when all are marked; the row keys whose mark
         cell changes."""
-        ids = self.groups[key].run_ids if key in self.groups else [key]
+        ids = self.ids_of(key)
         if all(i in self.marked for i in ids):
             self.marked = [m for m in self.marked if m not in ids]
         else:
             self.marked += [i for i in ids if i not in self.marked]
-        return [key] + [k for k, g in self.groups.items() if set(ids) & set(g.run_ids)] + ids
+        return self._touched(key, ids)
 
     def next_sort(self, cols: list[Column]) -> None:
         order = list(SORTS) + [k for k, _, _ in cols if k.startswith("hp:")]

@@ -20,7 +20,7 @@ from textual.widgets import Static
 
 from sparse_tui.store.reads import step_clock
 from sparse_tui.tui.guard import Guarded
-from sparse_tui.tui.plot import fraction_at, zoom_window
+from sparse_tui.tui.plot import fraction_at, pan, zoom_window
 from sparse_tui.tui.widgets.plot_view import PlotView
 
 ZOOMS = (1.0, 0.5, 0.25, 0.125, 0.0625, 0.03125)
@@ -128,8 +128,7 @@ class ChartScreen(Guarded, Screen):
         self.action_y_pan(0)
 
     def action_y_pan(self, delta: int) -> None:
-        half = ZOOMS[self.y_zoom] / 2
-        self.y_center = max(half, min(1.0 - half, self.y_center + delta * ZOOMS[self.y_zoom] / 4))
+        self.y_center = pan(self.y_center, ZOOMS[self.y_zoom], delta)
 
     def action_reset(self) -> None:
         """Home: the whole data again (x and y)."""
@@ -144,8 +143,7 @@ class ChartScreen(Guarded, Screen):
         self.redraw()
 
     def action_pan(self, delta: int) -> None:
-        half = ZOOMS[self.zoom] / 2
-        self.center = max(half, min(1.0 - half, self.center + delta * ZOOMS[self.zoom] / 4))
+        self.center = pan(self.center, ZOOMS[self.zoom], delta)
 
     def action_focus_run(self, delta: int) -> None:
         n = len(self.curves.units())

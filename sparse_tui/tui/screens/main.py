@@ -52,7 +52,7 @@ class MainScreen(PanelRequests, Guarded, Screen):
         self.selection = SelectionChanged([], [], [], [])  # the Runs table's, as it last said it
         self.figures_pending: set[Path] = set()  # figure files asked for (each request gets a name of its own)
         self.export_dir: Path | None = None  # the export dialog's folder (the last one used)
-        self._found: dict[str, Widget] = {}  # panel id -> its mounted widget (_panel)
+        self._found: dict[str, Widget | None] = {}  # panel id -> its mounted widget (_panel)
 
     def compose(self) -> ComposeResult:
         yield Header(icon="◆")
@@ -82,12 +82,8 @@ class MainScreen(PanelRequests, Guarded, Screen):
         rows), and the poller's every read asks for the panels several times."""
         w = self._found.get(pid)
         if w is None or not w.is_attached:
-            self._found.pop(pid, None)
             found = self.query(f"#{pid}")
-            if found:
-                w = self._found[pid] = found.first()
-            else:
-                w = None
+            w = self._found[pid] = found.first() if found else None
         return w
 
     def view(self) -> StoreView:

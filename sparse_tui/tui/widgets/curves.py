@@ -24,7 +24,7 @@ from sparse_tui.base.numbers import fmt_num
 from sparse_tui.base.plotting import band, downsample, ramp
 from sparse_tui.tui.guard import Guarded
 from sparse_tui.tui.messages import CurvesData, FigureRequested, SeriesWanted, TheoryData, TheoryRequested
-from sparse_tui.tui.plot import PlotSpec, Series, ema, fmt_step, fraction_at, grid_shape, zoom_window
+from sparse_tui.tui.plot import PlotSpec, Series, ema, fmt_step, fraction_at, grid_shape, pan, zoom_window
 from sparse_tui.tui.render.runs import param_text, short_keys, value_key
 from sparse_tui.tui.widgets.panel import ConsolePanel, StoreView
 from sparse_tui.tui.widgets.plot_view import PlotView
@@ -39,17 +39,15 @@ ZOOMS = (1.0, 0.5, 0.25, 0.125, 0.0625)  # shown fraction of the steps (z / Z)
 
 
 def group_series(group: str, names: list[str], many: bool) -> list[str]:
-    if group == "loss":
-        if many:
-            return [n for n in ("test/loss",) if n in names] or [n for n in ("train/loss",) if n in names]
-        return [n for n in ("train/loss", "test/loss") if n in names]
-    if group == "accuracy":
-        return [n for n in ("test/acc",) if n in names]
+    """The series of a metric group that ``names`` holds (overlaid runs: one loss each, the test loss if any)."""
     if group == "attention":
         return sorted(n for n in names if _ATTN.match(n))
-    if group == "toy":
-        return [n for n in ("toy/w", "toy/alpha") if n in names]
-    return sorted(n for n in names if n.startswith("attn/entropy/"))
+    if group == "entropy":
+        return sorted(n for n in names if n.startswith("attn/entropy/"))
+    if group == "loss" and many:
+        return ["test/loss"] if "test/loss" in names else [n for n in ("train/loss",) if n in names]
+    return [n for n in {"loss": ("train/loss", "test/loss"), "accuracy": ("test/acc",), "toy": ("toy/w", "toy/alpha")}[
+        group] if n in names]
 
 
 def available_groups(data: CurvesData | None) -> list[str]:
@@ -74,12 +72,8 @@ def differing_labels(data: CurvesData, run_ids: list[str] | None = None) -> dict
     ids = list(run_ids if run_ids is not None else data.run_ids)
     diff = _differing(data, ids)
     titles = short_keys(diff)
-    out = {}
-    for rid in ids:
-        p = data.params.get(rid, {})
-        text = " ".join(f"{titles[k]}={param_text(p.get(k))}" for k in diff)
-        out[rid] = text or data.labels.get(rid, rid)
-    return out
+    return {rid: " ".join(f"{titles[k]}={param_text(data.params.get(rid, {}).get(k))}" for k in diff)
+            or data.labels.get(rid, rid) for rid in ids}
 
 
 def colouring(data: CurvesData, units: dict[str, list[str]], width: int = 80
@@ -383,13 +377,12 @@ class CurvesPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True)
         """What the chart draws: (name, run ids) per run, or per group (mean ± std)."""
         return grid_units(self.data, self.group_keys if self.band else [])
 
-    def chart_spec(self, width: int, **kw) -> PlotSpec:
-        """The overlay with this panel's metric, log axis, smoothing and grouping (``kw``: the full-screen chart's
-        zoom, focus and x axis)."""
-        kw.setdefault("log_x", self.log_x)
-        return curves_spec(self.data, self.group, log_loss=self.log_loss, theory=self.theory,
-                           smoothing=SMOOTHING[self.smoothing], curves=self.theory_curves, width=width,
-                           group_keys=self.group_keys if self.band else None, **kw)
+    def chart_spec(self, width: int, group: str | None = None, **kw) -> PlotSpec:
+        """The overlay of ``group`` (default: this panel's metric) with this panel's log axes, smoothing, theory
+        curves and grouping (``kw``: the grid's runs, the full-screen chart's zoom, focus and x axis)."""
+        kw = dict(log_loss=self.log_loss, theory=self.theory, smoothing=SMOOTHING[self.smoothing],
+                  curves=self.theory_curves, log_x=self.log_x, group_keys=self.group_keys if self.band else None) | kw
+        return curves_spec(self.data, group or self.group, width=width, **kw)
 
     def action_full_screen(self) -> None:
         from sparse_tui.tui.screens.chart import ChartScreen
@@ -433,8 +426,7 @@ class CurvesPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True)
         return fraction_at(min(xs), max(xs), ps, spec.log_x) if xs else None
 
     def action_pan(self, delta: int) -> None:
-        half = ZOOMS[self.zoom] / 2
-        self.center = max(half, min(1.0 - half, self.center + delta * ZOOMS[self.zoom] / 4))
+        self.center = pan(self.center, ZOOMS[self.zoom], delta)
 
     def action_reset(self) -> None:
         """Home: the whole x range again."""
@@ -445,9 +437,6 @@ class CurvesPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True)
     def redraw(self) -> None:
         plot = self.query_one(PlotView)
         z = ZOOMS[self.zoom]
-        kw = dict(log_loss=self.log_loss, theory=self.theory, smoothing=SMOOTHING[self.smoothing], zoom=z,
-                  center=self.center, curves=self.theory_curves, log_x=self.log_x,
-                  group_keys=self.group_keys if self.band else None)
         parts = [f"Curves · {'every metric' if self.tiles else self.group}"]
         if self.band and self.group_keys:
             parts.append(f"mean ± std by {', '.join(short_keys(self.group_keys).values())}")
@@ -458,13 +447,14 @@ class CurvesPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True)
                 units = [(self.group, ids, title) for title, ids in grid_units(self.data, self.group_keys)]
             cols, rows = grid_shape(max(1, len(units)), plot.size.width or 80, (plot.size.height or 20) - 1)
             width = max(20, (plot.size.width or 80) // cols)
-            specs = [curves_spec(self.data, g, run_ids=ids, title=title, width=width, **kw) for g, ids, title in units]
+            specs = [self.chart_spec(width, g, run_ids=ids, title=title, zoom=z, center=self.center)
+                     for g, ids, title in units]
             self._pages = pages = max(1, -(-len(units) // (cols * rows)))
             parts.append(f"{'tiles' if self.tiles else 'grid'} of {len(units)}"
                          + (f" · page {self.page + 1}/{pages}" if pages > 1 else ""))
             plot.show_grid(specs, min(self.page, pages - 1))
         else:
-            plot.show(curves_spec(self.data, self.group, width=plot.size.width or 80, **kw))
+            plot.show(self.chart_spec(plot.size.width or 80, zoom=z, center=self.center))
         if self.shows_log_x():
             parts.append("log x")
         if self.smoothing:

@@ -139,18 +139,15 @@ class FitPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True):
         self.post_message(FigureRequested("fit", fmt))
 
     def show_result(self, done: FitDone) -> None:
-        self.result = done
-        guessed = self.guess_note and self.query_one("#fit-vars", Input).value == self._guessed
-        body = done.body
-        if guessed and isinstance(body, Text):
+        """A fit's table (under the guess's note when its variables were guessed) and plot; a failed one's reason in
+        red (no markup: messages hold [..])."""
+        self.result = done if done.body is not None else None
+        body = done.body if self.result else Text(done.info, style="red")
+        if self.result and self.guess_note and self.query_one("#fit-vars", Input).value == self._guessed \
+                and isinstance(body, Text):
             body = Text(self.guess_note + "\n", style="cyan", no_wrap=True, overflow="ellipsis")
             body.append_text(done.body)
         self.query_one("#fit-table", Static).update(body)
-        self._draw()
-
-    def show_error(self, text: str) -> None:
-        self.result = None
-        self.query_one("#fit-table", Static).update(Text(text, style="red"))  # no markup: messages hold [..]
         self._draw()
 
     def _draw(self) -> None:

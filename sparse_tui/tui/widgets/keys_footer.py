@@ -45,14 +45,12 @@ class KeysFooter(Footer):
         if not self._bindings_ready:
             return
         seen: set[str] = set()
-        keys = []
-        for (_, binding, enabled, tooltip) in self.screen.active_bindings.values():
-            if binding.show and binding.action not in seen:
-                seen.add(binding.action)
-                keys.append((binding, enabled, tooltip))
         budget = max(0, self.app.size.width - len(MORE) - 1)
         used, cut, shown = 0, False, []
-        for binding, enabled, tooltip in keys:
+        for (_, binding, enabled, tooltip) in self.screen.active_bindings.values():
+            if not binding.show or binding.action in seen:
+                continue
+            seen.add(binding.action)
             display = self.app.get_key_display(binding)
             w = len(display) + len(binding.description) + 3  # FooterKey: " key description "
             if used + w > budget:

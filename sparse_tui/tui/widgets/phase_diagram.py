@@ -66,7 +66,7 @@ class PhasePanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True):
 
     def _redraw_on_change(self, *_: object) -> None:
         if self.is_mounted:
-            self.redraw(force=True)
+            self.redraw()
 
     watch_x = watch_y = watch_value = watch_slice = _redraw_on_change
 
@@ -86,7 +86,7 @@ class PhasePanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True):
     @on(Input.Changed, "#phase-filter")
     def _filter(self, event: Input.Changed) -> None:
         self.filter = event.value.strip()
-        self.redraw(force=True)
+        self.redraw()
 
     @on(Input.Submitted, "#phase-filter")
     def _filter_done(self, event: Input.Submitted) -> None:
@@ -129,7 +129,7 @@ class PhasePanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True):
     def action_focus_filter(self) -> None:
         self.query_one("#phase-filter", OrderedInput).focus_now()
 
-    def redraw(self, force: bool = False) -> None:
+    def redraw(self) -> None:
         recs = self._selected()
         self.keys = swept_keys(recs)
         if len(self.keys) == 1 and len({r.params.get("seed") for r in recs}) > 1:

@@ -129,9 +129,7 @@ class PresetForm(ShallowFocus, VerticalScroll):
             self.app.notify("write KEY = [values], e.g. train.lr = [1e-3, 1e-2]", severity="warning")
             return
         key, vals = (s.strip() for s in text.split("=", 1))
-        key = key.strip("\"'")
-        if key.startswith("sweep."):
-            key = key[len("sweep."):]
+        key = key.strip("\"'").removeprefix("sweep.")
         self.draft.set(f"sweep.{key}", vals)
         event.input.value = ""
         self.post_message(self.Edited(f"sweep.{key}", True))

@@ -33,10 +33,8 @@ def field_named(name: str, keys: list[str]) -> str | None:
     name = name.strip()
     if name in keys:
         return name
-    ends = [k for k in keys if k.endswith("." + name)]
-    if len(ends) >= 1:
-        return ends[0]
-    return next((k for k in keys if name and name in k), None)
+    return (next((k for k in keys if k.endswith("." + name)), None)
+            or next((k for k in keys if name and name in k), None))
 
 
 class FieldSuggester(Suggester):
@@ -154,22 +152,12 @@ class PresetsPanel(ConsolePanel, Guarded, Horizontal):
         idx = event.list_view.index
         if idx is None or idx >= len(self.rows) or self.rows[idx] is None:
             return
-        path = self.rows[idx]
-        if self.draft is not None and self.draft.path == path:
-            self.focus_form()
-            return
-        async def go() -> None:
-            await self.open(path)
-            self.focus_form()
 
         def stay() -> None:  # cancelled: the list's cursor goes back to the preset still open
             if self.draft is not None and self.draft.path in self.rows:
                 event.list_view.index = self.rows.index(self.draft.path)
 
-        if self.draft is None or not self.draft.dirty:
-            await go()
-        else:
-            self.settle("open another preset", go, stay)
+        await self.open_path(self.rows[idx], stay)
 
     def settle(self, then: str, go, stay=None) -> None:
         """Before ``then`` (quit, open another preset) drops the form's unsaved edits: ask Save / Discard / Cancel
@@ -193,8 +181,9 @@ class PresetsPanel(ConsolePanel, Guarded, Horizontal):
             return
         self.app.push_screen(UnsavedScreen(self.draft.path.name, then), answered)
 
-    async def open_path(self, path: Path) -> None:
-        """Open ``path`` (the command palette's "Preset: NAME"): select it in the list and show its form."""
+    async def open_path(self, path: Path, stay=None) -> None:
+        """Open ``path`` (the preset list's Enter, the command palette's "Preset: NAME"): select it in the list and
+        show its form; over unsaved edits, ask first (``settle``; ``stay`` on Cancel)."""
         async def go() -> None:
             if path in self.rows:
                 self.query_one("#preset-list", ListView).index = self.rows.index(path)
@@ -205,7 +194,7 @@ class PresetsPanel(ConsolePanel, Guarded, Horizontal):
         if self.draft is None or not self.draft.dirty or self.draft.path == path:
             await go()
         else:
-            self.settle("open another preset", go)
+            self.settle("open another preset", go, stay)
 
     async def open(self, path: Path, overrides: list[str] | None = None) -> None:
         try:

@@ -59,6 +59,11 @@ def _cell(value):
 STATE = ("sort", "descending", "query_text", "marked", "hidden", "group_keys", "expanded", "hp_choice")
 
 
+def _watcher(name: str):
+    """The watcher of the user's choice ``name``: written into the table, then redrawn."""
+    return lambda self, value: self._state_changed(name, value)
+
+
 class RunsPanel(ConsolePanel, Guarded, Vertical):
     BINDINGS = [
         Binding("space", "toggle_mark", "Mark"),
@@ -137,29 +142,9 @@ class RunsPanel(ConsolePanel, Guarded, Vertical):
                 self.shown = []
             self.render_rows()
 
-    def watch_sort(self, v: str) -> None:
-        self._state_changed("sort", v)
-
-    def watch_descending(self, v: bool) -> None:
-        self._state_changed("descending", v)
-
-    def watch_query_text(self, v: str) -> None:
-        self._state_changed("query_text", v)
-
-    def watch_marked(self, v: list[str]) -> None:
-        self._state_changed("marked", v)
-
-    def watch_hidden(self, v: set[str]) -> None:
-        self._state_changed("hidden", v)
-
-    def watch_group_keys(self, v: list[str]) -> None:
-        self._state_changed("group_keys", v)
-
-    def watch_expanded(self, v: set[str]) -> None:
-        self._state_changed("expanded", v)
-
-    def watch_hp_choice(self, v: list[str] | None) -> None:
-        self._state_changed("hp_choice", v)
+    # one watcher per choice, in the order of STATE
+    watch_sort, watch_descending, watch_query_text, watch_marked, watch_hidden, watch_group_keys, watch_expanded, \
+        watch_hp_choice = map(_watcher, STATE)
 
     def _pull(self) -> None:
         """The choices the table changed itself (marks of deleted runs dropped, a grouping key the filter took
@@ -189,12 +174,6 @@ class RunsPanel(ConsolePanel, Guarded, Vertical):
     @property
     def _records(self):
         return self.model._records
-
-    def visible_marks(self) -> list[str]:
-        return self.model.visible_marks()
-
-    def chart_groups(self) -> list[str]:
-        return self.model.chart_groups()
 
     @property
     def table(self) -> DataTable:
@@ -273,7 +252,8 @@ class RunsPanel(ConsolePanel, Guarded, Vertical):
         """Tell the console what it needs of the table when it changed, in one ``SelectionChanged``: the marked
         runs that count (those the filter shows: marks on filtered-out runs are kept, not used), the runs shown,
         the charts' grouping, the runs hidden in the charts; and the summary line."""
-        sel = SelectionChanged(self.visible_marks(), list(self.visible_ids), self.chart_groups(), sorted(self.hidden))
+        sel = SelectionChanged(self.model.visible_marks(), list(self.visible_ids), self.model.chart_groups(),
+                               sorted(self.hidden))
         if sel != self._sent:
             self._sent = sel
             self.post_message(sel)
@@ -337,18 +317,20 @@ class RunsPanel(ConsolePanel, Guarded, Vertical):
         self.screen.set_focus(self.table)
 
     # -- actions -------------------------------------------------------------------------------------------------
-    def action_toggle_mark(self) -> None:
+    def _toggle(self, toggle) -> str | None:
+        """Mark or hide (``toggle``: the table's) the row under the cursor: its mark cells updated, no redraw of the
+        table; the row's key."""
         key = self.current_key()
-        if key is None:
+        if key is not None:
+            for k in toggle(key):
+                if k in self.shown:
+                    self._update_mark(k)
+            self._pull()
+        return key
+
+    def action_toggle_mark(self) -> None:
+        if self._toggle(self.model.toggle_mark) is None:
             return
-        for k in self.model.toggle_mark(key):
-            if k in self.shown:
-                self._update_mark(k)
-        self._quiet = True  # the cells are updated: no redraw of the table
-        try:
-            self.marked = list(self.model.marked)
-        finally:
-            self._quiet = False
         t = self.table
         if t.cursor_row is not None and t.cursor_row + 1 < len(self.shown):
             t.move_cursor(row=t.cursor_row + 1, animate=False)
@@ -356,24 +338,16 @@ class RunsPanel(ConsolePanel, Guarded, Vertical):
 
     def action_hide(self) -> None:
         """Hide the run (or the group's runs) under the cursor in the charts, or show them again."""
-        key = self.current_key()
+        key = self._toggle(self.model.toggle_hidden)
         if key is None:
             return
-        for k in self.model.toggle_hidden(key):
-            if k in self.shown:
-                self._update_mark(k)
-        self._quiet = True
-        try:
-            self.hidden = set(self.model.hidden)
-        finally:
-            self._quiet = False
-        ids = set(self.groups[key].run_ids if key in self.groups else [key])
+        ids = set(self.model.ids_of(key))
         self.say(f"{'hidden in' if ids <= self.hidden else 'shown again in'} the charts: "
                  f"{self.groups[key].label if key in self.groups else key}")
         self._marks_changed()
 
     def action_mark_all(self) -> None:
-        vis = self.visible_marks()
+        vis = self.model.visible_marks()
         self.set_marked([] if vis else self.visible_ids)
         self.say(f"unmarked {len(vis)} run(s)" if vis else f"marked the {len(self.visible_ids)} shown run(s)")
 
@@ -471,4 +445,4 @@ class RunsPanel(ConsolePanel, Guarded, Vertical):
         self.post_message(DeleteRequested(self.chosen()))
 
     def action_export(self) -> None:
-        self.post_message(ExportRequested(self.visible_marks() or list(self.visible_ids)))
+        self.post_message(ExportRequested(self.model.visible_marks() or list(self.visible_ids)))

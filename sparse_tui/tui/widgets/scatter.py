@@ -165,12 +165,13 @@ class ScatterPanel(ConsolePanel, ShallowFocus, Guarded, Vertical, can_focus=True
         self.data = d = scatter_data(self.records, self.last, x, y, self.LOGS[self.log])
         self.query_one(PlotView).show(scatter_spec(d))
         axes = "auto" if self.log == 0 else "/".join(("log" if on else "lin") for on in self.LOGS[self.log])
-        self.border_title = f"Scatter · {y} vs {short_keys([x])[x] if x else '-'} · axes {axes}"
+        title = short_keys([x])[x] if x else "-"
+        self.border_title = f"Scatter · {y} vs {title} · axes {axes}"
         self.border_subtitle = "x / y axis · l log · p figure"
         left = [f"{d.censored} never left the plateau" if d.censored else "",
                 f"{d.missing} without the value" if d.missing else ""]
         vals = sorted((p[0] for p in d.points), key=value_key)
-        span = f" ({short_keys([x])[x]} {vals[0]:g} … {vals[-1]:g})" if vals and x else ""
+        span = f" ({title} {vals[0]:g} … {vals[-1]:g})" if vals and x else ""
         self.query_one("#scatter-info", Static).update(Text(
             f"{len(d.points)} of {len(self.records)} runs the Runs filter shows{span}"
             + "".join(f" · {t}" for t in left if t) + " · x / y: next axis"))
