@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import csv
+import os
+import signal
 import sys
 from pathlib import Path
 
@@ -76,13 +78,22 @@ async def test_edit_save_launch_watch_quit_reopen(presets_dir: Path, runs_dir: P
             assert app.query_one("#panels").active == "tab-runs"
             rid = app.main.records[0].run_id
             await wait_for(pilot, lambda: app.main.records[0].status == "running" and app.main.records[0].step > 0, 60)
-            # curves update live
-            await pilot.press("enter")
-            await wait_for(pilot, lambda: app.query_one("#panels").active == "tab-curves", 5)
-            curves = app.query_one(CurvesPanel)
-            await wait_for(pilot, lambda: curves.data and rid in curves.data.series
-                           and "test/loss" in curves.data.series[rid], 30)
-            n0 = len(curves.data.series[rid]["test/loss"][0])
+            # curves update live. The training process is held (SIGSTOP: a stopped process is alive to the reaper)
+            # until Curves has drawn the run, so that it cannot end before the live check on a loaded machine (CI
+            # once saw the 3000 steps end while the starved console was still switching panels: no growth in 90 s)
+            pid = RunStore(runs_dir).get(rid).pid
+            assert pid and pid != os.getpid()
+            os.kill(pid, signal.SIGSTOP)
+            try:
+                assert RunStore(runs_dir).get(rid).step < 3000
+                await pilot.press("enter")
+                await wait_for(pilot, lambda: app.query_one("#panels").active == "tab-curves", 5)
+                curves = app.query_one(CurvesPanel)
+                await wait_for(pilot, lambda: curves.data and rid in curves.data.series
+                               and "test/loss" in curves.data.series[rid], 30)
+                n0 = len(curves.data.series[rid]["test/loss"][0])
+            finally:
+                os.kill(pid, signal.SIGCONT)
             await wait_for(pilot, lambda: len(curves.data.series[rid]["test/loss"][0]) > n0, 90)
             await pilot.press("m")  # accuracy
             await pilot.pause(0.2)
